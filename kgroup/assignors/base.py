@@ -1,0 +1,107 @@
+"""The assignor API: pure objects that turn subscriptions into a partition plan.
+
+Rules (design.md 2.3, franz-go's sticky balancer):
+
+1. An assignor is pure. ``assign`` depends only on its arguments; anything from the past
+   (owned partitions, generations) arrives in ``MemberSubscription``. Nothing is remembered
+   between calls, so one assignor object may serve many consumers and threads.
+2. An assignor runs on the group thread of the elected leader (seed 001, "Sync group members
+   and assign partitions"). It must be fast and must not block or do IO.
+3. Members are ordered as Java's ``AbstractPartitionAssignor.MemberInfo.compareTo`` orders them:
+   static members (with a ``group_instance_id``) first, by instance id, then dynamic members by
+   member id (KIP-345: a restarted static member keeps its place and so its partitions).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Mapping
+from typing import ClassVar
+
+import attrs
+
+from kgroup.types import NO_GENERATION, RebalanceProtocol, TopicPartition
+
+__all__ = ["Assignor", "MemberSubscription", "Plan", "member_sort_key", "sorted_members"]
+
+#: A plan: member id -> the partitions it is assigned.
+Plan = Mapping[str, frozenset[TopicPartition]]
+
+
+@attrs.frozen(kw_only=True)
+class MemberSubscription:
+    """One member's entry in the leader's JoinGroup response, decoded.
+
+    Attributes:
+        member_id: the member id the coordinator gave the member.
+        group_instance_id: the member's static instance id (KIP-345), or None.
+        topics: the topics it subscribes to.
+        owned: partitions it owns (ConsumerProtocol Subscription v1+), for sticky assignors.
+        generation_id: the generation its ``owned`` comes from (Subscription v2+, KIP-792), or -1.
+        rack: its ``client_rack`` (Subscription v3+, KIP-881), or None.
+        user_data: assignor-specific bytes from ``Assignor.subscription_user_data``.
+    """
+
+    member_id: str
+    group_instance_id: str | None = None
+    topics: frozenset[str] = attrs.field(converter=frozenset)
+    owned: frozenset[TopicPartition] = attrs.field(default=frozenset(), converter=frozenset)
+    generation_id: int = NO_GENERATION
+    rack: str | None = None
+    user_data: bytes | None = None
+
+
+def member_sort_key(member: MemberSubscription) -> tuple[int, str, str]:
+    """Java's member order: static members by instance id first, then dynamic by member id."""
+    if member.group_instance_id is not None:
+        return (0, member.group_instance_id, member.member_id)
+    return (1, member.member_id, "")
+
+
+def sorted_members(members: Iterable[MemberSubscription]) -> list[MemberSubscription]:
+    """``members`` in Java's order (see ``member_sort_key``)."""
+    return sorted(members, key=member_sort_key)
+
+
+class Assignor(abc.ABC):
+    """Base class of partition assignors (Java ``ConsumerPartitionAssignor``).
+
+    Subclass it to write your own; set ``name`` (the protocol name sent in JoinGroup, shared
+    with other clients: "range", "roundrobin", "sticky", "cooperative-sticky") and
+    ``supported_protocols``, and implement ``assign``.
+    """
+
+    #: protocol name sent in JoinGroup; members of one group agree on it by vote
+    name: ClassVar[str]
+    #: rebalance protocols this assignor supports (KIP-429); EAGER unless stated
+    supported_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
+
+    def subscription_user_data(
+        self,
+        topics: frozenset[str],
+        generation_id: int,
+        owned: frozenset[TopicPartition],
+    ) -> bytes | None:
+        """Bytes to put in this member's Subscription ``user_data`` (KIP-54); None by default."""
+        return None
+
+    @abc.abstractmethod
+    def assign(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        members: Mapping[str, MemberSubscription],
+    ) -> Plan:
+        """Compute the plan.
+
+        Args:
+            partitions_per_topic: partition count of every topic some member subscribes to
+                (topics that do not exist are absent).
+            members: member id -> its subscription; every member must appear in the plan.
+
+        Returns:
+            member id -> frozenset of ``TopicPartition``; a partition appears at most once,
+            only for a member subscribed to its topic.
+        """
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

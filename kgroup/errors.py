@@ -1,0 +1,363 @@
+"""kgroup's exceptions and the error-code table.
+
+The exception tree::
+
+    KGroupError
+    ├── ConfigError(KGroupError, ValueError)      bad configuration, raised at construction
+    ├── ProtocolViolation                         a kgroup bug: an illegal input for the machine's state
+    ├── MalformedMetadata                         undecodable Subscription/Assignment bytes from a peer
+    ├── BrokerError                               a broker error code (.api, .code, .name)
+    │   ├── CoordinatorUnavailable                NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...
+    │   ├── RebalanceInProgressError              a commit refused because the group is rebalancing
+    │   ├── UnknownTopicOrPartitionError          an offset request for a partition that does not exist
+    │   └── FatalGroupError                       the consumer cannot continue (auth, protocol, ...)
+    │       └── FencedInstanceIdError             FENCED_INSTANCE_ID (KIP-345)
+    ├── CommitFailedError                         the generation is gone; the partitions may have moved
+    ├── NoOffsetForPartitionError                 auto_offset_reset="none" and no committed offset
+    ├── ListenerError                             a RebalanceListener callback raised (__cause__ is it)
+    ├── AssignmentError                           an assignor produced an invalid plan
+    ├── WakeupError                               Consumer.wakeup() interrupted a blocking call
+    └── ConsumerClosedError                       the consumer is closed
+
+Rule: ``classify(api, code)`` is a data table, distilled from the response handlers of
+Apache Kafka's Java client (``AbstractCoordinator`` and ``ConsumerCoordinator``: the
+FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch
+handlers). The membership machine and the commit path act on the returned ``Disposition``;
+nothing else interprets error codes. An error code missing from an API's row is FATAL, with
+its name in the message (seed 001, "Watch for errors!").
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+from kgroup._error_codes import error_name
+
+__all__ = [
+    "Api",
+    "AssignmentError",
+    "BrokerError",
+    "CommitFailedError",
+    "ConfigError",
+    "ConsumerClosedError",
+    "CoordinatorUnavailable",
+    "Disposition",
+    "FatalGroupError",
+    "FencedInstanceIdError",
+    "KGroupError",
+    "ListenerError",
+    "MalformedMetadata",
+    "NoOffsetForPartitionError",
+    "ProtocolViolation",
+    "RebalanceInProgressError",
+    "UnknownTopicOrPartitionError",
+    "WakeupError",
+    "broker_error",
+    "classify",
+    "error_name",
+]
+
+
+class KGroupError(Exception):
+    """Base class of every error kgroup raises."""
+
+
+class ConfigError(KGroupError, ValueError):
+    """A configuration value or combination is invalid. ``field`` names the offending key."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class ProtocolViolation(KGroupError):
+    """An input the membership machine cannot accept in its state: a bug in kgroup.
+
+    The machine that raised it is poisoned (every later call raises it again).
+    """
+
+
+class MalformedMetadata(KGroupError):
+    """ConsumerProtocol bytes (a Subscription or an Assignment) from a peer cannot be decoded."""
+
+
+class BrokerError(KGroupError):
+    """A broker answered with an error code.
+
+    Attributes:
+        api: the API that failed (``Api``).
+        code: the Kafka error code (int).
+        name: its protocol name, e.g. ``"NOT_COORDINATOR"``.
+    """
+
+    def __init__(self, api: Api, code: int, message: str = "") -> None:
+        self.api = api
+        self.code = code
+        self.name = error_name(code)
+        text = f"{api.value} failed with {self.name} ({code})"
+        super().__init__(f"{text}: {message}" if message else text)
+
+
+class CoordinatorUnavailable(BrokerError):
+    """The group coordinator is unknown, moving or loading; the call may be retried."""
+
+
+class RebalanceInProgressError(BrokerError):
+    """The group is rebalancing; call ``poll()`` to complete the rebalance, then retry."""
+
+
+class UnknownTopicOrPartitionError(BrokerError):
+    """An offset request named a topic or partition that does not exist."""
+
+
+class FatalGroupError(BrokerError):
+    """The consumer cannot continue: authorization, protocol, or configuration rejected.
+
+    After this error the consumer is poisoned: ``poll()`` and ``commit()`` raise it again.
+    """
+
+
+class FencedInstanceIdError(FatalGroupError):
+    """FENCED_INSTANCE_ID (KIP-345): another process uses the same ``group_instance_id``."""
+
+
+class CommitFailedError(KGroupError):
+    """A commit could not complete because this member no longer owns the partitions.
+
+    The member's generation was reset (or the partitions are not assigned to it); the
+    partitions may already belong to another member, so no offset was written for them.
+    """
+
+
+class NoOffsetForPartitionError(KGroupError):
+    """``auto_offset_reset="none"`` and a partition has no committed offset.
+
+    Attributes:
+        partitions: frozenset of ``TopicPartition`` without a committed offset.
+    """
+
+    def __init__(self, partitions: frozenset[object]) -> None:
+        self.partitions = partitions
+        names = ", ".join(sorted(str(p) for p in partitions))
+        super().__init__(f"no committed offset and auto_offset_reset='none' for: {names}")
+
+
+class ListenerError(KGroupError):
+    """A ``RebalanceListener`` callback raised; ``__cause__`` is the user's exception.
+
+    The rebalance still completed (Java semantics); the error surfaces from ``poll()``.
+    """
+
+
+class AssignmentError(KGroupError):
+    """An assignor returned an invalid plan (incomplete, overlapping, or not a subscriber's)."""
+
+
+class WakeupError(KGroupError):
+    """``Consumer.wakeup()`` interrupted ``poll()`` (Java ``WakeupException``)."""
+
+
+class ConsumerClosedError(KGroupError):
+    """The consumer was closed; it cannot be used again."""
+
+
+class Api(enum.Enum):
+    """The group and offset APIs kgroup classifies errors for."""
+
+    FIND_COORDINATOR = "FindCoordinator"
+    JOIN_GROUP = "JoinGroup"
+    SYNC_GROUP = "SyncGroup"
+    HEARTBEAT = "Heartbeat"
+    LEAVE_GROUP = "LeaveGroup"
+    OFFSET_COMMIT = "OffsetCommit"
+    OFFSET_FETCH = "OffsetFetch"
+
+
+class Disposition(enum.Enum):
+    """What to do about a response's error code."""
+
+    OK = "ok"
+    #: back off (retry_backoff_ms, exponential), then retry the same request
+    RETRY = "retry"
+    #: mark the coordinator unknown, back off, find it again, then retry
+    REDISCOVER = "rediscover"
+    #: send the request again at once (JoinGroup REBALANCE_IN_PROGRESS / UNKNOWN_MEMBER_ID)
+    RETRY_NOW = "retry_now"
+    #: adopt the member id the broker handed out and rejoin at once (KIP-394)
+    ADOPT_MEMBER_ID = "adopt_member_id"
+    #: rejoin the group; the generation (and owned partitions) stay valid until then
+    REJOIN = "rejoin"
+    #: drop the generation but keep the member id; owned partitions are lost; rejoin
+    RESET_GENERATION = "reset_generation"
+    #: drop generation and member id; owned partitions are lost; rejoin
+    RESET_MEMBER = "reset_member"
+    #: raise a typed error to the caller of the blocking call; the consumer carries on
+    RAISE = "raise"
+    #: log and carry on (LeaveGroup is best effort)
+    IGNORE = "ignore"
+    #: the consumer cannot continue: raise a FatalGroupError and poison the consumer
+    FATAL = "fatal"
+
+
+# Error codes by name, so the table below reads like Java's handlers.
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+REQUEST_TIMED_OUT = 7
+OFFSET_METADATA_TOO_LARGE = 12
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+INVALID_COMMIT_OFFSET_SIZE = 28
+TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
+GROUP_ID_NOT_FOUND = 69
+MEMBER_ID_REQUIRED = 79
+GROUP_MAX_SIZE_REACHED = 81
+FENCED_INSTANCE_ID = 82
+UNSTABLE_OFFSET_COMMIT = 88
+
+D = Disposition
+_COORDINATOR_MOVED = {COORDINATOR_NOT_AVAILABLE: D.REDISCOVER, NOT_COORDINATOR: D.REDISCOVER}
+
+#: The table. Rows: API -> {error code -> disposition}. Sources are Java's response handlers
+#: (``AbstractCoordinator.FindCoordinatorResponseHandler``, ``JoinGroupResponseHandler``,
+#: ``SyncGroupResponseHandler``, ``HeartbeatResponseHandler``, ``LeaveGroupResponseHandler``;
+#: ``ConsumerCoordinator.OffsetCommitResponseHandler`` and ``OffsetFetchResponseHandler``).
+TABLE: Mapping[Api, Mapping[int, Disposition]] = {
+    Api.FIND_COORDINATOR: {
+        NONE: D.OK,
+        COORDINATOR_NOT_AVAILABLE: D.RETRY,
+        COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
+        NOT_COORDINATOR: D.RETRY,
+        REQUEST_TIMED_OUT: D.RETRY,
+        GROUP_AUTHORIZATION_FAILED: D.FATAL,
+        INVALID_REQUEST: D.FATAL,
+        UNSUPPORTED_VERSION: D.FATAL,
+    },
+    Api.JOIN_GROUP: {
+        NONE: D.OK,
+        COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
+        **_COORDINATOR_MOVED,
+        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
+        ILLEGAL_GENERATION: D.RESET_GENERATION,
+        MEMBER_ID_REQUIRED: D.ADOPT_MEMBER_ID,
+        REBALANCE_IN_PROGRESS: D.RETRY_NOW,
+        FENCED_INSTANCE_ID: D.FATAL,
+        INCONSISTENT_GROUP_PROTOCOL: D.FATAL,
+        INVALID_SESSION_TIMEOUT: D.FATAL,
+        INVALID_GROUP_ID: D.FATAL,
+        GROUP_AUTHORIZATION_FAILED: D.FATAL,
+        GROUP_MAX_SIZE_REACHED: D.FATAL,
+        UNSUPPORTED_VERSION: D.FATAL,
+    },
+    Api.SYNC_GROUP: {
+        NONE: D.OK,
+        REBALANCE_IN_PROGRESS: D.REJOIN,
+        **_COORDINATOR_MOVED,
+        ILLEGAL_GENERATION: D.RESET_GENERATION,
+        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
+        FENCED_INSTANCE_ID: D.FATAL,
+        GROUP_AUTHORIZATION_FAILED: D.FATAL,
+        INCONSISTENT_GROUP_PROTOCOL: D.FATAL,
+    },
+    Api.HEARTBEAT: {
+        NONE: D.OK,
+        **_COORDINATOR_MOVED,
+        # REJOIN when Stable; while already rebalancing the machine treats it as a success.
+        REBALANCE_IN_PROGRESS: D.REJOIN,
+        ILLEGAL_GENERATION: D.RESET_GENERATION,
+        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
+        FENCED_INSTANCE_ID: D.FATAL,
+        GROUP_AUTHORIZATION_FAILED: D.FATAL,
+    },
+    Api.LEAVE_GROUP: {
+        NONE: D.OK,
+        **{code: D.IGNORE for code in (
+            COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+            UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
+            GROUP_ID_NOT_FOUND, GROUP_AUTHORIZATION_FAILED, REQUEST_TIMED_OUT,
+        )},
+    },
+    Api.OFFSET_COMMIT: {
+        NONE: D.OK,
+        COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
+        UNKNOWN_TOPIC_OR_PARTITION: D.RETRY,
+        **_COORDINATOR_MOVED,
+        REQUEST_TIMED_OUT: D.REDISCOVER,
+        REBALANCE_IN_PROGRESS: D.REJOIN,
+        ILLEGAL_GENERATION: D.RESET_GENERATION,
+        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
+        OFFSET_METADATA_TOO_LARGE: D.RAISE,
+        INVALID_COMMIT_OFFSET_SIZE: D.RAISE,
+        TOPIC_AUTHORIZATION_FAILED: D.RAISE,
+        FENCED_INSTANCE_ID: D.FATAL,
+        GROUP_AUTHORIZATION_FAILED: D.FATAL,
+    },
+    Api.OFFSET_FETCH: {
+        NONE: D.OK,
+        COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
+        UNSTABLE_OFFSET_COMMIT: D.RETRY,
+        **_COORDINATOR_MOVED,
+        UNKNOWN_TOPIC_OR_PARTITION: D.RAISE,
+        TOPIC_AUTHORIZATION_FAILED: D.RAISE,
+        GROUP_AUTHORIZATION_FAILED: D.FATAL,
+        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
+        ILLEGAL_GENERATION: D.RESET_GENERATION,
+        FENCED_INSTANCE_ID: D.FATAL,
+    },
+}
+del D
+
+
+def classify(api: Api, code: int) -> Disposition:
+    """Classify an error code returned by ``api``.
+
+    Args:
+        api: the API whose response carried the code.
+        code: the Kafka error code (0 is success).
+
+    Returns:
+        The ``Disposition`` from the table; codes not listed for ``api`` are ``FATAL``.
+    """
+    return TABLE[api].get(code, Disposition.FATAL)
+
+
+def broker_error(api: Api, code: int, message: str = "") -> BrokerError:
+    """Build the typed exception for an error code.
+
+    Args:
+        api: the API that failed.
+        code: the Kafka error code.
+        message: extra context (group id, member id, hint).
+
+    Returns:
+        ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``CoordinatorUnavailable`` for
+        coordinator moves, ``RebalanceInProgressError`` for REBALANCE_IN_PROGRESS,
+        ``UnknownTopicOrPartitionError``, ``FatalGroupError`` for FATAL codes (unknown codes
+        included, with "unexpected" in the message), else ``BrokerError``.
+    """
+    if code == FENCED_INSTANCE_ID:
+        return FencedInstanceIdError(api, code, message)
+    if code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS):
+        return CoordinatorUnavailable(api, code, message)
+    if code == REBALANCE_IN_PROGRESS:
+        return RebalanceInProgressError(api, code, message)
+    if code == UNKNOWN_TOPIC_OR_PARTITION:
+        return UnknownTopicOrPartitionError(api, code, message)
+    if code == UNSUPPORTED_VERSION and api is Api.JOIN_GROUP:
+        hint = "static membership (group_instance_id) needs JoinGroup v5+ (Kafka 2.3+)"
+        message = f"{message}; {hint}" if message else hint
+    if classify(api, code) is Disposition.FATAL:
+        if code not in TABLE[api]:
+            message = f"unexpected error code for {api.value}" + (f"; {message}" if message else "")
+        return FatalGroupError(api, code, message)
+    return BrokerError(api, code, message)

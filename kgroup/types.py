@@ -1,0 +1,131 @@
+"""kgroup's own value types.
+
+Rule 1: every type here is ``attrs.frozen`` and holds only immutable data (tuples, frozensets),
+so a value can cross threads without a lock.
+Rule 2: nothing here imports kafka-python; the adapter (``kgroup._io.kafka_python``) converts.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+import attrs
+
+__all__ = [
+    "NO_GENERATION",
+    "UNKNOWN_MEMBER_ID",
+    "ConsumerRecord",
+    "Generation",
+    "GroupMetadata",
+    "OffsetAndMetadata",
+    "RebalanceProtocol",
+    "TopicPartition",
+    "partitions_by_topic",
+]
+
+#: Generation id of a member that is not part of any generation (Java ``Generation.NO_GENERATION``).
+NO_GENERATION = -1
+#: Member id sent on a first JoinGroup (Java ``JoinGroupRequest.UNKNOWN_MEMBER_ID``).
+UNKNOWN_MEMBER_ID = ""
+
+
+@attrs.frozen(order=True)
+class TopicPartition:
+    """A partition of a topic: ``TopicPartition("orders", 3)``.
+
+    Attributes:
+        topic: topic name (str).
+        partition: partition number (int, >= 0).
+    """
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@attrs.frozen
+class OffsetAndMetadata:
+    """An offset to commit, or a committed offset (Java ``OffsetAndMetadata``).
+
+    Attributes:
+        offset: the offset of the *next* record to consume (int, >= 0).
+        metadata: free-form string stored with the commit (str).
+        leader_epoch: the leader epoch of the last consumed record, if known (KIP-320).
+    """
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None
+
+
+class RebalanceProtocol(enum.IntEnum):
+    """Rebalance protocols (KIP-429). Higher is newer; a group uses the highest common one."""
+
+    EAGER = 0
+    COOPERATIVE = 1
+
+
+@attrs.frozen
+class Generation:
+    """A member's place in the group: generation id, member id and chosen protocol.
+
+    ``Generation()`` is the "no generation" value (generation_id -1, member_id "").
+    """
+
+    generation_id: int = NO_GENERATION
+    member_id: str = UNKNOWN_MEMBER_ID
+    protocol: str | None = None
+
+    def is_valid(self) -> bool:
+        """True when this is a generation a commit or heartbeat may use."""
+        return self.generation_id != NO_GENERATION
+
+
+@attrs.frozen
+class GroupMetadata:
+    """What ``Consumer.group_metadata()`` returns (Java ``ConsumerGroupMetadata``)."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@attrs.frozen
+class ConsumerRecord:
+    """One record handed to the application by ``Consumer.poll()``.
+
+    Attributes:
+        topic, partition, offset: where the record lives.
+        key, value: raw bytes (or None).
+        headers: tuple of ``(key: str, value: bytes | None)``.
+        timestamp: record timestamp in ms since the epoch.
+        timestamp_type: 0 = CreateTime, 1 = LogAppendTime.
+        leader_epoch: the partition leader epoch of the record's batch, if known.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp: int = -1
+    timestamp_type: int = 0
+    leader_epoch: int | None = None
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        """The record's partition as a ``TopicPartition``."""
+        return TopicPartition(self.topic, self.partition)
+
+
+def partitions_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    """Group partitions by topic: ``{topic: sorted partition numbers}``, topics sorted."""
+    out: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
