@@ -16,6 +16,7 @@ The exception tree::
     ├── NoOffsetForPartitionError                 auto_offset_reset="none" and no committed offset
     ├── ListenerError                             a RebalanceListener callback raised (__cause__ is it)
     ├── AssignmentError                           an assignor produced an invalid plan
+    ├── IllegalStateError(KGroupError, RuntimeError)  a call the consumer's state forbids
     ├── WakeupError                               Consumer.wakeup() interrupted a blocking call
     └── ConsumerClosedError                       the consumer is closed
 
@@ -45,6 +46,7 @@ __all__ = [
     "Disposition",
     "FatalGroupError",
     "FencedInstanceIdError",
+    "IllegalStateError",
     "KGroupError",
     "ListenerError",
     "MalformedMetadata",
@@ -152,6 +154,11 @@ class ListenerError(KGroupError):
 
 class AssignmentError(KGroupError):
     """An assignor returned an invalid plan (incomplete, overlapping, or not a subscriber's)."""
+
+
+class IllegalStateError(KGroupError, RuntimeError):
+    """A call the consumer's state forbids: poll() without a subscription, seek() of a
+    partition not assigned, close() from inside a listener callback."""
 
 
 class WakeupError(KGroupError):

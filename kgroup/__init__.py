@@ -1,0 +1,73 @@
+"""kgroup: the client half of Kafka's classic consumer-group protocol, in Python.
+
+Built on kafka-python's network client (3.0 line). See the README for the quickstart and the
+listener contract; ``kgroup.membership`` is the sans-IO protocol core; ``kgroup.testing``
+provides a real broker for tests.
+"""
+
+from kgroup._version import __version__
+from kgroup.assignors import Assignor, MemberSubscription, RangeAssignor, RoundRobinAssignor
+from kgroup.config import ConsumerConfig
+from kgroup.consumer import Consumer
+from kgroup.errors import (
+    AssignmentError,
+    BrokerError,
+    CommitFailedError,
+    ConfigError,
+    ConsumerClosedError,
+    CoordinatorUnavailable,
+    FatalGroupError,
+    FencedInstanceIdError,
+    IllegalStateError,
+    KGroupError,
+    ListenerError,
+    MalformedMetadata,
+    NoOffsetForPartitionError,
+    ProtocolViolation,
+    RebalanceInProgressError,
+    UnknownTopicOrPartitionError,
+    WakeupError,
+)
+from kgroup.listener import RebalanceListener
+from kgroup.membership.states import MemberState
+from kgroup.types import (
+    ConsumerRecord,
+    GroupMetadata,
+    OffsetAndMetadata,
+    RebalanceProtocol,
+    TopicPartition,
+)
+
+__all__ = [
+    "AssignmentError",
+    "Assignor",
+    "BrokerError",
+    "CommitFailedError",
+    "ConfigError",
+    "Consumer",
+    "ConsumerClosedError",
+    "ConsumerConfig",
+    "ConsumerRecord",
+    "CoordinatorUnavailable",
+    "FatalGroupError",
+    "FencedInstanceIdError",
+    "GroupMetadata",
+    "IllegalStateError",
+    "KGroupError",
+    "ListenerError",
+    "MalformedMetadata",
+    "MemberState",
+    "MemberSubscription",
+    "NoOffsetForPartitionError",
+    "OffsetAndMetadata",
+    "ProtocolViolation",
+    "RangeAssignor",
+    "RebalanceInProgressError",
+    "RebalanceListener",
+    "RebalanceProtocol",
+    "RoundRobinAssignor",
+    "TopicPartition",
+    "UnknownTopicOrPartitionError",
+    "WakeupError",
+    "__version__",
+]

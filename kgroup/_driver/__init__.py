@@ -1,0 +1,1 @@
+"""Drivers: the threads that run the sans-IO machine against a real transport."""

@@ -1,0 +1,217 @@
+"""GroupThread: the one thread that owns the membership machine (and is its heartbeat thread).
+
+Rules (design.md 2.5):
+
+1. ``GroupMachine`` is touched only here. Other threads talk to it by ``post(event)`` into a
+   ``queue.SimpleQueue``; it talks back through the ``Mailbox`` (steps, errors) and a published
+   ``MemberSnapshot`` (rebinding one attribute: atomic).
+2. Responses arrive from kafka-python's IO thread as events in the same inbox.
+3. Listener callbacks never run here; assignors do (they are pure and fast).
+4. The loop sleeps until the machine's next deadline or the next event: heartbeats and the
+   ``max_poll_interval_ms`` watchdog keep running while the poll thread runs user code.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import random
+import threading
+from collections.abc import Mapping
+
+from kgroup._clock import Clock
+from kgroup._driver.mailbox import Mailbox
+from kgroup._io.transport import Transport
+from kgroup.assignors.base import Assignor, MemberSubscription
+from kgroup.assignors.validate import validate_plan
+from kgroup.config import ConsumerConfig
+from kgroup.errors import AssignmentError, KGroupError
+from kgroup.membership import events as ev
+from kgroup.membership.commands import (
+    Command,
+    ComputeAssignment,
+    DeliverStep,
+    Fail,
+    Notify,
+    SendFindCoordinator,
+    SendHeartbeat,
+    SendJoinGroup,
+    SendLeaveGroup,
+    SendSyncGroup,
+)
+from kgroup.membership.machine import GroupMachine, MemberSnapshot
+from kgroup.protocol.consumer_protocol import Assignment, encode_assignment
+
+__all__ = ["GroupThread"]
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+class GroupThread:
+    """Runs a ``GroupMachine`` on a daemon thread named ``kgroup-<group_id>``.
+
+    Args:
+        config: consumer configuration.
+        transport: the network port.
+        mailbox: where steps and errors for the poll thread go.
+        clock: time source (``FakeClock`` in tests).
+        rng: randomness for backoff jitter.
+    """
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        transport: Transport,
+        mailbox: Mailbox,
+        clock: Clock,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._config = config
+        self._transport = transport
+        self._mailbox = mailbox
+        self._clock = clock
+        self._machine = GroupMachine(config, rng=rng)
+        self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"kgroup-{config.group_id}", daemon=True)
+        self._snapshot: MemberSnapshot = self._machine.snapshot()
+        self._changed = threading.Condition()
+        self._assignors: Mapping[str, Assignor] = {a.name: a for a in config.assignors}
+
+    @property
+    def snapshot(self) -> MemberSnapshot:
+        """The latest published view of the machine (any thread)."""
+        return self._snapshot
+
+    @property
+    def ident(self) -> int | None:
+        """The thread's ident once started."""
+        return self._thread.ident
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def post(self, event: object) -> None:
+        """Queue an event for the machine (any thread)."""
+        self._inbox.put(event)
+
+    def stop(self, timeout_s: float) -> None:
+        """Stop the loop and join the thread (any thread but this one)."""
+        self._inbox.put(_STOP)
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout_s)
+
+    def wait_for(self, predicate: object, timeout_s: float) -> bool:
+        """Wait until ``predicate(snapshot)`` is true or ``timeout_s`` passes (any thread)."""
+        deadline = self._clock.monotonic() + timeout_s
+        with self._changed:
+            while not predicate(self._snapshot):  # type: ignore[operator]
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(min(remaining, 0.1))
+        return True
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        machine = self._machine
+        try:
+            self._execute(machine.tick(self._clock.monotonic()))
+            while True:
+                now = self._clock.monotonic()
+                timeout = machine.next_deadline(now) - now
+                try:
+                    item = self._inbox.get(timeout=min(max(timeout, 0.0), 1.0))
+                except queue.Empty:
+                    item = None
+                if item is _STOP:
+                    return
+                now = self._clock.monotonic()
+                commands: list[Command] = []
+                if item is not None:
+                    commands += machine.handle(item, now)  # type: ignore[arg-type]
+                commands += machine.tick(self._clock.monotonic())
+                self._execute(commands)
+        except KGroupError as exc:
+            # the machine is poisoned; it already emitted Fail (or raised a ProtocolViolation)
+            if not isinstance(self._snapshot.fatal, Exception):
+                self._mailbox.post(exc)
+            self._publish()
+        except Exception as exc:  # a kgroup bug: surface it, never die silently
+            log.exception("group thread crashed")
+            self._mailbox.post(KGroupError(f"group thread crashed: {exc!r}"))
+
+    def _publish(self) -> None:
+        self._snapshot = self._machine.snapshot()
+        with self._changed:
+            self._changed.notify_all()
+
+    def _execute(self, commands: list[Command]) -> None:
+        for command in commands:
+            if isinstance(command, (SendFindCoordinator, SendJoinGroup, SendSyncGroup, SendHeartbeat, SendLeaveGroup)):
+                future = self._transport.send(command, self._config.group_id)
+                future.add_done_callback(self._on_response)
+            elif isinstance(command, DeliverStep):
+                self._publish()
+                self._mailbox.post(command.step)
+            elif isinstance(command, ComputeAssignment):
+                self._compute_assignment(command)
+            elif isinstance(command, (Notify, Fail)):
+                self._publish()
+                self._mailbox.post(command.error)
+        self._publish()
+
+    def _on_response(self, future: concurrent.futures.Future[ev.Event]) -> None:
+        # runs on kafka-python's IO thread: only hand the event over
+        self._inbox.put(future.result())
+
+    def _compute_assignment(self, command: ComputeAssignment) -> None:
+        """The leader's step 5: metadata, then the assignor, then validate and encode."""
+        members = {m.member_id: m for m in command.members}
+        assignor = self._assignors.get(command.protocol)
+        if assignor is None:
+            self.post(ev.AssignmentFailed(command.request_id, AssignmentError(
+                f"the group chose protocol {command.protocol!r}, which this member does not have")))
+            return
+        topics = set().union(*(m.topics for m in command.members)) if command.members else set()
+        future = self._transport.partitions_for(topics, self._config.request_timeout_ms)
+
+        def done(f: concurrent.futures.Future[dict[str, int]]) -> None:
+            exc = f.exception()
+            if exc is not None:
+                self.post(ev.AssignmentFailed(command.request_id, KGroupError(f"metadata for assignment failed: {exc}")))
+                return
+            self.post(self._assign(command, assignor, f.result(), members))
+
+        future.add_done_callback(done)
+
+    def _assign(
+        self,
+        command: ComputeAssignment,
+        assignor: Assignor,
+        partitions_per_topic: dict[str, int],
+        members: Mapping[str, MemberSubscription],
+    ) -> ev.Event:
+        missing = sorted(set().union(*(m.topics for m in members.values())) - set(partitions_per_topic)) if members else []
+        if missing:
+            log.warning("group %s: subscribed topics not found in metadata: %s", self._config.group_id, missing)
+        try:
+            plan = assignor.assign(partitions_per_topic, members)
+            validate_plan(plan, members, partitions_per_topic, self._config.protocol)
+        except Exception as exc:
+            error = exc if isinstance(exc, KGroupError) else AssignmentError(f"assignor {assignor.name!r} failed: {exc!r}")
+            if error is not exc:
+                error.__cause__ = exc
+            return ev.AssignmentFailed(command.request_id, error)
+        encoded = tuple(
+            (member_id, encode_assignment(Assignment(partitions=tuple(sorted(plan.get(member_id, frozenset()))))))
+            for member_id in members
+        )
+        log.info(
+            "group %s: leader assigned %d partitions to %d members with %s",
+            self._config.group_id, sum(len(p) for p in plan.values()), len(members), assignor.name,
+        )
+        return ev.AssignmentComputed(command.request_id, encoded)

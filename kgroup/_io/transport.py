@@ -1,0 +1,133 @@
+"""The Transport port: everything kgroup needs from a Kafka network client.
+
+Rule: the rest of kgroup sees only this protocol and kgroup's own types; the one
+implementation over kafka-python is ``kgroup._io.kafka_python`` (a kafka-python upgrade
+touches that file only). Every method is thread-safe and returns a
+``concurrent.futures.Future`` completed on the network thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+import attrs
+
+from kgroup.membership.commands import (
+    SendFindCoordinator,
+    SendHeartbeat,
+    SendJoinGroup,
+    SendLeaveGroup,
+    SendSyncGroup,
+)
+from kgroup.membership.events import Event
+from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, TopicPartition
+
+__all__ = ["CommittedOffset", "OffsetFetchResult", "RecordFetcher", "Transport"]
+
+GroupRequest = SendFindCoordinator | SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup
+
+
+@attrs.frozen
+class CommittedOffset:
+    """One partition's entry of an OffsetFetch response (offset -1: nothing committed)."""
+
+    offset: int
+    metadata: str
+    leader_epoch: int | None
+    error_code: int
+
+
+@attrs.frozen
+class OffsetFetchResult:
+    """An OffsetFetch response: top-level error code and per-partition results."""
+
+    error_code: int
+    partitions: Mapping[TopicPartition, CommittedOffset]
+
+
+class RecordFetcher(Protocol):
+    """Fetch state and buffers for the partitions this member owns. Poll thread only."""
+
+    def assign(self, partitions: frozenset[TopicPartition]) -> None:
+        """Fetch exactly ``partitions`` from now on; buffered records of others are dropped."""
+        ...
+
+    def assigned(self) -> frozenset[TopicPartition]:
+        """What is being fetched."""
+        ...
+
+    def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
+        """Fetch ``tp`` from ``offset`` next."""
+        ...
+
+    def request_reset(self, tp: TopicPartition, strategy: str) -> None:
+        """Look up ``tp``'s position by ``strategy`` ("earliest" / "latest")."""
+        ...
+
+    def position(self, tp: TopicPartition) -> int | None:
+        """The offset of the next record to hand out, or None while unknown."""
+        ...
+
+    def has_position(self, tp: TopicPartition) -> bool:
+        """True when ``tp``'s position is known (not awaiting a reset)."""
+        ...
+
+    def pause(self, tp: TopicPartition) -> None:
+        """Stop fetching ``tp`` (its buffered records are kept)."""
+        ...
+
+    def resume(self, tp: TopicPartition) -> None:
+        """Fetch ``tp`` again."""
+        ...
+
+    def paused(self) -> frozenset[TopicPartition]:
+        """Paused partitions."""
+        ...
+
+    def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
+        """Up to ``max_records`` records of fetchable partitions, waiting at most ``timeout_ms``."""
+        ...
+
+    def wakeup(self) -> None:
+        """Interrupt a blocked ``fetch`` (any thread)."""
+        ...
+
+
+class Transport(Protocol):
+    """The network port of the group thread and the poll thread."""
+
+    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[Event]:
+        """Send a group request; the future yields the matching response event."""
+        ...
+
+    def partitions_for(self, topics: Iterable[str], timeout_ms: int) -> concurrent.futures.Future[dict[str, int]]:
+        """Partition counts of ``topics`` (absent: the topic does not exist)."""
+        ...
+
+    def offset_commit(
+        self,
+        group_id: str,
+        generation: Generation,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        node_id: int,
+        timeout_ms: int,
+    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+        """OffsetCommit; the future yields each partition's error code."""
+        ...
+
+    def offset_fetch(
+        self, group_id: str, partitions: Iterable[TopicPartition], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[OffsetFetchResult]:
+        """OffsetFetch for ``partitions`` from the coordinator ``node_id``."""
+        ...
+
+    def fetcher(self) -> RecordFetcher:
+        """The record fetcher (one per transport)."""
+        ...
+
+    def close(self) -> None:
+        """Close connections and stop the network thread."""
+        ...

