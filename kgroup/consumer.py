@@ -477,10 +477,11 @@ class Consumer:
     def _retrying(self, fn: Any, timeout_ms: int) -> Any:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_delay(timeout_ms / 1000),
-            wait=tenacity.wait_exponential_jitter(
-                initial=self._config.retry_backoff_ms / 1000,
+            wait=tenacity.wait_exponential(
+                multiplier=self._config.retry_backoff_ms / 1000,
                 max=self._config.retry_backoff_max_ms / 1000,
-            ),
+            )
+            + tenacity.wait_random(0, self._config.retry_backoff_ms / 1000 / 5),
             retry=tenacity.retry_if_exception_type(_Retriable),
             sleep=self._clock.sleep,
             reraise=True,

@@ -734,6 +734,10 @@ class GroupMachine:
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
             try:
+                if len(event.assignment) < 2:
+                    # Java's ConsumerCoordinator.onJoinComplete rejects an assignment shorter
+                    # than its version field: the leader's assignor is broken
+                    raise MalformedMetadata(f"{len(event.assignment)} bytes, too short for an Assignment")
                 assignment = decode_assignment(event.assignment)
             except MalformedMetadata as exc:
                 self._abort_round(MalformedMetadata(f"the leader sent an undecodable Assignment: {exc}"), out)

@@ -11,6 +11,7 @@ Tansu deviates from Apache Kafka in its group coordinator; see the
 :mod:`kgroup.testing.broker` docstring. Tests must set ``session_timeout_ms`` explicitly.
 """
 
+from kgroup.testing._fake_clock import FakeClock
 from kgroup.testing.broker import (
     BrokerHandle,
     BrokerStartError,
@@ -22,6 +23,7 @@ from kgroup.testing.broker import (
 __all__ = [
     "BrokerHandle",
     "BrokerStartError",
+    "FakeClock",
     "create_topic",
     "produce",
     "start_broker",

@@ -1,0 +1,177 @@
+"""Shared pieces for integration tests: members on threads, a timestamped event log, waits.
+
+Every wait has a deadline; nothing sleeps a fixed time to synchronise.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+import kgroup
+from kgroup import TopicPartition
+
+#: Tansu joins take session_timeout_ms / 2 (broker-notes.md S3b); 6000 is Kafka's minimum too
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_MS = 1000
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.05) -> None:
+    """Poll ``predicate`` until true; fail the test with ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval_s)
+    if predicate():
+        return
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+@attrs.frozen
+class Event:
+    t_start: float
+    t_end: float
+    member: str
+    kind: str  # assigned | revoked | lost
+    partitions: frozenset[TopicPartition]
+    generation: int
+
+
+class EventLog:
+    """A shared, timestamped log of listener callbacks across members."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.events: list[Event] = []
+
+    def add(self, event: Event) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def of(self, kind: str, member: str | None = None) -> list[Event]:
+        with self._lock:
+            return [e for e in self.events if e.kind == kind and (member is None or e.member == member)]
+
+
+class RecordingListener(kgroup.RebalanceListener):
+    """Logs every callback with start/end times; optionally commits on revoke."""
+
+    def __init__(self, name: str, log: EventLog, consumer_ref: Callable[[], kgroup.Consumer],
+                 *, commit_on_revoke: bool = False, revoke_delay_s: float = 0.0) -> None:
+        self.name = name
+        self.log = log
+        self.consumer_ref = consumer_ref
+        self.commit_on_revoke = commit_on_revoke
+        self.revoke_delay_s = revoke_delay_s
+        self.threads: set[int] = set()
+
+    def _record(self, kind: str, partitions: frozenset[TopicPartition], body: Callable[[], None]) -> None:
+        self.threads.add(threading.get_ident())
+        start = time.monotonic()
+        generation = self.consumer_ref().group_metadata().generation_id
+        body()
+        self.log.add(Event(start, time.monotonic(), self.name, kind, partitions, generation))
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        def body() -> None:
+            if self.revoke_delay_s:
+                time.sleep(self.revoke_delay_s)  # simulated slow cleanup, not synchronisation
+            if self.commit_on_revoke:
+                self.consumer_ref().commit()
+
+        self._record("revoked", partitions, body)
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self._record("assigned", partitions, lambda: None)
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._record("lost", partitions, lambda: None)
+
+
+class Member:
+    """A kgroup consumer polling on its own thread until stopped."""
+
+    def __init__(self, name: str, bootstrap: str, group_id: str, topics: list[str], log: EventLog,
+                 *, commit_on_revoke: bool = False, commit_each_batch: bool = False,
+                 revoke_delay_s: float = 0.0, **config: Any) -> None:
+        self.name = name
+        settings: dict[str, Any] = {
+            "session_timeout_ms": SESSION_TIMEOUT_MS,
+            "heartbeat_interval_ms": HEARTBEAT_MS,
+            "auto_offset_reset": "earliest",
+            "client_id": name,
+        }
+        settings.update(config)
+        self.consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id, **settings)
+        self.listener = RecordingListener(name, log, lambda: self.consumer,
+                                          commit_on_revoke=commit_on_revoke, revoke_delay_s=revoke_delay_s)
+        self.topics = topics
+        self.commit_each_batch = commit_each_batch
+        self.records: list[kgroup.ConsumerRecord] = []
+        self.errors: list[BaseException] = []
+        self.stall = threading.Event()
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self.poll_thread: int | None = None
+        self._thread = threading.Thread(target=self._run, name=f"member-{name}", daemon=True)
+
+    def start(self) -> Member:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        self.poll_thread = threading.get_ident()
+        try:
+            self.consumer.subscribe(self.topics, listener=self.listener)
+            while not self._stop.is_set():
+                if self.stall.is_set():
+                    self._stop.wait(0.05)
+                    continue
+                try:
+                    batch = self.consumer.poll(200)
+                except kgroup.ListenerError as exc:
+                    self.errors.append(exc)
+                    continue
+                self.records.extend(batch)
+                if batch and self.commit_each_batch:
+                    try:
+                        self.consumer.commit()
+                    except (kgroup.CommitFailedError, kgroup.RebalanceInProgressError):
+                        pass  # the next rebalance's commit on revoke covers it
+        except BaseException as exc:
+            self.errors.append(exc)
+        finally:
+            try:
+                self.consumer.close()
+            except BaseException as exc:
+                self.errors.append(exc)
+            self._stopped.set()
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return self.consumer.assignment()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self._stop.set()
+        self.stall.clear()
+        if not self._stopped.wait(timeout_s):
+            raise AssertionError(f"member {self.name} did not stop within {timeout_s} s")
+
+
+def all_partitions(topic: str, n: int) -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition(topic, p) for p in range(n))
+
+
+def split_exactly(members: list[Member], expected: frozenset[TopicPartition]) -> bool:
+    """True when the members' assignments are disjoint and cover ``expected``."""
+    assignments = [m.assignment() for m in members]
+    union: set[TopicPartition] = set()
+    for a in assignments:
+        if union & a:
+            return False
+        union |= a
+    return union == expected

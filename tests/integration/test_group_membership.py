@@ -1,0 +1,326 @@
+"""Consumer groups on a real broker (embedded Tansu by default, KGROUP_BOOTSTRAP_SERVERS to override).
+
+Every test sets session_timeout_ms explicitly (broker-notes.md: a Tansu join costs st/2) and
+waits on conditions with deadlines.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import kgroup
+from kgroup import TopicPartition
+from kgroup.testing import produce
+
+from .harness import (
+    HEARTBEAT_MS,
+    SESSION_TIMEOUT_MS,
+    EventLog,
+    Member,
+    all_partitions,
+    split_exactly,
+    wait_until,
+)
+
+JOIN_BUDGET_S = 30.0
+
+
+def _produce_indexed(bootstrap: str, topic: str, partitions: int, per_partition: int) -> int:
+    records = [
+        (p, str(i).encode(), f"{p}:{i}".encode()) for p in range(partitions) for i in range(per_partition)
+    ]
+    return produce(bootstrap, topic, records)
+
+
+def test_single_member_consumes_everything(kafka_bootstrap, topic_factory, group_id_factory):
+    topic = topic_factory(4)
+    _produce_indexed(kafka_bootstrap, topic, 4, 250)
+    log = EventLog()
+    member = Member("solo", kafka_bootstrap, group_id_factory(), [topic], log).start()
+    try:
+        wait_until(lambda: len(member.records) >= 1000, JOIN_BUDGET_S, "1000 records")
+        assert member.assignment() == all_partitions(topic, 4)
+        seen = {(r.partition, r.offset) for r in member.records}
+        assert seen == {(p, o) for p in range(4) for o in range(250)}
+        assert len(member.records) == 1000  # nothing twice
+        values = {(r.partition, r.value) for r in member.records}
+        assert (2, b"2:17") in values
+        # callbacks ran on the polling thread, never on kgroup's or kafka-python's threads
+        assert member.listener.threads == {member.poll_thread}
+    finally:
+        member.stop()
+    assert not member.errors
+
+
+def test_three_members_split_twelve_partitions_exactly(kafka_bootstrap, topic_factory, group_id_factory):
+    topic = topic_factory(12)
+    group = group_id_factory()
+    log = EventLog()
+    members = [Member(f"m{i}", kafka_bootstrap, group, [topic], log).start() for i in range(3)]
+    try:
+        wait_until(
+            lambda: split_exactly(members, all_partitions(topic, 12))
+            and all(len(m.assignment()) == 4 for m in members),
+            JOIN_BUDGET_S * 2,
+            "3 members with 4 partitions each",
+        )
+        # range over 3 members: contiguous ranges of 4
+        ranges = sorted(sorted(tp.partition for tp in m.assignment()) for m in members)
+        assert ranges == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    finally:
+        for m in members:
+            m.stop()
+    assert not any(m.errors for m in members)
+
+
+def test_join_and_graceful_leave_rebalance(kafka_bootstrap, topic_factory, group_id_factory):
+    topic = topic_factory(6)
+    group = group_id_factory()
+    log = EventLog()
+    expected = all_partitions(topic, 6)
+    a = Member("a", kafka_bootstrap, group, [topic], log).start()
+    try:
+        wait_until(lambda: a.assignment() == expected, JOIN_BUDGET_S, "a owns all partitions")
+        b = Member("b", kafka_bootstrap, group, [topic], log).start()
+        try:
+            wait_until(lambda: split_exactly([a, b], expected) and len(b.assignment()) == 3,
+                       JOIN_BUDGET_S, "a and b split 6 partitions")
+        finally:
+            b.stop()  # close() sends LeaveGroup: a takes everything back without waiting for st
+        left_at = time.monotonic()
+        wait_until(lambda: a.assignment() == expected, JOIN_BUDGET_S, "a owns all partitions again")
+        # a graceful leave needs no session timeout to pass before the partitions move back:
+        # the rebalance costs one Tansu join (st/2) plus heartbeat detection, not st + join
+        assert time.monotonic() - left_at < SESSION_TIMEOUT_MS / 1000 + 2
+        assert [e.kind for e in log.events if e.member == "b"][-1] == "revoked"
+    finally:
+        a.stop()
+    assert not a.errors
+
+
+def test_barrier_every_revoke_completes_before_any_assign(kafka_bootstrap, topic_factory, group_id_factory):
+    """Seed 001 "Rebalances as Double Barriers": revokes of generation g finish before any
+    assignment of a later generation starts, across members (eager protocol)."""
+    topic = topic_factory(6)
+    group = group_id_factory()
+    log = EventLog()
+    expected = all_partitions(topic, 6)
+    # a slow revoke widens the window in which a broken barrier would show
+    a = Member("a", kafka_bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
+    b = Member("b", kafka_bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
+    members = [a, b]
+    try:
+        wait_until(lambda: split_exactly(members, expected), JOIN_BUDGET_S, "a and b split")
+        c = Member("c", kafka_bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
+        members.append(c)
+        wait_until(lambda: split_exactly(members, expected) and all(m.assignment() for m in members),
+                   JOIN_BUDGET_S, "a, b and c split")
+    finally:
+        for m in members:
+            m.stop()
+    revokes = log.of("revoked")
+    assigns = log.of("assigned")
+    assert revokes and assigns
+    pairs = 0
+    for r in revokes:
+        for a_ev in assigns:
+            if a_ev.generation > r.generation:
+                pairs += 1
+                assert r.t_end <= a_ev.t_start, (
+                    f"{r.member} finished revoking generation {r.generation} at {r.t_end:.3f} after "
+                    f"{a_ev.member} started generation {a_ev.generation} at {a_ev.t_start:.3f}"
+                )
+    assert pairs > 0
+
+
+def test_no_record_lost_across_five_rebalances(kafka_bootstrap, topic_factory, group_id_factory):
+    topic = topic_factory(6)
+    group = group_id_factory()
+    total = _produce_indexed(kafka_bootstrap, topic, 6, 500)
+    log = EventLog()
+    expected = all_partitions(topic, 6)
+    settings = {"enable_auto_commit": False, "max_poll_records": 20}
+
+    def member(name: str) -> Member:
+        return Member(name, kafka_bootstrap, group, [topic], log, commit_on_revoke=True,
+                      commit_each_batch=True, **settings).start()
+
+    active = [member("m0")]
+    retired: list[Member] = []
+    try:
+        wait_until(lambda: split_exactly(active, expected), JOIN_BUDGET_S, "first member assigned")
+        # 5 membership changes: join, join, leave, join, leave
+        for step, change in enumerate(["join", "join", "leave", "join", "leave"], start=1):
+            if change == "join":
+                active.append(member(f"m{step}"))
+            else:
+                leaving = active.pop(0)
+                leaving.stop()
+                retired.append(leaving)
+            wait_until(lambda: split_exactly(active, expected) and all(m.assignment() for m in active),
+                       JOIN_BUDGET_S, f"rebalance {step} ({change}) to settle")
+        everyone = active + retired
+        wait_until(lambda: len({(r.partition, r.offset) for m in everyone for r in m.records}) >= total,
+                   JOIN_BUDGET_S, "all records processed")
+    finally:
+        for m in active:
+            m.stop()
+    everyone = active + retired
+    seen = [(r.partition, r.offset) for m in everyone for r in m.records]
+    assert set(seen) == {(p, o) for p in range(6) for o in range(500)}
+    # commit on revoke + commit after each batch: a moved partition restarts where its last
+    # owner stopped, so nothing is processed twice
+    assert len(seen) == len(set(seen))
+    assert not any(m.errors for m in everyone)
+
+
+def test_watchdog_leaves_group_when_poll_stalls(kafka_bootstrap, topic_factory, group_id_factory):
+    """KIP-62 / seed 000 "Liveness and safety": no poll() within max_poll_interval_ms ->
+    LeaveGroup, partitions move; the next poll() reports them lost and rejoins."""
+    topic = topic_factory(4)
+    group = group_id_factory()
+    log = EventLog()
+    expected = all_partitions(topic, 4)
+    steady = Member("steady", kafka_bootstrap, group, [topic], log).start()
+    slow = Member("slow", kafka_bootstrap, group, [topic], log, max_poll_interval_ms=4000).start()
+    try:
+        wait_until(lambda: split_exactly([steady, slow], expected) and slow.assignment(),
+                   JOIN_BUDGET_S, "both members assigned")
+        owned_by_slow = slow.assignment()
+        slow.stall.set()  # the application stops calling poll()
+        wait_until(lambda: steady.assignment() == expected, JOIN_BUDGET_S,
+                   "the stalled member's partitions move to the steady member")
+        assert not log.of("lost", "slow")  # nothing is delivered until slow polls again
+        slow.stall.clear()
+        wait_until(lambda: bool(log.of("lost", "slow")), JOIN_BUDGET_S, "on_partitions_lost on the next poll")
+        assert log.of("lost", "slow")[0].partitions == owned_by_slow
+        wait_until(lambda: split_exactly([steady, slow], expected) and slow.assignment(),
+                   JOIN_BUDGET_S, "the slow member rejoined")
+    finally:
+        steady.stop()
+        slow.stop()
+    assert not steady.errors and not slow.errors
+
+
+_MEMBER_SCRIPT = r"""
+import sys, time
+import kgroup
+bootstrap, group, topic = sys.argv[1:4]
+c = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=6000,
+                    heartbeat_interval_ms=1000, auto_offset_reset="earliest", client_id="victim")
+class L(kgroup.RebalanceListener):
+    def on_partitions_assigned(self, partitions):
+        print("ASSIGNED", ",".join(str(tp.partition) for tp in sorted(partitions)), flush=True)
+c.subscribe([topic], listener=L())
+while True:
+    c.poll(200)
+"""
+
+
+def test_kill_dash_nine_moves_partitions_after_session_timeout(
+    kafka_bootstrap, topic_factory, group_id_factory, tmp_path: Path
+):
+    topic = topic_factory(4)
+    group = group_id_factory()
+    log = EventLog()
+    expected = all_partitions(topic, 4)
+    script = tmp_path / "member.py"
+    script.write_text(_MEMBER_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, str(script), kafka_bootstrap, group, topic],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    survivor = None
+    try:
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+        reader.start()
+        wait_until(lambda: any(line.startswith("ASSIGNED") for line in lines), JOIN_BUDGET_S, "victim assigned")
+        survivor = Member("survivor", kafka_bootstrap, group, [topic], log).start()
+        wait_until(lambda: survivor.assignment() and len(survivor.assignment()) == 2,
+                   JOIN_BUDGET_S, "survivor and victim split 4 partitions")
+        os.kill(proc.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        proc.wait(10)
+        wait_until(lambda: survivor.assignment() == expected, SESSION_TIMEOUT_MS / 1000 + JOIN_BUDGET_S,
+                   "the dead member's partitions move to the survivor")
+        elapsed = time.monotonic() - killed_at
+        # no LeaveGroup was sent: the coordinator had to wait for the session timeout
+        assert elapsed >= SESSION_TIMEOUT_MS / 1000 - HEARTBEAT_MS / 1000
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if survivor is not None:
+            survivor.stop()
+    assert not survivor.errors
+
+
+def test_mixed_group_with_kafka_python_consumer_splits_without_overlap(
+    kafka_bootstrap, topic_factory, group_id_factory
+):
+    from kafka import KafkaConsumer  # the peer client: kafka-python's own group member
+
+    topic = topic_factory(6)
+    group = group_id_factory()
+    log = EventLog()
+    member = Member("kgroup", kafka_bootstrap, group, [topic], log).start()
+    peer_assignment: set[TopicPartition] = set()
+    stop = threading.Event()
+    peer_errors: list[BaseException] = []
+
+    def run_peer() -> None:
+        consumer = KafkaConsumer(topic, bootstrap_servers=kafka_bootstrap, group_id=group,
+                                 session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+                                 auto_offset_reset="earliest", client_id="kafka-python-peer")
+        try:
+            while not stop.is_set():
+                consumer.poll(200)
+                current = {TopicPartition(tp.topic, tp.partition) for tp in consumer.assignment()}
+                peer_assignment.clear()
+                peer_assignment.update(current)
+        except BaseException as exc:
+            peer_errors.append(exc)
+        finally:
+            consumer.close()
+
+    peer = threading.Thread(target=run_peer, daemon=True)
+    peer.start()
+    try:
+        def split() -> bool:
+            mine, theirs = member.assignment(), frozenset(peer_assignment)
+            return bool(mine) and bool(theirs) and not (mine & theirs) and mine | theirs == all_partitions(topic, 6)
+
+        wait_until(split, JOIN_BUDGET_S * 2, "kgroup and kafka-python members split 6 partitions")
+        assert len(member.assignment()) == 3
+    finally:
+        stop.set()
+        peer.join(30)
+        member.stop()
+    assert not peer_errors and not member.errors
+
+
+def test_commit_for_partition_not_owned_raises_and_writes_nothing(kafka_bootstrap, topic_factory, group_id_factory):
+    topic = topic_factory(2)
+    other = topic_factory(1)
+    group = group_id_factory()
+    consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group,
+                               session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
+    try:
+        consumer.subscribe([topic])
+        wait_until(lambda: bool(consumer.poll(100)) or len(consumer.assignment()) == 2, JOIN_BUDGET_S, "assignment")
+        not_mine = TopicPartition(other, 0)
+        with pytest.raises(kgroup.CommitFailedError):
+            consumer.commit({not_mine: 5, TopicPartition(topic, 0): 1})
+        committed = consumer.committed([not_mine, TopicPartition(topic, 0)])
+        assert committed == {not_mine: None, TopicPartition(topic, 0): None}
+        consumer.commit({TopicPartition(topic, 0): 1})
+        assert consumer.committed([TopicPartition(topic, 0)])[TopicPartition(topic, 0)].offset == 1
+    finally:
+        consumer.close()
