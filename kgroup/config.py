@@ -113,6 +113,7 @@ def select_protocol(assignors: tuple[Assignor, ...]) -> RebalanceProtocol:
 
     Raises:
         ConfigError: no protocol is common to all assignors.
+
     """
     common = set(RebalanceProtocol)
     for assignor in assignors:
@@ -153,6 +154,7 @@ class ConsumerConfig:
 
     Raises:
         ConfigError: a bad value or combination, naming the field.
+
     """
 
     bootstrap_servers: str = attrs.field(converter=_bootstrap, validator=_non_empty_str)

@@ -36,7 +36,6 @@ from kgroup._io.transport import OffsetFetchResult, RecordFetcher, Transport
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
-    BrokerError,
     CommitFailedError,
     ConsumerClosedError,
     CoordinatorUnavailable,
@@ -89,6 +88,7 @@ class Consumer:
 
     Use it from one thread (the "poll thread"); ``wakeup()`` is the only method safe to call
     from another thread.
+
     """
 
     def __init__(
@@ -151,7 +151,7 @@ class Consumer:
                 raise KGroupError(
                     f"could not reach the cluster at {self._config.bootstrap_servers!r}: {exc}"
                 ) from exc
-            transport = kp  # type: ignore[assignment]
+            transport = kp
         self._transport = transport
         self._fetcher = transport.fetcher()
         self._group = GroupThread(self._config, transport, self._mailbox, self._clock, self._rng)
@@ -188,6 +188,7 @@ class Consumer:
         Raises:
             IllegalStateError: empty topic list, or a bad listener.
             ConsumerClosedError: after ``close()``.
+
         """
         self._check_open()
         if isinstance(topics, str):
@@ -225,6 +226,7 @@ class Consumer:
             WakeupError: ``wakeup()`` was called.
             IllegalStateError: not subscribed, or called from a listener callback.
             ConsumerClosedError: after ``close()``.
+
         """
         self._check_open()
         if self._in_callback:
@@ -403,7 +405,9 @@ class Consumer:
         if missing:
             raise NoOffsetForPartitionError(frozenset(missing))
 
-    def _fetch_committed(self, partitions: Iterable[TopicPartition], timeout_ms: int) -> dict[TopicPartition, OffsetAndMetadata]:
+    def _fetch_committed(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
         parts = list(partitions)
 
         def attempt() -> dict[TopicPartition, OffsetAndMetadata]:
@@ -430,7 +434,8 @@ class Consumer:
                 if c.offset >= 0
             }
 
-        return self._retrying(attempt, timeout_ms)
+        found: dict[TopicPartition, OffsetAndMetadata] = self._retrying(attempt, timeout_ms)
+        return found
 
     def _coordinator_or_retry(self) -> int:
         snap = self._snapshot()
@@ -554,6 +559,7 @@ class Consumer:
             RebalanceInProgressError: the group is rebalancing; call poll() then retry.
             FatalGroupError / FencedInstanceIdError: the member cannot continue.
             BrokerError: OFFSET_METADATA_TOO_LARGE, TOPIC_AUTHORIZATION_FAILED and the like.
+
         """
         self._check_open()
         if self._group is None:
@@ -610,7 +616,8 @@ class Consumer:
     def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: int) -> None:
         def attempt() -> None:
             snap = self._snapshot()
-            assert snap is not None and self._transport is not None
+            assert snap is not None
+            assert self._transport is not None
             if snap.fatal is not None:
                 raise snap.fatal
             if snap.state in _REBALANCING:
@@ -647,6 +654,7 @@ class Consumer:
         Raises:
             CoordinatorUnavailable: no answer within ``timeout_ms`` (default_api_timeout_ms).
             FatalGroupError: authorization failures.
+
         """
         self._check_open()
         if self._group is None:
@@ -667,6 +675,7 @@ class Consumer:
             IllegalStateError: ``tp`` is not assigned.
             NoOffsetForPartitionError: auto_offset_reset="none" and nothing committed.
             KGroupError: the position could not be found within ``timeout_ms``.
+
         """
         self._check_open()
         self._require_assigned(tp)
@@ -689,6 +698,7 @@ class Consumer:
         Raises:
             IllegalStateError: ``tp`` is not assigned.
             ValueError: a negative offset.
+
         """
         self._check_open()
         self._require_assigned(tp)
@@ -751,6 +761,7 @@ class Consumer:
 
         Raises:
             IllegalStateError: called from inside a listener callback.
+
         """
         if self._in_callback:
             raise IllegalStateError("close() must not be called from a rebalance listener callback")

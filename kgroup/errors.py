@@ -91,6 +91,7 @@ class BrokerError(KGroupError):
         api: the API that failed (``Api``).
         code: the Kafka error code (int).
         name: its protocol name, e.g. ``"NOT_COORDINATOR"``.
+
     """
 
     def __init__(self, api: Api, code: int, message: str = "") -> None:
@@ -137,6 +138,7 @@ class NoOffsetForPartitionError(KGroupError):
 
     Attributes:
         partitions: frozenset of ``TopicPartition`` without a committed offset.
+
     """
 
     def __init__(self, partitions: frozenset[object]) -> None:
@@ -157,8 +159,11 @@ class AssignmentError(KGroupError):
 
 
 class IllegalStateError(KGroupError, RuntimeError):
-    """A call the consumer's state forbids: poll() without a subscription, seek() of a
-    partition not assigned, close() from inside a listener callback."""
+    """A call the consumer's state forbids.
+
+    For example poll() without a subscription, seek() of a partition not assigned, or close()
+    from inside a listener callback.
+    """
 
 
 class WakeupError(KGroupError):
@@ -334,6 +339,7 @@ def classify(api: Api, code: int) -> Disposition:
 
     Returns:
         The ``Disposition`` from the table; codes not listed for ``api`` are ``FATAL``.
+
     """
     return TABLE[api].get(code, Disposition.FATAL)
 
@@ -351,6 +357,7 @@ def broker_error(api: Api, code: int, message: str = "") -> BrokerError:
         coordinator moves, ``RebalanceInProgressError`` for REBALANCE_IN_PROGRESS,
         ``UnknownTopicOrPartitionError``, ``FatalGroupError`` for FATAL codes (unknown codes
         included, with "unexpected" in the message), else ``BrokerError``.
+
     """
     if code == FENCED_INSTANCE_ID:
         return FencedInstanceIdError(api, code, message)

@@ -37,6 +37,7 @@ class TopicPartition:
     Attributes:
         topic: topic name (str).
         partition: partition number (int, >= 0).
+
     """
 
     topic: str
@@ -54,6 +55,7 @@ class OffsetAndMetadata:
         offset: the offset of the *next* record to consume (int, >= 0).
         metadata: free-form string stored with the commit (str).
         leader_epoch: the leader epoch of the last consumed record, if known (KIP-320).
+
     """
 
     offset: int
@@ -105,6 +107,7 @@ class ConsumerRecord:
         timestamp: record timestamp in ms since the epoch.
         timestamp_type: 0 = CreateTime, 1 = LogAppendTime.
         leader_epoch: the partition leader epoch of the record's batch, if known.
+
     """
 
     topic: str

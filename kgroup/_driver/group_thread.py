@@ -59,6 +59,7 @@ class GroupThread:
         mailbox: where steps and errors for the poll thread go.
         clock: time source (``FakeClock`` in tests).
         rng: randomness for backoff jitter.
+
     """
 
     def __init__(
@@ -182,7 +183,8 @@ class GroupThread:
         def done(f: concurrent.futures.Future[dict[str, int]]) -> None:
             exc = f.exception()
             if exc is not None:
-                self.post(ev.AssignmentFailed(command.request_id, KGroupError(f"metadata for assignment failed: {exc}")))
+                error = KGroupError(f"metadata for assignment failed: {exc}")
+                self.post(ev.AssignmentFailed(command.request_id, error))
                 return
             self.post(self._assign(command, assignor, f.result(), members))
 
@@ -195,14 +197,18 @@ class GroupThread:
         partitions_per_topic: dict[str, int],
         members: Mapping[str, MemberSubscription],
     ) -> ev.Event:
-        missing = sorted(set().union(*(m.topics for m in members.values())) - set(partitions_per_topic)) if members else []
+        subscribed: set[str] = set().union(*(m.topics for m in members.values()))
+        missing = sorted(subscribed - set(partitions_per_topic))
         if missing:
             log.warning("group %s: subscribed topics not found in metadata: %s", self._config.group_id, missing)
         try:
             plan = assignor.assign(partitions_per_topic, members)
             validate_plan(plan, members, partitions_per_topic, self._config.protocol)
         except Exception as exc:
-            error = exc if isinstance(exc, KGroupError) else AssignmentError(f"assignor {assignor.name!r} failed: {exc!r}")
+            if isinstance(exc, KGroupError):
+                error: KGroupError = exc
+            else:
+                error = AssignmentError(f"assignor {assignor.name!r} failed: {exc!r}")
             if error is not exc:
                 error.__cause__ = exc
             return ev.AssignmentFailed(command.request_id, error)

@@ -53,7 +53,7 @@ from kgroup.membership.commands import (
 )
 from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, TopicPartition
 
-__all__ = ["KafkaFetcher", "KafkaPythonTransport", "KAFKA_PYTHON_VERSION"]
+__all__ = ["KAFKA_PYTHON_VERSION", "KafkaFetcher", "KafkaPythonTransport"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,7 @@ class KafkaPythonTransport:
     Raises:
         KGroupError subclasses are raised by callers; this class raises kafka-python's
         errors only from ``start()`` (wrapped by the consumer).
+
     """
 
     def __init__(self, config: ConsumerConfig) -> None:
@@ -123,6 +124,7 @@ class KafkaPythonTransport:
 
         Raises:
             kafka.errors.KafkaTimeoutError: no broker answered within ``timeout_ms``.
+
         """
         self._net.start()
         self._manager.bootstrap(timeout_ms)

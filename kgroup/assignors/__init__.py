@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kgroup.assignors.base import Assignor, MemberSubscription, Plan, member_sort_key, sorted_members
+from kgroup.assignors.base import (
+    Assignor,
+    MemberSubscription,
+    Plan,
+    member_sort_key,
+    sorted_members,
+)
 from kgroup.assignors.range import RangeAssignor
 from kgroup.assignors.roundrobin import RoundRobinAssignor
 from kgroup.assignors.validate import validate_plan

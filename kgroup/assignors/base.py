@@ -28,6 +28,14 @@ __all__ = ["Assignor", "MemberSubscription", "Plan", "member_sort_key", "sorted_
 Plan = Mapping[str, frozenset[TopicPartition]]
 
 
+def _topics(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
+def _partitions(value: Iterable[TopicPartition]) -> frozenset[TopicPartition]:
+    return frozenset(value)
+
+
 @attrs.frozen(kw_only=True)
 class MemberSubscription:
     """One member's entry in the leader's JoinGroup response, decoded.
@@ -40,12 +48,13 @@ class MemberSubscription:
         generation_id: the generation its ``owned`` comes from (Subscription v2+, KIP-792), or -1.
         rack: its ``client_rack`` (Subscription v3+, KIP-881), or None.
         user_data: assignor-specific bytes from ``Assignor.subscription_user_data``.
+
     """
 
     member_id: str
     group_instance_id: str | None = None
-    topics: frozenset[str] = attrs.field(converter=frozenset)
-    owned: frozenset[TopicPartition] = attrs.field(default=frozenset(), converter=frozenset)
+    topics: frozenset[str] = attrs.field(converter=_topics)
+    owned: frozenset[TopicPartition] = attrs.field(default=frozenset(), converter=_partitions)
     generation_id: int = NO_GENERATION
     rack: str | None = None
     user_data: bytes | None = None
@@ -101,6 +110,7 @@ class Assignor(abc.ABC):
         Returns:
             member id -> frozenset of ``TopicPartition``; a partition appears at most once,
             only for a member subscribed to its topic.
+
         """
 
     def __repr__(self) -> str:

@@ -20,8 +20,9 @@ def next_backoff_s(attempts: int, initial_ms: int, max_ms: int, rng: random.Rand
         initial_ms: the first backoff in ms (``retry_backoff_ms``).
         max_ms: the cap in ms (``retry_backoff_max_ms``).
         rng: source of jitter.
+
     """
     if attempts <= 0:
         return 0.0
     base = min(max_ms, initial_ms * 2 ** min(attempts - 1, 30))
-    return base * rng.uniform(0.8, 1.2) / 1000.0
+    return float(base * rng.uniform(0.8, 1.2)) / 1000.0

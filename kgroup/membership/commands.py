@@ -43,6 +43,7 @@ class RebalanceStep:
         owned: what the member owns once the step completes.
         invoke_assigned: whether ``on_partitions_assigned`` runs (True after a SyncGroup).
         reason: why the step happens, for logs.
+
     """
 
     step_id: int

@@ -9,6 +9,8 @@ response to a request the machine no longer waits for is dropped (Java's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from kgroup.types import Generation
@@ -34,11 +36,15 @@ __all__ = [
 ]
 
 
+def _topics(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
 @attrs.frozen
 class Subscribe:
     """The application subscribes to ``topics`` (replacing any earlier subscription)."""
 
-    topics: frozenset[str] = attrs.field(converter=frozenset)
+    topics: frozenset[str] = attrs.field(converter=_topics)
 
 
 @attrs.frozen

@@ -69,7 +69,13 @@ from kgroup.protocol.consumer_protocol import (
     decode_subscription,
     encode_subscription,
 )
-from kgroup.types import NO_GENERATION, UNKNOWN_MEMBER_ID, Generation, RebalanceProtocol, TopicPartition
+from kgroup.types import (
+    NO_GENERATION,
+    UNKNOWN_MEMBER_ID,
+    Generation,
+    RebalanceProtocol,
+    TopicPartition,
+)
 
 __all__ = ["GroupMachine", "MemberSnapshot"]
 
@@ -125,6 +131,7 @@ class GroupMachine:
 
     Use: feed ``handle(event, now)`` with events and call ``tick(now)`` at
     ``next_deadline()``; execute the returned commands in order.
+
     """
 
     def __init__(self, config: ConsumerConfig, *, rng: random.Random | None = None) -> None:
@@ -213,6 +220,7 @@ class GroupMachine:
         Raises:
             KGroupError: the stored fatal error, if the machine is poisoned.
             ProtocolViolation: the event is illegal in the current state (poisons).
+
         """
         self._raise_if_poisoned()
         if not self._started:
@@ -638,7 +646,7 @@ class GroupMachine:
                 "leader" if is_leader else "follower", event.protocol_name,
             )
             if is_leader and not event.skip_assignment:
-                self._start_assignment(event, out)
+                self._start_assignment(event, out, now)
             else:
                 self._send_sync((), out)
         elif disposition is Disposition.ADOPT_MEMBER_ID:
@@ -661,7 +669,7 @@ class GroupMachine:
         else:
             self._fatal_response(Api.JOIN_GROUP, event.error_code, out)
 
-    def _start_assignment(self, event: ev.JoinGroupResponded, out: list[Command]) -> None:
+    def _start_assignment(self, event: ev.JoinGroupResponded, out: list[Command], now: float) -> None:
         members = []
         try:
             for member in event.members:
@@ -679,13 +687,13 @@ class GroupMachine:
                 )
         except MalformedMetadata as exc:
             error = MalformedMetadata(f"member {member.member_id!r} sent an undecodable Subscription: {exc}")
-            self._abort_round(error, out)
+            self._abort_round(error, out, now)
             return
         self._state = S.ASSIGNING
         rid = self._request_id(Api.SYNC_GROUP)  # the assignment result is matched like a response
         out.append(ComputeAssignment(rid, event.protocol_name or "", tuple(members)))
 
-    def _abort_round(self, error: KGroupError, out: list[Command]) -> None:
+    def _abort_round(self, error: KGroupError, out: list[Command], now: float) -> None:
         """A non-fatal failure of this rebalance round: report it, rejoin after a backoff."""
         log.warning("group %s: rebalance round failed: %s", self._config.group_id, error)
         out.append(Notify(error))
@@ -693,6 +701,7 @@ class GroupMachine:
         self._join_attempts += 1
         self._request_rejoin(str(error))
         self._generation = Generation(NO_GENERATION, self._generation.member_id, None)
+        self._join_retry_at = now + self._backoff(self._join_attempts)
 
     def _on_assignment_computed(self, event: ev.AssignmentComputed, now: float, out: list[Command]) -> None:
         if not self._take(event.request_id, Api.SYNC_GROUP):
@@ -705,8 +714,7 @@ class GroupMachine:
         if not self._take(event.request_id, Api.SYNC_GROUP):
             return
         error = event.error if isinstance(event.error, KGroupError) else KGroupError(str(event.error))
-        self._abort_round(error, out)
-        self._join_retry_at = now + self._backoff(self._join_attempts)
+        self._abort_round(error, out, now)
 
     def _send_sync(self, assignments: tuple[tuple[str, bytes], ...], out: list[Command]) -> None:
         assert self._coordinator is not None
@@ -740,7 +748,7 @@ class GroupMachine:
                     raise MalformedMetadata(f"{len(event.assignment)} bytes, too short for an Assignment")
                 assignment = decode_assignment(event.assignment)
             except MalformedMetadata as exc:
-                self._abort_round(MalformedMetadata(f"the leader sent an undecodable Assignment: {exc}"), out)
+                self._abort_round(MalformedMetadata(f"the leader sent an undecodable Assignment: {exc}"), out, now)
                 return
             self._on_assignment(frozenset(assignment.partitions), out)
         elif disposition is Disposition.REJOIN:
@@ -827,7 +835,7 @@ class GroupMachine:
             if self._state is S.LEAVING:
                 self._state = S.CLOSED
         elif api is Api.SYNC_GROUP and self._state is S.ASSIGNING:
-            self._abort_round(KGroupError(event.reason), out)
+            self._abort_round(KGroupError(event.reason), out, now)
         else:
             if api is Api.HEARTBEAT and entry[1] != self._generation.generation_id:
                 return

@@ -324,3 +324,92 @@ def test_commit_for_partition_not_owned_raises_and_writes_nothing(kafka_bootstra
         assert consumer.committed([TopicPartition(topic, 0)])[TopicPartition(topic, 0)].offset == 1
     finally:
         consumer.close()
+
+
+class _Exploding(kgroup.RebalanceListener):
+    def __init__(self) -> None:
+        self.assigned: list[frozenset[TopicPartition]] = []
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self.assigned.append(partitions)
+        raise KeyError("boom in on_partitions_assigned")
+
+
+def test_listener_exception_surfaces_from_poll_and_rebalance_completes(
+    kafka_bootstrap, topic_factory, group_id_factory
+):
+    topic = topic_factory(2)
+    _produce_indexed(kafka_bootstrap, topic, 2, 10)
+    listener = _Exploding()
+    consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(),
+                               session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+                               auto_offset_reset="earliest")
+    try:
+        consumer.subscribe([topic], listener=listener)
+        raised: list[kgroup.ListenerError] = []
+
+        def poll_until_error() -> bool:
+            try:
+                consumer.poll(100)
+            except kgroup.ListenerError as exc:
+                raised.append(exc)
+            return bool(raised)
+
+        wait_until(poll_until_error, JOIN_BUDGET_S, "ListenerError from poll()")
+        assert isinstance(raised[0].__cause__, KeyError)
+        # the rebalance completed: the member owns its partitions and consumes them
+        assert consumer.assignment() == all_partitions(topic, 2)
+        records: list[kgroup.ConsumerRecord] = []
+        wait_until(lambda: bool(records.extend(consumer.poll(100))) or len(records) >= 20,
+                   JOIN_BUDGET_S, "records after the failed callback")
+        assert len(records) == 20
+    finally:
+        consumer.close()
+
+
+class _SlowAssign(kgroup.RebalanceListener):
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.lost: list[frozenset[TopicPartition]] = []
+        self.done = threading.Event()
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        if partitions and not self.done.is_set():
+            time.sleep(self.seconds)  # a slow callback (the thing under test), not synchronisation
+            self.done.set()
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self.lost.append(partitions)
+
+
+def test_heartbeats_continue_while_a_callback_runs(kafka_bootstrap, topic_factory, group_id_factory):
+    """A callback longer than session_timeout_ms must not get the member evicted: the group
+    thread heartbeats independently of the poll thread (Java semantics)."""
+    topic = topic_factory(2)
+    group = group_id_factory()
+    log = EventLog()
+    other = Member("other", kafka_bootstrap, group, [topic], log).start()
+    slow_listener = _SlowAssign(SESSION_TIMEOUT_MS / 1000 + 2)
+    slow = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group,
+                           session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
+    try:
+        wait_until(lambda: len(other.assignment()) == 2, JOIN_BUDGET_S, "other owns both partitions")
+        slow.subscribe([topic], listener=slow_listener)
+        deadline = time.monotonic() + JOIN_BUDGET_S + 10
+        while not slow_listener.done.is_set() and time.monotonic() < deadline:
+            slow.poll(100)
+        assert slow_listener.done.is_set()
+        generation = slow.group_metadata().generation_id
+        owned = slow.assignment()
+        # keep polling a few heartbeat intervals: an evicted member would now see its
+        # partitions lost (UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS and a new generation)
+        settle = time.monotonic() + 3 * HEARTBEAT_MS / 1000
+        while time.monotonic() < settle:
+            slow.poll(100)
+        assert slow_listener.lost == []
+        assert owned and slow.assignment() == owned
+        assert slow.group_metadata().generation_id == generation
+        assert split_exactly([other], all_partitions(topic, 2) - owned)
+    finally:
+        slow.close()
+        other.stop()

@@ -1,0 +1,187 @@
+"""GroupMachine timers on a fake ``now``: the max.poll.interval watchdog (KIP-62, KIP-345)
+and the session timer (Java ``HeartbeatThread``: expiry means rediscover, not reset)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgroup.membership import MemberState
+from kgroup.membership import events as ev
+from kgroup.membership.commands import (
+    DeliverStep,
+    SendFindCoordinator,
+    SendHeartbeat,
+    SendJoinGroup,
+    SendLeaveGroup,
+)
+from tests.unit.machine_script import MEMBER_ID, NODE_ID, Script, kinds, of_kind, only, tp
+
+OWNED = frozenset({tp("a", 0), tp("a", 1)})
+
+
+def _stable(**overrides):  # noqa: ANN003, ANN202
+    t = Script(**overrides)
+    m = t.machine()
+    t.bring_to_stable(m, owned=OWNED)  # at now=0.0
+    return t, m
+
+
+def _run_until(t: Script, m, until: float, now: float = 0.0) -> tuple[float, list]:  # noqa: ANN001
+    """Drive like the group thread: tick at ``next_deadline``, answer heartbeats at once.
+
+    Stops at the first tick that emits something besides heartbeats, or past ``until``.
+    Returns that tick's time and commands.
+    """
+    for _ in range(1000):
+        now = m.next_deadline(now)
+        if now > until:
+            return now, []
+        cmds = t.tick(m, now)
+        for hb in of_kind(cmds, SendHeartbeat):
+            t.handle(m, t.heartbeat_response(request_id=hb.request_id), now=now)
+        if any(not isinstance(c, SendHeartbeat) for c in cmds):
+            return now, cmds
+    raise AssertionError("the machine never reached a deadline past `until`")
+
+
+def _poll(t: Script, m, now: float) -> list:  # noqa: ANN001
+    """Polled at ``now``; a heartbeat it triggers is answered at once."""
+    cmds = t.handle(m, ev.Polled(), now=now)
+    for hb in of_kind(cmds, SendHeartbeat):
+        t.handle(m, t.heartbeat_response(request_id=hb.request_id), now=now)
+    return cmds
+
+
+# --------------------------------------------------------------------------- poll watchdog
+
+
+def test_watchdog_dynamic_member_poll_timeout_leaves_and_loses_owned():
+    t, m = _stable()
+    _poll(t, m, 1.0)
+    when, cmds = _run_until(t, m, until=100.0, now=1.0)
+    assert when == pytest.approx(61.0)
+    assert kinds(cmds) == [SendLeaveGroup, DeliverStep]
+    leave = cmds[0]
+    assert "max_poll_interval_ms" in leave.reason
+    assert leave.member_id == MEMBER_ID
+    assert leave.group_instance_id is None
+    assert leave.node_id == NODE_ID
+    step = cmds[1].step
+    assert step.lost == OWNED
+    assert step.revoked == frozenset()
+    assert step.assigned == frozenset()
+    assert step.invoke_assigned is False
+    assert m.owned == frozenset()
+    assert not m.generation.is_valid()
+
+
+def test_watchdog_not_expired_before_max_poll_interval():
+    t, m = _stable()
+    _poll(t, m, 1.0)
+    _, cmds = _run_until(t, m, until=60.99, now=1.0)
+    assert cmds == []
+    assert of_kind(t.log, SendLeaveGroup) == []
+    assert m.state is MemberState.STABLE
+    assert m.owned == OWNED
+
+
+def test_watchdog_regular_polls_keep_the_member():
+    t, m = _stable()
+    now = 0.0
+    for poll_at in (30.0, 60.0, 90.0, 120.0):
+        _, cmds = _run_until(t, m, until=poll_at, now=now)
+        assert cmds == []
+        _poll(t, m, poll_at)
+        now = poll_at
+    assert of_kind(t.log, SendLeaveGroup) == []
+    assert m.state is MemberState.STABLE
+    assert m.generation.generation_id == 1
+
+
+def test_watchdog_expired_member_sends_no_heartbeats_and_no_join_until_polled():
+    t, m = _stable()
+    cmds = t.tick(m, 60.0)  # last poll: the first event, at 0.0
+    assert kinds(cmds) == [SendLeaveGroup, DeliverStep]
+    later = t.tick(m, 63.0) + t.tick(m, 66.0)
+    assert t.handle(m, t.leave_response(), now=66.5) == []
+    completed = t.handle(m, t.step_completed(), now=67.0)
+    later += completed + t.tick(m, 70.0) + t.tick(m, 500.0)
+    assert of_kind(later, SendHeartbeat) == []
+    assert of_kind(later, SendJoinGroup) == []
+    assert m.state is MemberState.UNJOINED
+
+    join = only(t.handle(m, ev.Polled(), now=501.0), SendJoinGroup)
+    assert join.member_id == ""
+    assert m.state is MemberState.JOINING
+
+
+def test_watchdog_polled_before_step_completed_joins_after_the_step():
+    t, m = _stable()
+    t.tick(m, 60.0)
+    assert of_kind(t.handle(m, ev.Polled(), now=61.0), SendJoinGroup) == []
+    join = only(t.handle(m, t.step_completed(), now=61.5), SendJoinGroup)
+    assert join.member_id == ""
+
+
+def test_watchdog_static_member_poll_timeout_sends_no_leave_group():
+    t, m = _stable(group_instance_id="inst-1")
+    cmds = t.tick(m, 60.0)
+    step = only(cmds, DeliverStep).step
+    assert step.lost == OWNED
+    assert of_kind(t.tick(m, 63.0), SendHeartbeat) == []
+    t.handle(m, t.step_completed(), now=64.0)
+    join = only(t.handle(m, ev.Polled(), now=65.0), SendJoinGroup)
+    assert join.group_instance_id == "inst-1"
+
+
+def test_watchdog_tick_at_reported_deadline_fires_with_fractional_poll_time():
+    # a driver sleeps until next_deadline(now) and ticks then: the watchdog must fire there,
+    # also when last_poll + interval is not exact in binary floating point (4.1 + 60.0)
+    t, m = _stable()
+    _poll(t, m, 4.1)
+    when, cmds = _run_until(t, m, until=100.0, now=4.1)
+    assert of_kind(cmds, SendLeaveGroup) != []
+    assert when == pytest.approx(64.1)
+
+
+# --------------------------------------------------------------------------- session timer
+
+
+def test_session_no_successful_heartbeat_rediscovers_and_keeps_generation():
+    t, m = _stable()
+    only(t.tick(m, 3.0), SendHeartbeat)  # never answered
+    assert of_kind(t.tick(m, 9.9), SendFindCoordinator) == []
+    assert m.coordinator == NODE_ID
+    expired = t.tick(m, 10.1)
+    only(expired, SendFindCoordinator)
+    assert m.coordinator is None
+    assert m.generation.generation_id == 1
+    assert m.generation.member_id == MEMBER_ID
+    assert m.owned == OWNED
+    assert m.state is MemberState.STABLE
+
+    # found again: heartbeats resume with the kept generation, no rejoin
+    cmds = t.handle(m, t.coordinator_found(), now=10.2) + t.tick(m, 13.5)
+    assert of_kind(cmds, SendJoinGroup) == []
+    hbs = of_kind(cmds, SendHeartbeat)
+    assert hbs != []
+    assert hbs[0].generation_id == 1
+    assert hbs[0].member_id == MEMBER_ID
+
+
+def test_session_successful_heartbeats_keep_the_coordinator():
+    t, m = _stable()
+    _, cmds = _run_until(t, m, until=50.0)
+    assert cmds == []
+    assert of_kind(t.log, SendFindCoordinator) == [t.log[0]]
+    assert m.coordinator == NODE_ID
+
+
+def test_session_tick_at_reported_deadline_rediscovers():
+    # next_deadline reports last successful heartbeat + session_timeout; a tick then must act
+    t, m = _stable()
+    only(t.tick(m, 3.0), SendHeartbeat)  # never answered
+    assert t.tick(m, 6.0) == []
+    deadline = m.next_deadline(6.0)
+    assert deadline == pytest.approx(10.0)
+    assert of_kind(t.tick(m, deadline), SendFindCoordinator) != []
