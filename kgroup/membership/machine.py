@@ -202,12 +202,12 @@ class GroupMachine:
             return float("inf")
         deadlines = []
         if not self._awaiting_poll and self._closing is None and self._subscription:
-            deadlines.append(self._last_poll + self._config.max_poll_interval_ms / 1000)
+            deadlines.append(self._poll_deadline())
         if self._coordinator is None:
             deadlines.append(self._coordinator_retry_at)
         if self._heartbeats_enabled():
             deadlines.append(self._next_heartbeat_at)
-            deadlines.append(self._last_heartbeat_ok + self._config.session_timeout_ms / 1000)
+            deadlines.append(self._session_deadline())
         if self._rejoin_needed:
             deadlines.append(self._join_retry_at)
         future = [d for d in deadlines if d > now]
@@ -291,6 +291,12 @@ class GroupMachine:
             and self._generation.is_valid()
             and self._coordinator is not None
         )
+
+    def _poll_deadline(self) -> float:
+        return self._last_poll + self._config.max_poll_interval_ms / 1000
+
+    def _session_deadline(self) -> float:
+        return self._last_heartbeat_ok + self._config.session_timeout_ms / 1000
 
     def _backoff(self, attempts: int) -> float:
         return next_backoff_s(
@@ -486,7 +492,7 @@ class GroupMachine:
         """KIP-62: no poll() within max_poll_interval_ms -> leave (dynamic) and reset."""
         if self._awaiting_poll or self._closing is not None or not self._subscription:
             return
-        if now - self._last_poll < self._config.max_poll_interval_ms / 1000:
+        if now < self._poll_deadline():
             return
         if not (self._generation.is_valid() or self._state in (S.JOINING, S.ASSIGNING, S.SYNCING)):
             return
@@ -515,7 +521,7 @@ class GroupMachine:
         """No successful heartbeat within session_timeout_ms: rediscover (Java HeartbeatThread)."""
         if not self._heartbeats_enabled():
             return
-        if now - self._last_heartbeat_ok > self._config.session_timeout_ms / 1000:
+        if now >= self._session_deadline():
             log.warning(
                 "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms); "
                 "marking the coordinator unknown",
