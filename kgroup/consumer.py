@@ -259,6 +259,9 @@ class Consumer:
                 return []
             if not self._fetchable():
                 self._mailbox.wait(min(deadline - self._clock.monotonic(), _FETCH_SLICE_MS / 1000))
+            elif self._fetcher.idle():
+                # nothing in flight to wait on (no leader known yet, a reset pending): back off
+                self._mailbox.wait(min(deadline - self._clock.monotonic(), self._config.retry_backoff_ms / 1000))
 
     def _fetchable(self) -> bool:
         return bool(self._assignment - self._paused - self._needs_position)

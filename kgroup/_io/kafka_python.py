@@ -463,6 +463,11 @@ class KafkaFetcher:
         self._cluster = cluster
         self._net = client._net
         self._topics: set[str] = set()
+        self._idle = True
+
+    def idle(self) -> bool:
+        """True when the last ``fetch`` had nothing buffered and nothing in flight to wait on."""
+        return self._idle
 
     def assign(self, partitions: frozenset[TopicPartition]) -> None:
         """Fetch exactly ``partitions``; records buffered for others are never handed out."""
@@ -510,9 +515,10 @@ class KafkaFetcher:
     def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` records, waiting at most ``timeout_ms`` for a fetch response."""
         if not self._subscription.assignment:
+            self._idle = True
             return []
         self._fetcher.reset_offsets_if_needed()
-        drained, _idle = self._fetcher.fetch_records(max_records, update_offsets=True, timeout_ms=timeout_ms)
+        drained, self._idle = self._fetcher.fetch_records(max_records, update_offsets=True, timeout_ms=timeout_ms)
         out: list[ConsumerRecord] = []
         for ktp, records in drained.items():
             for r in records:

@@ -90,6 +90,10 @@ class RecordFetcher(Protocol):
         """Up to ``max_records`` records of fetchable partitions, waiting at most ``timeout_ms``."""
         ...
 
+    def idle(self) -> bool:
+        """True when the last ``fetch`` returned without waiting: nothing was in flight."""
+        ...
+
     def wakeup(self) -> None:
         """Interrupt a blocked ``fetch`` (any thread)."""
         ...

@@ -143,6 +143,7 @@ class GroupMachine:
         self._generation = Generation()
         self._owned: frozenset[TopicPartition] = frozenset()
         self._subscription: frozenset[str] = frozenset()
+        self._joined_subscription: frozenset[str] = frozenset()
         self._coordinator: int | None = None
         self._in_flight: dict[int, tuple[Api, int]] = {}
         self._next_request_id = 1
@@ -363,6 +364,9 @@ class GroupMachine:
             return
         if self._closing is not None:
             self._drive_close(now, out)
+            if self._state not in (S.LEAVING, S.CLOSED):
+                # the close revoke step may run long: keep the generation alive meanwhile
+                self._maybe_heartbeat(now, out)
             return
         if self._coordinator is None:
             if not self._in_flight_api(Api.FIND_COORDINATOR) and now >= self._coordinator_retry_at:
@@ -380,6 +384,9 @@ class GroupMachine:
             and now >= self._join_retry_at
         ):
             self._prepare_join(now, out)
+        self._maybe_heartbeat(now, out)
+
+    def _maybe_heartbeat(self, now: float, out: list[Command]) -> None:
         if self._heartbeats_enabled() and not self._in_flight_api(Api.HEARTBEAT) and now >= self._next_heartbeat_at:
             assert self._coordinator is not None
             rid = self._request_id(Api.HEARTBEAT)
@@ -418,6 +425,7 @@ class GroupMachine:
 
     def _send_join(self, now: float, out: list[Command]) -> None:
         assert self._coordinator is not None
+        self._joined_subscription = self._subscription
         owned = tuple(sorted(self._owned))
         protocols = []
         for assignor in self._config.assignors:
@@ -640,8 +648,9 @@ class GroupMachine:
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
             self._join_attempts = 0
-            self._rejoin_needed = False
-            self._rejoin_reason = ""
+            # Java: a subscription changed while the join was in flight needs another round
+            self._rejoin_needed = self._subscription != self._joined_subscription
+            self._rejoin_reason = "subscription changed during JoinGroup" if self._rejoin_needed else ""
             self._generation = Generation(event.generation_id, event.member_id, event.protocol_name)
             self._last_heartbeat_ok = now
             self._next_heartbeat_at = now + self._config.heartbeat_interval_ms / 1000

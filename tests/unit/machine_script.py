@@ -141,12 +141,8 @@ class Script:
             return ev.FindCoordinatorResponded(rid, error_code)
         return ev.FindCoordinatorResponded(rid, 0, node_id=node_id, host="x", port=1)
 
-    def member_id_required(
-        self, member_id: str = MEMBER_ID, *, request_id: int | None = None
-    ) -> ev.JoinGroupResponded:
-        return ev.JoinGroupResponded(
-            self._rid(SendJoinGroup, request_id), MEMBER_ID_REQUIRED, member_id=member_id
-        )
+    def member_id_required(self, member_id: str = MEMBER_ID, *, request_id: int | None = None) -> ev.JoinGroupResponded:
+        return ev.JoinGroupResponded(self._rid(SendJoinGroup, request_id), MEMBER_ID_REQUIRED, member_id=member_id)
 
     def join_response(
         self,
@@ -262,9 +258,7 @@ class Script:
         assert first.member_id == ""
         second = only(self.handle(m, self.member_id_required(member_id)), SendJoinGroup)
         assert second.member_id == member_id
-        step = self.join_and_sync(
-            m, owned, leader=leader, generation_id=generation_id, member_id=member_id
-        )
+        step = self.join_and_sync(m, owned, leader=leader, generation_id=generation_id, member_id=member_id)
         assert step.step.assigned == owned
         assert self.handle(m, self.step_completed()) == []
         assert m.state is MemberState.STABLE

@@ -6,22 +6,27 @@ from __future__ import annotations
 from kgroup.errors import REBALANCE_IN_PROGRESS
 from kgroup.membership import MemberState
 from kgroup.membership import events as ev
-from kgroup.membership.commands import DeliverStep, SendHeartbeat, SendJoinGroup
+from kgroup.membership.commands import (
+    DeliverStep,
+    SendFindCoordinator,
+    SendHeartbeat,
+    SendJoinGroup,
+)
 from kgroup.protocol.consumer_protocol import decode_subscription
 from kgroup.types import RebalanceProtocol
-from tests.unit.machine_script import MEMBER_ID, Script, of_kind, only, tp
+from tests.unit.machine_script import MEMBER_ID, NODE_ID, Script, of_kind, only, tp
 
 OWNED = frozenset({tp("a", 0), tp("a", 1)})
 
 
-def _stable(owned=OWNED, **overrides):  # noqa: ANN001, ANN003, ANN202
+def _stable(owned=OWNED, **overrides):
     t = Script(**overrides)
     m = t.machine()
     t.bring_to_stable(m, owned=owned)
     return t, m
 
 
-def _rebalance_signalled(t: Script, m) -> DeliverStep:  # noqa: ANN001
+def _rebalance_signalled(t: Script, m) -> DeliverStep:
     """Heartbeat at 3.0 answered REBALANCE_IN_PROGRESS at 3.1; returns the revoke step."""
     only(t.tick(m, 3.0), SendHeartbeat)
     return only(t.handle(m, t.heartbeat_response(REBALANCE_IN_PROGRESS), now=3.1), DeliverStep)
@@ -57,6 +62,10 @@ def test_eager_preparing_keeps_heartbeating_at_the_interval():
     # a second REBALANCE_IN_PROGRESS while already preparing: no second revoke step
     assert t.handle(m, t.heartbeat_response(REBALANCE_IN_PROGRESS), now=6.1) == []
     assert m.state is MemberState.PREPARING
+    # ... and it counts as a successful heartbeat: the session (10 s) runs from 6.1, not 0.0
+    only(t.tick(m, 9.0), SendHeartbeat)  # never answered
+    assert of_kind(t.tick(m, 12.0), SendFindCoordinator) == []
+    assert m.coordinator == NODE_ID
 
 
 def test_eager_step_completed_sends_join_with_member_id_and_no_owned_partitions():
@@ -129,3 +138,25 @@ def test_eager_rejoin_with_nothing_owned_joins_without_a_step():
     join = only(t.handle(m, ev.RequestRejoin("again"), now=1.0), SendJoinGroup)
     assert join.member_id == MEMBER_ID
     assert m.state is MemberState.JOINING
+
+
+def test_eager_subscription_change_during_join_rejoins_with_new_topics():
+    # Java ConsumerCoordinator.rejoinNeededOrPending: joinedSubscription != subscription -> rejoin
+    t = Script()
+    m = t.machine()
+    t.handle(m, ev.Subscribe(frozenset({"a"})))
+    t.handle(m, t.coordinator_found())
+    only(t.handle(m, t.member_id_required()), SendJoinGroup)  # carries topics ("a",)
+    mark = len(t.log)
+    t.handle(m, ev.Subscribe(frozenset({"a", "b"})), now=0.5)
+    t.handle(m, t.join_response(leader="other"), now=1.0)
+    t.handle(m, t.sync_response({tp("a", 0)}), now=1.1)
+    completed: set[int] = set()
+    for _ in range(3):  # complete each step as it comes (the assigned step, then a revoke step)
+        for c in of_kind(t.log[mark:], DeliverStep):
+            if c.step.step_id not in completed:
+                completed.add(c.step.step_id)
+                t.handle(m, ev.StepCompleted(c.step.step_id), now=1.2)
+    t.tick(m, 2.5)
+    joined_topics = [decode_subscription(j.protocols[0][1]).topics for j in of_kind(t.log[mark:], SendJoinGroup)]
+    assert ("a", "b") in joined_topics

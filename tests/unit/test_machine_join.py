@@ -33,7 +33,7 @@ BAD_SUBSCRIPTION = b"\x00\x03\x00\x00"
 BAD_ASSIGNMENT = b"\x00\x03\x00\x00\x00\x01\x00\x05ab"
 
 
-def _joining(t: Script, topics: frozenset[str] = frozenset({"a"})):  # noqa: ANN202
+def _joining(t: Script, topics: frozenset[str] = frozenset({"a"})):
     """A machine with its first JoinGroup (member id "") in flight."""
     m = t.machine()
     only(t.handle(m, ev.Subscribe(topics)), SendFindCoordinator)
@@ -41,7 +41,7 @@ def _joining(t: Script, topics: frozenset[str] = frozenset({"a"})):  # noqa: ANN
     return m
 
 
-def _joining_with_member_id(t: Script, topics: frozenset[str] = frozenset({"a"})):  # noqa: ANN202
+def _joining_with_member_id(t: Script, topics: frozenset[str] = frozenset({"a"})):
     m = _joining(t, topics)
     only(t.handle(m, t.member_id_required()), SendJoinGroup)
     return m
@@ -217,9 +217,7 @@ def test_join_leader_gets_compute_assignment_with_decoded_member_subscriptions()
 def test_join_follower_sends_sync_with_empty_assignments():
     t = Script()
     m = _joining_with_member_id(t)
-    sync = only(
-        t.handle(m, t.join_response(generation_id=3, leader="the-leader")), SendSyncGroup
-    )
+    sync = only(t.handle(m, t.join_response(generation_id=3, leader="the-leader")), SendSyncGroup)
     assert sync.assignments == ()
     assert sync.generation_id == 3
     assert sync.member_id == MEMBER_ID
@@ -297,7 +295,7 @@ def test_heartbeat_not_sent_while_previous_is_in_flight():
 # --------------------------------------------------------------------------- malformed metadata
 
 
-def _assert_rejoins_later(t: Script, m, cmds: list, now: float) -> None:  # noqa: ANN001
+def _assert_rejoins_later(t: Script, m, cmds: list, now: float) -> None:
     """No Fail; exactly one JoinGroup within the backoff cap (1.2 s), with the member id kept."""
     assert of_kind(cmds, Fail) == []
     assert m.state is not MemberState.FATAL

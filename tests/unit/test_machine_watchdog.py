@@ -19,14 +19,14 @@ from tests.unit.machine_script import MEMBER_ID, NODE_ID, Script, kinds, of_kind
 OWNED = frozenset({tp("a", 0), tp("a", 1)})
 
 
-def _stable(**overrides):  # noqa: ANN003, ANN202
+def _stable(**overrides):
     t = Script(**overrides)
     m = t.machine()
     t.bring_to_stable(m, owned=OWNED)  # at now=0.0
     return t, m
 
 
-def _run_until(t: Script, m, until: float, now: float = 0.0) -> tuple[float, list]:  # noqa: ANN001
+def _run_until(t: Script, m, until: float, now: float = 0.0) -> tuple[float, list]:
     """Drive like the group thread: tick at ``next_deadline``, answer heartbeats at once.
 
     Stops at the first tick that emits something besides heartbeats, or past ``until``.
@@ -44,7 +44,7 @@ def _run_until(t: Script, m, until: float, now: float = 0.0) -> tuple[float, lis
     raise AssertionError("the machine never reached a deadline past `until`")
 
 
-def _poll(t: Script, m, now: float) -> list:  # noqa: ANN001
+def _poll(t: Script, m, now: float) -> list:
     """Polled at ``now``; a heartbeat it triggers is answered at once."""
     cmds = t.handle(m, ev.Polled(), now=now)
     for hb in of_kind(cmds, SendHeartbeat):
