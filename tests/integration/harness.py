@@ -113,6 +113,8 @@ class Member:
         self.topics = topics
         self.commit_each_batch = commit_each_batch
         self.records: list[kgroup.ConsumerRecord] = []
+        #: (time poll() returned, the batch): when each record was handed out
+        self.batches: list[tuple[float, list[kgroup.ConsumerRecord]]] = []
         self.errors: list[BaseException] = []
         self.stall = threading.Event()
         self._stop = threading.Event()
@@ -137,6 +139,8 @@ class Member:
                 except kgroup.ListenerError as exc:
                     self.errors.append(exc)
                     continue
+                if batch:
+                    self.batches.append((time.monotonic(), batch))
                 self.records.extend(batch)
                 if batch and self.commit_each_batch:
                     try:
@@ -175,3 +179,23 @@ def split_exactly(members: list[Member], expected: frozenset[TopicPartition]) ->
             return False
         union |= a
     return union == expected
+
+
+def handed_out_after_revocation(member: Member, log: EventLog) -> list[str]:
+    """Records of a partition handed out after its revocation started and before it was
+    assigned to ``member`` again: acquiesce violations (seed 001 "Acquiesce")."""
+    events = sorted((e for e in log.events if e.member == member.name), key=lambda e: e.t_start)
+    violations = []
+    for t_out, batch in member.batches:
+        for record in batch:
+            tp = record.topic_partition
+            # the member's last listener event about tp that started before the hand-out
+            last = None
+            for e in events:
+                if e.t_start <= t_out and tp in e.partitions:
+                    last = e
+            if last is not None and last.kind in ("revoked", "lost"):
+                violations.append(
+                    f"{member.name} got {tp}@{record.offset} at {t_out:.3f} after {last.kind} at {last.t_start:.3f}"
+                )
+    return violations

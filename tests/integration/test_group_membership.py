@@ -26,6 +26,7 @@ from .harness import (
     EventLog,
     Member,
     all_partitions,
+    handed_out_after_revocation,
     split_exactly,
     wait_until,
 )
@@ -180,6 +181,8 @@ def test_no_record_lost_across_five_rebalances(kafka_bootstrap, topic_factory, g
     # owner stopped, so nothing is processed twice
     assert len(seen) == len(set(seen))
     assert not any(m.errors for m in everyone)
+    # acquiesce: nothing of a partition was handed out once its revocation had started
+    assert [v for m in everyone for v in handed_out_after_revocation(m, log)] == []
 
 
 def test_watchdog_leaves_group_when_poll_stalls(kafka_bootstrap, topic_factory, group_id_factory):
@@ -413,3 +416,57 @@ def test_heartbeats_continue_while_a_callback_runs(kafka_bootstrap, topic_factor
     finally:
         slow.close()
         other.stop()
+
+
+def test_auto_commit_on_revoke_hands_over_exact_positions(kafka_bootstrap, topic_factory, group_id_factory):
+    """Seed 001 step 2 (commit): with enable_auto_commit the revoke commits the positions of
+    the records handed out, so the next owner starts exactly there (no periodic commit here)."""
+    topic = topic_factory(2)
+    group = group_id_factory()
+    _produce_indexed(kafka_bootstrap, topic, 2, 50)
+    log = EventLog()
+    a = Member("a", kafka_bootstrap, group, [topic], log, enable_auto_commit=True,
+               auto_commit_interval_ms=3_600_000).start()
+    try:
+        wait_until(lambda: len(a.records) == 100, JOIN_BUDGET_S, "a consumed all 100 records")
+        b = Member("b", kafka_bootstrap, group, [topic], log, enable_auto_commit=True,
+                   auto_commit_interval_ms=3_600_000).start()
+        try:
+            wait_until(lambda: len(b.assignment()) == 1 and len(a.assignment()) == 1, JOIN_BUDGET_S, "split")
+            moved = next(iter(b.assignment()))
+            committed = b.consumer.committed([moved])[moved]
+            assert committed is not None
+            assert committed.offset == 50
+            _produce_indexed(kafka_bootstrap, topic, 2, 1)  # one more record per partition
+            wait_until(lambda: len(b.records) >= 1, JOIN_BUDGET_S, "b got the new record")
+            assert [(r.partition, r.offset) for r in b.records] == [(moved.partition, 50)]
+        finally:
+            b.stop()
+    finally:
+        a.stop()
+
+
+class _ClosesInCallback(kgroup.RebalanceListener):
+    def __init__(self, consumer_ref):
+        self.consumer_ref = consumer_ref
+        self.raised: list[BaseException] = []
+
+    def on_partitions_assigned(self, partitions):
+        try:
+            self.consumer_ref().close()
+        except BaseException as exc:
+            self.raised.append(exc)
+
+
+def test_close_inside_callback_raises_instead_of_deadlocking(kafka_bootstrap, topic_factory, group_id_factory):
+    topic = topic_factory(1)
+    consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(),
+                               session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
+    listener = _ClosesInCallback(lambda: consumer)
+    try:
+        consumer.subscribe([topic], listener=listener)
+        wait_until(lambda: consumer.poll(100) is not None and bool(listener.raised), JOIN_BUDGET_S, "callback ran")
+        assert isinstance(listener.raised[0], kgroup.IllegalStateError)
+        consumer.poll(0)  # still usable
+    finally:
+        consumer.close()
