@@ -118,6 +118,7 @@ class Consumer:
         self._errors: list[Exception] = []
         self._fatal: Exception | None = None
         self._closed = False
+        self._closing = False
         self._in_callback = False
         self._poll_thread: int | None = None
         self._last_polled_sent = float("-inf")
@@ -768,9 +769,10 @@ class Consumer:
         """
         if self._in_callback:
             raise IllegalStateError("close() must not be called from a rebalance listener callback")
-        if self._closed:
+        if self._closed or self._closing:
             return
-        self._closed = True
+        # not yet _closed: commit() must keep working inside the close revoke callback
+        self._closing = True
         group = self._group
         try:
             if group is not None and self._fatal is None:
@@ -783,6 +785,9 @@ class Consumer:
                         break
                     self._mailbox.wait(0.05)
         finally:
+            self._closed = True
+            for error in self._errors:
+                log.warning("group %s: error during close: %s", self._config.group_id, error)
             if group is not None:
                 group.stop(5.0)
             if self._executor is not None:

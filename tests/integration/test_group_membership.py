@@ -470,3 +470,44 @@ def test_close_inside_callback_raises_instead_of_deadlocking(kafka_bootstrap, to
         consumer.poll(0)  # still usable
     finally:
         consumer.close()
+
+
+class _CommitsOnRevoke(kgroup.RebalanceListener):
+    def __init__(self, consumer_ref):
+        self.consumer_ref = consumer_ref
+        self.errors: list[BaseException] = []
+        self.revoked: list[frozenset[TopicPartition]] = []
+
+    def on_partitions_revoked(self, partitions):
+        self.revoked.append(partitions)
+        try:
+            self.consumer_ref().commit()
+        except BaseException as exc:
+            self.errors.append(exc)
+
+
+def test_commit_inside_revoke_during_close_is_written(kafka_bootstrap, topic_factory, group_id_factory):
+    topic = topic_factory(1)
+    group = group_id_factory()
+    _produce_indexed(kafka_bootstrap, topic, 1, 10)
+    consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group, enable_auto_commit=False,
+                               session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+                               auto_offset_reset="earliest")
+    listener = _CommitsOnRevoke(lambda: consumer)
+    records: list[kgroup.ConsumerRecord] = []
+    try:
+        consumer.subscribe([topic], listener=listener)
+        wait_until(lambda: bool(records.extend(consumer.poll(100))) or len(records) >= 10, JOIN_BUDGET_S, "10 records")
+    finally:
+        consumer.close()
+    assert listener.revoked == [frozenset({TopicPartition(topic, 0)})]
+    assert listener.errors == []
+    checker = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group,
+                              session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
+    try:
+        checker.subscribe([topic])
+        committed = checker.committed([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
+    finally:
+        checker.close()
+    assert committed is not None
+    assert committed.offset == 10
