@@ -9,6 +9,9 @@ either side writes must decode on the other side to the same values, and for can
 
 from __future__ import annotations
 
+# plain imports: if a kafka-python upgrade moves these, the compat tier must fail, not skip
+import kafka.protocol.consumer.metadata as metadata
+import kafka.protocol.old.consumer_protocol as old
 import pytest
 from hypothesis import given, settings
 
@@ -23,8 +26,6 @@ from kgroup.protocol.consumer_protocol import (
 from kgroup.types import TopicPartition, partitions_by_topic
 from tests.strategies import as_decoded, assignments, subscriptions
 
-metadata = pytest.importorskip("kafka.protocol.consumer.metadata")
-old = pytest.importorskip("kafka.protocol.old.consumer_protocol")
 KpSubscription = metadata.ConsumerProtocolSubscription
 KpAssignment = metadata.ConsumerProtocolAssignment
 
