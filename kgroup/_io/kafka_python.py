@@ -90,6 +90,75 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+# ---------------------------------------------------------------------- request builders
+# Module-level so tests/compat can encode each one at every version kafka-python supports.
+
+
+def build_find_coordinator(group_id: str) -> Any:
+    """FindCoordinator for a group: ``key`` for v0-3, ``coordinator_keys`` for v4+ (KIP-699)."""
+    return FindCoordinatorRequest(
+        key=group_id, key_type=0, coordinator_keys=[group_id], max_version=FIND_COORDINATOR_MAX
+    )
+
+
+def build_join_group(cmd: SendJoinGroup, group_id: str) -> Any:
+    """JoinGroup up to v9: group_instance_id from v5 (KIP-345), reason from v8 (KIP-800)."""
+    return JoinGroupRequest(
+        group_id=group_id,
+        session_timeout_ms=cmd.session_timeout_ms,
+        rebalance_timeout_ms=cmd.rebalance_timeout_ms,
+        member_id=cmd.member_id,
+        group_instance_id=cmd.group_instance_id,
+        protocol_type="consumer",
+        protocols=[
+            JoinGroupRequest.JoinGroupRequestProtocol(name=name, metadata=metadata) for name, metadata in cmd.protocols
+        ],
+        reason=cmd.reason,
+        max_version=JOIN_GROUP_MAX,
+    )
+
+
+def build_sync_group(cmd: SendSyncGroup, group_id: str) -> Any:
+    """SyncGroup up to v5 (protocol type and name from v5, KIP-559)."""
+    return SyncGroupRequest(
+        group_id=group_id,
+        generation_id=cmd.generation_id,
+        member_id=cmd.member_id,
+        group_instance_id=cmd.group_instance_id,
+        protocol_type="consumer",
+        protocol_name=cmd.protocol_name,
+        assignments=[
+            SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in cmd.assignments
+        ],
+        max_version=SYNC_GROUP_MAX,
+    )
+
+
+def build_heartbeat(cmd: SendHeartbeat, group_id: str) -> Any:
+    """Heartbeat up to v4."""
+    return HeartbeatRequest(
+        group_id=group_id,
+        generation_id=cmd.generation_id,
+        member_id=cmd.member_id,
+        group_instance_id=cmd.group_instance_id,
+        max_version=HEARTBEAT_MAX,
+    )
+
+
+def build_leave_group(cmd: SendLeaveGroup, group_id: str) -> Any:
+    """LeaveGroup: ``member_id`` for v0-2, the ``members`` batch form for v3+ (KIP-345, KIP-800)."""
+    return LeaveGroupRequest(
+        group_id=group_id,
+        member_id=cmd.member_id,
+        members=[
+            LeaveGroupRequest.MemberIdentity(
+                member_id=cmd.member_id, group_instance_id=cmd.group_instance_id, reason=cmd.reason
+            )
+        ],
+        max_version=LEAVE_GROUP_MAX,
+    )
+
+
 class KafkaPythonTransport:
     """``Transport`` over kafka-python's ``KafkaNetClient`` and IO thread.
 
@@ -218,9 +287,7 @@ class KafkaPythonTransport:
 
     def _find_coordinator(self, cmd: SendFindCoordinator, group_id: str) -> concurrent.futures.Future[ev.Event]:
         def build() -> Any:
-            return FindCoordinatorRequest(
-                key=group_id, key_type=0, coordinator_keys=[group_id], max_version=FIND_COORDINATOR_MAX
-            )
+            return build_find_coordinator(group_id)
 
         def convert(response: Any) -> ev.Event:
             result = response.coordinators[0] if getattr(response, "coordinators", None) else response
@@ -235,20 +302,7 @@ class KafkaPythonTransport:
 
     def _join_group(self, cmd: SendJoinGroup, group_id: str) -> concurrent.futures.Future[ev.Event]:
         def build() -> Any:
-            return JoinGroupRequest(
-                group_id=group_id,
-                session_timeout_ms=cmd.session_timeout_ms,
-                rebalance_timeout_ms=cmd.rebalance_timeout_ms,
-                member_id=cmd.member_id,
-                group_instance_id=cmd.group_instance_id,
-                protocol_type="consumer",
-                protocols=[
-                    JoinGroupRequest.JoinGroupRequestProtocol(name=name, metadata=metadata)
-                    for name, metadata in cmd.protocols
-                ],
-                reason=cmd.reason,
-                max_version=JOIN_GROUP_MAX,
-            )
+            return build_join_group(cmd, group_id)
 
         def convert(r: Any) -> ev.Event:
             members = tuple(
@@ -270,19 +324,7 @@ class KafkaPythonTransport:
 
     def _sync_group(self, cmd: SendSyncGroup, group_id: str) -> concurrent.futures.Future[ev.Event]:
         def build() -> Any:
-            return SyncGroupRequest(
-                group_id=group_id,
-                generation_id=cmd.generation_id,
-                member_id=cmd.member_id,
-                group_instance_id=cmd.group_instance_id,
-                protocol_type="consumer",
-                protocol_name=cmd.protocol_name,
-                assignments=[
-                    SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
-                    for m, a in cmd.assignments
-                ],
-                max_version=SYNC_GROUP_MAX,
-            )
+            return build_sync_group(cmd, group_id)
 
         def convert(r: Any) -> ev.Event:
             return ev.SyncGroupResponded(cmd.request_id, r.error_code, bytes(r.assignment or b""))
@@ -291,13 +333,7 @@ class KafkaPythonTransport:
 
     def _heartbeat(self, cmd: SendHeartbeat, group_id: str) -> concurrent.futures.Future[ev.Event]:
         def build() -> Any:
-            return HeartbeatRequest(
-                group_id=group_id,
-                generation_id=cmd.generation_id,
-                member_id=cmd.member_id,
-                group_instance_id=cmd.group_instance_id,
-                max_version=HEARTBEAT_MAX,
-            )
+            return build_heartbeat(cmd, group_id)
 
         def convert(r: Any) -> ev.Event:
             return ev.HeartbeatResponded(cmd.request_id, r.error_code)
@@ -306,16 +342,7 @@ class KafkaPythonTransport:
 
     def _leave_group(self, cmd: SendLeaveGroup, group_id: str) -> concurrent.futures.Future[ev.Event]:
         def build() -> Any:
-            return LeaveGroupRequest(
-                group_id=group_id,
-                member_id=cmd.member_id,
-                members=[
-                    LeaveGroupRequest.MemberIdentity(
-                        member_id=cmd.member_id, group_instance_id=cmd.group_instance_id, reason=cmd.reason
-                    )
-                ],
-                max_version=LEAVE_GROUP_MAX,
-            )
+            return build_leave_group(cmd, group_id)
 
         def convert(r: Any) -> ev.Event:
             code = r.error_code
