@@ -253,7 +253,9 @@ class Consumer:
                 records = self._fetcher.fetch(self._config.max_poll_records, min(remaining_ms, _FETCH_SLICE_MS))
             records = self._drain_mailbox(records)
             if records:
-                self._raise_pending_soft(records)
+                # errors that arrived with records wait for the next poll(): no record is lost
+                if self._fatal is not None:
+                    raise self._fatal
                 return records
             self._raise_pending()
             if self._clock.monotonic() >= deadline:
@@ -280,11 +282,6 @@ class Consumer:
         if self._errors:
             error = self._errors.pop(0)
             raise error
-
-    def _raise_pending_soft(self, records: list[ConsumerRecord]) -> None:
-        """Errors that arrived together with records wait for the next poll (no record lost)."""
-        if self._fatal is not None:
-            raise self._fatal
 
     def _drain_mailbox(self, records: list[ConsumerRecord] | None) -> list[ConsumerRecord]:
         """Run every delivered step; drop records of partitions taken away (acquiesce)."""

@@ -22,7 +22,7 @@ import attrs
 
 from kgroup.types import NO_GENERATION, RebalanceProtocol, TopicPartition
 
-__all__ = ["Assignor", "MemberSubscription", "Plan", "member_sort_key", "sorted_members"]
+__all__ = ["Assignor", "MemberSubscription", "Plan", "member_sort_key", "ordered_items", "sorted_members"]
 
 #: A plan: member id -> the partitions it is assigned.
 Plan = Mapping[str, frozenset[TopicPartition]]
@@ -65,6 +65,11 @@ def member_sort_key(member: MemberSubscription) -> tuple[int, str, str]:
     if member.group_instance_id is not None:
         return (0, member.group_instance_id, member.member_id)
     return (1, member.member_id, "")
+
+
+def ordered_items(members: Mapping[str, MemberSubscription]) -> list[tuple[str, MemberSubscription]]:
+    """``(member_id, subscription)`` pairs in Java's order, the mapping key breaking ties."""
+    return sorted(members.items(), key=lambda item: (member_sort_key(item[1]), item[0]))
 
 
 def sorted_members(members: Iterable[MemberSubscription]) -> list[MemberSubscription]:

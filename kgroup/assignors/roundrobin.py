@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from kgroup.assignors.base import Assignor, MemberSubscription, Plan, member_sort_key
+from kgroup.assignors.base import Assignor, MemberSubscription, Plan, ordered_items
 from kgroup.types import RebalanceProtocol, TopicPartition
 
 __all__ = ["RoundRobinAssignor"]
@@ -52,7 +52,7 @@ class RoundRobinAssignor(Assignor):
             Nothing for valid inputs.
 
         """
-        order = sorted(members.items(), key=lambda item: (member_sort_key(item[1]), item[0]))
+        order = ordered_items(members)
         out: dict[str, set[TopicPartition]] = {member_id: set() for member_id, _ in order}
         topics = sorted({t for _, m in order for t in m.topics})
         cursor = 0
