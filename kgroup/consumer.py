@@ -37,6 +37,7 @@ from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
     CommitFailedError,
+    ConfigError,
     ConsumerClosedError,
     CoordinatorUnavailable,
     Disposition,
@@ -64,6 +65,8 @@ log = logging.getLogger(__name__)
 _REBALANCING = (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING)
 #: longest a single fetch wait blocks before the poll loop looks at its mailbox again
 _FETCH_SLICE_MS = 100
+#: close(group_membership=...) -> Leave.send_leave_group (None: dynamic leaves, static stays)
+_CLOSE_POLICIES: dict[str, bool | None] = {"default": None, "remain": False, "leave": True}
 
 
 class _Retriable(Exception):
@@ -753,17 +756,44 @@ class Consumer:
             self._fetcher.wakeup()
 
     # ------------------------------------------------------------------ close
-    def close(self, timeout_ms: int = 30000) -> None:
-        """Leave the group and release resources.
+    def close(
+        self,
+        timeout_ms: int = 30000,
+        *,
+        group_membership: str = "default",
+        reason: str = "the consumer is being closed",
+    ) -> None:
+        """Leave the group (or not) and release resources.
 
         Runs ``on_partitions_revoked`` for owned partitions (after the auto-commit, if
-        enabled), sends LeaveGroup for a dynamic member (static members stay, KIP-345), waits
-        up to ``timeout_ms`` for that, then stops the threads. Idempotent.
+        enabled; ``on_partitions_lost`` if the generation is no longer valid), then, depending
+        on ``group_membership`` (KIP-1092's ``CloseOptions.GroupMembershipOperation``):
+
+        * ``"default"``: a dynamic member sends LeaveGroup, a static member (``group_instance_id``
+          set) does not and stays in the group until its session timeout, so a restart within
+          ``session_timeout_ms`` gets its partitions back without a rebalance (KIP-345, seed 004);
+        * ``"remain"``: no LeaveGroup, also for a dynamic member (the coordinator expires it
+          after ``session_timeout_ms``);
+        * ``"leave"``: LeaveGroup (v3+, with the instance id for a static member): use it when
+          scaling a static deployment down, so its partitions move at once.
+
+        Waits up to ``timeout_ms`` (ms) for the callbacks and the LeaveGroup, then stops the
+        threads. Idempotent.
+
+        Args:
+            timeout_ms: how long to wait for the revoke callback and LeaveGroup, in ms.
+            group_membership: ``"default"``, ``"remain"`` or ``"leave"``.
+            reason: the KIP-800 reason sent with LeaveGroup and logged by the coordinator.
 
         Raises:
             IllegalStateError: called from inside a listener callback.
+            ConfigError: ``group_membership`` is not one of the three values.
 
         """
+        if group_membership not in _CLOSE_POLICIES:
+            raise ConfigError(
+                "group_membership", f"must be one of {sorted(_CLOSE_POLICIES)}, got {group_membership!r}"
+            )
         if self._in_callback:
             raise IllegalStateError("close() must not be called from a rebalance listener callback")
         if self._closed or self._closing:
@@ -773,7 +803,7 @@ class Consumer:
         group = self._group
         try:
             if group is not None and self._fatal is None:
-                group.post(ev.Leave("the consumer is being closed"))
+                group.post(ev.Leave(reason, send_leave_group=_CLOSE_POLICIES[group_membership]))
                 deadline = self._clock.monotonic() + timeout_ms / 1000
                 while self._clock.monotonic() < deadline:
                     self._drain_mailbox(None)

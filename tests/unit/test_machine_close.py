@@ -95,6 +95,16 @@ def test_close_static_member_may_ask_for_leave_group():
     assert leave.group_instance_id == "inst-1"
 
 
+def test_close_dynamic_member_may_remain_in_the_group():
+    # KIP-1092 GroupMembershipOperation.REMAIN: the coordinator expires it after session_timeout_ms
+    t, m = _stable()
+    step = only(t.handle(m, ev.Leave(REASON, send_leave_group=False), now=1.0), DeliverStep).step
+    assert step.revoked == OWNED
+    assert t.handle(m, t.step_completed(), now=1.5) == []
+    assert m.state is MemberState.CLOSED
+    assert of_kind(t.log, SendLeaveGroup) == []
+
+
 def test_close_with_nothing_owned_sends_leave_group_at_once():
     t, m = _stable(owned=frozenset())
     leave = only(t.handle(m, ev.Leave(REASON), now=1.0), SendLeaveGroup)
