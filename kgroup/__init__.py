@@ -28,6 +28,7 @@ from kgroup.errors import (
     UnknownTopicOrPartitionError,
     WakeupError,
 )
+from kgroup.instance_id import UnstableInstanceIdWarning, instance_id_from_env
 from kgroup.listener import RebalanceListener
 from kgroup.membership.states import MemberState
 from kgroup.types import (
@@ -68,6 +69,8 @@ __all__ = [
     "RoundRobinAssignor",
     "TopicPartition",
     "UnknownTopicOrPartitionError",
+    "UnstableInstanceIdWarning",
     "WakeupError",
     "__version__",
+    "instance_id_from_env",
 ]
