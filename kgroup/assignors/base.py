@@ -96,7 +96,20 @@ class Assignor(abc.ABC):
         generation_id: int,
         owned: frozenset[TopicPartition],
     ) -> bytes | None:
-        """Bytes to put in this member's Subscription ``user_data`` (KIP-54); None by default."""
+        """Bytes to put in this member's Subscription ``user_data`` (KIP-54); None by default.
+
+        Called before every JoinGroup, on the group thread.
+
+        Args:
+            topics: the topics the member subscribes to.
+            generation_id: the generation of the member's last assignment, or -1 before its
+                first one.
+            owned: the partitions of the member's last assignment (what Java's assignors keep
+                from ``onAssignment``). Under EAGER they were already revoked before this
+                JoinGroup, so they are absent from the Subscription's owned partitions; this
+                is how Java's ``sticky`` assignor still remembers them.
+
+        """
         return None
 
     @abc.abstractmethod
