@@ -142,6 +142,11 @@ class GroupMachine:
         self._state = S.UNJOINED
         self._generation = Generation()
         self._owned: frozenset[TopicPartition] = frozenset()
+        # the last assignment and its generation, for Assignor.subscription_user_data: Java's
+        # sticky assignors remember them in onAssignment, also after an eager revoke emptied
+        # owned (StickyAssignor user data, KIP-54; CooperativeStickyAssignor's generation)
+        self._last_assigned: frozenset[TopicPartition] = frozenset()
+        self._last_assigned_generation = NO_GENERATION
         self._subscription: frozenset[str] = frozenset()
         self._joined_subscription: frozenset[str] = frozenset()
         self._coordinator: int | None = None
@@ -430,7 +435,7 @@ class GroupMachine:
         protocols = []
         for assignor in self._config.assignors:
             user_data = assignor.subscription_user_data(
-                self._subscription, self._generation.generation_id, self._owned
+                self._subscription, self._last_assigned_generation, self._last_assigned
             )
             sub = Subscription(
                 topics=tuple(sorted(self._subscription)),
@@ -796,6 +801,8 @@ class GroupMachine:
             revoked = self._owned - assigned
             added = assigned - self._owned
         self._owned = assigned
+        self._last_assigned = assigned
+        self._last_assigned_generation = self._generation.generation_id
         log.info(
             "group %s member %r: generation %d assigned %d partitions (added %d, revoked %d)",
             self._config.group_id, self._generation.member_id, self._generation.generation_id,

@@ -160,3 +160,27 @@ def test_eager_subscription_change_during_join_rejoins_with_new_topics():
     t.tick(m, 2.5)
     joined_topics = [decode_subscription(j.protocols[0][1]).topics for j in of_kind(t.log[mark:], SendJoinGroup)]
     assert ("a", "b") in joined_topics
+
+
+def test_eager_join_gives_the_assignor_the_last_assignment_for_its_user_data():
+    # Java's StickyAssignor remembers the last assignment (onAssignment) and sends it as user
+    # data, although under EAGER the Subscription's owned partitions are empty by then
+    from kgroup.assignors import RangeAssignor
+
+    calls = []
+
+    class Recording(RangeAssignor):
+        def subscription_user_data(self, topics, generation_id, owned):
+            calls.append((topics, generation_id, owned))
+            return b"ud"
+
+    t = Script(assignors=(Recording(),))
+    m = t.machine()
+    t.bring_to_stable(m, owned=OWNED)
+    assert calls[-1] == (frozenset({"a"}), -1, frozenset())  # the first join: nothing yet
+    _rebalance_signalled(t, m)
+    join = only(t.handle(m, t.step_completed(), now=4.0), SendJoinGroup)
+    assert calls[-1] == (frozenset({"a"}), 1, OWNED)
+    sub = decode_subscription(join.protocols[0][1])
+    assert sub.owned_partitions == ()
+    assert sub.user_data == b"ud"
