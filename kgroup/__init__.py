@@ -6,7 +6,14 @@ provides a real broker for tests.
 """
 
 from kgroup._version import __version__
-from kgroup.assignors import Assignor, MemberSubscription, RangeAssignor, RoundRobinAssignor
+from kgroup.assignors import (
+    Assignor,
+    CooperativeStickyAssignor,
+    MemberSubscription,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+)
 from kgroup.config import ConsumerConfig
 from kgroup.consumer import Consumer
 from kgroup.errors import (
@@ -49,6 +56,7 @@ __all__ = [
     "ConsumerClosedError",
     "ConsumerConfig",
     "ConsumerRecord",
+    "CooperativeStickyAssignor",
     "CoordinatorUnavailable",
     "FatalGroupError",
     "FencedInstanceIdError",
@@ -67,6 +75,7 @@ __all__ = [
     "RebalanceListener",
     "RebalanceProtocol",
     "RoundRobinAssignor",
+    "StickyAssignor",
     "TopicPartition",
     "UnknownTopicOrPartitionError",
     "UnstableInstanceIdWarning",

@@ -134,8 +134,9 @@ class ConsumerConfig:
         heartbeat_interval_ms: time between heartbeats; must be < session_timeout_ms (3000).
         max_poll_interval_ms: longest allowed gap between ``poll()`` calls (300000).
         rebalance_timeout_ms: JoinGroup rebalance timeout; defaults to max_poll_interval_ms.
-        assignors: assignor names ("range", "roundrobin") or ``Assignor`` objects, in order of
-            preference (("range",)).
+        assignors: assignor names ("range", "roundrobin", "sticky", "cooperative-sticky") or
+            ``Assignor`` objects, in order of preference; Java's default since Kafka 3.0
+            (("range", "cooperative-sticky"), which runs EAGER until every member drops range).
 
     Offsets:
         enable_auto_commit (True), auto_commit_interval_ms (5000),
@@ -166,7 +167,7 @@ class ConsumerConfig:
     max_poll_interval_ms: int = attrs.field(default=300000, validator=_positive)
     rebalance_timeout_ms: int | None = attrs.field(default=None, validator=_optional_positive)
     assignors: tuple[Assignor, ...] = attrs.field(
-        default=("range",), converter=_resolve_assignors
+        default=("range", "cooperative-sticky"), converter=_resolve_assignors
     )
     enable_auto_commit: bool = attrs.field(default=True, validator=_bool)
     auto_commit_interval_ms: int = attrs.field(default=5000, validator=_positive)

@@ -18,7 +18,9 @@ def test_config_defaults_match_java_consumer():
     assert cfg.max_poll_interval_ms == 300000
     assert cfg.rebalance_timeout_ms is None
     assert cfg.effective_rebalance_timeout_ms == 300000
-    assert [a.name for a in cfg.assignors] == ["range"]
+    # ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY default since Kafka 3.0: range, then cooperative-sticky
+    assert [a.name for a in cfg.assignors] == ["range", "cooperative-sticky"]
+    assert cfg.protocol is RebalanceProtocol.EAGER
     assert cfg.enable_auto_commit is True
     assert cfg.auto_commit_interval_ms == 5000
     assert cfg.auto_offset_reset == "latest"
