@@ -1,0 +1,382 @@
+"""Consume throughput: kgroup against kafka-python, aiokafka and confluent-kafka.
+
+One topic is produced once; then each client drains it in its own subprocess (so peak RSS is
+per client), as a member of its own consumer group, with CRC checks on. Every client touches
+each record's key, value, offset, partition and headers, checks per-partition offset order,
+and commits its offsets at the end. The rate is records / (time from the start of the first
+poll that returned records to the last record), so group-join time is left out; the wall time
+including the join is reported too.
+
+    python benchmarks/throughput.py                       # 1M records x 100 B, 12 partitions
+    python benchmarks/throughput.py --records 20000       # quick smoke run
+    python benchmarks/throughput.py --clients kgroup,aiokafka --profile
+
+A broker is started with ``kgroup.testing.start_broker()`` unless ``KGROUP_BOOTSTRAP_SERVERS``
+is set. ``--profile`` runs the kgroup child under pyinstrument (poll thread) and writes the
+text report next to this file (``profile-kgroup.txt``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CLIENTS = ("kgroup", "kafka-python", "aiokafka", "confluent")
+SESSION_TIMEOUT_MS = 6000  # Tansu joins take session_timeout_ms / 2
+HEARTBEAT_MS = 2000
+MAX_POLL_RECORDS = 500
+
+
+# ------------------------------------------------------------------------------ checking
+class Tally:
+    """What every client does with each record: touch all fields, check per-partition order."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.count = 0
+        self.value_bytes = 0
+        self.headers_seen = 0
+        self.last: dict[int, int] = {}
+        self.errors = 0
+        self.t_first: float | None = None
+        self.t_last = 0.0
+
+    def add(self, partition: int, offset: int, key: Any, value: Any, headers: Any) -> None:
+        if offset <= self.last.get(partition, -1):
+            self.errors += 1
+        self.last[partition] = offset
+        self.value_bytes += len(value) + (len(key) if key is not None else 0)
+        if headers:
+            self.headers_seen += len(headers)
+        self.count += 1
+
+    def started(self, t0: float) -> None:
+        if self.t_first is None:
+            self.t_first = t0
+
+    @property
+    def done(self) -> bool:
+        return self.count >= self.expected
+
+    def result(self, client: str, t_start: float) -> dict[str, Any]:
+        assert self.t_first is not None
+        elapsed = self.t_last - self.t_first
+        return {
+            "client": client,
+            "records": self.count,
+            "order_errors": self.errors,
+            "value_bytes": self.value_bytes,
+            "headers": self.headers_seen,
+            "seconds": elapsed,
+            "wall_seconds": time.monotonic() - t_start,
+            "rps": self.count / elapsed if elapsed > 0 else float("inf"),
+            "peak_rss_mb": peak_rss_mb(),
+        }
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS in MB.
+
+    ``/proc/self/status`` VmHWM where there is one: it is per address space, whereas
+    ``getrusage``'s ``ru_maxrss`` keeps the (larger) peak of the parent that forked us.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ------------------------------------------------------------------------------ consumers
+def run_kgroup(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    import kgroup
+
+    t_start = time.monotonic()
+    tally = Tally(expected)
+    consumer = kgroup.Consumer(
+        bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+        enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+        max_poll_records=MAX_POLL_RECORDS, check_crcs=True,
+    )
+    try:
+        consumer.subscribe([topic])
+        add = tally.add
+        while not tally.done:
+            t0 = time.monotonic()
+            records = consumer.poll(1000)
+            if not records:
+                continue
+            tally.started(t0)
+            assert len(records) <= MAX_POLL_RECORDS
+            for r in records:
+                add(r.partition, r.offset, r.key, r.value, r.headers)
+        tally.t_last = time.monotonic()
+        consumer.commit()
+    finally:
+        consumer.close()
+    return tally.result("kgroup", t_start)
+
+
+def run_kafka_python(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    from kafka import KafkaConsumer
+
+    t_start = time.monotonic()
+    tally = Tally(expected)
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+        enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+        max_poll_records=MAX_POLL_RECORDS, check_crcs=True,
+    )
+    try:
+        add = tally.add
+        while not tally.done:
+            t0 = time.monotonic()
+            batches = consumer.poll(timeout_ms=1000)
+            if not batches:
+                continue
+            tally.started(t0)
+            for records in batches.values():
+                for r in records:
+                    add(r.partition, r.offset, r.key, r.value, r.headers)
+        tally.t_last = time.monotonic()
+        consumer.commit()
+    finally:
+        consumer.close()
+    return tally.result("kafka-python", t_start)
+
+
+def run_aiokafka(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    from aiokafka import AIOKafkaConsumer
+
+    t_start = time.monotonic()
+    tally = Tally(expected)
+
+    async def go() -> None:
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+            enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS, max_poll_records=MAX_POLL_RECORDS, check_crcs=True,
+        )
+        await consumer.start()
+        try:
+            add = tally.add
+            while not tally.done:
+                t0 = time.monotonic()
+                batches = await consumer.getmany(timeout_ms=1000, max_records=MAX_POLL_RECORDS)
+                if not batches:
+                    continue
+                tally.started(t0)
+                for records in batches.values():
+                    for r in records:
+                        add(r.partition, r.offset, r.key, r.value, r.headers)
+            tally.t_last = time.monotonic()
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+
+    asyncio.run(go())
+    return tally.result("aiokafka", t_start)
+
+
+def run_confluent(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    from confluent_kafka import Consumer
+
+    t_start = time.monotonic()
+    tally = Tally(expected)
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+        "enable.auto.commit": False, "session.timeout.ms": SESSION_TIMEOUT_MS,
+        "heartbeat.interval.ms": HEARTBEAT_MS, "check.crcs": True,
+    })
+    try:
+        consumer.subscribe([topic])
+        add = tally.add
+        while not tally.done:
+            t0 = time.monotonic()
+            messages = consumer.consume(MAX_POLL_RECORDS, 1.0)
+            if not messages:
+                continue
+            tally.started(t0)
+            for m in messages:
+                if m.error():
+                    continue  # partition EOF and the like
+                add(m.partition(), m.offset(), m.key(), m.value(), m.headers())
+        tally.t_last = time.monotonic()
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return tally.result("confluent", t_start)
+
+
+RUNNERS: dict[str, Callable[[str, str, int, str], dict[str, Any]]] = {
+    "kgroup": run_kgroup,
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+    "confluent": run_confluent,
+}
+
+
+# ------------------------------------------------------------------------------ producing
+def produce(bootstrap: str, topic: str, records: int, partitions: int, size: int, headers: int = 0) -> float:
+    """Write ``records`` values of ``size`` bytes round-robin over ``partitions``; seconds taken.
+
+    Keys are ``b"k%08d"``; each record carries ``headers`` headers ``("h<i>", b"1")``.
+    """
+    t0 = time.monotonic()
+    value = (b"0123456789abcdef" * (size // 16 + 1))[:size]
+    header_list = [(f"h{i}", b"1") for i in range(headers)] or None
+    try:
+        from confluent_kafka import Producer
+    except ImportError:  # pragma: no cover - confluent is optional
+        Producer = None
+    if Producer is not None:
+        producer = Producer({
+            "bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
+            "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000,
+            "compression.type": "none", "acks": "all", "enable.idempotence": False,
+        })
+        failed: list[Any] = []
+
+        def report(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failed.append(err)
+
+        for i in range(records):
+            while True:
+                try:
+                    producer.produce(topic, value, key=b"k%08d" % i, partition=i % partitions,
+                                     headers=header_list, on_delivery=report)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            if i % 10000 == 0:
+                producer.poll(0)
+        left = producer.flush(120)
+        if left or failed:
+            raise RuntimeError(f"produce failed: {left} unflushed, errors {failed[:3]}")
+    else:  # pragma: no cover
+        from kgroup.testing import produce as kproduce
+
+        if headers:
+            raise SystemExit("--headers needs confluent-kafka for producing")
+        kproduce(bootstrap, topic, ((i % partitions, b"k%08d" % i, value) for i in range(records)), timeout_s=600)
+    return time.monotonic() - t0
+
+
+# ------------------------------------------------------------------------------ driver
+def child(args: argparse.Namespace) -> None:
+    runner = RUNNERS[args.child]
+    group = f"bench-{args.child}-{uuid.uuid4().hex[:8]}"
+    if args.profile and args.child == "kgroup":
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.001)
+        profiler.start()
+        result = runner(args.bootstrap, args.topic, args.records, group)
+        profiler.stop()
+        out = Path(args.profile_out)
+        out.write_text(profiler.output_text(unicode=False, color=False, show_all=True))
+        result["profile"] = str(out)
+    else:
+        result = runner(args.bootstrap, args.topic, args.records, group)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def run_child(client: str, bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", client, "--bootstrap", bootstrap,
+           "--topic", topic, "--records", str(args.records)]
+    if args.profile:
+        cmd += ["--profile", "--profile-out", str(args.profile_out)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.child_timeout)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, Any] = json.loads(line[len("RESULT "):])
+            return result
+    raise RuntimeError(f"{client} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    base = next((r for r in results if r["client"] == "kgroup"), None)
+    lines = [
+        "| client | records/s | kgroup / client | seconds | wall s (incl. join) | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        ratio = f"{base['rps'] / r['rps']:.2f}" if base else "-"
+        lines.append(
+            f"| {r['client']} | {r['rps']:,.0f} | {ratio} | {r['seconds']:.2f} | {r['wall_seconds']:.1f} "
+            f"| {r['peak_rss_mb']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def parse(argv: Iterable[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--records", type=int, default=1_000_000)
+    p.add_argument("--partitions", type=int, default=12)
+    p.add_argument("--size", type=int, default=100, help="value size in bytes")
+    p.add_argument("--headers", type=int, default=0, help="headers per record")
+    p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated subset of {','.join(CLIENTS)}")
+    p.add_argument("--profile", action="store_true", help="run kgroup under pyinstrument")
+    p.add_argument("--profile-out", default=str(HERE / "profile-kgroup.txt"))
+    p.add_argument("--json", help="also write the results as JSON to this file")
+    p.add_argument("--child-timeout", type=float, default=1800)
+    p.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
+    p.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    p.add_argument("--topic", help=argparse.SUPPRESS)
+    return p.parse_args(None if argv is None else list(argv))
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = parse(argv)
+    if args.child:
+        child(args)
+        return 0
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    unknown = set(clients) - set(CLIENTS)
+    if unknown:
+        raise SystemExit(f"unknown clients: {sorted(unknown)}")
+    sys.path.insert(0, str(ROOT))
+    from kgroup.testing import create_topic, start_broker
+
+    with start_broker() as broker:
+        print(broker.describe(), flush=True)
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        create_topic(broker.bootstrap_servers, topic, args.partitions)
+        seconds = produce(broker.bootstrap_servers, topic, args.records, args.partitions, args.size, args.headers)
+        print(f"produced {args.records:,} records of {args.size} B ({args.headers} headers) "
+              f"to {args.partitions} partitions "
+              f"in {seconds:.1f} s", flush=True)
+        results = []
+        for client in clients:
+            result = run_child(client, broker.bootstrap_servers, topic, args)
+            if result["records"] != args.records or result["order_errors"]:
+                raise SystemExit(f"{client}: wrong delivery: {result}")
+            print(f"{client}: {result['rps']:,.0f} records/s ({result['seconds']:.2f} s, "
+                  f"peak RSS {result['peak_rss_mb']:.0f} MB)", flush=True)
+            results.append(result)
+    print()
+    print(table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
