@@ -5,7 +5,13 @@
 broker, in that order of preference; :func:`create_topic` and :func:`produce` are small
 admin helpers built on kafka-python. The pytest plugin ``kgroup.testing.pytest_plugin``
 (registered as the ``kgroup`` pytest11 entry point) provides the ``kafka_broker``,
-``kafka_bootstrap``, ``topic_factory`` and ``group_id_factory`` fixtures.
+``kafka_bootstrap``, ``topic_factory``, ``group_id_factory`` and ``kafka_cluster`` fixtures.
+
+:class:`CoordinatorProxy` puts a faithful model of Apache Kafka's classic group coordinator
+(:mod:`kgroup.testing.coordinator`) in front of the real broker: clients talk to the proxy, which
+answers the group APIs from the model and forwards everything else. Its ``faults``
+(:class:`Faults`) inject errors, delays, dropped responses, closed connections and black holes;
+``move_coordinator()`` and ``restart_coordinator()`` simulate coordinator failover.
 
 Tansu deviates from Apache Kafka in its group coordinator; see the
 :mod:`kgroup.testing.broker` docstring. Tests must set ``session_timeout_ms`` explicitly.
@@ -19,11 +25,19 @@ from kgroup.testing.broker import (
     produce,
     start_broker,
 )
+from kgroup.testing.faults import BlackHole, FaultFired, FaultRule, Faults
+from kgroup.testing.proxy import CoordinatorProxy, RequestRecord
 
 __all__ = [
+    "BlackHole",
     "BrokerHandle",
     "BrokerStartError",
+    "CoordinatorProxy",
     "FakeClock",
+    "FaultFired",
+    "FaultRule",
+    "Faults",
+    "RequestRecord",
     "create_topic",
     "produce",
     "start_broker",

@@ -15,6 +15,11 @@ Fixtures:
   a uniquely named topic and returns its name.
 * ``group_id_factory`` (function): ``make_group_id(prefix="g") -> str`` returns a unique
   group id containing the test name.
+* ``kafka_cluster`` (function): a started :class:`~kgroup.testing.CoordinatorProxy` over the
+  session broker, whose coordinator model uses ``group_initial_rebalance_delay_ms=0`` (Kafka's
+  other defaults); stopped after the test. Clients use ``kafka_cluster.bootstrap_servers``;
+  the group APIs are then served with Apache Kafka's semantics rather than the broker's, and
+  ``kafka_cluster.faults`` injects faults. ``topic_factory`` topics are visible through it.
 
 Markers ``integration`` and ``tansu_deviation(reason)`` are registered unless the project
 configuration already registers them. Tests against the broker must set
@@ -36,6 +41,8 @@ from kgroup.testing.broker import (
     describe_broker_selection,
     start_broker,
 )
+from kgroup.testing.coordinator import CoordinatorConfig
+from kgroup.testing.proxy import CoordinatorProxy
 
 __all__ = [
     "GroupIdFactory",
@@ -43,6 +50,7 @@ __all__ = [
     "group_id_factory",
     "kafka_bootstrap",
     "kafka_broker",
+    "kafka_cluster",
     "topic_factory",
 ]
 
@@ -156,3 +164,20 @@ def group_id_factory(request: pytest.FixtureRequest) -> GroupIdFactory:
         return f"{prefix}-{test_name}-{uuid.uuid4().hex[:12]}"
 
     return make_group_id
+
+
+@pytest.fixture
+def kafka_cluster(kafka_broker: BrokerHandle) -> Iterator[CoordinatorProxy]:
+    """Yield a started :class:`~kgroup.testing.CoordinatorProxy` over the session broker.
+
+    Its coordinator model has ``group_initial_rebalance_delay_ms=0``; the proxy is stopped
+    after the test.
+    """
+    proxy = CoordinatorProxy(
+        kafka_broker.bootstrap_servers, config=CoordinatorConfig(group_initial_rebalance_delay_ms=0)
+    )
+    proxy.start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

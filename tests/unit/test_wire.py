@@ -1,0 +1,541 @@
+"""kgroup.testing._wire and the adapter's wire codec: round trips through kafka-python at every version.
+
+Each model request/response is mapped to a body dict, encoded by kafka-python's own message
+classes (through ``kgroup._io.kafka_python``), decoded again and mapped back; the result must be
+the original projected onto what that version carries.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from kgroup._io import kafka_python as kp
+from kgroup.membership.commands import SendHeartbeat, SendJoinGroup, SendLeaveGroup, SendSyncGroup
+from kgroup.testing import _wire
+from kgroup.testing.coordinator._types import (
+    CommitPartition,
+    CommitPartitionResult,
+    CommitTopic,
+    CommitTopicResult,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    FetchPartitionResult,
+    FetchTopic,
+    FetchTopicResult,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeaveMember,
+    LeaveMemberResult,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupAssignment,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+CLIENT = "client-1"
+HOST = "/127.0.0.1"
+
+
+def served_versions(api_key):
+    low, high = _wire.MODEL_VERSIONS[api_key]
+    kp_low, kp_high = kp.api_version_range(api_key)
+    return list(range(max(low, kp_low), min(high, kp_high) + 1))
+
+
+def versions_of(api_key):
+    return [pytest.param(api_key, v, id=f"{kp.api_name(api_key)}-v{v}") for v in served_versions(api_key)]
+
+
+ALL_VERSIONS = [p for key in sorted(_wire.MODEL_VERSIONS) for p in versions_of(key)]
+
+
+# ----------------------------------------------------------------------------- samples and projections
+
+
+def sample_requests(api_key, v):
+    if api_key == _wire.JOIN_GROUP:
+        return (
+            JoinGroupRequest(
+                api_version=v,
+                group_id="g",
+                session_timeout_ms=10000,
+                rebalance_timeout_ms=45000,
+                member_id="m-1",
+                group_instance_id="static-1",
+                protocol_type="consumer",
+                protocols=(("cooperative-sticky", b"\x00\x01meta"), ("range", b"")),
+                reason="rebalance: because",
+                client_id=CLIENT,
+                client_host=HOST,
+            ),
+        )
+    if api_key == _wire.SYNC_GROUP:
+        return (
+            SyncGroupRequest(
+                api_version=v,
+                group_id="g",
+                generation_id=7,
+                member_id="m-1",
+                group_instance_id="static-1",
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=(
+                    SyncGroupAssignment(member_id="m-1", assignment=b"\x00\x03a"),
+                    SyncGroupAssignment(member_id="m-2", assignment=b""),
+                ),
+            ),
+        )
+    if api_key == _wire.HEARTBEAT:
+        return (HeartbeatRequest(api_version=v, group_id="g", generation_id=3, member_id="m", group_instance_id="s"),)
+    if api_key == _wire.LEAVE_GROUP:
+        members = (LeaveMember(member_id="m-1", group_instance_id=None, reason="closing"),)
+        if v >= 3:
+            members += (LeaveMember(member_id="", group_instance_id="static-2", reason=None),)
+        return (LeaveGroupRequest(api_version=v, group_id="g", members=members),)
+    if api_key == _wire.OFFSET_COMMIT:
+        return (
+            OffsetCommitRequest(
+                api_version=v,
+                group_id="g",
+                generation_id=4,
+                member_id="m",
+                group_instance_id="s",
+                topics=(
+                    CommitTopic(
+                        name="t",
+                        partitions=(
+                            CommitPartition(
+                                partition_index=0, committed_offset=42, committed_leader_epoch=3, committed_metadata="x"
+                            ),
+                            CommitPartition(partition_index=2, committed_offset=0, committed_metadata=None),
+                        ),
+                    ),
+                    CommitTopic(name="u", partitions=(CommitPartition(partition_index=1, committed_offset=9),)),
+                ),
+            ),
+        )
+    if api_key == _wire.OFFSET_FETCH:
+        first = OffsetFetchRequest(
+            api_version=v,
+            group_id="g",
+            topics=(FetchTopic(name="t", partition_indexes=(0, 2)), FetchTopic(name="u", partition_indexes=(1,))),
+            require_stable=True,
+        )
+        if v < 8:
+            return (first,)
+        return (first, OffsetFetchRequest(api_version=v, group_id="h", topics=None, require_stable=True))
+    if api_key == _wire.DESCRIBE_GROUPS:
+        return (DescribeGroupsRequest(api_version=v, groups=("g", "h")),)
+    if api_key == _wire.LIST_GROUPS:
+        return (ListGroupsRequest(api_version=v, states_filter=("Stable", "Empty"), types_filter=("classic",)),)
+    raise AssertionError(api_key)
+
+
+def project_request(req, v):
+    """What survives a trip at version ``v``."""
+    if isinstance(req, JoinGroupRequest):
+        return attrs.evolve(
+            req,
+            rebalance_timeout_ms=req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms,
+            group_instance_id=req.group_instance_id if v >= 5 else None,
+            reason=req.reason if v >= 8 else None,
+        )
+    if isinstance(req, SyncGroupRequest):
+        return attrs.evolve(
+            req,
+            group_instance_id=req.group_instance_id if v >= 3 else None,
+            protocol_type=req.protocol_type if v >= 5 else None,
+            protocol_name=req.protocol_name if v >= 5 else None,
+        )
+    if isinstance(req, HeartbeatRequest):
+        return attrs.evolve(req, group_instance_id=req.group_instance_id if v >= 3 else None)
+    if isinstance(req, LeaveGroupRequest):
+        if v < 3:
+            return attrs.evolve(req, members=(LeaveMember(member_id=req.members[0].member_id),))
+        return attrs.evolve(
+            req, members=tuple(attrs.evolve(m, reason=m.reason if v >= 5 else None) for m in req.members)
+        )
+    if isinstance(req, OffsetCommitRequest):
+        return attrs.evolve(
+            req,
+            group_instance_id=req.group_instance_id if v >= 7 else None,
+            topics=tuple(
+                attrs.evolve(
+                    t,
+                    partitions=tuple(
+                        attrs.evolve(p, committed_leader_epoch=p.committed_leader_epoch if v >= 6 else -1)
+                        for p in t.partitions
+                    ),
+                )
+                for t in req.topics
+            ),
+        )
+    if isinstance(req, OffsetFetchRequest):
+        return attrs.evolve(req, require_stable=req.require_stable if v >= 7 else False)
+    if isinstance(req, ListGroupsRequest):
+        return attrs.evolve(
+            req,
+            states_filter=req.states_filter if v >= 4 else (),
+            types_filter=req.types_filter if v >= 5 else (),
+        )
+    return req
+
+
+def sample_responses(api_key, v):
+    if api_key == _wire.JOIN_GROUP:
+        return (
+            JoinGroupResponse(
+                error_code=0,
+                generation_id=5,
+                protocol_type="consumer",
+                protocol_name="range",
+                leader="m-1",
+                skip_assignment=True,
+                member_id="m-1",
+                members=(
+                    JoinGroupMember(member_id="m-1", group_instance_id="static-1", metadata=b"\x00\x01"),
+                    JoinGroupMember(member_id="m-2", group_instance_id=None, metadata=b""),
+                ),
+            ),
+        )
+    if api_key == _wire.SYNC_GROUP:
+        return (SyncGroupResponse(error_code=0, protocol_type="consumer", protocol_name="range", assignment=b"\x01"),)
+    if api_key == _wire.HEARTBEAT:
+        return (HeartbeatResponse(error_code=27),)
+    if api_key == _wire.LEAVE_GROUP:
+        return (
+            LeaveGroupResponse(
+                error_code=0,
+                members=(
+                    LeaveMemberResult(member_id="m-1", group_instance_id=None, error_code=0),
+                    LeaveMemberResult(member_id="", group_instance_id="static-2", error_code=25),
+                ),
+            ),
+        )
+    if api_key == _wire.OFFSET_COMMIT:
+        return (
+            OffsetCommitResponse(
+                topics=(
+                    CommitTopicResult(
+                        name="t",
+                        partitions=(
+                            CommitPartitionResult(partition_index=0, error_code=0),
+                            CommitPartitionResult(partition_index=2, error_code=3),
+                        ),
+                    ),
+                )
+            ),
+        )
+    if api_key == _wire.OFFSET_FETCH:
+        first = OffsetFetchResponse(
+            error_code=0,
+            topics=(
+                FetchTopicResult(
+                    name="t",
+                    partitions=(
+                        FetchPartitionResult(
+                            partition_index=0, committed_offset=42, committed_leader_epoch=3, metadata="x"
+                        ),
+                        FetchPartitionResult(partition_index=2, metadata=None, error_code=0),
+                    ),
+                ),
+            ),
+        )
+        if v < 8:
+            return (first,)
+        return (first, OffsetFetchResponse(error_code=14))
+    if api_key == _wire.DESCRIBE_GROUPS:
+        return (
+            DescribeGroupsResponse(
+                groups=(
+                    DescribedGroup(
+                        error_code=0,
+                        group_id="g",
+                        group_state="Stable",
+                        protocol_type="consumer",
+                        protocol_data="range",
+                        members=(
+                            DescribedMember(
+                                member_id="m-1",
+                                group_instance_id="static-1",
+                                client_id=CLIENT,
+                                client_host=HOST,
+                                member_metadata=b"\x00",
+                                member_assignment=b"\x01\x02",
+                            ),
+                        ),
+                    ),
+                    DescribedGroup(
+                        error_code=0, group_id="h", group_state="Dead", protocol_type="", protocol_data="", members=()
+                    ),
+                )
+            ),
+        )
+    if api_key == _wire.LIST_GROUPS:
+        return (
+            ListGroupsResponse(
+                error_code=0,
+                groups=(
+                    ListedGroup(group_id="g", protocol_type="consumer", group_state="Stable", group_type="classic"),
+                    ListedGroup(group_id="h", protocol_type="", group_state="Empty"),
+                ),
+            ),
+        )
+    raise AssertionError(api_key)
+
+
+def project_response(resp, v):
+    if isinstance(resp, JoinGroupResponse):
+        return attrs.evolve(
+            resp,
+            protocol_type=resp.protocol_type if v >= 7 else None,
+            protocol_name=resp.protocol_name if v >= 7 else (resp.protocol_name or ""),
+            skip_assignment=resp.skip_assignment if v >= 9 else False,
+            members=tuple(
+                attrs.evolve(m, group_instance_id=m.group_instance_id if v >= 5 else None) for m in resp.members
+            ),
+        )
+    if isinstance(resp, SyncGroupResponse):
+        return attrs.evolve(
+            resp,
+            protocol_type=resp.protocol_type if v >= 5 else None,
+            protocol_name=resp.protocol_name if v >= 5 else None,
+        )
+    if isinstance(resp, LeaveGroupResponse):
+        return resp if v >= 3 else attrs.evolve(resp, members=())
+    if isinstance(resp, OffsetFetchResponse):
+        return attrs.evolve(
+            resp,
+            error_code=resp.error_code if v >= 2 else 0,
+            topics=tuple(
+                attrs.evolve(
+                    t,
+                    partitions=tuple(
+                        attrs.evolve(p, committed_leader_epoch=p.committed_leader_epoch if v >= 5 else -1)
+                        for p in t.partitions
+                    ),
+                )
+                for t in resp.topics
+            ),
+        )
+    if isinstance(resp, DescribeGroupsResponse):
+        return attrs.evolve(
+            resp,
+            groups=tuple(
+                attrs.evolve(
+                    g,
+                    members=tuple(
+                        attrs.evolve(m, group_instance_id=m.group_instance_id if v >= 4 else None) for m in g.members
+                    ),
+                )
+                for g in resp.groups
+            ),
+        )
+    if isinstance(resp, ListGroupsResponse):
+        return attrs.evolve(
+            resp,
+            groups=tuple(
+                attrs.evolve(
+                    g,
+                    group_state=g.group_state if v >= 4 else "",
+                    group_type=g.group_type if v >= 5 else "classic",
+                )
+                for g in resp.groups
+            ),
+        )
+    return resp
+
+
+# ----------------------------------------------------------------------------- round trips
+
+
+@pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
+def test_request_round_trip_through_kafka_python(api_key, version):
+    requests = sample_requests(api_key, version)
+    frame = kp.encode_request(api_key, version, 123, CLIENT, _wire.requests_to_dict(api_key, version, requests))
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+    header = kp.peek_request_header(frame[4:])
+    assert header == (api_key, version, 123, CLIENT)
+    assert kp.request_expects_response(frame[4:])
+    body = kp.decode_request_body(api_key, version, frame[4:])
+    back = _wire.requests_from_dict(api_key, version, body, client_id=CLIENT, client_host=HOST)
+    assert back == tuple(project_request(r, version) for r in requests)
+
+
+@pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
+def test_response_round_trip_through_kafka_python(api_key, version):
+    requests = sample_requests(api_key, version)
+    responses = sample_responses(api_key, version)
+    body = _wire.responses_to_dict(api_key, version, responses, requests)
+    frame = kp.encode_response(api_key, version, 77, body)
+    correlation_id, decoded = kp.decode_response(api_key, version, frame[4:])
+    assert correlation_id == 77
+    back = _wire.responses_from_dict(api_key, version, decoded)
+    assert back == tuple(project_response(r, version) for r in responses)
+
+
+@pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
+def test_error_responses_encode_at_every_version(api_key, version):
+    requests = sample_requests(api_key, version)
+    responses = _wire.error_responses(requests, 16)
+    frame = kp.encode_response(api_key, version, 5, _wire.responses_to_dict(api_key, version, responses, requests))
+    _, decoded = kp.decode_response(api_key, version, frame[4:])
+    back = _wire.responses_from_dict(api_key, version, decoded)
+    codes = set()
+    for resp in back:
+        if isinstance(resp, OffsetCommitResponse):
+            codes |= {p.error_code for t in resp.topics for p in t.partitions}
+        elif isinstance(resp, DescribeGroupsResponse):
+            codes |= {g.error_code for g in resp.groups}
+        elif isinstance(resp, OffsetFetchResponse) and version < 2:
+            codes |= {p.error_code for t in resp.topics for p in t.partitions}
+        else:
+            codes.add(resp.error_code)
+    assert codes == {16}
+    if api_key == _wire.JOIN_GROUP:
+        assert back[0].member_id == "m-1"
+
+
+def test_offset_fetch_v1_spreads_a_group_error_over_the_requested_partitions():
+    (req,) = sample_requests(_wire.OFFSET_FETCH, 1)
+    body = _wire.responses_to_dict(_wire.OFFSET_FETCH, 1, (OffsetFetchResponse(error_code=14),), (req,))
+    assert "error_code" not in kp.decode_response(_wire.OFFSET_FETCH, 1, kp.encode_response(9, 1, 1, body)[4:])[1]
+    spread = [(t["name"], [(p["partition_index"], p["error_code"]) for p in t["partitions"]]) for t in body["topics"]]
+    assert spread == [("t", [(0, 14), (2, 14)]), ("u", [(1, 14)])]
+
+
+def test_offset_fetch_v2_all_topics_is_none():
+    req = OffsetFetchRequest(api_version=2, group_id="g", topics=None)
+    frame = kp.encode_request(9, 2, 1, CLIENT, _wire.requests_to_dict(9, 2, (req,)))
+    assert _wire.requests_from_dict(9, 2, kp.decode_request_body(9, 2, frame[4:])) == (req,)
+
+
+@pytest.mark.parametrize("version", range(0, 10))
+def test_kgroup_join_builder_maps_to_the_model_type(version):
+    """The JoinGroup kgroup's own client sends (adapter builder) arrives as the model expects."""
+    join = SendJoinGroup(
+        request_id=1,
+        node_id=0,
+        member_id="m",
+        group_instance_id="static",
+        session_timeout_ms=6000,
+        rebalance_timeout_ms=30000,
+        protocols=(("range", b"\x00\x01"),),
+        reason="why",
+        timeout_ms=1000,
+    )
+    request = kp.build_join_group(join, "g")
+    request.with_header(correlation_id=9, client_id=CLIENT)
+    frame = request.encode(version=version, header=True)
+    (got,) = _wire.requests_from_dict(
+        _wire.JOIN_GROUP, version, kp.decode_request_body(_wire.JOIN_GROUP, version, frame), client_id=CLIENT
+    )
+    assert (got.group_id, got.member_id, got.protocols, got.session_timeout_ms) == (
+        "g", "m", (("range", b"\x00\x01"),), 6000
+    )
+    assert got.rebalance_timeout_ms == (30000 if version >= 1 else 6000)
+    assert got.group_instance_id == ("static" if version >= 5 else None)
+    assert got.reason == ("why" if version >= 8 else None)
+
+
+def test_kgroup_sync_heartbeat_leave_builders_map_to_the_model_types():
+    sync = kp.build_sync_group(
+        SendSyncGroup(
+            request_id=1, node_id=0, generation_id=3, member_id="m", group_instance_id=None,
+            protocol_name="range", assignments=(("m", b"\x01"),), timeout_ms=1000,
+        ),
+        "g",
+    )
+    hb = kp.build_heartbeat(
+        SendHeartbeat(request_id=1, node_id=0, generation_id=3, member_id="m", group_instance_id=None, timeout_ms=1),
+        "g",
+    )
+    leave = kp.build_leave_group(
+        SendLeaveGroup(request_id=1, node_id=0, member_id="m", group_instance_id=None, reason="bye", timeout_ms=1),
+        "g",
+    )
+    for key, request in ((14, sync), (12, hb), (13, leave)):
+        for v in served_versions(key):
+            request.with_header(correlation_id=1, client_id=CLIENT)
+            frame = request.encode(version=v, header=True)
+            (got,) = _wire.requests_from_dict(key, v, kp.decode_request_body(key, v, frame))
+            assert got.group_id == "g"
+            if key == 13:
+                assert [m.member_id for m in got.members] == ["m"]
+                assert got.members[0].reason == ("bye" if v >= 5 else None)
+            else:
+                assert (got.member_id, got.generation_id) == ("m", 3)
+            if key == 14:
+                assert [(a.member_id, a.assignment) for a in got.assignments] == [("m", b"\x01")]
+
+
+# ----------------------------------------------------------------------------- adapter codec
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+def test_produce_acks_zero_expects_no_response(version):
+    for acks, transactional_id in ((0, None), (0, "tx-1"), (1, None), (-1, "tx")):
+        frame = kp.encode_request(
+            0,
+            version,
+            1,
+            CLIENT,
+            {"transactional_id": transactional_id, "acks": acks, "timeout_ms": 100, "topic_data": []},
+        )
+        assert kp.request_expects_response(frame[4:]) is (acks != 0)
+
+
+def test_api_versions_response_header_is_never_flexible():
+    body = {"error_code": 0, "api_keys": [{"api_key": 11, "min_version": 0, "max_version": 9}], "throttle_time_ms": 0}
+    frame = kp.encode_response(18, 3, 42, body)
+    # size, correlation id, then straight into the body's error_code (no tagged-field byte in the header)
+    assert frame[4:8] == (42).to_bytes(4, "big")
+    assert frame[8:10] == b"\x00\x00"
+    correlation_id, decoded = kp.decode_response(18, 3, frame[4:])
+    assert correlation_id == 42
+    assert decoded["api_keys"] == [{"api_key": 11, "min_version": 0, "max_version": 9}]
+
+
+def test_api_versions_error_is_encoded_as_v0():
+    body = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 3}]}
+    version = kp.response_version_of(18, 4, body)
+    assert version == 0
+    _, decoded = kp.decode_response(18, 4, kp.encode_response(18, version, 1, body)[4:])
+    assert decoded["error_code"] == 35
+
+
+def test_api_names_and_ranges():
+    assert kp.api_name(12) == "Heartbeat"
+    assert kp.api_key_of("JoinGroup") == 11
+    assert kp.api_name(9999) == "Api9999"
+    with pytest.raises(ValueError):
+        kp.api_key_of("NoSuchApi")
+    assert kp.api_version_range(8)[0] == 2
+    assert kp.api_version_range(10) == (0, 6)
+    assert kp.response_has_field(12, 0, "error_code")
+    assert not kp.response_has_field(0, 9, "error_code")
+
+
+@pytest.mark.parametrize("version", range(0, 7))
+def test_find_coordinator_response_round_trip(version):
+    if version < 4:
+        body = {"error_code": 0, "error_message": None, "node_id": 3, "host": "127.0.0.1", "port": 9}
+    else:
+        body = {"coordinators": [{"key": "g", "node_id": 3, "host": "127.0.0.1", "port": 9, "error_code": 0}]}
+    _, decoded = kp.decode_response(10, version, kp.encode_response(10, version, 1, body)[4:])
+    entry = decoded if version < 4 else decoded["coordinators"][0]
+    assert (entry["node_id"], entry["host"], entry["port"]) == (3, "127.0.0.1", 9)
