@@ -371,7 +371,19 @@ class Consumer:
             log.info("group %s: partitions lost (%s): %s", group_id, step.reason, sorted(map(str, step.lost)))
             self._set_assignment(self._assignment - step.lost)
             self._invoke("on_partitions_lost", step.lost)
-        if step.revoked:
+        if step.revoked and not self._generation_still(step):
+            # The step was made while the generation was valid, but the group thread reset it
+            # before this thread ran the step (e.g. the poll watchdog fired while a rebalance
+            # waited for this poll). Java decides revoke-or-lose when onJoinPrepare runs, not
+            # when the rebalance was noticed: the partitions can no longer be committed, so
+            # they are lost, not revoked (ConsumerCoordinator.onJoinPrepare/onLeavePrepare).
+            log.info(
+                "group %s: partitions lost (generation %d was reset before the revoke ran): %s",
+                group_id, step.generation.generation_id, sorted(map(str, step.revoked)),
+            )
+            self._set_assignment(self._assignment - step.revoked)
+            self._invoke("on_partitions_lost", step.revoked)
+        elif step.revoked:
             log.info("group %s: acquiesce: revoking %d partitions (%s)", group_id, len(step.revoked), step.reason)
             if self._config.enable_auto_commit:
                 self._auto_commit_sync("commit: auto-commit on revoke", step)
@@ -386,6 +398,18 @@ class Consumer:
             self._invoke("on_partitions_assigned", step.assigned)
         assert self._group is not None
         self._group.post(ev.StepCompleted(step.step_id))
+
+    def _generation_still(self, step: RebalanceStep) -> bool:
+        """Whether the member still holds the generation ``step`` was made in."""
+        snap = self._snapshot()
+        if snap is None:
+            return False
+        current = snap.generation
+        return (
+            current.is_valid()
+            and current.generation_id == step.generation.generation_id
+            and current.member_id == step.generation.member_id
+        )
 
     # ------------------------------------------------------------------ positions
     def _update_positions(self, timeout_ms: int | None = None) -> None:

@@ -34,6 +34,13 @@ from .harness import (
 JOIN_BUDGET_S = 30.0
 
 
+
+@pytest.fixture
+def bootstrap(kafka_cluster) -> str:
+    """Group semantics run through the coordinator proxy (Kafka's coordinator, over the wire)
+    in front of the embedded broker, which serves the data path; see docs/testing.md."""
+    return kafka_cluster.bootstrap_servers
+
 def _produce_indexed(bootstrap: str, topic: str, partitions: int, per_partition: int) -> int:
     records = [
         (p, str(i).encode(), f"{p}:{i}".encode()) for p in range(partitions) for i in range(per_partition)
@@ -41,11 +48,11 @@ def _produce_indexed(bootstrap: str, topic: str, partitions: int, per_partition:
     return produce(bootstrap, topic, records)
 
 
-def test_single_member_consumes_everything(kafka_bootstrap, topic_factory, group_id_factory):
+def test_single_member_consumes_everything(bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(4)
-    _produce_indexed(kafka_bootstrap, topic, 4, 250)
+    _produce_indexed(bootstrap, topic, 4, 250)
     log = EventLog()
-    member = Member("solo", kafka_bootstrap, group_id_factory(), [topic], log).start()
+    member = Member("solo", bootstrap, group_id_factory(), [topic], log).start()
     try:
         wait_until(lambda: len(member.records) >= 1000, JOIN_BUDGET_S, "1000 records")
         assert member.assignment() == all_partitions(topic, 4)
@@ -61,11 +68,11 @@ def test_single_member_consumes_everything(kafka_bootstrap, topic_factory, group
     assert not member.errors
 
 
-def test_three_members_split_twelve_partitions_exactly(kafka_bootstrap, topic_factory, group_id_factory):
+def test_three_members_split_twelve_partitions_exactly(bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(12)
     group = group_id_factory()
     log = EventLog()
-    members = [Member(f"m{i}", kafka_bootstrap, group, [topic], log).start() for i in range(3)]
+    members = [Member(f"m{i}", bootstrap, group, [topic], log).start() for i in range(3)]
     try:
         wait_until(
             lambda: split_exactly(members, all_partitions(topic, 12))
@@ -82,15 +89,15 @@ def test_three_members_split_twelve_partitions_exactly(kafka_bootstrap, topic_fa
     assert not any(m.errors for m in members)
 
 
-def test_join_and_graceful_leave_rebalance(kafka_bootstrap, topic_factory, group_id_factory):
+def test_join_and_graceful_leave_rebalance(bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(6)
     group = group_id_factory()
     log = EventLog()
     expected = all_partitions(topic, 6)
-    a = Member("a", kafka_bootstrap, group, [topic], log).start()
+    a = Member("a", bootstrap, group, [topic], log).start()
     try:
         wait_until(lambda: a.assignment() == expected, JOIN_BUDGET_S, "a owns all partitions")
-        b = Member("b", kafka_bootstrap, group, [topic], log).start()
+        b = Member("b", bootstrap, group, [topic], log).start()
         try:
             wait_until(lambda: split_exactly([a, b], expected) and len(b.assignment()) == 3,
                        JOIN_BUDGET_S, "a and b split 6 partitions")
@@ -107,7 +114,7 @@ def test_join_and_graceful_leave_rebalance(kafka_bootstrap, topic_factory, group
     assert not a.errors
 
 
-def test_barrier_every_revoke_completes_before_any_assign(kafka_bootstrap, topic_factory, group_id_factory):
+def test_barrier_every_revoke_completes_before_any_assign(bootstrap, topic_factory, group_id_factory):
     """Seed 001 "Rebalances as Double Barriers": revokes of generation g finish before any
     assignment of a later generation starts, across members (eager protocol)."""
     topic = topic_factory(6)
@@ -115,12 +122,12 @@ def test_barrier_every_revoke_completes_before_any_assign(kafka_bootstrap, topic
     log = EventLog()
     expected = all_partitions(topic, 6)
     # a slow revoke widens the window in which a broken barrier would show
-    a = Member("a", kafka_bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
-    b = Member("b", kafka_bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
+    a = Member("a", bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
+    b = Member("b", bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
     members = [a, b]
     try:
         wait_until(lambda: split_exactly(members, expected), JOIN_BUDGET_S, "a and b split")
-        c = Member("c", kafka_bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
+        c = Member("c", bootstrap, group, [topic], log, revoke_delay_s=0.5).start()
         members.append(c)
         wait_until(lambda: split_exactly(members, expected) and all(m.assignment() for m in members),
                    JOIN_BUDGET_S, "a, b and c split")
@@ -142,16 +149,16 @@ def test_barrier_every_revoke_completes_before_any_assign(kafka_bootstrap, topic
     assert pairs > 0
 
 
-def test_no_record_lost_across_five_rebalances(kafka_bootstrap, topic_factory, group_id_factory):
+def test_no_record_lost_across_five_rebalances(bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(6)
     group = group_id_factory()
-    total = _produce_indexed(kafka_bootstrap, topic, 6, 500)
+    total = _produce_indexed(bootstrap, topic, 6, 500)
     log = EventLog()
     expected = all_partitions(topic, 6)
     settings = {"enable_auto_commit": False, "max_poll_records": 20}
 
     def member(name: str) -> Member:
-        return Member(name, kafka_bootstrap, group, [topic], log, commit_on_revoke=True,
+        return Member(name, bootstrap, group, [topic], log, commit_on_revoke=True,
                       commit_each_batch=True, **settings).start()
 
     active = [member("m0")]
@@ -185,15 +192,15 @@ def test_no_record_lost_across_five_rebalances(kafka_bootstrap, topic_factory, g
     assert [v for m in everyone for v in handed_out_after_revocation(m, log)] == []
 
 
-def test_watchdog_leaves_group_when_poll_stalls(kafka_bootstrap, topic_factory, group_id_factory):
+def test_watchdog_leaves_group_when_poll_stalls(bootstrap, topic_factory, group_id_factory):
     """KIP-62 / seed 000 "Liveness and safety": no poll() within max_poll_interval_ms ->
     LeaveGroup, partitions move; the next poll() reports them lost and rejoins."""
     topic = topic_factory(4)
     group = group_id_factory()
     log = EventLog()
     expected = all_partitions(topic, 4)
-    steady = Member("steady", kafka_bootstrap, group, [topic], log).start()
-    slow = Member("slow", kafka_bootstrap, group, [topic], log, max_poll_interval_ms=4000).start()
+    steady = Member("steady", bootstrap, group, [topic], log).start()
+    slow = Member("slow", bootstrap, group, [topic], log, max_poll_interval_ms=4000).start()
     try:
         wait_until(lambda: split_exactly([steady, slow], expected) and slow.assignment(),
                    JOIN_BUDGET_S, "both members assigned")
@@ -213,6 +220,38 @@ def test_watchdog_leaves_group_when_poll_stalls(kafka_bootstrap, topic_factory, 
     assert not steady.errors and not slow.errors
 
 
+def test_watchdog_firing_while_a_revoke_waits_for_poll_reports_lost_not_revoked(
+    bootstrap, topic_factory, group_id_factory
+):
+    """A rebalance starts while the application is stuck; its revoke step waits for poll();
+    then the poll watchdog resets the generation. When poll() finally runs, the partitions can
+    no longer be committed: Java's onJoinPrepare decides at that moment and calls
+    onPartitionsLost, so kgroup must too (never on_partitions_revoked with a dead generation)."""
+    topic = topic_factory(4)
+    group = group_id_factory()
+    log = EventLog()
+    expected = all_partitions(topic, 4)
+    steady = Member("steady", bootstrap, group, [topic], log).start()
+    slow = Member("slow", bootstrap, group, [topic], log, max_poll_interval_ms=4000).start()
+    joiner = None
+    try:
+        wait_until(lambda: split_exactly([steady, slow], expected) and slow.assignment(),
+                   JOIN_BUDGET_S, "both members assigned")
+        owned_by_slow = slow.assignment()
+        slow.stall.set()
+        joiner = Member("joiner", bootstrap, group, [topic], log).start()  # starts a rebalance now
+        wait_until(lambda: split_exactly([steady, joiner], expected), JOIN_BUDGET_S,
+                   "steady and the joiner to take over once slow's watchdog made it leave")
+        slow.stall.clear()
+        wait_until(lambda: bool(log.of("lost", "slow")), JOIN_BUDGET_S, "on_partitions_lost on the next poll")
+        assert log.of("lost", "slow")[0].partitions == owned_by_slow
+        assert not log.of("revoked", "slow"), "revoked with a generation that was already reset"
+    finally:
+        for m in (steady, slow, joiner):
+            if m is not None:
+                m.stop()
+
+
 _MEMBER_SCRIPT = r"""
 import sys, time
 import kgroup
@@ -229,7 +268,7 @@ while True:
 
 
 def test_kill_dash_nine_moves_partitions_after_session_timeout(
-    kafka_bootstrap, topic_factory, group_id_factory, tmp_path: Path
+    bootstrap, topic_factory, group_id_factory, tmp_path: Path
 ):
     topic = topic_factory(4)
     group = group_id_factory()
@@ -238,7 +277,7 @@ def test_kill_dash_nine_moves_partitions_after_session_timeout(
     script = tmp_path / "member.py"
     script.write_text(_MEMBER_SCRIPT)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, str(script), kafka_bootstrap, group, topic],
+    proc = subprocess.Popen([sys.executable, str(script), bootstrap, group, topic],
                             stdout=subprocess.PIPE, text=True, env=env)
     survivor = None
     try:
@@ -246,7 +285,7 @@ def test_kill_dash_nine_moves_partitions_after_session_timeout(
         reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
         reader.start()
         wait_until(lambda: any(line.startswith("ASSIGNED") for line in lines), JOIN_BUDGET_S, "victim assigned")
-        survivor = Member("survivor", kafka_bootstrap, group, [topic], log).start()
+        survivor = Member("survivor", bootstrap, group, [topic], log).start()
         wait_until(lambda: survivor.assignment() and len(survivor.assignment()) == 2,
                    JOIN_BUDGET_S, "survivor and victim split 4 partitions")
         os.kill(proc.pid, signal.SIGKILL)
@@ -266,20 +305,20 @@ def test_kill_dash_nine_moves_partitions_after_session_timeout(
 
 
 def test_mixed_group_with_kafka_python_consumer_splits_without_overlap(
-    kafka_bootstrap, topic_factory, group_id_factory
+    bootstrap, topic_factory, group_id_factory
 ):
     from kafka import KafkaConsumer  # the peer client: kafka-python's own group member
 
     topic = topic_factory(6)
     group = group_id_factory()
     log = EventLog()
-    member = Member("kgroup", kafka_bootstrap, group, [topic], log).start()
+    member = Member("kgroup", bootstrap, group, [topic], log).start()
     peer_assignment: set[TopicPartition] = set()
     stop = threading.Event()
     peer_errors: list[BaseException] = []
 
     def run_peer() -> None:
-        consumer = KafkaConsumer(topic, bootstrap_servers=kafka_bootstrap, group_id=group,
+        consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
                                  session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
                                  auto_offset_reset="earliest", client_id="kafka-python-peer")
         try:
@@ -309,11 +348,11 @@ def test_mixed_group_with_kafka_python_consumer_splits_without_overlap(
     assert not peer_errors and not member.errors
 
 
-def test_commit_for_partition_not_owned_raises_and_writes_nothing(kafka_bootstrap, topic_factory, group_id_factory):
+def test_commit_for_partition_not_owned_raises_and_writes_nothing(bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(2)
     other = topic_factory(1)
     group = group_id_factory()
-    consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group,
+    consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group,
                                session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
     try:
         consumer.subscribe([topic])
@@ -339,12 +378,12 @@ class _Exploding(kgroup.RebalanceListener):
 
 
 def test_listener_exception_surfaces_from_poll_and_rebalance_completes(
-    kafka_bootstrap, topic_factory, group_id_factory
+    bootstrap, topic_factory, group_id_factory
 ):
     topic = topic_factory(2)
-    _produce_indexed(kafka_bootstrap, topic, 2, 10)
+    _produce_indexed(bootstrap, topic, 2, 10)
     listener = _Exploding()
-    consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(),
+    consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id_factory(),
                                session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
                                auto_offset_reset="earliest")
     try:
@@ -385,15 +424,15 @@ class _SlowAssign(kgroup.RebalanceListener):
         self.lost.append(partitions)
 
 
-def test_heartbeats_continue_while_a_callback_runs(kafka_bootstrap, topic_factory, group_id_factory):
+def test_heartbeats_continue_while_a_callback_runs(bootstrap, topic_factory, group_id_factory):
     """A callback longer than session_timeout_ms must not get the member evicted: the group
     thread heartbeats independently of the poll thread (Java semantics)."""
     topic = topic_factory(2)
     group = group_id_factory()
     log = EventLog()
-    other = Member("other", kafka_bootstrap, group, [topic], log).start()
+    other = Member("other", bootstrap, group, [topic], log).start()
     slow_listener = _SlowAssign(SESSION_TIMEOUT_MS / 1000 + 2)
-    slow = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group,
+    slow = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group,
                            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
     try:
         wait_until(lambda: len(other.assignment()) == 2, JOIN_BUDGET_S, "other owns both partitions")
@@ -418,18 +457,18 @@ def test_heartbeats_continue_while_a_callback_runs(kafka_bootstrap, topic_factor
         other.stop()
 
 
-def test_auto_commit_on_revoke_hands_over_exact_positions(kafka_bootstrap, topic_factory, group_id_factory):
+def test_auto_commit_on_revoke_hands_over_exact_positions(bootstrap, topic_factory, group_id_factory):
     """Seed 001 step 2 (commit): with enable_auto_commit the revoke commits the positions of
     the records handed out, so the next owner starts exactly there (no periodic commit here)."""
     topic = topic_factory(2)
     group = group_id_factory()
-    _produce_indexed(kafka_bootstrap, topic, 2, 50)
+    _produce_indexed(bootstrap, topic, 2, 50)
     log = EventLog()
-    a = Member("a", kafka_bootstrap, group, [topic], log, enable_auto_commit=True,
+    a = Member("a", bootstrap, group, [topic], log, enable_auto_commit=True,
                auto_commit_interval_ms=3_600_000).start()
     try:
         wait_until(lambda: len(a.records) == 100, JOIN_BUDGET_S, "a consumed all 100 records")
-        b = Member("b", kafka_bootstrap, group, [topic], log, enable_auto_commit=True,
+        b = Member("b", bootstrap, group, [topic], log, enable_auto_commit=True,
                    auto_commit_interval_ms=3_600_000).start()
         try:
             wait_until(lambda: len(b.assignment()) == 1 and len(a.assignment()) == 1, JOIN_BUDGET_S, "split")
@@ -437,7 +476,7 @@ def test_auto_commit_on_revoke_hands_over_exact_positions(kafka_bootstrap, topic
             committed = b.consumer.committed([moved])[moved]
             assert committed is not None
             assert committed.offset == 50
-            _produce_indexed(kafka_bootstrap, topic, 2, 1)  # one more record per partition
+            _produce_indexed(bootstrap, topic, 2, 1)  # one more record per partition
             wait_until(lambda: len(b.records) >= 1, JOIN_BUDGET_S, "b got the new record")
             assert [(r.partition, r.offset) for r in b.records] == [(moved.partition, 50)]
         finally:
@@ -458,9 +497,9 @@ class _ClosesInCallback(kgroup.RebalanceListener):
             self.raised.append(exc)
 
 
-def test_close_inside_callback_raises_instead_of_deadlocking(kafka_bootstrap, topic_factory, group_id_factory):
+def test_close_inside_callback_raises_instead_of_deadlocking(bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(1)
-    consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(),
+    consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id_factory(),
                                session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
     listener = _ClosesInCallback(lambda: consumer)
     try:
@@ -486,11 +525,11 @@ class _CommitsOnRevoke(kgroup.RebalanceListener):
             self.errors.append(exc)
 
 
-def test_commit_inside_revoke_during_close_is_written(kafka_bootstrap, topic_factory, group_id_factory):
+def test_commit_inside_revoke_during_close_is_written(bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(1)
     group = group_id_factory()
-    _produce_indexed(kafka_bootstrap, topic, 1, 10)
-    consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group, enable_auto_commit=False,
+    _produce_indexed(bootstrap, topic, 1, 10)
+    consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                                session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
                                auto_offset_reset="earliest")
     listener = _CommitsOnRevoke(lambda: consumer)
@@ -502,7 +541,7 @@ def test_commit_inside_revoke_during_close_is_written(kafka_bootstrap, topic_fac
         consumer.close()
     assert listener.revoked == [frozenset({TopicPartition(topic, 0)})]
     assert listener.errors == []
-    checker = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group,
+    checker = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group,
                               session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
     try:
         checker.subscribe([topic])
