@@ -493,3 +493,51 @@ def test_restart_coordinator_with_a_consumer(kafka_cluster, topic_factory, group
         assert "coordinator_restarted" in events
     finally:
         c.close()
+
+
+# ----------------------------------------------------------------------------- barrier timing
+
+
+def test_rejoin_of_a_stable_group_completes_when_the_last_member_rejoins(
+    kafka_cluster, topic_factory, group_id_factory
+):
+    """Kafka's join barrier releases every parked JoinGroup as soon as all members have rejoined:
+    no initial delay for a non-empty group, no waiting for the rebalance timeout."""
+    topic, group = topic_factory(4), group_id_factory()
+    boot = kafka_cluster.bootstrap_servers
+    a, b = consumer(boot, group, "a"), consumer(boot, group, "b")
+    members = [a, b]
+    try:
+        for c in members:
+            c.subscribe([topic])
+        split = lambda: sum(len(c.assignment()) for c in members) == 4 and all(c.assignment() for c in members)  # noqa: E731
+        deadline = time.monotonic() + WAIT_S
+        while not split():
+            assert time.monotonic() < deadline, "a and b never split the topic"
+            for c in members:
+                c.poll(50)
+        generation = a.group_metadata().generation_id
+        c3 = consumer(boot, group, "c")
+        members.append(c3)
+        c3.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while not (split() and a.group_metadata().generation_id > generation):
+            assert time.monotonic() < deadline, "the third member never got its share"
+            for c in members:
+                c.poll(50)
+        final = a.group_metadata().generation_id
+        # the JoinGroup requests (one per member, after MEMBER_ID_REQUIRED) that formed the last generation
+        joins = [r for r in kafka_cluster.requests("JoinGroup") if r.error_code == NONE and r.answered_at]
+        last_round = sorted(joins, key=lambda r: r.answered_at)[-3:]
+        assert sorted(r.client_id for r in last_round) == ["a", "b", "c"], last_round
+        last_in = max(r.received_at for r in last_round)
+        held = [(r.client_id, round((r.answered_at - last_in) * 1000, 1)) for r in last_round]
+        print(f"\nrejoin of generation {final}: JoinGroup answers after the last rejoin arrived (ms): {held}")
+        assert all(r.answered_at - last_in < 0.25 for r in last_round), held
+        # and the first arrival really was parked until then: the barrier held it
+        first_in = min(r.received_at for r in last_round)
+        assert all(r.answered_at >= last_in for r in last_round)
+        assert last_in > first_in
+    finally:
+        for c in members:
+            c.close(timeout_ms=5000)
