@@ -162,3 +162,20 @@ def test_timers_fire_before_a_late_request_is_handled():
     assert h.heartbeat(a, gen) == codes.UNKNOWN_MEMBER_ID
     expiry_times = [e.time_ms for e in h.model.events if e.kind == ev.MEMBER_REMOVED]
     assert expiry_times == [1_010_000, 1_010_000]  # removed at their deadlines, not at the request
+
+
+def test_each_member_expires_after_its_own_session_timeout():
+    # Kafka keeps a session timeout per member (ClassicGroupMember.sessionTimeoutMs); broker-notes
+    # S6d: Tansu applies the first joiner's to everyone
+    h = Harness(group_initial_rebalance_delay_ms=1000)
+    short, short_join = h.new_member(client_id="short", session=6_000)
+    long_, long_join = h.new_member(client_id="long", session=30_000)
+    h.advance(2)  # the initial delay, re-armed once for the second member
+    gen = short_join.response.generation_id
+    assert long_join.response.generation_id == gen
+    h.sync(short, gen, {short: b"S", long_: b"L"})
+    h.sync(long_, gen)
+    h.advance(6)  # nobody heartbeats: only the 6 s member is gone
+    assert h.kinds(ev.MEMBER_REMOVED) == [(short, "session timeout")]
+    h.advance(25)
+    assert h.kinds(ev.MEMBER_REMOVED) == [(short, "session timeout"), (long_, "session timeout")]
