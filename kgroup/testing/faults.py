@@ -149,6 +149,28 @@ class Faults:
             self._rules.append(rule)
         return rule
 
+    def _rule(
+        self,
+        kind: FaultKind,
+        api_key: int | None,
+        times: int | None,
+        client_id: str | None,
+        node_id: int | None,
+        connection_id: int | None,
+        **action: int,
+    ) -> FaultRule:
+        return self._add(
+            FaultRule(
+                kind=kind,
+                api_key=api_key,
+                client_id=client_id,
+                node_id=node_id,
+                connection_id=connection_id,
+                remaining=times,
+                **action,
+            )
+        )
+
     def inject(
         self,
         *,
@@ -173,17 +195,7 @@ class Faults:
                 response_has_field(key, v, "error_code") for v in range(versions[0], versions[1] + 1)
             ):
                 raise ValueError(f"cannot inject an error into {api_name(key)}: no top-level error_code")
-        return self._add(
-            FaultRule(
-                kind="error",
-                api_key=key,
-                client_id=client_id,
-                node_id=node_id,
-                connection_id=connection_id,
-                error_code=error,
-                remaining=times,
-            )
-        )
+        return self._rule("error", key, times, client_id, node_id, connection_id, error_code=error)
 
     def delay(
         self,
@@ -203,17 +215,7 @@ class Faults:
         """
         if ms < 0:
             raise ValueError(f"ms must be >= 0, got {ms}")
-        return self._add(
-            FaultRule(
-                kind="delay",
-                api_key=_resolve_api(api),
-                client_id=client_id,
-                node_id=node_id,
-                connection_id=connection_id,
-                delay_ms=ms,
-                remaining=times,
-            )
-        )
+        return self._rule("delay", _resolve_api(api), times, client_id, node_id, connection_id, delay_ms=ms)
 
     def drop(
         self,
@@ -230,16 +232,7 @@ class Faults:
             ValueError: unknown API.
 
         """
-        return self._add(
-            FaultRule(
-                kind="drop",
-                api_key=_resolve_api(api),
-                client_id=client_id,
-                node_id=node_id,
-                connection_id=connection_id,
-                remaining=times,
-            )
-        )
+        return self._rule("drop", _resolve_api(api), times, client_id, node_id, connection_id)
 
     def close_connection(
         self,
@@ -256,16 +249,7 @@ class Faults:
             ValueError: unknown API.
 
         """
-        return self._add(
-            FaultRule(
-                kind="close",
-                api_key=_resolve_api(api),
-                client_id=client_id,
-                node_id=node_id,
-                connection_id=connection_id,
-                remaining=times,
-            )
-        )
+        return self._rule("close", _resolve_api(api), times, client_id, node_id, connection_id)
 
     def black_hole(self, seconds: float, *, node_id: int | None = None) -> BlackHole:
         """Make listeners (all, or ``node_id``'s) silent for ``seconds`` from now.
