@@ -35,6 +35,7 @@ from kafka.protocol.consumer import (
     IsolationLevel,
     JoinGroupRequest,
     LeaveGroupRequest,
+    ListOffsetsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
     OffsetResetStrategy,
@@ -44,7 +45,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.structs import TopicPartition as KTopicPartition
 
-from kgroup._io.transport import CommittedOffset, GroupRequest, OffsetFetchResult
+from kgroup._io.transport import CommittedOffset, GroupRequest, OffsetFetchResult, PartitionInfo
 from kgroup.config import ConsumerConfig
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
@@ -72,6 +73,8 @@ LEAVE_GROUP_MAX = 5
 OFFSET_COMMIT_MAX = 9
 OFFSET_FETCH_MAX = 9
 FIND_COORDINATOR_MAX = 6
+METADATA_MAX = 9
+LIST_OFFSETS_MAX = 9
 
 _PASS_THROUGH = (
     "bootstrap_servers", "client_id", "request_timeout_ms", "retry_backoff_ms",
@@ -356,26 +359,127 @@ class KafkaPythonTransport:
         return self._bridge(build, self._coordinator_node(cmd.node_id), cmd.timeout_ms, convert)
 
     # ------------------------------------------------------------------ metadata
+    def _metadata_request(self, topics: Iterable[str]) -> Any:
+        return MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(set(topics))],
+            allow_auto_topic_creation=False,
+            max_version=METADATA_MAX,
+        )
+
+    @staticmethod
+    def _partition_infos(r: Any) -> dict[str, tuple[PartitionInfo, ...]]:
+        racks = {b.node_id: b.rack for b in r.brokers if getattr(b, "rack", None)}
+        out: dict[str, tuple[PartitionInfo, ...]] = {}
+        for topic in r.topics:
+            if topic.error_code == 0 and topic.partitions:
+                out[topic.name] = tuple(
+                    PartitionInfo(
+                        p.partition_index,
+                        p.leader_id,
+                        frozenset(racks[n] for n in (p.replica_nodes or ()) if n in racks),
+                    )
+                    for p in sorted(topic.partitions, key=lambda p: p.partition_index)
+                )
+        return out
+
     def partitions_for(self, topics: Iterable[str], timeout_ms: int) -> concurrent.futures.Future[dict[str, int]]:
         """Partition counts of ``topics`` from a fresh Metadata request (absent: unknown topic)."""
         wanted = sorted(set(topics))
         self._tracked_topics.update(wanted)
 
-        def build() -> Any:
-            return MetadataRequest(
-                topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in wanted],
-                allow_auto_topic_creation=False,
-                max_version=9,
-            )
-
         def convert(r: Any) -> dict[str, int]:
-            out: dict[str, int] = {}
-            for topic in r.topics:
-                if topic.error_code == 0 and topic.partitions:
-                    out[topic.name] = len(topic.partitions)
+            return {name: len(parts) for name, parts in self._partition_infos(r).items()}
+
+        node = self._manager.least_loaded_node
+        return self._bridge(lambda: self._metadata_request(wanted), node, timeout_ms, convert)
+
+    def describe_topics(
+        self, topics: Iterable[str], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]:
+        """Partitions of ``topics`` with their leader and replica racks (absent: unknown topic)."""
+        wanted = sorted(set(topics))
+        return self._bridge(
+            lambda: self._metadata_request(wanted), self._manager.least_loaded_node, timeout_ms, self._partition_infos
+        )
+
+    def list_offsets(
+        self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+        """ListOffsets for ``partitions``: ``spec`` "earliest" (log start) or "latest" (log end).
+
+        One Metadata request finds the leaders, then one ListOffsets per leader (v9 max,
+        read_uncommitted unless configured otherwise). Partitions without a leader or with an
+        error code are absent from the result.
+
+        Raises (through the future):
+            ValueError: ``spec`` is neither "earliest" nor "latest".
+
+        """
+        wanted = sorted(set(partitions))
+        result: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
+        if spec not in ("earliest", "latest"):
+            result.set_exception(ValueError(f"spec must be 'earliest' or 'latest', not {spec!r}"))
+            return result
+        timestamp = -2 if spec == "earliest" else -1
+        isolation = 1 if self._config.isolation_level == "read_committed" else 0
+        Topic = ListOffsetsRequest.ListOffsetsTopic
+        Partition = Topic.ListOffsetsPartition
+        manager = self._manager
+
+        async def go() -> dict[TopicPartition, int]:
+            node = manager.least_loaded_node()
+            if node is None:
+                raise KErrors.NodeNotReadyError("no broker available")
+            metadata = await manager.wait_for(
+                manager.send(self._metadata_request(tp.topic for tp in wanted), node_id=node,
+                             request_timeout_ms=timeout_ms),
+                timeout_ms + 1000,
+            )
+            infos = self._partition_infos(metadata)
+            leaders = {TopicPartition(t, p.partition): p.leader for t, ps in infos.items() for p in ps}
+            by_leader: dict[int, dict[str, list[int]]] = {}
+            for tp in wanted:
+                leader = leaders.get(tp, -1)
+                if leader >= 0:
+                    by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(tp.partition)
+            out: dict[TopicPartition, int] = {}
+            for leader, by_topic in by_leader.items():
+                request = ListOffsetsRequest(
+                    replica_id=-1,
+                    isolation_level=isolation,
+                    topics=[
+                        Topic(name=t, partitions=[Partition(partition_index=p, timestamp=timestamp) for p in ps])
+                        for t, ps in by_topic.items()
+                    ],
+                    max_version=LIST_OFFSETS_MAX,
+                )
+                response = await manager.wait_for(
+                    manager.send(request, node_id=leader, request_timeout_ms=timeout_ms), timeout_ms + 1000
+                )
+                for topic in response.topics:
+                    for part in topic.partitions:
+                        if part.error_code == 0 and part.offset >= 0:
+                            out[TopicPartition(topic.name, part.partition_index)] = part.offset
             return out
 
-        return self._bridge(build, self._manager.least_loaded_node, timeout_ms, convert)
+        def on_success(value: Any) -> None:
+            result.set_result(value)
+
+        def on_failure(exc: BaseException) -> None:
+            if not result.done():
+                result.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+
+        if self._closed:
+            result.set_exception(ConnectionError("transport closed"))
+            return result
+        try:
+            kfuture = manager.call_soon(go)
+        except Exception as exc:
+            result.set_exception(exc)
+            return result
+        kfuture.add_callback(on_success)
+        kfuture.add_errback(on_failure)
+        return result
 
     # ------------------------------------------------------------------ offsets
     def offset_commit(

@@ -24,7 +24,7 @@ from kgroup.membership.commands import (
 from kgroup.membership.events import Event
 from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, TopicPartition
 
-__all__ = ["CommittedOffset", "OffsetFetchResult", "RecordFetcher", "Transport"]
+__all__ = ["CommittedOffset", "OffsetFetchResult", "PartitionInfo", "RecordFetcher", "Transport"]
 
 GroupRequest = SendFindCoordinator | SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup
 
@@ -37,6 +37,23 @@ class CommittedOffset:
     metadata: str
     leader_epoch: int | None
     error_code: int
+
+
+@attrs.frozen
+class PartitionInfo:
+    """One partition in a Metadata response (Java ``PartitionInfo``).
+
+    Attributes:
+        partition: the partition number.
+        leader: the leader's node id, or -1 while there is none.
+        replica_racks: the racks of its replicas' brokers (KIP-881: rack-aware assignors
+            prefer a consumer in one of them); empty when brokers have no rack.
+
+    """
+
+    partition: int
+    leader: int
+    replica_racks: frozenset[str] = frozenset()
 
 
 @attrs.frozen
@@ -108,6 +125,18 @@ class Transport(Protocol):
 
     def partitions_for(self, topics: Iterable[str], timeout_ms: int) -> concurrent.futures.Future[dict[str, int]]:
         """Partition counts of ``topics`` (absent: the topic does not exist)."""
+        ...
+
+    def describe_topics(
+        self, topics: Iterable[str], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]:
+        """Partitions of ``topics`` with leaders and replica racks (absent: unknown topic)."""
+        ...
+
+    def list_offsets(
+        self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+        """ListOffsets from each leader: ``spec`` "earliest" or "latest" (the log end offset)."""
         ...
 
     def offset_commit(

@@ -62,6 +62,7 @@ __all__ = [
     "create_topic",
     "describe_broker_selection",
     "produce",
+    "selected_broker_kind",
     "start_broker",
 ]
 
@@ -225,6 +226,11 @@ def _select_kind() -> str:
     if _docker_engine_available() and _testcontainers_available():
         return "testcontainers"
     return "tansu"
+
+
+def selected_broker_kind() -> str:
+    """Which broker :func:`start_broker` would use: "external", "testcontainers" or "tansu"."""
+    return _select_kind()
 
 
 def _tansu_version() -> str:

@@ -22,7 +22,10 @@ Fixtures:
   ``kafka_cluster.faults`` injects faults. ``topic_factory`` topics are visible through it.
 
 Markers ``integration`` and ``tansu_deviation(reason)`` are registered unless the project
-configuration already registers them. Tests against the broker must set
+configuration already registers them. A test marked ``tansu_deviation(reason)`` becomes a
+strict xfail when the session's broker is the embedded Tansu (it must fail there: if Tansu
+ever behaves as Kafka, the suite says so) and an ordinary test against any other broker
+(``KGROUP_BOOTSTRAP_SERVERS`` or testcontainers' Apache Kafka), where it must pass. Tests against the broker must set
 ``session_timeout_ms`` explicitly (see :mod:`kgroup.testing.broker`).
 """
 
@@ -39,6 +42,7 @@ from kgroup.testing.broker import (
     BrokerHandle,
     create_topic,
     describe_broker_selection,
+    selected_broker_kind,
     start_broker,
 )
 from kgroup.testing.coordinator import CoordinatorConfig
@@ -88,6 +92,22 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, line in _MARKERS.items():
         if name not in registered:
             config.addinivalue_line("markers", line)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the embedded Tansu, ``tansu_deviation(reason)`` tests are strict xfails."""
+    marked: list[tuple[pytest.Item, pytest.Mark]] = []
+    for item in items:
+        marker = item.get_closest_marker("tansu_deviation")
+        if marker is not None:
+            marked.append((item, marker))
+    if not marked or selected_broker_kind() != "tansu":
+        return
+    for item, marker in marked:
+        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+        if not reason:
+            raise pytest.UsageError(f"{item.nodeid}: tansu_deviation needs a reason naming the deviation")
+        item.add_marker(pytest.mark.xfail(reason=f"Tansu deviates: {reason}", strict=True))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
