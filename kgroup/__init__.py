@@ -42,6 +42,7 @@ from kgroup.types import (
     ConsumerRecord,
     GroupMetadata,
     OffsetAndMetadata,
+    PartitionInfo,
     RebalanceProtocol,
     TopicPartition,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "MemberSubscription",
     "NoOffsetForPartitionError",
     "OffsetAndMetadata",
+    "PartitionInfo",
     "ProtocolViolation",
     "RangeAssignor",
     "RebalanceInProgressError",

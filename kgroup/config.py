@@ -82,6 +82,16 @@ def _instance_id(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None
         )
 
 
+def _client_rack(value: Any) -> str | None:
+    """Java's ``client.rack`` default is ""; kgroup keeps None for "no rack" and maps "" to it."""
+    return None if value in (None, "") else value
+
+
+def _rack(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or len(value.encode()) > 32767):
+        raise ConfigError(attribute.name, f"must be a rack id string or None, got {value!r}")
+
+
 def _resolve_assignors(value: Any) -> tuple[Assignor, ...]:
     if isinstance(value, (str, Assignor)):
         value = (value,)
@@ -137,6 +147,9 @@ class ConsumerConfig:
         assignors: assignor names ("range", "roundrobin", "sticky", "cooperative-sticky") or
             ``Assignor`` objects, in order of preference; Java's default since Kafka 3.0
             (("range", "cooperative-sticky"), which runs EAGER until every member drops range).
+        client_rack: the rack (availability zone) this consumer runs in, or None (Java
+            ``client.rack``, default ""). Sent in the Subscription (v3, KIP-881) so that the
+            range and sticky assignors prefer partitions with a replica in the same rack.
 
     Offsets:
         enable_auto_commit (True), auto_commit_interval_ms (5000),
@@ -169,6 +182,7 @@ class ConsumerConfig:
     assignors: tuple[Assignor, ...] = attrs.field(
         default=("range", "cooperative-sticky"), converter=_resolve_assignors
     )
+    client_rack: str | None = attrs.field(default=None, converter=_client_rack, validator=_rack)
     enable_auto_commit: bool = attrs.field(default=True, validator=_bool)
     auto_commit_interval_ms: int = attrs.field(default=5000, validator=_positive)
     auto_offset_reset: str = attrs.field(default="latest", validator=_one_of(_OFFSET_RESET))

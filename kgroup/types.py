@@ -21,6 +21,7 @@ __all__ = [
     "Generation",
     "GroupMetadata",
     "OffsetAndMetadata",
+    "PartitionInfo",
     "RebalanceProtocol",
     "TopicPartition",
     "partitions_by_topic",
@@ -63,6 +64,24 @@ class OffsetAndMetadata:
     offset: int
     metadata: str = ""
     leader_epoch: int | None = None
+
+
+@attrs.frozen
+class PartitionInfo:
+    """One partition as cluster metadata describes it (Java ``PartitionInfo``).
+
+    Attributes:
+        partition: the partition number (int, >= 0).
+        leader: the leader's broker node id, or -1 while there is none.
+        replica_racks: the racks (``broker.rack``) of the brokers holding its replicas; empty
+            when brokers have no rack. Rack-aware assignors (KIP-881) prefer a consumer whose
+            ``client_rack`` is one of them.
+
+    """
+
+    partition: int
+    leader: int = -1
+    replica_racks: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
 
 
 class RebalanceProtocol(enum.IntEnum):

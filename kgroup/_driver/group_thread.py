@@ -42,6 +42,7 @@ from kgroup.membership.commands import (
 )
 from kgroup.membership.machine import GroupMachine, MemberSnapshot
 from kgroup.protocol.consumer_protocol import Assignment, encode_assignment
+from kgroup.types import PartitionInfo
 
 __all__ = ["GroupThread"]
 
@@ -178,9 +179,9 @@ class GroupThread:
                 f"the group chose protocol {command.protocol!r}, which this member does not have")))
             return
         topics = set().union(*(m.topics for m in command.members)) if command.members else set()
-        future = self._transport.partitions_for(topics, self._config.request_timeout_ms)
+        future = self._transport.describe_topics(topics, self._config.request_timeout_ms)
 
-        def done(f: concurrent.futures.Future[dict[str, int]]) -> None:
+        def done(f: concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]) -> None:
             exc = f.exception()
             if exc is not None:
                 error = KGroupError(f"metadata for assignment failed: {exc}")
@@ -194,15 +195,16 @@ class GroupThread:
         self,
         command: ComputeAssignment,
         assignor: Assignor,
-        partitions_per_topic: dict[str, int],
+        partitions: dict[str, tuple[PartitionInfo, ...]],
         members: Mapping[str, MemberSubscription],
     ) -> ev.Event:
+        partitions_per_topic = {topic: len(parts) for topic, parts in partitions.items()}
         subscribed: set[str] = set().union(*(m.topics for m in members.values()))
         missing = sorted(subscribed - set(partitions_per_topic))
         if missing:
             log.warning("group %s: subscribed topics not found in metadata: %s", self._config.group_id, missing)
         try:
-            plan = assignor.assign(partitions_per_topic, members)
+            plan = assignor.assign_partitions(partitions, members)
             validate_plan(plan, members, partitions_per_topic, self._config.protocol)
         except Exception as exc:
             if isinstance(exc, KGroupError):

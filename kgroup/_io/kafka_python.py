@@ -45,7 +45,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.structs import TopicPartition as KTopicPartition
 
-from kgroup._io.transport import CommittedOffset, GroupRequest, OffsetFetchResult, PartitionInfo
+from kgroup._io.transport import CommittedOffset, GroupRequest, OffsetFetchResult
 from kgroup.config import ConsumerConfig
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
@@ -55,7 +55,7 @@ from kgroup.membership.commands import (
     SendLeaveGroup,
     SendSyncGroup,
 )
-from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, TopicPartition
+from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
 __all__ = ["KAFKA_PYTHON_VERSION", "KafkaFetcher", "KafkaPythonTransport"]
 

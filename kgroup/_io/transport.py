@@ -22,7 +22,7 @@ from kgroup.membership.commands import (
     SendSyncGroup,
 )
 from kgroup.membership.events import Event
-from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, TopicPartition
+from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
 __all__ = ["CommittedOffset", "OffsetFetchResult", "PartitionInfo", "RecordFetcher", "Transport"]
 
@@ -37,23 +37,6 @@ class CommittedOffset:
     metadata: str
     leader_epoch: int | None
     error_code: int
-
-
-@attrs.frozen
-class PartitionInfo:
-    """One partition in a Metadata response (Java ``PartitionInfo``).
-
-    Attributes:
-        partition: the partition number.
-        leader: the leader's node id, or -1 while there is none.
-        replica_racks: the racks of its replicas' brokers (KIP-881: rack-aware assignors
-            prefer a consumer in one of them); empty when brokers have no rack.
-
-    """
-
-    partition: int
-    leader: int
-    replica_racks: frozenset[str] = frozenset()
 
 
 @attrs.frozen

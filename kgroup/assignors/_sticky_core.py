@@ -1,4 +1,4 @@
-"""Private core of the sticky assignors: Java's ``AbstractStickyAssignor`` algorithm, rack-unaware.
+"""Private core of the sticky assignors: Java's ``AbstractStickyAssignor`` algorithm.
 
 Source: Apache Kafka ``clients/.../consumer/internals/AbstractStickyAssignor.java`` (3.x/4.0
 line: KIP-54 sticky assignment, KIP-341 generation tie-breaking, KIP-792 generation in the
@@ -15,21 +15,26 @@ Subscription, the ``ConstrainedAssignmentBuilder`` fast path of KAFKA-9987 and t
 * Owned partitions that do not exist (a number at or above the topic's count) are dropped.
 * The general path moves a partition back to its previous (lower-generation) owner only when
   that member still subscribes to the topic.
-* Rack awareness (KIP-881) is left out: kgroup's ``partitions_per_topic`` carries no replica
-  racks, and with no partition racks Java's rack-aware paths are inactive too.
+* Rack awareness (KIP-881) follows Java's ``RackInfo``: it is used only when some member has
+  a rack, some partition has a replica in one of those racks, and not every partition has the
+  same replica racks (Java's ``useRackAwareAssignment`` with ``preferRackAwareLogic`` off).
+  Then an owned partition is kept only by a member in one of its replicas' racks; new
+  partitions go first to a member in a matching rack (constrained path: round-robin within
+  racks up to the quotas, partitions with the fewest same-rack members first; general path: the
+  least-loaded matching member), and the rest as without racks. Balance always wins over racks.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
 from kgroup.assignors.base import MemberSubscription
 from kgroup.types import TopicPartition
 
-__all__ = ["MemberData", "StickyResult", "cooperative_adjust", "sticky_assign"]
+__all__ = ["MemberData", "RackInfo", "StickyResult", "cooperative_adjust", "sticky_assign"]
 
 
 @attrs.frozen
@@ -57,17 +62,74 @@ class StickyResult:
     transferring: frozenset[TopicPartition] | None
 
 
+class RackInfo:
+    """Java's ``AbstractStickyAssignor.RackInfo``: member racks and partition replica racks.
+
+    ``active`` is False (and every query answers as if there were no racks) unless rack-aware
+    assignment applies (see the module docstring).
+    """
+
+    def __init__(
+        self,
+        members: Mapping[str, MemberSubscription],
+        partition_racks: Mapping[TopicPartition, frozenset[str]],
+    ) -> None:
+        by_rack: dict[str, int] = {}
+        racks: dict[str, str] = {}
+        for member_id, m in members.items():
+            if m.rack:
+                racks[member_id] = m.rack
+                by_rack[m.rack] = by_rack.get(m.rack, 0) + 1
+        all_partition_racks = set().union(*partition_racks.values()) if partition_racks else set()
+        self.active = bool(
+            racks
+            and not set(by_rack).isdisjoint(all_partition_racks)
+            and any(r != all_partition_racks for r in partition_racks.values())
+        )
+        self.member_racks: dict[str, str] = racks if self.active else {}
+        self.partition_racks: Mapping[TopicPartition, frozenset[str]] = partition_racks if self.active else {}
+        self.members_by_partition: dict[TopicPartition, int] = (
+            {tp: sum(by_rack.get(r, 0) for r in rs) for tp, rs in partition_racks.items()} if self.active else {}
+        )
+
+    def mismatch(self, member_id: str, tp: TopicPartition) -> bool:
+        """True when the member has a rack and none of ``tp``'s replicas is in it."""
+        rack = self.member_racks.get(member_id)
+        return rack is not None and rack not in self.partition_racks.get(tp, frozenset())
+
+    def matches(self, member_id: str, tp: TopicPartition) -> bool:
+        """True when the member has a rack holding one of ``tp``'s replicas."""
+        rack = self.member_racks.get(member_id)
+        return rack is not None and rack in self.partition_racks.get(tp, frozenset())
+
+    def next_match(self, tp: TopicPartition, candidates: list[str], first: int) -> int:
+        """Index of the first candidate from ``first`` (wrapping) in a rack of ``tp``, or -1."""
+        if not self.partition_racks.get(tp):
+            return -1
+        n = len(candidates)
+        for i in range(n):
+            index = (first + i) % n
+            if self.matches(candidates[index], tp):
+                return index
+        return -1
+
+
+_NO_RACKS: Mapping[TopicPartition, frozenset[str]] = {}
+
+
 def sticky_assign(
     partitions_per_topic: Mapping[str, int],
     members: Mapping[str, MemberSubscription],
     member_data: Mapping[str, MemberData],
+    partition_racks: Mapping[TopicPartition, frozenset[str]] = _NO_RACKS,
 ) -> StickyResult:
     """Run the sticky algorithm (Java ``AbstractStickyAssignor.assignPartitions``).
 
     Args:
         partitions_per_topic: topic -> partition count for the topics that exist.
-        members: member id -> subscription (its ``topics`` are used).
+        members: member id -> subscription (its ``topics`` and ``rack`` are used).
         member_data: member id -> its previous ownership claim.
+        partition_racks: partition -> racks of its replicas (KIP-881); empty: no rack info.
 
     Returns:
         The plan (every member present) and the constrained path's transferring partitions.
@@ -77,11 +139,12 @@ def sticky_assign(
     subscribed = {t for m in members.values() for t in m.topics}
     counts = {t: n for t, n in partitions_per_topic.items() if t in subscribed and n > 0}
     owned, multi, max_generation = _resolve_claims(ids, counts, member_data)
+    racks = RackInfo(members, {tp: r for tp, r in partition_racks.items() if tp.topic in counts})
     first = members[ids[0]].topics if ids else frozenset()
     if all(members[m].topics == first for m in ids):
-        return _constrained(ids, counts, owned, multi)
+        return _constrained(ids, counts, owned, multi, racks)
     prev = _previous_owners(ids, member_data, max_generation)
-    return StickyResult(_General(ids, counts, members, owned, prev).build(), None)
+    return StickyResult(_General(ids, counts, members, owned, prev, racks).build(), None)
 
 
 def _resolve_claims(
@@ -129,13 +192,16 @@ def _constrained(
     counts: Mapping[str, int],
     owned: Mapping[str, list[TopicPartition]],
     multi: set[TopicPartition],
+    racks: RackInfo,
 ) -> StickyResult:
     """Java's ``ConstrainedAssignmentBuilder``: every member subscribes to the same topics.
 
     Keep owned partitions up to the quota (``maxQuota`` for the first members that can, else
-    ``minQuota``; owned partitions ordered by partition number, then topic), then deal the rest
-    round-robin: first to members under ``minQuota``, then one each to members at ``minQuota``
-    until ``total % members`` members hold ``maxQuota``.
+    ``minQuota``; owned partitions ordered by partition number, then topic; with racks, only
+    those in the member's rack), then (with racks) deal new partitions round-robin to members
+    in a matching rack up to the quotas, then deal the rest round-robin: first to members under
+    ``minQuota``, then one each to members at ``minQuota`` until ``total % members`` members
+    hold ``maxQuota``.
     """
     total = sum(counts.values())
     plan: dict[str, set[TopicPartition]] = {m: set() for m in ids}
@@ -150,7 +216,12 @@ def _constrained(
     assigned: set[TopicPartition] = set()
 
     for member_id in ids:
-        mine = sorted(owned[member_id], key=lambda tp: (tp.partition, tp.topic))
+        mine = []
+        for tp in sorted(owned[member_id], key=lambda tp: (tp.partition, tp.topic)):
+            if racks.mismatch(member_id, tp):
+                maybe_revoked[tp] = member_id
+            else:
+                mine.append(tp)
         if len(mine) < min_quota:
             keep = len(mine)
             under.append(member_id)
@@ -169,29 +240,88 @@ def _constrained(
             maybe_revoked[tp] = member_id
 
     transferring: set[TopicPartition] = set()
+
+    def give(tp: TopicPartition, member_id: str) -> int:
+        plan[member_id].add(tp)
+        revoked_from = maybe_revoked.get(tp)
+        if (revoked_from is not None and revoked_from != member_id) or tp in multi:
+            transferring.add(tp)
+        return len(plan[member_id])
+
+    unassigned = [
+        TopicPartition(topic, number)
+        for topic in sorted(counts)
+        for number in range(counts[topic])
+        if TopicPartition(topic, number) not in assigned
+    ]
+    if racks.active:
+        unassigned.sort(key=lambda tp: racks.members_by_partition.get(tp, 0))
+        unassigned, current_over = _rack_round_robin(
+            unassigned, racks, give, under, exact, plan, min_quota, max_quota, expected_over, current_over
+        )
+
     under_queue = deque(under)
     exact_queue = deque(exact)
-    for topic in sorted(counts):
-        for number in range(counts[topic]):
-            tp = TopicPartition(topic, number)
-            if tp in assigned:
-                continue
-            if under_queue:
-                member_id = under_queue.popleft()
-                plan[member_id].add(tp)
-                if len(plan[member_id]) == min_quota:
-                    exact_queue.append(member_id)
-                else:
-                    under_queue.append(member_id)
-            elif exact_queue:
-                member_id = exact_queue.popleft()
-                plan[member_id].add(tp)
-            else:  # pragma: no cover - the quotas account for every partition
-                raise RuntimeError(f"sticky assignor: no member left for {tp}")
-            revoked_from = maybe_revoked.get(tp)
-            if (revoked_from is not None and revoked_from != member_id) or tp in multi:
-                transferring.add(tp)
+    for tp in unassigned:
+        if under_queue:
+            member_id = under_queue.popleft()
+            if give(tp, member_id) == min_quota:
+                exact_queue.append(member_id)
+            else:
+                under_queue.append(member_id)
+        elif exact_queue:
+            give(tp, exact_queue.popleft())
+        else:  # pragma: no cover - the quotas account for every partition
+            raise RuntimeError(f"sticky assignor: no member left for {tp}")
     return StickyResult(plan, frozenset(transferring))
+
+
+def _rack_round_robin(
+    unassigned: list[TopicPartition],
+    racks: RackInfo,
+    give: Callable[[TopicPartition, str], int],
+    under: list[str],
+    exact: list[str],
+    plan: Mapping[str, set[TopicPartition]],
+    min_quota: int,
+    max_quota: int,
+    expected_over: int,
+    current_over: int,
+) -> tuple[list[TopicPartition], int]:
+    """Java's ``assignRackAwareRoundRobin``: fill members within racks up to the quotas.
+
+    Updates ``under`` and ``exact`` in place; returns the partitions still unassigned (in
+    order) and the new count of members above ``min_quota``.
+    """
+    left: list[TopicPartition] = []
+    next_index = 0
+    for tp in unassigned:
+        member_id: str | None = None
+        index = racks.next_match(tp, under, next_index)
+        if index >= 0:
+            member_id = under[index]
+            count = len(plan[member_id]) + 1
+            if count >= min_quota:
+                under.pop(index)
+                if count < max_quota and current_over < expected_over:
+                    exact.append(member_id)
+            else:
+                index += 1
+            next_index = index % len(under) if under else 0
+        elif exact:
+            first = racks.next_match(tp, exact, 0)
+            if first >= 0:
+                member_id = exact[first]
+                if len(plan[member_id]) + 1 == max_quota:
+                    exact.pop(first)
+                    current_over += 1
+                    if current_over == expected_over:
+                        exact.clear()
+        if member_id is None:
+            left.append(tp)
+        else:
+            give(tp, member_id)
+    return left, current_over
 
 
 class _Movements:
@@ -268,8 +398,10 @@ class _General:
         members: Mapping[str, MemberSubscription],
         owned: Mapping[str, list[TopicPartition]],
         prev: dict[TopicPartition, str],
+        racks: RackInfo,
     ) -> None:
         self.ids = ids
+        self.racks = racks
         self.counts = counts
         self.prev = prev
         self.potential: dict[str, list[str]] = {t: [] for t in counts}
@@ -284,7 +416,7 @@ class _General:
         self.revocation_required = False
         for member_id in ids:
             for tp in owned[member_id]:
-                if tp.topic in self.topics[member_id]:
+                if tp.topic in self.topics[member_id] and not racks.mismatch(member_id, tp):
                     self.current[member_id].add(tp)
                     self.owner[tp] = member_id
                 else:
@@ -300,7 +432,18 @@ class _General:
         all_partitions = [TopicPartition(t, p) for t in ordered_topics for p in range(counts[t])]
         initializing = not self.owner
         unassigned = [tp for tp in all_partitions if tp not in self.owner]
-        for tp in unassigned:
+        remaining = unassigned
+        if self.racks.active:  # first to the least-loaded member not in another rack
+            remaining = []
+            for tp in unassigned:
+                matching = [m for m in self.potential[tp.topic] if not self.racks.mismatch(m, tp)]
+                if matching:
+                    member_id = min(matching, key=lambda m: (len(self.current[m]), m))
+                    self.current[member_id].add(tp)
+                    self.owner[tp] = member_id
+                else:
+                    remaining.append(tp)
+        for tp in remaining:
             member_id = self._least_loaded(tp.topic)
             self.current[member_id].add(tp)
             self.owner[tp] = member_id

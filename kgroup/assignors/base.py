@@ -15,12 +15,12 @@ Rules (design.md 2.3, franz-go's sticky balancer):
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
 import attrs
 
-from kgroup.types import NO_GENERATION, RebalanceProtocol, TopicPartition
+from kgroup.types import NO_GENERATION, PartitionInfo, RebalanceProtocol, TopicPartition
 
 __all__ = ["Assignor", "MemberSubscription", "Plan", "member_sort_key", "ordered_items", "sorted_members"]
 
@@ -82,7 +82,10 @@ class Assignor(abc.ABC):
 
     Subclass it to write your own; set ``name`` (the protocol name sent in JoinGroup, shared
     with other clients: "range", "roundrobin", "sticky", "cooperative-sticky") and
-    ``supported_protocols``, and implement ``assign``.
+    ``supported_protocols``, and implement ``assign``. An assignor that needs more of the
+    cluster than partition counts (replica racks, KIP-881) overrides ``assign_partitions``
+    instead, as Java's ``AbstractPartitionAssignor.assignPartitions``. See
+    ``examples/custom_assignor.py``.
     """
 
     #: protocol name sent in JoinGroup; members of one group agree on it by vote
@@ -111,6 +114,27 @@ class Assignor(abc.ABC):
 
         """
         return None
+
+    def assign_partitions(
+        self,
+        partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
+        members: Mapping[str, MemberSubscription],
+    ) -> Plan:
+        """Compute the plan from full partition metadata; what the group leader calls.
+
+        The default drops everything but the partition counts and calls ``assign`` (Java
+        ``AbstractPartitionAssignor.assignPartitions``). Rack-aware assignors override it.
+
+        Args:
+            partitions_per_topic: topic -> its partitions (``PartitionInfo``: number, leader,
+                replica racks), for every subscribed topic that exists.
+            members: member id -> its subscription (``rack`` is its ``client_rack``).
+
+        Returns:
+            As ``assign``.
+
+        """
+        return self.assign({topic: len(parts) for topic, parts in partitions_per_topic.items()}, members)
 
     @abc.abstractmethod
     def assign(

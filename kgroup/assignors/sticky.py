@@ -3,7 +3,7 @@
 Semantics of Apache Kafka's Java ``StickyAssignor`` (protocol name "sticky", KIP-54) and
 ``CooperativeStickyAssignor`` ("cooperative-sticky", KIP-429), both built on
 ``AbstractStickyAssignor`` as of Kafka 3.5-4.0 (KIP-341, KIP-792, the constrained fast path for
-identical subscriptions), without rack awareness. See ``kgroup.assignors._sticky_core`` for the
+identical subscriptions, rack awareness of KIP-881). See ``kgroup.assignors._sticky_core`` for the
 algorithm and where kgroup departs from Java.
 
 1. **Balance first.** With identical subscriptions partition counts differ by at most one. With
@@ -21,7 +21,7 @@ algorithm and where kgroup departs from Java.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from kgroup.assignors._sticky_core import MemberData, cooperative_adjust, sticky_assign
@@ -32,13 +32,26 @@ from kgroup.assignors._sticky_user_data import (
     encode_sticky_user_data,
 )
 from kgroup.assignors.base import Assignor, MemberSubscription, Plan
-from kgroup.types import NO_GENERATION, RebalanceProtocol, TopicPartition
+from kgroup.types import NO_GENERATION, PartitionInfo, RebalanceProtocol, TopicPartition
 
 __all__ = ["CooperativeStickyAssignor", "StickyAssignor"]
 
 
 def _plan(result: Mapping[str, set[TopicPartition]]) -> dict[str, frozenset[TopicPartition]]:
     return {member_id: frozenset(tps) for member_id, tps in sorted(result.items())}
+
+
+def _split(
+    partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
+) -> tuple[dict[str, int], dict[TopicPartition, frozenset[str]]]:
+    """Partition counts and, for partitions whose replicas have racks, the racks."""
+    counts = {topic: len(parts) for topic, parts in partitions_per_topic.items()}
+    racks = {
+        TopicPartition(topic, p.partition): p.replica_racks
+        for topic, parts in partitions_per_topic.items()
+        for p in parts
+    }
+    return counts, racks
 
 
 class StickyAssignor(Assignor):
@@ -120,8 +133,31 @@ class StickyAssignor(Assignor):
             Nothing for valid inputs; undecodable user_data counts as no previous assignment.
 
         """
+        return self.assign_partitions(
+            {t: tuple(PartitionInfo(p) for p in range(n)) for t, n in partitions_per_topic.items()}, members
+        )
+
+    def assign_partitions(
+        self,
+        partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
+        members: Mapping[str, MemberSubscription],
+    ) -> Plan:
+        """``assign`` with replica racks: members with a ``rack`` prefer partitions in it (KIP-881).
+
+        Source: Java ``AbstractStickyAssignor.assignPartitions`` and its ``RackInfo``. Balance
+        comes first; racks decide which partitions a member keeps or gets within its quota.
+
+        Args:
+            partitions_per_topic: topic -> its ``PartitionInfo``s (replica racks used).
+            members: member id -> ``MemberSubscription`` (``rack`` used).
+
+        Returns:
+            As ``assign``.
+
+        """
+        counts, racks = _split(partitions_per_topic)
         data = {member_id: self.member_data(m) for member_id, m in members.items()}
-        return _plan(sticky_assign(partitions_per_topic, members, data).plan)
+        return _plan(sticky_assign(counts, members, data, racks).plan)
 
 
 class CooperativeStickyAssignor(Assignor):
@@ -200,7 +236,29 @@ class CooperativeStickyAssignor(Assignor):
             Nothing for valid inputs.
 
         """
+        return self.assign_partitions(
+            {t: tuple(PartitionInfo(p) for p in range(n)) for t, n in partitions_per_topic.items()}, members
+        )
+
+    def assign_partitions(
+        self,
+        partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
+        members: Mapping[str, MemberSubscription],
+    ) -> Plan:
+        """``assign`` with replica racks (KIP-881), then KIP-429's removal of moving partitions.
+
+        Source: Java ``CooperativeStickyAssignor.assignPartitions``.
+
+        Args:
+            partitions_per_topic: topic -> its ``PartitionInfo``s (replica racks used).
+            members: member id -> ``MemberSubscription`` (``rack`` used).
+
+        Returns:
+            As ``assign``.
+
+        """
+        counts, racks = _split(partitions_per_topic)
         data = {member_id: self.member_data(m) for member_id, m in members.items()}
-        result = sticky_assign(partitions_per_topic, members, data)
+        result = sticky_assign(counts, members, data, racks)
         cooperative_adjust(result.plan, members, result.transferring)
         return _plan(result.plan)

@@ -442,6 +442,7 @@ class GroupMachine:
                 user_data=user_data,
                 owned_partitions=owned,
                 generation_id=self._generation.generation_id,
+                rack_id=self._config.client_rack,
             )
             protocols.append((assignor.name, encode_subscription(sub)))
         rebalance_ms = self._config.effective_rebalance_timeout_ms
@@ -596,7 +597,7 @@ class GroupMachine:
         unchanged = event.generation == self._generation
         name = error_name(event.code)
         if disposition is Disposition.FATAL:
-            self._poison(broker_error(Api.OFFSET_COMMIT, event.code, self._context()), out)
+            self._fatal_response(Api.OFFSET_COMMIT, event.code, out)
         elif disposition is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(f"{event.api} returned {name}", now)
         elif disposition is Disposition.REJOIN:
