@@ -30,6 +30,7 @@ import kafka.errors as KErrors
 from kafka.consumer.fetcher import Fetcher
 from kafka.consumer.subscription_state import SubscriptionState
 from kafka.net.compat import KafkaNetClient
+from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import (
     HeartbeatRequest,
     IsolationLevel,
@@ -45,7 +46,15 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.structs import TopicPartition as KTopicPartition
 
-from kgroup._io.transport import CommittedOffset, GroupRequest, OffsetFetchResult
+from kgroup._io.transport import (
+    CommittedOffset,
+    DescribedGroup,
+    DescribedMember,
+    GroupRequest,
+    LeaveGroupResult,
+    MemberLeaveResult,
+    OffsetFetchResult,
+)
 from kgroup.config import ConsumerConfig
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
@@ -75,6 +84,10 @@ OFFSET_FETCH_MAX = 9
 FIND_COORDINATOR_MAX = 6
 METADATA_MAX = 9
 LIST_OFFSETS_MAX = 9
+DESCRIBE_GROUPS_MAX = 6
+#: removal by group_instance_id needs the batch form (KIP-345)
+LEAVE_GROUP_BATCH_MIN = 3
+_UNSUPPORTED_VERSION = 35
 
 _PASS_THROUGH = (
     "bootstrap_servers", "client_id", "request_timeout_ms", "retry_backoff_ms",
@@ -94,6 +107,23 @@ def _ktp(tp: TopicPartition) -> KTopicPartition:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _unsupported_as(inner: concurrent.futures.Future[T], fallback: T) -> concurrent.futures.Future[T]:
+    """``inner``, except that "no version both sides speak" becomes ``fallback`` (an error-code result)."""
+    out: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def done(f: concurrent.futures.Future[T]) -> None:
+        exc = f.exception()
+        if isinstance(exc, KErrors.IncompatibleBrokerVersion):
+            out.set_result(fallback)
+        elif exc is not None:
+            out.set_exception(exc)
+        else:
+            out.set_result(f.result())
+
+    inner.add_done_callback(done)
+    return out
 
 
 # ---------------------------------------------------------------------- request builders
@@ -556,25 +586,120 @@ class KafkaPythonTransport:
                 max_version=OFFSET_FETCH_MAX,
             )
 
-        def convert(r: Any) -> OffsetFetchResult:
-            if r.API_VERSION >= 8:
-                group = r.groups[0]
-                top, topics = group.error_code, group.topics
-            else:
-                top, topics = (r.error_code if r.API_VERSION >= 2 else 0), r.topics
-            parts: dict[TopicPartition, CommittedOffset] = {}
-            for topic in topics or ():
-                for p in topic.partitions:
-                    epoch = getattr(p, "committed_leader_epoch", -1)
-                    parts[TopicPartition(topic.name, p.partition_index)] = CommittedOffset(
-                        p.committed_offset,
-                        p.metadata or "",
-                        None if epoch is None or epoch < 0 else epoch,
-                        p.error_code,
-                    )
-            return OffsetFetchResult(top, parts)
+        return self._bridge(build, self._coordinator_node(node_id), timeout_ms, self._offset_fetch_result)
+
+    @staticmethod
+    def _offset_fetch_result(r: Any) -> OffsetFetchResult:
+        if r.API_VERSION >= 8:
+            group = r.groups[0]
+            top, topics = group.error_code, group.topics
+        else:
+            top, topics = (r.error_code if r.API_VERSION >= 2 else 0), r.topics
+        parts: dict[TopicPartition, CommittedOffset] = {}
+        for topic in topics or ():
+            for p in topic.partitions:
+                epoch = getattr(p, "committed_leader_epoch", -1)
+                parts[TopicPartition(topic.name, p.partition_index)] = CommittedOffset(
+                    p.committed_offset,
+                    p.metadata or "",
+                    None if epoch is None or epoch < 0 else epoch,
+                    p.error_code,
+                )
+        return OffsetFetchResult(top, parts)
+
+    # ------------------------------------------------------------------ group administration
+    def offset_fetch_all(
+        self, group_id: str, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[OffsetFetchResult]:
+        """OffsetFetch with ``topics=null``: every partition ``group_id`` committed.
+
+        Sent at v8+ only (``min_version=8``; the connection negotiates the rest): Tansu answers
+        the all-topics form malformed before v8 (broker-notes S10b), and Kafka 3.0+ speaks v8.
+        Partitions never committed are absent; the top-level error is the group's.
+
+        A coordinator without v8 yields ``OffsetFetchResult(35, {})`` (UNSUPPORTED_VERSION).
+        """
+        Group = OffsetFetchRequest.OffsetFetchRequestGroup
+
+        def build() -> Any:
+            return OffsetFetchRequest(
+                groups=[Group(group_id=group_id, topics=None)],
+                require_stable=self._config.isolation_level == "read_committed",
+                min_version=8,
+                max_version=OFFSET_FETCH_MAX,
+            )
+
+        inner = self._bridge(build, self._coordinator_node(node_id), timeout_ms, self._offset_fetch_result)
+        return _unsupported_as(inner, OffsetFetchResult(_UNSUPPORTED_VERSION, {}))
+
+    def describe_groups(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedGroup, ...]]:
+        """DescribeGroups (v6 max) for ``group_ids`` at the coordinator ``node_id``.
+
+        Yields one ``DescribedGroup`` per group, in response order.
+        """
+        wanted = list(dict.fromkeys(group_ids))
+
+        def build() -> Any:
+            return DescribeGroupsRequest(
+                groups=wanted, include_authorized_operations=False, max_version=DESCRIBE_GROUPS_MAX
+            )
+
+        def convert(r: Any) -> tuple[DescribedGroup, ...]:
+            return tuple(
+                DescribedGroup(
+                    error_code=g.error_code,
+                    group_id=g.group_id,
+                    group_state=g.group_state or "",
+                    protocol_type=g.protocol_type or "",
+                    protocol_data=g.protocol_data or "",
+                    members=tuple(
+                        DescribedMember(
+                            member_id=m.member_id,
+                            group_instance_id=getattr(m, "group_instance_id", None),
+                            client_id=m.client_id or "",
+                            client_host=m.client_host or "",
+                            member_metadata=bytes(m.member_metadata or b""),
+                            member_assignment=bytes(m.member_assignment or b""),
+                        )
+                        for m in (g.members or ())
+                    ),
+                )
+                for g in r.groups
+            )
 
         return self._bridge(build, self._coordinator_node(node_id), timeout_ms, convert)
+
+    def leave_group_members(
+        self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[LeaveGroupResult]:
+        """LeaveGroup v3-v5 removing static members by ``group_instance_id`` (KIP-345 admin removal).
+
+        Each identity is ``member_id=""`` with the instance id, as Java's
+        ``Admin.removeMembersFromConsumerGroup`` sends it; ``reason`` goes out from v5
+        (KIP-800). A coordinator without v3 yields ``LeaveGroupResult(35, ())``
+        (UNSUPPORTED_VERSION) instead of sending the request.
+        """
+        ids = list(dict.fromkeys(instance_ids))
+        Member = LeaveGroupRequest.MemberIdentity
+
+        def build() -> Any:
+            return LeaveGroupRequest(
+                group_id=group_id,
+                members=[Member(member_id="", group_instance_id=i, reason=reason) for i in ids],
+                min_version=LEAVE_GROUP_BATCH_MIN,
+                max_version=LEAVE_GROUP_MAX,
+            )
+
+        def convert(r: Any) -> LeaveGroupResult:
+            return LeaveGroupResult(
+                r.error_code,
+                tuple(MemberLeaveResult(m.member_id or "", m.group_instance_id, m.error_code) for m in r.members or ()),
+            )
+
+        inner = self._bridge(build, self._coordinator_node(node_id), timeout_ms, convert)
+        return _unsupported_as(inner, LeaveGroupResult(_UNSUPPORTED_VERSION, ()))
 
     # ------------------------------------------------------------------ fetching
     def fetcher(self) -> KafkaFetcher:

@@ -24,7 +24,17 @@ from kgroup.membership.commands import (
 from kgroup.membership.events import Event
 from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
-__all__ = ["CommittedOffset", "OffsetFetchResult", "PartitionInfo", "RecordFetcher", "Transport"]
+__all__ = [
+    "CommittedOffset",
+    "DescribedGroup",
+    "DescribedMember",
+    "LeaveGroupResult",
+    "MemberLeaveResult",
+    "OffsetFetchResult",
+    "PartitionInfo",
+    "RecordFetcher",
+    "Transport",
+]
 
 GroupRequest = SendFindCoordinator | SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup
 
@@ -45,6 +55,74 @@ class OffsetFetchResult:
 
     error_code: int
     partitions: Mapping[TopicPartition, CommittedOffset]
+
+
+@attrs.frozen
+class DescribedMember:
+    """One member of a DescribeGroups response (bytes as the coordinator sent them).
+
+    Attributes:
+        member_id: the member id the coordinator assigned.
+        group_instance_id: the static member's id (KIP-345; DescribeGroups v4+), else None.
+        client_id: the member's ``client.id``.
+        client_host: the address the coordinator saw it connect from (``"/127.0.0.1"``).
+        member_metadata: its ConsumerProtocol Subscription for the chosen protocol; empty
+            unless the group is Stable (Kafka's ``describeNoMetadata``).
+        member_assignment: its ConsumerProtocol Assignment; empty before SyncGroup.
+
+    """
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
+
+
+@attrs.frozen
+class DescribedGroup:
+    """One group of a DescribeGroups response.
+
+    Attributes:
+        error_code: the group's error code (0: described; an unknown group is state "Dead",
+            error 0, on Apache Kafka).
+        group_id: the group id.
+        group_state: Kafka's state name ("Empty", "PreparingRebalance",
+            "CompletingRebalance", "Stable", "Dead").
+        protocol_type: "consumer" for consumer groups ("" when unknown).
+        protocol_data: the chosen protocol (the assignor's name) when Stable, else "".
+        members: the members.
+
+    """
+
+    error_code: int
+    group_id: str
+    group_state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[DescribedMember, ...]
+
+
+@attrs.frozen
+class MemberLeaveResult:
+    """One member identity's result in a LeaveGroup v3+ response (KIP-345)."""
+
+    member_id: str
+    group_instance_id: str | None
+    error_code: int
+
+
+@attrs.frozen
+class LeaveGroupResult:
+    """A LeaveGroup v3+ response: the top-level error code and one result per identity.
+
+    ``error_code`` is 35 (UNSUPPORTED_VERSION) with no members when the coordinator cannot
+    do LeaveGroup v3+ (Kafka < 2.4): removal by ``group_instance_id`` needs the batch form.
+    """
+
+    error_code: int
+    members: tuple[MemberLeaveResult, ...]
 
 
 class RecordFetcher(Protocol):
@@ -138,6 +216,24 @@ class Transport(Protocol):
         self, group_id: str, partitions: Iterable[TopicPartition], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[OffsetFetchResult]:
         """OffsetFetch for ``partitions`` from the coordinator ``node_id``."""
+        ...
+
+    def offset_fetch_all(
+        self, group_id: str, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[OffsetFetchResult]:
+        """OffsetFetch with ``topics=null``: every partition the group committed (v2+; v8+ on Tansu)."""
+        ...
+
+    def describe_groups(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedGroup, ...]]:
+        """DescribeGroups for ``group_ids`` at their coordinator ``node_id``."""
+        ...
+
+    def leave_group_members(
+        self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[LeaveGroupResult]:
+        """LeaveGroup v3+ removing static members by ``group_instance_id`` (member id "", KIP-345)."""
         ...
 
     def fetcher(self) -> RecordFetcher:

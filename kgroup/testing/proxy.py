@@ -11,6 +11,13 @@ speaking the Kafka protocol that clients use instead of the broker:
   FindCoordinator for transaction keys, ...) is forwarded to the upstream broker byte for byte.
   Each client connection gets its own upstream connection; requests are pipelined and responses
   matched first in, first out.
+* ListOffsets LATEST (timestamp -1) gets Apache Kafka's answer, the log end offset (the high
+  watermark under read_uncommitted, the last stable offset under read_committed), instead of
+  Tansu's "base offset of the last batch + 1": the request is forwarded, then a Fetch of those
+  partitions (max 1 byte, 1 ms wait) on a side connection to the same broker reads the high
+  watermark / last stable offset, which Tansu reports correctly, and the response is rewritten
+  (``fix_list_offsets=False`` turns this off; such requests are recorded with ``handled_by``
+  ``"upstream-fixed"``).
 * Broker addresses never leak: the proxy opens one listener per upstream broker node (keyed by
   node id, created when a Metadata response first names the node) and rewrites Metadata,
   DescribeCluster and transaction FindCoordinator responses to point at its listeners.
@@ -80,6 +87,11 @@ _METADATA: Final = 3
 _DESCRIBE_CLUSTER: Final = 60
 _FIND_COORDINATOR: Final = _wire.FIND_COORDINATOR
 _FIND_COORDINATOR_VERSIONS: Final = (0, 6)
+_FETCH: Final = 1
+_LIST_OFFSETS: Final = 2
+_LATEST_TIMESTAMP: Final = -1
+_FETCH_NAMED_MAX: Final = 12  # Fetch v13+ names topics by id
+_SIDE_REQUEST_TIMEOUT_S: Final = 10.0
 _HIDDEN_APIS: Final = frozenset({42, 47, 68, 69})  # DeleteGroups, OffsetDelete, KIP-848 heartbeat/describe
 _CLAMPED_APIS: Final = (_METADATA, _DESCRIBE_CLUSTER)
 _NOT_COORDINATOR: Final = 16
@@ -91,10 +103,12 @@ _VIRTUAL_NODE_BASE: Final = 1000
 class RequestRecord:
     """One request the proxy read, for tests to assert on (times in ``time.monotonic`` seconds).
 
-    ``handled_by`` is ``"model"``, ``"proxy"`` (FindCoordinator, NOT_COORDINATOR, injected errors)
-    or ``"upstream"``; ``fault`` names a fault that fired (``"error 27"``, ``"drop"``, ``"close"``,
-    ``"black_hole"``, ``"delay 500 ms"``). ``ready_at`` is when the response became available
-    (the model answered, the broker replied), ``answered_at`` when it was written to the client
+    ``handled_by`` is ``"model"``, ``"proxy"`` (FindCoordinator, NOT_COORDINATOR, injected errors),
+    ``"upstream"`` or ``"upstream-fixed"`` (forwarded, then the response rewritten: ListOffsets
+    LATEST answered with the log end offset); ``fault`` names a fault that fired (``"error 27"``,
+    ``"drop"``, ``"close"``, ``"black_hole"``, ``"delay 500 ms"``). ``ready_at`` is when the
+    response became available (the model answered, the broker replied), ``answered_at`` when it
+    was written to the client
     (later than ``ready_at`` while an earlier response on the connection is outstanding); both
     stay None for a request that gets no response. ``error_code`` is the top-level error code of a
     response the proxy or the model gave (None for forwarded responses and for APIs whose errors
@@ -245,6 +259,11 @@ class CoordinatorProxy:
             partition_exists=...)`` (``config`` is then ignored).
         host: the loopback address the listeners bind to.
         start_timeout_s: how long :meth:`start` waits for the upstream broker.
+        fix_list_offsets: answer ListOffsets LATEST with the log end offset (Apache Kafka's
+            semantics; see the module docstring). False forwards Tansu's answer unchanged.
+        advertised_versions: ``{"LeaveGroup": (0, 2), ...}``: ApiVersions responses advertise
+            these ranges instead (an API with ``low > high`` is removed), to test a client
+            against an older broker. Requests are served as before.
 
     """
 
@@ -257,6 +276,8 @@ class CoordinatorProxy:
         model_factory: ModelFactory | None = None,
         host: str = "127.0.0.1",
         start_timeout_s: float = 30.0,
+        fix_list_offsets: bool = True,
+        advertised_versions: Mapping[str, tuple[int, int]] | None = None,
     ) -> None:
         self._upstream_address = _split_host_port(upstream.split(",")[0])
         self._clock: Clock = clock if clock is not None else MonotonicClock()
@@ -264,6 +285,10 @@ class CoordinatorProxy:
         self._model_factory = model_factory if model_factory is not None else _default_model_factory(config)
         self._host = host
         self._start_timeout_s = start_timeout_s
+        self._fix_list_offsets = fix_list_offsets
+        self._advertised = {kp.api_key_of(name): r for name, r in (advertised_versions or {}).items()}
+        self._upstream_versions: dict[int, tuple[int, int]] = {}
+        self._side: dict[tuple[str, int], _Upstream] = {}
         self.faults = Faults(self._wall)
         """The fault rules (:class:`~kgroup.testing.faults.Faults`); thread-safe."""
         self._lock = threading.Lock()
@@ -469,6 +494,7 @@ class CoordinatorProxy:
         await self._control.open()
         _, versions = await self._control_request(_API_VERSIONS, 0, {})
         ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in versions["api_keys"]}
+        self._upstream_versions = ranges
         kp_metadata = kp.api_version_range(_METADATA) or (0, 0)
         up_metadata = ranges.get(_METADATA, (0, 0))
         self._metadata_version = max(up_metadata[0], min(up_metadata[1], kp_metadata[1], 12))
@@ -494,6 +520,9 @@ class CoordinatorProxy:
             self._close_conn(conn)
         if self._control is not None:
             self._control.close()
+        for side in self._side.values():
+            side.close()
+        self._side.clear()
         await asyncio.sleep(0)
 
     async def _control_request(self, api_key: int, version: int, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -723,7 +752,7 @@ class CoordinatorProxy:
                 self._answer(slot, self._find_coordinator_response(conn, info, frame, 0))
             else:
                 record.handled_by = "upstream"
-                await self._forward(conn, info, frame, slot, dispatched)
+                await self._forward(conn, info, frame, slot, dispatched, record)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -865,6 +894,7 @@ class CoordinatorProxy:
         frame: bytes,
         slot: asyncio.Future[bytes] | None,
         dispatched: asyncio.Future[None],
+        record: RequestRecord,
     ) -> None:
         if conn.upstream is None:
             listener = conn.listener
@@ -886,7 +916,132 @@ class CoordinatorProxy:
             return
         if info.api_key in (_API_VERSIONS, _METADATA, _DESCRIBE_CLUSTER, _FIND_COORDINATOR):
             raw = await self._rewrite(info, raw)
+        elif info.api_key == _LIST_OFFSETS and self._fix_list_offsets:
+            fixed = await self._fix_latest_offsets(conn.listener, info, frame, raw)
+            if fixed is not None:
+                raw = fixed
+                record.handled_by = "upstream-fixed"
         self._answer(slot, raw)
+
+    # ------------------------------------------------------------------ ListOffsets LATEST
+    async def _fix_latest_offsets(
+        self, listener: _Listener, info: kp.RequestHeaderInfo, frame: bytes, raw: bytes
+    ) -> bytes | None:
+        """Rewrite a ListOffsets response with Kafka's LATEST answers.
+
+        Each LATEST partition answered without error gets the log end offset the broker's Fetch
+        reports (Kafka ``UnifiedLog.fetchOffsetByTimestamp`` for ``LATEST_TIMESTAMP``: the high
+        watermark, or the last stable offset under read_committed). None: nothing to fix, or the
+        lookup failed (the answer is forwarded).
+        """
+        version = info.api_version
+        kp_range = kp.api_version_range(_LIST_OFFSETS)
+        if kp_range is None or not kp_range[0] <= version <= kp_range[1]:
+            return None
+        try:
+            request = kp.decode_request_body(_LIST_OFFSETS, version, frame)
+            latest = {
+                (topic["name"], part["partition_index"])
+                for topic in request.get("topics") or ()
+                for part in topic.get("partitions") or ()
+                if part.get("timestamp") == _LATEST_TIMESTAMP
+            }
+            if not latest:
+                return None
+            correlation_id, body = kp.decode_response(_LIST_OFFSETS, version, raw[4:])
+        except Exception:
+            log.warning("cannot decode ListOffsets v%s; forwarded unchanged", version, exc_info=True)
+            return None
+        entries: dict[tuple[str, int], dict[str, Any]] = {}
+        for topic in body.get("topics") or ():
+            for part in topic.get("partitions") or ():
+                key = (topic["name"], part["partition_index"])
+                if key in latest and part.get("error_code", 0) == 0 and part.get("offset", -1) >= 0:
+                    entries[key] = part
+        if not entries:
+            return None
+        isolation = int(request.get("isolation_level", 0) or 0)
+        try:
+            ends = await self._log_end_offsets(listener, {k: e["offset"] for k, e in entries.items()}, isolation)
+        except Exception:
+            log.warning("high watermark lookup for ListOffsets LATEST failed; Tansu's answer forwarded", exc_info=True)
+            return None
+        if not ends:
+            return None
+        for key, end in ends.items():
+            entries[key]["offset"] = end
+        return kp.encode_response(_LIST_OFFSETS, version, correlation_id, body)
+
+    async def _log_end_offsets(
+        self, listener: _Listener, offsets: Mapping[tuple[str, int], int], isolation: int
+    ) -> dict[tuple[str, int], int]:
+        """``(topic, partition) -> log end offset`` from one Fetch (max 1 byte, 1 ms wait) at ``offsets``."""
+        up_low, up_high = self._upstream_versions.get(_FETCH, (0, -1))
+        kp_range = kp.api_version_range(_FETCH) or (0, -1)
+        version = min(up_high, kp_range[1], _FETCH_NAMED_MAX)
+        if version < max(up_low, kp_range[0]):
+            return {}
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append((partition, offset))
+        request = {
+            "replica_id": -1,
+            # Tansu answers a Fetch with max_wait_ms=0 with no partitions at all; 1 ms is the least wait
+            "max_wait_ms": 1,
+            "min_bytes": 0,
+            "max_bytes": 1,
+            "isolation_level": isolation,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {
+                            "partition": partition,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": offset,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 1,
+                        }
+                        for partition, offset in parts
+                    ],
+                }
+                for topic, parts in by_topic.items()
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        _, response = await self._side_request(listener, _FETCH, version, request)
+        out: dict[tuple[str, int], int] = {}
+        for topic in response.get("responses") or ():
+            for part in topic.get("partitions") or ():
+                if part.get("error_code", 0) != 0:
+                    continue
+                end = part.get("high_watermark", -1)
+                stable = part.get("last_stable_offset", -1)
+                if isolation == 1 and stable is not None and stable >= 0:
+                    end = stable
+                if end is not None and end >= 0:
+                    out[(topic["topic"], part["partition_index"])] = int(end)
+        return out
+
+    async def _side_request(
+        self, listener: _Listener, api_key: int, version: int, body: Mapping[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """A request of the proxy's own to ``listener``'s broker, on one side connection per broker."""
+        key = (listener.upstream_host, listener.upstream_port)
+        side = self._side.get(key)
+        if side is None or side.closed:
+            side = _Upstream(*key)
+            self._side[key] = side
+        await side.open()
+        data = kp.encode_request(api_key, version, next(self._correlation_ids), "kgroup-coordinator-proxy", body)
+        future = side.send(data, True)
+        assert future is not None
+        raw = await asyncio.wait_for(future, _SIDE_REQUEST_TIMEOUT_S)
+        return kp.decode_response(api_key, version, raw[4:])
 
     async def _rewrite(self, info: kp.RequestHeaderInfo, raw: bytes) -> bytes:
         api, version = info.api_key, info.api_version
@@ -934,4 +1089,9 @@ class CoordinatorProxy:
                 keys.pop(key)
             else:
                 entry["min_version"], entry["max_version"] = low, high
+        for key, (low, high) in self._advertised.items():
+            if low > high:
+                keys.pop(key, None)
+            else:
+                keys[key] = {"api_key": key, "min_version": low, "max_version": high}
         body["api_keys"] = [keys[k] for k in sorted(keys)]

@@ -57,3 +57,50 @@ def test_latest_offset_is_the_log_end_offset_on_the_bare_broker(transport, topic
     produce(kafka_bootstrap, topic, [(0, None, b"x%d" % i) for i in range(7)])  # one batch of 7
     tp = TopicPartition(topic, 0)
     assert transport.list_offsets([tp], "latest", 10_000).result(15) == {tp: 7}
+
+
+# ------------------------------------------------------------------ through the coordinator proxy
+# CoordinatorProxy answers ListOffsets LATEST with the log end offset (the high watermark Tansu's
+# Fetch reports), so lag and "latest" resets have Kafka's semantics through ``kafka_cluster``.
+
+
+def _proxy_transport(bootstrap: str, **config) -> KafkaPythonTransport:
+    t = KafkaPythonTransport(ConsumerConfig(bootstrap_servers=bootstrap, group_id="unused", **config))
+    t.start(10_000)
+    return t
+
+
+def test_latest_offset_is_the_log_end_offset_through_the_proxy(kafka_cluster, topic_factory, kafka_bootstrap) -> None:
+    topic = topic_factory(3)
+    produce(kafka_bootstrap, topic, [(0, None, b"x%d" % i) for i in range(7)])  # one batch of 7
+    produce(kafka_bootstrap, topic, [(0, None, b"y%d" % i) for i in range(3)])  # then one of 3
+    produce(kafka_bootstrap, topic, [(1, None, b"z")])  # a single record
+    tps = [TopicPartition(topic, p) for p in range(3)]  # partition 2 stays empty
+    for isolation in ("read_uncommitted", "read_committed"):  # no transactions: LSO == HW
+        t = _proxy_transport(kafka_cluster.bootstrap_servers, isolation_level=isolation)
+        try:
+            assert t.list_offsets(tps, "latest", 10_000).result(15) == {tps[0]: 10, tps[1]: 1, tps[2]: 0}
+            assert t.list_offsets(tps, "earliest", 10_000).result(15) == {tps[0]: 0, tps[1]: 0, tps[2]: 0}
+        finally:
+            t.close()
+    handled = [r.handled_by for r in kafka_cluster.requests("ListOffsets")]
+    assert handled.count("upstream-fixed") == 2  # the LATEST ones; EARLIEST is forwarded untouched
+    assert handled.count("upstream") == 2
+
+
+def test_the_fix_can_be_switched_off(kafka_broker, topic_factory, kafka_bootstrap) -> None:
+    from kgroup.testing import CoordinatorProxy
+    from kgroup.testing.broker import selected_broker_kind
+
+    topic = topic_factory(1)
+    produce(kafka_bootstrap, topic, [(0, None, b"x%d" % i) for i in range(7)])
+    tp = TopicPartition(topic, 0)
+    with CoordinatorProxy(kafka_broker.bootstrap_servers, fix_list_offsets=False) as proxy:
+        t = _proxy_transport(proxy.bootstrap_servers)
+        try:
+            latest = t.list_offsets([tp], "latest", 10_000).result(15)
+        finally:
+            t.close()
+        assert {r.handled_by for r in proxy.requests("ListOffsets")} == {"upstream"}
+    # forwarded as the broker answered it: the log end offset on Kafka, 0 + 1 on Tansu (LISTOFFSETS_LATEST)
+    assert latest[tp] == (1 if selected_broker_kind() == "tansu" else 7)

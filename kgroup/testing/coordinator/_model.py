@@ -940,6 +940,7 @@ class GroupCoordinatorModel:
         removed: list[str] = []
         for identity in request.members:
             error = codes.NONE
+            left = identity.member_id  # the member id that leaves (found by instance id when empty)
             reason = _reason(identity.reason)
             if group is None:
                 error = codes.UNKNOWN_MEMBER_ID
@@ -953,6 +954,7 @@ class GroupCoordinatorModel:
                     error = codes.UNKNOWN_MEMBER_ID
                 else:
                     self._drop_member(group, static_id, f"left: {reason}")
+                    left = static_id
             elif identity.member_id in group.pending_members:
                 group.remove(identity.member_id)
                 self._cancel_heartbeat(group, identity.member_id)
@@ -962,7 +964,7 @@ class GroupCoordinatorModel:
                 if error == codes.NONE:
                     self._drop_member(group, identity.member_id, f"left: {reason}")
             if error == codes.NONE:
-                removed.append(identity.member_id)
+                removed.append(left)
             results.append(
                 LeaveMemberResult(
                     member_id=identity.member_id, group_instance_id=identity.group_instance_id, error_code=error

@@ -220,6 +220,7 @@ def test_leave_by_instance_id_removes_the_static_member():
     assert h.members() == [ids["i0"]]
     assert (ids["i1"], "left: admin") in h.kinds(ev.MEMBER_REMOVED)
     assert h.state() == "PreparingRebalance"
+    assert any(ids["i1"] in detail for _, detail in h.kinds(ev.REBALANCE_STARTED))
     unknown = h.leave(LeaveMember(member_id="", group_instance_id="nobody"))
     assert unknown.members[0].error_code == codes.UNKNOWN_MEMBER_ID
 

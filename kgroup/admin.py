@@ -1,0 +1,664 @@
+"""Consumer-group administration: describe a group, its offsets and lag; remove static members.
+
+``GroupAdmin`` is a small client over the ``Transport`` port (``kgroup._io.transport``), the
+kgroup counterpart of the group parts of Java's ``Admin`` (``describeConsumerGroups``,
+``listConsumerGroupOffsets``, ``listOffsets``, ``removeMembersFromConsumerGroup``). The
+``kgroup`` command line (``kgroup.cli``) is a thin layer over it.
+
+Rules:
+
+1. **Every call has a deadline** (``timeout_ms``, default the admin's ``timeout_ms``): retriable
+   answers (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, a lost
+   connection) are retried with ``retry_backoff_ms`` after finding the coordinator again, as
+   Java's ``AdminApiDriver`` does, until the deadline; then ``AdminTimeoutError``.
+2. **Errors are typed** (``AdminError`` and subclasses, all ``KGroupError``) and name the Kafka
+   error (``code``, ``error_name``). Per-member results of a removal are values, not errors:
+   the caller decides (``MemberRemoval.error_code``).
+3. **Bytes are decoded** with kgroup's ConsumerProtocol codec
+   (:mod:`kgroup.protocol.consumer_protocol`): a member's assignment always (empty bytes: no
+   partitions, as Java's ``DescribeConsumerGroupsHandler``), its subscription when the
+   coordinator sends it (only while the group is Stable: Kafka's ``describeNoMetadata``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+import attrs
+
+from kgroup._error_codes import error_name
+from kgroup._io.transport import DescribedGroup, DescribedMember, OffsetFetchResult, Transport
+from kgroup.errors import KGroupError, MalformedMetadata
+from kgroup.membership.commands import SendFindCoordinator
+from kgroup.membership.events import FindCoordinatorResponded
+from kgroup.protocol.consumer_protocol import decode_assignment, decode_subscription
+from kgroup.types import OffsetAndMetadata, TopicPartition
+
+__all__ = [
+    "DEFAULT_REMOVE_REASON",
+    "AdminError",
+    "AdminTimeoutError",
+    "Coordinator",
+    "GroupAdmin",
+    "GroupDescription",
+    "GroupNotFoundError",
+    "MemberDescription",
+    "MemberRemoval",
+    "PartitionLag",
+    "UnsupportedVersionError",
+]
+
+T = TypeVar("T")
+
+#: Java ``KafkaAdminClient.DEFAULT_LEAVE_GROUP_REASON`` (KIP-800)
+DEFAULT_REMOVE_REASON: Final = "member was removed by an admin"
+
+_NONE: Final = 0
+_COORDINATOR_LOAD_IN_PROGRESS: Final = 14
+_COORDINATOR_NOT_AVAILABLE: Final = 15
+_NOT_COORDINATOR: Final = 16
+_UNKNOWN_MEMBER_ID: Final = 25
+_UNSUPPORTED_VERSION: Final = 35
+_GROUP_ID_NOT_FOUND: Final = 69
+_UNSTABLE_OFFSET_COMMIT: Final = 88
+_RETRIABLE: Final = frozenset({_COORDINATOR_LOAD_IN_PROGRESS, _COORDINATOR_NOT_AVAILABLE, _NOT_COORDINATOR})
+_CONSUMER_PROTOCOL_TYPE: Final = "consumer"
+
+
+# ---------------------------------------------------------------------------------- errors
+class AdminError(KGroupError):
+    """A group-administration call failed.
+
+    Attributes:
+        api: the Kafka API that failed ("DescribeGroups", "LeaveGroup", ...; "" for none).
+        code: the Kafka error code the broker answered, or None (no answer, client-side).
+        error_name: the code's protocol name ("UNKNOWN_MEMBER_ID"), or None.
+
+    """
+
+    def __init__(self, message: str, *, api: str = "", code: int | None = None) -> None:
+        super().__init__(message)
+        self.api = api
+        self.code = code
+        self.error_name = None if code is None else error_name(code)
+
+
+class GroupNotFoundError(AdminError):
+    """The group does not exist.
+
+    State "Dead", GROUP_ID_NOT_FOUND (69), or a whole-request UNKNOWN_MEMBER_ID from
+    LeaveGroup (Kafka's answer for an unknown group).
+    """
+
+
+class UnsupportedVersionError(AdminError):
+    """The coordinator cannot speak the version the call needs.
+
+    LeaveGroup v3+ for removal by ``group_instance_id`` (KIP-345, Kafka 2.4+); OffsetFetch v8+
+    for all committed offsets.
+    """
+
+
+class AdminTimeoutError(AdminError):
+    """The call's deadline passed; ``__cause__`` or the message names the last failure."""
+
+
+# ---------------------------------------------------------------------------------- values
+@attrs.frozen
+class Coordinator:
+    """A group's coordinator broker (a FindCoordinator answer)."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@attrs.frozen
+class MemberDescription:
+    """One member of a described group, its bytes decoded.
+
+    Attributes:
+        member_id: the member id.
+        group_instance_id: the static member's id (KIP-345), or None for a dynamic member.
+        client_id: its ``client.id``.
+        client_host: where the coordinator saw it connect from (``"/127.0.0.1"``).
+        assignment: its assigned partitions, sorted (empty before SyncGroup).
+        subscribed_topics: the topics of its Subscription, sorted; None when the coordinator
+            did not send the subscription (the group is not Stable).
+        decode_error: why its assignment or subscription bytes could not be decoded (the
+            affected fields are then empty / None), else None.
+
+    """
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: tuple[TopicPartition, ...]
+    subscribed_topics: tuple[str, ...] | None
+    decode_error: str | None = None
+
+
+@attrs.frozen
+class GroupDescription:
+    """A described consumer group (Java ``ConsumerGroupDescription``).
+
+    Attributes:
+        group_id: the group id.
+        state: Kafka's state name: "Empty", "PreparingRebalance", "CompletingRebalance",
+            "Stable", or "Dead" (the coordinator does not know the group).
+        protocol_type: "consumer" ("" for a group with no members ever, or Dead).
+        protocol: the chosen protocol (the assignor's name, "range", ...) when Stable, else "".
+        generation_id: None: DescribeGroups (v0-v6) does not carry the generation of a classic
+            group; kept so a source that has it can fill it.
+        coordinator: the coordinator that answered.
+        members: the members, in the coordinator's order.
+
+    """
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    generation_id: int | None
+    coordinator: Coordinator
+    members: tuple[MemberDescription, ...]
+
+    def owner_of(self, tp: TopicPartition) -> MemberDescription | None:
+        """The member whose assignment holds ``tp``, or None."""
+        for member in self.members:
+            if tp in member.assignment:
+                return member
+        return None
+
+
+@attrs.frozen
+class PartitionLag:
+    """One partition's committed offset, log end offset and lag.
+
+    Attributes:
+        topic_partition: the partition.
+        committed_offset: the group's committed offset, or None (nothing committed).
+        log_end_offset: the partition's log end offset (ListOffsets LATEST: the high watermark
+            under read_uncommitted), or None (unknown: no leader, or the lookup failed).
+        lag: ``log_end_offset - committed_offset`` (at least 0) when both are known, else None.
+        metadata: the commit's metadata string ("" when none).
+        member_id: the member the partition is assigned to, or None.
+        group_instance_id: that member's static id, or None.
+
+    """
+
+    topic_partition: TopicPartition
+    committed_offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+    metadata: str = ""
+    member_id: str | None = None
+    group_instance_id: str | None = None
+
+
+@attrs.frozen
+class MemberRemoval:
+    """One static member's removal result (Java ``RemoveMembersFromConsumerGroupResult``).
+
+    Attributes:
+        group_instance_id: the instance id asked for.
+        member_id: the member id the coordinator answered ("" when it did not say).
+        error_code: 0 (removed), or UNKNOWN_MEMBER_ID (25: no such static member),
+            FENCED_INSTANCE_ID (82), ...
+
+    """
+
+    group_instance_id: str
+    member_id: str
+    error_code: int
+
+    @property
+    def error_name(self) -> str | None:
+        """The error's protocol name, or None when removed."""
+        return None if self.error_code == _NONE else error_name(self.error_code)
+
+
+# ---------------------------------------------------------------------------------- deadline
+class _Deadline:
+    def __init__(self, timeout_ms: int, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._end = clock() + timeout_ms / 1000
+
+    def remaining_ms(self) -> int:
+        return max(0, int((self._end - self._clock()) * 1000))
+
+    def expired(self) -> bool:
+        return self._clock() >= self._end
+
+
+class _Retry(Exception):
+    """A retriable failure inside an attempt (internal)."""
+
+    def __init__(self, reason: str, *, rediscover: bool = True) -> None:
+        super().__init__(reason)
+        self.rediscover = rediscover
+
+
+# ---------------------------------------------------------------------------------- admin
+class GroupAdmin:
+    """Group administration over a ``Transport`` (see the module docstring).
+
+    Args:
+        transport: the network port (``KafkaPythonTransport`` in production, started).
+        timeout_ms: the default deadline of each call (ms).
+        retry_backoff_ms: the pause before retrying a retriable failure (ms).
+        owns_transport: close the transport in :meth:`close`.
+        clock: monotonic seconds (tests inject one).
+
+    Use :meth:`connect` to build one over kafka-python from ``bootstrap_servers``.
+
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        owns_transport: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if timeout_ms <= 0:
+            raise ValueError("timeout_ms must be positive")
+        self._transport = transport
+        self.timeout_ms = timeout_ms
+        self._backoff_s = retry_backoff_ms / 1000
+        self._owns = owns_transport
+        self._clock = clock
+        self._request_ids = itertools.count(1)
+        self._coordinators: dict[str, Coordinator] = {}
+        self._closed = False
+
+    @classmethod
+    def connect(
+        cls, bootstrap_servers: str, *, timeout_ms: int = 30000, client_id: str = "kgroup-admin", **config: Any
+    ) -> GroupAdmin:
+        """A ``GroupAdmin`` over a new kafka-python transport, bootstrapped within ``timeout_ms``.
+
+        Args:
+            bootstrap_servers: ``host:port[,host:port...]``.
+            timeout_ms: bootstrap deadline and each call's default deadline (ms).
+            client_id: the ``client.id`` the brokers see.
+            config: other :class:`~kgroup.config.ConsumerConfig` fields (security settings, ...).
+
+        Raises:
+            kgroup.errors.ConfigError: an invalid setting (``bootstrap_servers`` included).
+            AdminError: no broker answered within ``timeout_ms``.
+
+        """
+        from kgroup._io.kafka_python import KafkaPythonTransport  # the only kafka-python door
+        from kgroup.config import ConsumerConfig
+
+        settings: dict[str, Any] = {
+            "request_timeout_ms": max(timeout_ms, 1000),
+            "enable_auto_commit": False,
+            **config,
+        }
+        consumer_config = ConsumerConfig(
+            bootstrap_servers=bootstrap_servers, group_id="kgroup-admin", client_id=client_id, **settings
+        )
+        transport = KafkaPythonTransport(consumer_config)
+        try:
+            transport.start(timeout_ms)
+        except Exception as exc:
+            transport.close()
+            raise AdminError(f"could not reach the cluster at {bootstrap_servers!r} within {timeout_ms} ms: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        return cls(transport, timeout_ms=timeout_ms, owns_transport=True)
+
+    def close(self) -> None:
+        """Close the transport if this admin owns it. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            if self._owns:
+                self._transport.close()
+
+    def __enter__(self) -> GroupAdmin:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ plumbing
+    def _deadline(self, timeout_ms: int | None) -> _Deadline:
+        return _Deadline(self.timeout_ms if timeout_ms is None else timeout_ms, self._clock)
+
+    def _wait(self, future: concurrent.futures.Future[T], deadline: _Deadline, what: str) -> T:
+        """The future's value; its exception as ``_Retry`` (a lost connection is retriable)."""
+        try:
+            return future.result(deadline.remaining_ms() / 1000 + 2.0)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise _Retry(f"{what}: no answer before the deadline") from None
+        except KGroupError:
+            raise
+        except Exception as exc:
+            raise _Retry(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+    def _retrying(self, group_id: str, what: str, deadline: _Deadline, attempt: Callable[[Coordinator], T]) -> T:
+        """Run ``attempt(coordinator)`` until it returns, raises an AdminError, or time runs out."""
+        last = "no attempt"
+        while True:
+            try:
+                coordinator = self._coordinator(group_id, deadline)
+                return attempt(coordinator)
+            except _Retry as retry:
+                last = str(retry)
+                if retry.rediscover:
+                    self._coordinators.pop(group_id, None)
+            if deadline.remaining_ms() <= self._backoff_s * 1000:
+                raise AdminTimeoutError(f"{what} for group {group_id!r} did not complete in time; last: {last}")
+            time.sleep(self._backoff_s)
+
+    def _coordinator(self, group_id: str, deadline: _Deadline) -> Coordinator:
+        known = self._coordinators.get(group_id)
+        if known is not None:
+            return known
+        command = SendFindCoordinator(request_id=next(self._request_ids), timeout_ms=max(deadline.remaining_ms(), 1))
+        event = self._wait(self._transport.send(command, group_id), deadline, "FindCoordinator")
+        if not isinstance(event, FindCoordinatorResponded):
+            raise _Retry(f"FindCoordinator: {getattr(event, 'reason', event)}")
+        if event.error_code in _RETRIABLE:
+            raise _Retry(f"FindCoordinator: {error_name(event.error_code)}")
+        if event.error_code != _NONE:
+            raise AdminError(
+                f"FindCoordinator for group {group_id!r} failed with {error_name(event.error_code)} "
+                f"({event.error_code})",
+                api="FindCoordinator",
+                code=event.error_code,
+            )
+        coordinator = Coordinator(event.node_id, event.host, event.port)
+        self._coordinators[group_id] = coordinator
+        return coordinator
+
+    @staticmethod
+    def _check(api: str, group_id: str, code: int) -> None:
+        """Raise for a non-zero group-level ``code``: ``_Retry`` for coordinator moves."""
+        if code == _NONE:
+            return
+        if code in _RETRIABLE:
+            raise _Retry(f"{api}: {error_name(code)}")
+        text = f"{api} for group {group_id!r} failed with {error_name(code)} ({code})"
+        if code == _GROUP_ID_NOT_FOUND:
+            raise GroupNotFoundError(f"{text}: the group does not exist", api=api, code=code)
+        if code == _UNSUPPORTED_VERSION:
+            raise UnsupportedVersionError(text, api=api, code=code)
+        raise AdminError(text, api=api, code=code)
+
+    # ------------------------------------------------------------------ public API
+    def find_coordinator(self, group_id: str, timeout_ms: int | None = None) -> Coordinator:
+        """The coordinator of ``group_id`` (FindCoordinator; remembered until it moves).
+
+        Raises:
+            AdminError: a non-retriable FindCoordinator error (GROUP_AUTHORIZATION_FAILED, ...).
+            AdminTimeoutError: not found before the deadline.
+
+        """
+        return self._retrying(group_id, "FindCoordinator", self._deadline(timeout_ms), lambda c: c)
+
+    def describe_group(self, group_id: str, timeout_ms: int | None = None) -> GroupDescription:
+        """DescribeGroups for ``group_id``, with each member's bytes decoded.
+
+        An unknown group is returned with state "Dead" and no members (Kafka's answer; Java's
+        admin does the same); the CLI reports it as not existing.
+
+        Raises:
+            GroupNotFoundError: GROUP_ID_NOT_FOUND.
+            AdminError: another group error, or a group that is not a consumer group
+                (protocol type other than "consumer", as Java's admin refuses it).
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        deadline = self._deadline(timeout_ms)
+
+        def attempt(coordinator: Coordinator) -> GroupDescription:
+            groups = self._wait(
+                self._transport.describe_groups([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                deadline,
+                "DescribeGroups",
+            )
+            described = next((g for g in groups if g.group_id == group_id), None)
+            if described is None:
+                raise AdminError(f"DescribeGroups answered no entry for group {group_id!r}", api="DescribeGroups")
+            self._check("DescribeGroups", group_id, described.error_code)
+            return _describe(described, coordinator)
+
+        return self._retrying(group_id, "DescribeGroups", deadline, attempt)
+
+    def committed_offsets(
+        self, group_id: str, timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Every partition ``group_id`` has committed an offset for (OffsetFetch, ``topics=null``).
+
+        Raises:
+            UnsupportedVersionError: the coordinator has no OffsetFetch v8+.
+            AdminError: a group error or a partition error other than UNSTABLE_OFFSET_COMMIT
+                (retried, as Java does).
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        deadline = self._deadline(timeout_ms)
+
+        def attempt(coordinator: Coordinator) -> dict[TopicPartition, OffsetAndMetadata]:
+            result: OffsetFetchResult = self._wait(
+                self._transport.offset_fetch_all(group_id, coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                deadline,
+                "OffsetFetch",
+            )
+            self._check("OffsetFetch", group_id, result.error_code)
+            out: dict[TopicPartition, OffsetAndMetadata] = {}
+            for tp, committed in sorted(result.partitions.items()):
+                if committed.error_code == _UNSTABLE_OFFSET_COMMIT:
+                    raise _Retry(f"OffsetFetch: UNSTABLE_OFFSET_COMMIT for {tp}", rediscover=False)
+                if committed.error_code != _NONE:
+                    raise AdminError(
+                        f"OffsetFetch for group {group_id!r} failed for {tp} with "
+                        f"{error_name(committed.error_code)} ({committed.error_code})",
+                        api="OffsetFetch",
+                        code=committed.error_code,
+                    )
+                if committed.offset >= 0:
+                    out[tp] = OffsetAndMetadata(committed.offset, committed.metadata, committed.leader_epoch)
+            return out
+
+        return self._retrying(group_id, "OffsetFetch", deadline, attempt)
+
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """Log end offsets (ListOffsets LATEST at each leader); partitions without one are absent.
+
+        Raises:
+            AdminTimeoutError: the lookup failed or timed out (the message names why).
+
+        """
+        wanted = sorted(set(partitions))
+        if not wanted:
+            return {}
+        deadline = self._deadline(timeout_ms)
+        last = ""
+        while True:
+            try:
+                return self._wait(
+                    self._transport.list_offsets(wanted, "latest", max(deadline.remaining_ms(), 1)),
+                    deadline,
+                    "ListOffsets",
+                )
+            except _Retry as retry:
+                last = str(retry)
+            if deadline.remaining_ms() <= self._backoff_s * 1000:
+                raise AdminTimeoutError(f"ListOffsets did not complete in time; last: {last}")
+            time.sleep(self._backoff_s)
+
+    def lag(
+        self,
+        group_id: str,
+        description: GroupDescription | None = None,
+        timeout_ms: int | None = None,
+    ) -> tuple[PartitionLag, ...]:
+        """Committed offset, log end offset and lag of the group's partitions.
+
+        The partitions are those the group committed or is assigned (``description`` supplies
+        the assignments; the group is described afresh when None).
+
+        Returns:
+            One ``PartitionLag`` per partition, sorted by topic and partition.
+
+        Raises:
+            What :meth:`describe_group`, :meth:`committed_offsets` and :meth:`end_offsets` raise.
+
+        """
+        deadline = self._deadline(timeout_ms)
+        if description is None:
+            description = self.describe_group(group_id, deadline.remaining_ms() or 1)
+        committed = self.committed_offsets(group_id, deadline.remaining_ms() or 1)
+        owners: dict[TopicPartition, MemberDescription] = {}
+        for member in description.members:
+            for tp in member.assignment:
+                owners.setdefault(tp, member)
+        partitions = sorted(set(committed) | set(owners))
+        ends = self.end_offsets(partitions, deadline.remaining_ms() or 1) if partitions else {}
+        out: list[PartitionLag] = []
+        for tp in partitions:
+            om = committed.get(tp)
+            end = ends.get(tp)
+            owner = owners.get(tp)
+            out.append(
+                PartitionLag(
+                    topic_partition=tp,
+                    committed_offset=None if om is None else om.offset,
+                    log_end_offset=end,
+                    lag=None if om is None or end is None else max(0, end - om.offset),
+                    metadata="" if om is None else om.metadata,
+                    member_id=None if owner is None else owner.member_id,
+                    group_instance_id=None if owner is None else owner.group_instance_id,
+                )
+            )
+        return tuple(out)
+
+    def remove_members_by_instance_id(
+        self,
+        group_id: str,
+        instance_ids: Iterable[str],
+        reason: str | None = None,
+        timeout_ms: int | None = None,
+    ) -> tuple[MemberRemoval, ...]:
+        """Remove static members by ``group_instance_id`` (KIP-345).
+
+        Java's ``Admin.removeMembersFromConsumerGroup``: one LeaveGroup v3+ whose identities
+        are ``member_id=""`` plus the instance id. The group rebalances without them.
+
+        Args:
+            group_id: the group.
+            instance_ids: the static members' ``group_instance_id`` values (non-empty).
+            reason: the KIP-800 reason (LeaveGroup v5+); default :data:`DEFAULT_REMOVE_REASON`.
+            timeout_ms: the deadline (ms).
+
+        Returns:
+            One ``MemberRemoval`` per instance id, in the order given (duplicates once).
+
+        Raises:
+            ValueError: no instance id, or an empty one.
+            UnsupportedVersionError: the coordinator has no LeaveGroup v3+ (Kafka < 2.4).
+            GroupNotFoundError: GROUP_ID_NOT_FOUND, or UNKNOWN_MEMBER_ID for the whole request
+                (Kafka 4's answer for a group it does not know).
+            AdminError: another whole-request error.
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        ids = list(dict.fromkeys(instance_ids))
+        if not ids or any(not i for i in ids):
+            raise ValueError("at least one non-empty group_instance_id is required")
+        deadline = self._deadline(timeout_ms)
+        why = reason if reason else DEFAULT_REMOVE_REASON
+
+        def attempt(coordinator: Coordinator) -> tuple[MemberRemoval, ...]:
+            result = self._wait(
+                self._transport.leave_group_members(
+                    group_id, ids, why, coordinator.node_id, max(deadline.remaining_ms(), 1)
+                ),
+                deadline,
+                "LeaveGroup",
+            )
+            if result.error_code == _UNSUPPORTED_VERSION:
+                raise UnsupportedVersionError(
+                    f"the coordinator of group {group_id!r} cannot remove members by group_instance_id: "
+                    "LeaveGroup v3+ (Kafka 2.4+, KIP-345) is needed",
+                    api="LeaveGroup",
+                    code=_UNSUPPORTED_VERSION,
+                )
+            if result.error_code == _UNKNOWN_MEMBER_ID:
+                raise GroupNotFoundError(
+                    f"LeaveGroup for group {group_id!r} failed with UNKNOWN_MEMBER_ID (25) for the whole "
+                    "request: the group does not exist",
+                    api="LeaveGroup",
+                    code=_UNKNOWN_MEMBER_ID,
+                )
+            self._check("LeaveGroup", group_id, result.error_code)
+            answered: Mapping[str | None, Any] = {m.group_instance_id: m for m in result.members}
+            out: list[MemberRemoval] = []
+            for instance_id in ids:
+                member = answered.get(instance_id)
+                if member is None:
+                    raise AdminError(
+                        f"LeaveGroup for group {group_id!r} answered nothing for instance {instance_id!r}",
+                        api="LeaveGroup",
+                    )
+                out.append(MemberRemoval(instance_id, member.member_id, member.error_code))
+            return tuple(out)
+
+        return self._retrying(group_id, "LeaveGroup", deadline, attempt)
+
+
+def _describe(described: DescribedGroup, coordinator: Coordinator) -> GroupDescription:
+    if described.protocol_type not in (_CONSUMER_PROTOCOL_TYPE, ""):
+        raise AdminError(
+            f"group {described.group_id!r} is not a consumer group (protocol type {described.protocol_type!r})",
+            api="DescribeGroups",
+        )
+    return GroupDescription(
+        group_id=described.group_id,
+        state=described.group_state,
+        protocol_type=described.protocol_type,
+        protocol=described.protocol_data,
+        generation_id=None,
+        coordinator=coordinator,
+        members=tuple(_member(m) for m in described.members),
+    )
+
+
+def _member(m: DescribedMember) -> MemberDescription:
+    problems: list[str] = []
+    assignment: tuple[TopicPartition, ...] = ()
+    topics: tuple[str, ...] | None = None
+    try:
+        assignment = tuple(sorted(decode_assignment(m.member_assignment).partitions))
+    except MalformedMetadata as exc:
+        problems.append(f"assignment: {exc}")
+    if m.member_metadata:
+        try:
+            topics = tuple(sorted(decode_subscription(m.member_metadata).topics))
+        except MalformedMetadata as exc:
+            problems.append(f"subscription: {exc}")
+    return MemberDescription(
+        member_id=m.member_id,
+        group_instance_id=m.group_instance_id,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        assignment=assignment,
+        subscribed_topics=topics,
+        decode_error="; ".join(problems) or None,
+    )

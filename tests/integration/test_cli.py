@@ -1,0 +1,287 @@
+"""The ``kgroup`` command line against a real broker.
+
+Group semantics go through ``kafka_cluster`` (the coordinator proxy: Kafka's coordinator on the
+wire, Tansu serving the data, ListOffsets LATEST answered with the log end offset). The bare
+broker tests show what Tansu itself answers; where it deviates (broker-notes S9e, S11b) they
+are strict xfails naming the row. Consumers are polled from the test thread only; every wait
+has a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from click.testing import CliRunner
+
+import kgroup
+from kgroup import TopicPartition
+from kgroup.cli import ENV_BOOTSTRAP, main
+from kgroup.testing import produce
+
+from .harness import HEARTBEAT_MS, SESSION_TIMEOUT_MS
+
+WAIT_S = 40.0
+PER_PARTITION = 10  # N records produced per partition
+COMMITTED = 4  # M, the offset committed per partition
+
+
+def cli(bootstrap: str, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [*args, "--bootstrap-servers", bootstrap, "--timeout-ms", "20000"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+def describe(bootstrap: str, group: str) -> dict:
+    code, out = cli(bootstrap, "describe", group, "--json")
+    assert code == 0, out
+    return json.loads(out)
+
+
+def consumer(bootstrap: str, group: str, name: str, **config) -> kgroup.Consumer:
+    settings = {
+        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_MS,
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "client_id": name,
+        **config,
+    }
+    return kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group, **settings)
+
+
+def poll_until(consumers: list[kgroup.Consumer], done, what: str, timeout_s: float = WAIT_S) -> int:
+    """Poll every consumer (from this thread) until ``done()``; return the records seen."""
+    seen = 0
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for c in consumers:
+            seen += len(c.poll(50))
+        if done():
+            return seen
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def partitions(topic: str, n: int) -> set[TopicPartition]:
+    return {TopicPartition(topic, p) for p in range(n)}
+
+
+def assigned(doc: dict) -> list[set[tuple[str, int]]]:
+    return [{(a["topic"], a["partition"]) for a in m["assignment"]} for m in doc["members"]]
+
+
+@pytest.fixture
+def static_and_dynamic(kafka_cluster, topic_factory, group_id_factory):
+    """A Stable group of two kgroup consumers (one static) over a 3-partition topic with N records
+    per partition, every record consumed and offset M committed on each partition."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = topic_factory(3)
+    produce(bootstrap, topic, [(p, None, b"%d-%d" % (p, i)) for p in range(3) for i in range(PER_PARTITION)])
+    group = group_id_factory()
+    instance = f"static-{uuid.uuid4().hex[:8]}"
+    # the static member's session outlives the test's steps: only an admin removal takes it out
+    static = consumer(bootstrap, group, "static-client", group_instance_id=instance, session_timeout_ms=60000)
+    dynamic = consumer(bootstrap, group, "dynamic-client")
+    members = [static, dynamic]
+    try:
+        for c in members:
+            c.subscribe([topic])
+
+        def ready() -> bool:
+            a, b = static.assignment(), dynamic.assignment()
+            return bool(a) and bool(b) and not (a & b) and (a | b) == partitions(topic, 3)
+
+        poll_until(members, ready, "both members assigned")
+        poll_until(
+            members,
+            lambda: all(c.position(tp) == PER_PARTITION for c in members for tp in c.assignment()),
+            "every record consumed",
+        )
+        for c in members:
+            c.commit({tp: COMMITTED for tp in c.assignment()})
+        yield kafka_cluster, topic, group, instance, static, dynamic
+    finally:
+        for c in members:
+            try:
+                c.close(5000)
+            except kgroup.KGroupError:
+                pass
+
+
+def test_describe_a_live_group(static_and_dynamic) -> None:
+    proxy, topic, group, instance, static, dynamic = static_and_dynamic
+    doc = describe(proxy.bootstrap_servers, group)
+    assert doc["group_id"] == group
+    assert doc["state"] == "Stable"
+    assert doc["protocol_type"] == "consumer"
+    assert doc["protocol"]  # the assignor both members voted for
+    by_id = {m["member_id"]: m for m in doc["members"]}
+    assert set(by_id) == {static.group_metadata().member_id, dynamic.group_metadata().member_id}
+    s, d = by_id[static.group_metadata().member_id], by_id[dynamic.group_metadata().member_id]
+    assert (s["group_instance_id"], s["client_id"]) == (instance, "static-client")
+    assert (d["group_instance_id"], d["client_id"]) == (None, "dynamic-client")
+    assert s["client_host"] and d["client_host"]
+    assert s["subscribed_topics"] == [topic] == d["subscribed_topics"]
+    # the decoded assignments are what each consumer owns, and together cover every partition
+    mine = {(tp.topic, tp.partition) for tp in static.assignment()}
+    theirs = {(tp.topic, tp.partition) for tp in dynamic.assignment()}
+    assert assigned(doc) == ([mine, theirs] if doc["members"][0] is s else [theirs, mine])
+    assert mine | theirs == {(topic, p) for p in range(3)}
+    # committed M, log end N, lag N - M; each row names its owner
+    rows = {(o["topic"], o["partition"]): o for o in doc["offsets"]}
+    assert set(rows) == {(topic, p) for p in range(3)}
+    for key, row in rows.items():
+        assert (row["committed_offset"], row["log_end_offset"], row["lag"]) == (
+            COMMITTED, PER_PARTITION, PER_PARTITION - COMMITTED), row
+        owner = s if key in mine else d
+        assert (row["member_id"], row["group_instance_id"]) == (owner["member_id"], owner["group_instance_id"])
+    assert doc["total_lag"] == 3 * (PER_PARTITION - COMMITTED)
+    # the table says the same
+    code, out = cli(proxy.bootstrap_servers, "describe", group)
+    assert code == 0
+    assert "Stable" in out and instance in out and "LOG-END-OFFSET" in out
+    table = [line.split() for line in out.splitlines() if line.startswith(topic)]
+    assert sorted(row[:5] for row in table) == [
+        [topic, str(p), str(COMMITTED), str(PER_PARTITION), str(PER_PARTITION - COMMITTED)] for p in range(3)]
+
+
+def test_remove_the_static_member(static_and_dynamic) -> None:
+    proxy, topic, group, instance, static, dynamic = static_and_dynamic
+    static_id = static.group_metadata().member_id
+    # the static member goes away without LeaveGroup (Kafka's static close): it keeps its
+    # partitions until its 60 s session ends, unless an admin removes it
+    static.close(5000, group_membership="remain")
+    assert not [e for e in proxy.model_events(group) if e.kind == "member_removed"]
+    code, out = cli(proxy.bootstrap_servers, "remove-members", group, "--instance-id", instance)
+    assert code == 0, out
+    assert instance in out and static_id in out and "removed" in out
+    events = proxy.model_events(group)
+    kinds = [e.kind for e in events]
+    removed = [i for i, e in enumerate(events) if e.kind == "member_removed" and e.member_id == static_id]
+    assert removed, kinds
+    assert "removed by an admin" in events[removed[0]].detail
+    assert "rebalance_started" in kinds[removed[0]:]
+    leave = proxy.requests("LeaveGroup")[-1]
+    assert leave.api_version >= 3 and leave.client_id == "kgroup-admin"
+    # the remaining member rejoins and gets every partition
+    poll_until([dynamic], lambda: dynamic.assignment() == partitions(topic, 3), "all partitions to the survivor")
+    doc = describe(proxy.bootstrap_servers, group)
+    assert [m["member_id"] for m in doc["members"]] == [dynamic.group_metadata().member_id]
+    assert assigned(doc) == [{(topic, p) for p in range(3)}]
+
+
+def test_remove_an_unknown_instance_id_fails(static_and_dynamic) -> None:
+    proxy, _topic, group, _instance, _static, _dynamic = static_and_dynamic
+    code, out = cli(proxy.bootstrap_servers, "remove-members", group, "--instance-id", "no-such-instance")
+    assert code == 1
+    assert "UNKNOWN_MEMBER_ID" in out and "no-such-instance" in out
+    assert not [e for e in proxy.model_events(group) if e.kind == "member_removed"]
+    assert describe(proxy.bootstrap_servers, group)["state"] == "Stable"
+
+
+def test_unknown_group(kafka_cluster, group_id_factory) -> None:
+    group = group_id_factory()
+    code, out = cli(kafka_cluster.bootstrap_servers, "describe", group)
+    assert code == 1 and "does not exist" in out
+    code, out = cli(kafka_cluster.bootstrap_servers, "remove-members", group, "--instance-id", "x")
+    assert code == 1 and "does not exist" in out
+
+
+def test_remove_members_on_a_broker_without_leave_group_v3(kafka_broker, topic_factory, group_id_factory) -> None:
+    """A coordinator advertising LeaveGroup v0-2 only (Kafka < 2.4): a clean error, nothing sent."""
+    from kgroup.testing import CoordinatorProxy
+    from kgroup.testing.coordinator import CoordinatorConfig
+
+    topic = topic_factory(1)
+    group = group_id_factory()
+    with CoordinatorProxy(
+        kafka_broker.bootstrap_servers,
+        config=CoordinatorConfig(group_initial_rebalance_delay_ms=0),
+        advertised_versions={"LeaveGroup": (0, 2)},
+    ) as old:
+        c = consumer(old.bootstrap_servers, group, "old-broker-client")
+        try:
+            c.subscribe([topic])
+            poll_until([c], lambda: bool(c.assignment()), "assignment")
+            code, out = cli(old.bootstrap_servers, "remove-members", group, "--instance-id", "x")
+            assert old.requests("LeaveGroup") == []
+        finally:
+            c.close(5000)
+    assert code == 1
+    assert "LeaveGroup v3+" in out and "Traceback" not in out
+
+
+def test_python_m_kgroup(kafka_cluster, group_id_factory) -> None:
+    env_run = subprocess.run([sys.executable, "-m", "kgroup", "--help"], capture_output=True, text=True, timeout=60)
+    assert env_run.returncode == 0 and "remove-members" in env_run.stdout
+    # the environment variable names the cluster; an unknown group is a clean exit 1
+    group = group_id_factory()
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgroup", "describe", group, "--timeout-ms", "20000"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, ENV_BOOTSTRAP: kafka_cluster.bootstrap_servers},
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------------ bare broker
+S11B = ("broker-notes S11b: DescribeGroups members carry empty client_id, client_host, metadata and "
+        "assignment (only member ids are real)")
+S9E = "broker-notes S9e: LeaveGroup by group_instance_id alone (member_id '') answers UNKNOWN_MEMBER_ID"
+
+
+@pytest.fixture
+def bare_group(kafka_bootstrap, topic_factory, group_id_factory):
+    """One dynamic kgroup consumer in a group on the bare broker; offsets M committed."""
+    topic = topic_factory(2)
+    group = group_id_factory()
+    c = consumer(kafka_bootstrap, group, "bare-client")
+    try:
+        c.subscribe([topic])
+        poll_until([c], lambda: c.assignment() == partitions(topic, 2), "assignment on the bare broker")
+        c.commit({TopicPartition(topic, p): COMMITTED for p in range(2)})
+        yield kafka_bootstrap, topic, group, c
+    finally:
+        c.close(5000)
+
+
+def test_describe_on_the_bare_broker_reports_members_and_commits(bare_group) -> None:
+    bootstrap, topic, group, c = bare_group
+    doc = describe(bootstrap, group)
+    assert doc["state"] == "Stable"
+    assert [m["member_id"] for m in doc["members"]] == [c.group_metadata().member_id]
+    assert {(o["topic"], o["partition"], o["committed_offset"]) for o in doc["offsets"]} == {
+        (topic, 0, COMMITTED), (topic, 1, COMMITTED)}
+
+
+@pytest.mark.tansu_deviation(S11B)
+def test_describe_on_the_bare_broker_decodes_member_details(bare_group) -> None:
+    bootstrap, topic, group, _c = bare_group
+    doc = describe(bootstrap, group)
+    (member,) = doc["members"]
+    assert member["client_id"] == "bare-client"
+    assert member["subscribed_topics"] == [topic]
+    assert assigned(doc) == [{(topic, 0), (topic, 1)}]
+
+
+@pytest.mark.tansu_deviation(S9E)
+def test_remove_static_member_on_the_bare_broker(kafka_bootstrap, topic_factory, group_id_factory) -> None:
+    topic = topic_factory(1)
+    group = group_id_factory()
+    instance = f"static-{uuid.uuid4().hex[:8]}"
+    # broker-notes: static members on Tansu need st >= 10000
+    c = consumer(kafka_bootstrap, group, "bare-static", group_instance_id=instance, session_timeout_ms=10000)
+    try:
+        c.subscribe([topic])
+        poll_until([c], lambda: bool(c.assignment()), "static assignment on the bare broker")
+        code, out = cli(kafka_bootstrap, "remove-members", group, "--instance-id", instance)
+        assert code == 0, out
+        assert describe(kafka_bootstrap, group)["members"] == []
+    finally:
+        c.close(5000, group_membership="leave")
