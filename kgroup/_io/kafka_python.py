@@ -935,6 +935,30 @@ class KafkaFetcher:
             out += records
         return out
 
+    def buffered(self) -> list[tuple[TopicPartition, int]]:
+        """Fetch responses held but not fully handed out: ``(partition, record bytes)`` each.
+
+        Kafka's buffering rule (Java ``Fetcher``, kafka-python's ``_fetchable_partitions``): a
+        partition is fetched again only once nothing of its last response is left, so each
+        partition holds at most one response, of at most ``max_partition_fetch_bytes`` (or one
+        record batch, if a single batch is larger). Read by tests; racy against the IO thread
+        only in what it counts, never in what it changes.
+        """
+        f = self._fetcher
+        out: list[tuple[TopicPartition, int]] = []
+        for c in [*list(f._completed_fetches), *list(f._paused_completed_fetches.values())]:
+            out.append((TopicPartition(c.topic_partition.topic, c.topic_partition.partition),
+                        len(c.partition_data.records or b"")))
+        parsed = [f._next_partition_records, *list(f._paused_partition_records.values())]
+        for records in parsed:
+            if records is None or records.record_iterator is None:
+                continue
+            batches = getattr(records, "_batches", None)
+            size = batches.size_in_bytes() if batches is not None else 0
+            tp = records.topic_partition
+            out.append((TopicPartition(tp.topic, tp.partition), size))
+        return out
+
     def wakeup(self) -> None:
         """Interrupt a blocked ``fetch`` (any thread)."""
         self._net.wakeup()

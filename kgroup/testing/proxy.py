@@ -18,6 +18,12 @@ speaking the Kafka protocol that clients use instead of the broker:
   watermark / last stable offset, which Tansu reports correctly, and the response is rewritten
   (``fix_list_offsets=False`` turns this off; such requests are recorded with ``handled_by``
   ``"upstream-fixed"``).
+* Fetch responses honour the request's byte limits as Kafka's ``ReplicaManager`` does
+  (KIP-74): each partition gets at most ``partition_max_bytes``, the response at most
+  ``max_bytes``, cut at record-batch boundaries, except that the first non-empty partition
+  always keeps its first batch so a consumer makes progress. Tansu ignores both limits and
+  returns whole segments (``fix_fetch_limits=False`` forwards them unchanged; trimmed responses
+  are recorded as ``"upstream-fixed"``).
 * Broker addresses never leak: the proxy opens one listener per upstream broker node (keyed by
   node id, created when a Metadata response first names the node) and rewrites Metadata,
   DescribeCluster and transaction FindCoordinator responses to point at its listeners.
@@ -91,6 +97,21 @@ _FETCH: Final = 1
 _LIST_OFFSETS: Final = 2
 _LATEST_TIMESTAMP: Final = -1
 _FETCH_NAMED_MAX: Final = 12  # Fetch v13+ names topics by id
+
+
+def _whole_batches(records: bytes, budget: int, *, keep_first: bool) -> int:
+    """Length of the longest prefix of whole record batches within ``budget`` bytes.
+
+    Batches (and legacy message sets) start with an int64 offset and an int32 length of the
+    rest. ``keep_first``: the first batch counts even when larger than ``budget`` (KIP-74).
+    """
+    pos = 0
+    while pos + 12 <= len(records):
+        size = 12 + int.from_bytes(records[pos + 8 : pos + 12], "big", signed=True)
+        if pos + size > len(records) or (pos + size > budget and not (keep_first and pos == 0)):
+            break
+        pos += size
+    return pos
 _SIDE_REQUEST_TIMEOUT_S: Final = 10.0
 _HIDDEN_APIS: Final = frozenset({42, 47, 68, 69})  # DeleteGroups, OffsetDelete, KIP-848 heartbeat/describe
 _CLAMPED_APIS: Final = (_METADATA, _DESCRIBE_CLUSTER)
@@ -261,6 +282,8 @@ class CoordinatorProxy:
         start_timeout_s: how long :meth:`start` waits for the upstream broker.
         fix_list_offsets: answer ListOffsets LATEST with the log end offset (Apache Kafka's
             semantics; see the module docstring). False forwards Tansu's answer unchanged.
+        fix_fetch_limits: trim Fetch responses to the request's ``partition_max_bytes`` and
+            ``max_bytes`` as Kafka does (KIP-74). False forwards Tansu's answer unchanged.
         advertised_versions: ``{"LeaveGroup": (0, 2), ...}``: ApiVersions responses advertise
             these ranges instead (an API with ``low > high`` is removed), to test a client
             against an older broker. Requests are served as before.
@@ -277,6 +300,7 @@ class CoordinatorProxy:
         host: str = "127.0.0.1",
         start_timeout_s: float = 30.0,
         fix_list_offsets: bool = True,
+        fix_fetch_limits: bool = True,
         advertised_versions: Mapping[str, tuple[int, int]] | None = None,
     ) -> None:
         self._upstream_address = _split_host_port(upstream.split(",")[0])
@@ -286,6 +310,7 @@ class CoordinatorProxy:
         self._host = host
         self._start_timeout_s = start_timeout_s
         self._fix_list_offsets = fix_list_offsets
+        self._fix_fetch_limits = fix_fetch_limits
         self._advertised = {kp.api_key_of(name): r for name, r in (advertised_versions or {}).items()}
         self._upstream_versions: dict[int, tuple[int, int]] = {}
         self._side: dict[tuple[str, int], _Upstream] = {}
@@ -921,7 +946,55 @@ class CoordinatorProxy:
             if fixed is not None:
                 raw = fixed
                 record.handled_by = "upstream-fixed"
+        elif info.api_key == _FETCH and self._fix_fetch_limits:
+            trimmed = self._trim_fetch(info, frame, raw)
+            if trimmed is not None:
+                raw = trimmed
+                record.handled_by = "upstream-fixed"
         self._answer(slot, raw)
+
+    # ------------------------------------------------------------------ Fetch limits
+    def _trim_fetch(self, info: kp.RequestHeaderInfo, frame: bytes, raw: bytes) -> bytes | None:
+        """A Fetch response cut to the request's byte limits (Kafka ``ReplicaManager.readFromLog``).
+
+        Per partition, in response order: at most ``min(partition_max_bytes, what is left of
+        max_bytes)`` bytes of whole record batches; the first partition with data keeps its
+        first batch even when it is larger (``minOneMessage``, KIP-74). None: nothing to cut,
+        or a version kafka-python cannot decode (forwarded unchanged).
+        """
+        version = info.api_version
+        kp_range = kp.api_version_range(_FETCH)
+        if kp_range is None or not kp_range[0] <= version <= kp_range[1] or version < 3:
+            return None
+        try:
+            request = kp.decode_request_body(_FETCH, version, frame)
+            correlation_id, body = kp.decode_response(_FETCH, version, raw[4:])
+        except Exception:
+            log.warning("cannot decode Fetch v%s; forwarded unchanged", version, exc_info=True)
+            return None
+        limits: dict[tuple[Any, int], int] = {}
+        for topic in request.get("topics") or ():
+            key = topic.get("topic", topic.get("topic_id"))
+            for part in topic.get("partitions") or ():
+                limits[(key, part["partition"])] = int(part.get("partition_max_bytes", 0))
+        remaining = int(request.get("max_bytes", 0x7FFFFFFF))
+        first = True
+        changed = False
+        for topic in body.get("responses") or ():
+            key = topic.get("topic", topic.get("topic_id"))
+            for part in topic.get("partitions") or ():
+                records = part.get("records")
+                if not records:
+                    continue
+                budget = max(0, min(limits.get((key, part["partition_index"]), 0x7FFFFFFF), remaining))
+                cut = _whole_batches(bytes(records), budget, keep_first=first)
+                if cut < len(records):
+                    part["records"] = bytes(records[:cut])
+                    changed = True
+                if cut:
+                    first = False
+                    remaining -= cut
+        return kp.encode_response(_FETCH, version, correlation_id, body) if changed else None
 
     # ------------------------------------------------------------------ ListOffsets LATEST
     async def _fix_latest_offsets(
