@@ -24,7 +24,7 @@ from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
 from kgroup._io.transport import Transport
 from kgroup.assignors.base import Assignor, MemberSubscription
-from kgroup.assignors.validate import validate_plan
+from kgroup.assignors.validate import validate_plan, validation_protocol
 from kgroup.config import ConsumerConfig
 from kgroup.errors import AssignmentError, KGroupError
 from kgroup.membership import events as ev
@@ -205,7 +205,7 @@ class GroupThread:
             log.warning("group %s: subscribed topics not found in metadata: %s", self._config.group_id, missing)
         try:
             plan = assignor.assign_partitions(partitions, members)
-            validate_plan(plan, members, partitions_per_topic, self._config.protocol)
+            validate_plan(plan, members, partitions_per_topic, validation_protocol(self._config.protocol, members))
         except Exception as exc:
             if isinstance(exc, KGroupError):
                 error: KGroupError = exc

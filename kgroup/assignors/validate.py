@@ -19,6 +19,16 @@ Rules, each an ``AssignmentError`` naming the member and partition:
    is refused; the owner must revoke it in one round and it moves in the next. This is Java's
    ``validateCooperativeAssignment``: the partitions added to someone must not overlap the
    partitions revoked from someone (two stale owners, one of which keeps it, is allowed).
+
+Which protocol's rules apply is ``validation_protocol``: the leader's own protocol, except that
+an EAGER leader planning for members that report owned partitions checks the COOPERATIVE
+rules. An EAGER member revokes everything before JoinGroup and reports nothing; a member that
+reports partitions runs COOPERATIVE and keeps consuming them through the rebalance. That
+happens in the middle of an online migration (seed 000, KIP-429 "upgrade"): members on
+``("cooperative-sticky", "range")`` run EAGER, members already on ``("cooperative-sticky",)``
+run COOPERATIVE, and the group's cooperative-sticky plan correctly leaves out partitions such
+members are giving up. Java's EAGER leader checks nothing there; kgroup still refuses a
+direct transfer away from a cooperative owner.
 """
 
 from __future__ import annotations
@@ -29,7 +39,25 @@ from kgroup.assignors.base import MemberSubscription, Plan
 from kgroup.errors import AssignmentError
 from kgroup.types import RebalanceProtocol, TopicPartition
 
-__all__ = ["validate_plan"]
+__all__ = ["validate_plan", "validation_protocol"]
+
+
+def validation_protocol(
+    leader_protocol: RebalanceProtocol, members: Mapping[str, MemberSubscription]
+) -> RebalanceProtocol:
+    """The rules a leader checks its plan under (see the module docstring).
+
+    Args:
+        leader_protocol: the protocol the leader runs (``ConsumerConfig.protocol``).
+        members: the group's subscriptions, as the leader decoded them.
+
+    Returns:
+        COOPERATIVE when the leader runs it or some member reports owned partitions, else EAGER.
+
+    """
+    if leader_protocol is RebalanceProtocol.COOPERATIVE or any(m.owned for m in members.values()):
+        return RebalanceProtocol.COOPERATIVE
+    return RebalanceProtocol.EAGER
 
 
 def validate_plan(

@@ -3,13 +3,28 @@
 Run by ``tests/integration/peers.py`` (not a test module). A separate process makes a crash
 real: SIGKILL leaves no LeaveGroup and no heartbeats, as a dead host would.
 
-Arguments: ``CLIENT BOOTSTRAP GROUP TOPIC STRATEGY SESSION_TIMEOUT_MS MAX_POLL_INTERVAL_MS
-[INSTANCE_ID]`` with CLIENT ``kafka-python`` or ``confluent`` and STRATEGY ``range``,
-``roundrobin`` or ``cooperative-sticky``.
+Argument: one JSON object with ``client`` (``kafka-python`` or ``confluent``), ``bootstrap``,
+``group``, ``topic``, ``strategy`` (``range``, ``roundrobin`` or ``cooperative-sticky``; the
+assignor, and so the rebalance protocol: eager for the first two, KIP-429 cooperative for the
+last), ``session_timeout_ms``, ``heartbeat_interval_ms``, ``max_poll_interval_ms``, and
+optionally ``instance_id`` (KIP-345), ``client_id`` (the prefix of the member id the
+coordinator hands out, so a test can tell who leads), ``record`` (report every record
+handed out) and ``commit`` (commit synchronously after every non-empty batch, so that a
+handed-out record is committed before the next ``poll()``).
 
-Output: one JSON object per line on stdout, flushed at once:
-``{"event": "assigned"|"revoked"|"lost", "partitions": [[topic, partition], ...]}``,
-``{"event": "error", "name": ..., "fatal": bool}``, ``{"event": "ready"}``, ``{"event": "closed"}``.
+Output: one JSON object per line on stdout, flushed at once, each with ``t``, the child's
+``time.monotonic()`` (CLOCK_MONOTONIC is system-wide on Linux, so it compares with the
+parent's ``time.monotonic()``):
+
+* ``{"event": "assigned", "partitions": [[topic, partition], ...]}``: stamped when the
+  callback starts (before the partitions are fetched);
+* ``{"event": "revoked"|"lost", "partitions": [...]}``: stamped when the callback has given
+  the partitions up (after ``unassign``);
+* ``{"event": "records", "records": [[partition, offset], ...]}``: stamped when ``poll()``
+  returned them (only with ``record``);
+* ``{"event": "commit_failed", "name": ...}`` (only with ``commit``);
+* ``{"event": "error", "name": ..., "fatal": bool}``, ``{"event": "ready"}``,
+  ``{"event": "closing"}`` (no ``poll()`` after it), ``{"event": "closed"}``.
 
 Input: one command per line on stdin: ``pause`` (stop calling poll; kafka-python's heartbeat
 thread and librdkafka's background threads keep the member alive until max.poll.interval.ms),
@@ -22,10 +37,12 @@ import json
 import queue
 import sys
 import threading
+import time
+from typing import Any
 
 
 def emit(event: str, **fields: object) -> None:
-    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    sys.stdout.write(json.dumps({"event": event, "t": time.monotonic(), **fields}) + "\n")
     sys.stdout.flush()
 
 
@@ -45,15 +62,15 @@ def commands() -> queue.Queue[str]:
     return q
 
 
-def run_kafka_python(args: list[str], cmds: queue.Queue[str]) -> None:
+def run_kafka_python(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
     from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.errors import FencedInstanceIdError, KafkaError
 
-    bootstrap, group, topic, strategy, st, mpi = args[:6]
-    instance_id = args[6] if len(args) > 6 else None
+    strategy = opts["strategy"]
+    instance_id = opts.get("instance_id")
     assignor = {
         "range": RangePartitionAssignor,
         "roundrobin": RoundRobinPartitionAssignor,
@@ -71,18 +88,18 @@ def run_kafka_python(args: list[str], cmds: queue.Queue[str]) -> None:
             emit("lost", partitions=parts(lost))
 
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=group,
+        bootstrap_servers=opts["bootstrap"],
+        group_id=opts["group"],
         group_instance_id=instance_id,
-        client_id=f"kafka-python-{instance_id or 'dynamic'}",
-        session_timeout_ms=int(st),
-        heartbeat_interval_ms=max(100, int(st) // 6),
-        max_poll_interval_ms=int(mpi),
+        client_id=opts.get("client_id") or f"kafka-python-{instance_id or 'dynamic'}",
+        session_timeout_ms=opts["session_timeout_ms"],
+        heartbeat_interval_ms=opts["heartbeat_interval_ms"],
+        max_poll_interval_ms=opts["max_poll_interval_ms"],
         partition_assignment_strategy=[assignor],
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
-    consumer.subscribe([topic], listener=Listener())
+    consumer.subscribe([opts["topic"]], listener=Listener())
     emit("ready")
     paused = False
     while True:
@@ -91,6 +108,7 @@ def run_kafka_python(args: list[str], cmds: queue.Queue[str]) -> None:
         except queue.Empty:
             cmd = ""
         if cmd == "close":
+            emit("closing")
             consumer.close()
             emit("closed")
             return
@@ -99,7 +117,17 @@ def run_kafka_python(args: list[str], cmds: queue.Queue[str]) -> None:
         if paused:
             continue
         try:
-            consumer.poll(timeout_ms=100)
+            batches = consumer.poll(timeout_ms=100)
+            returned = time.monotonic()
+            if batches and opts.get("record"):
+                records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
+                sys.stdout.write(json.dumps({"event": "records", "t": returned, "records": records}) + "\n")
+                sys.stdout.flush()
+            if batches and opts.get("commit"):
+                try:
+                    consumer.commit()
+                except KafkaError as exc:
+                    emit("commit_failed", name=type(exc).__name__)
         except FencedInstanceIdError as exc:
             emit("error", name="FENCED_INSTANCE_ID", fatal=True, message=str(exc))
             return
@@ -107,18 +135,18 @@ def run_kafka_python(args: list[str], cmds: queue.Queue[str]) -> None:
             emit("error", name=type(exc).__name__, fatal=False, message=str(exc))
 
 
-def run_confluent(args: list[str], cmds: queue.Queue[str]) -> None:
+def run_confluent(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
     from confluent_kafka import Consumer, KafkaError, KafkaException
 
-    bootstrap, group, topic, strategy, st, mpi = args[:6]
-    instance_id = args[6] if len(args) > 6 else None
+    strategy = opts["strategy"]
+    instance_id = opts.get("instance_id")
     config: dict[str, object] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "client.id": f"confluent-{instance_id or 'dynamic'}",
-        "session.timeout.ms": int(st),
-        "heartbeat.interval.ms": max(100, int(st) // 6),
-        "max.poll.interval.ms": int(mpi),
+        "bootstrap.servers": opts["bootstrap"],
+        "group.id": opts["group"],
+        "client.id": opts.get("client_id") or f"confluent-{instance_id or 'dynamic'}",
+        "session.timeout.ms": opts["session_timeout_ms"],
+        "heartbeat.interval.ms": opts["heartbeat_interval_ms"],
+        "max.poll.interval.ms": opts["max_poll_interval_ms"],
         "partition.assignment.strategy": strategy,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
@@ -139,29 +167,30 @@ def run_confluent(args: list[str], cmds: queue.Queue[str]) -> None:
 
     config["error_cb"] = on_error
     consumer = Consumer(config)
+    cooperative = strategy == "cooperative-sticky"
 
     def on_assign(c: Consumer, tps: list[object]) -> None:
         emit("assigned", partitions=parts(tps))
-        if strategy == "cooperative-sticky":
+        if cooperative:
             c.incremental_assign(tps)
         else:
             c.assign(tps)
 
     def on_revoke(c: Consumer, tps: list[object]) -> None:
-        emit("revoked", partitions=parts(tps))
-        if strategy == "cooperative-sticky":
+        if cooperative:
             c.incremental_unassign(tps)
         else:
             c.unassign()
+        emit("revoked", partitions=parts(tps))
 
     def on_lost(c: Consumer, tps: list[object]) -> None:
-        emit("lost", partitions=parts(tps))
-        if strategy == "cooperative-sticky":
+        if cooperative:
             c.incremental_unassign(tps)
         else:
             c.unassign()
+        emit("lost", partitions=parts(tps))
 
-    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    consumer.subscribe([opts["topic"]], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     emit("ready")
     paused = False
     while True:
@@ -170,6 +199,7 @@ def run_confluent(args: list[str], cmds: queue.Queue[str]) -> None:
         except queue.Empty:
             cmd = ""
         if cmd == "close":
+            emit("closing")
             consumer.close()
             emit("closed")
             return
@@ -180,32 +210,46 @@ def run_confluent(args: list[str], cmds: queue.Queue[str]) -> None:
                 paused = True
             continue
         try:
-            msg = consumer.poll(0.1)
+            msgs = consumer.consume(num_messages=500, timeout=0.1)
         except KafkaException as exc:
             emit("error", name=str(exc), fatal=True)
             return
-        err = msg.error() if msg is not None else None
-        if err is not None and err.code() != KafkaError._PARTITION_EOF:
-            text = err.str()
-            if err.code() == KafkaError._FATAL:
-                # librdkafka surfaces a fatal error as a _FATAL message error whose text names
-                # the underlying broker error ("Static consumer fenced by other consumer ...")
-                fatal.append(err)
-                name = "FENCED_INSTANCE_ID" if "fenced" in text.lower() else err.name()
-                emit("error", name=name, fatal=True, message=text)
-            else:
-                emit("error", name=err.name(), fatal=err.fatal(), message=text)
+        returned = time.monotonic()
+        good = []
+        for msg in msgs:
+            err = msg.error()
+            if err is None:
+                good.append(msg)
+            elif err.code() != KafkaError._PARTITION_EOF:
+                text = err.str()
+                if err.code() == KafkaError._FATAL:
+                    # librdkafka surfaces a fatal error as a _FATAL message error whose text names
+                    # the underlying broker error ("Static consumer fenced by other consumer ...")
+                    fatal.append(err)
+                    name = "FENCED_INSTANCE_ID" if "fenced" in text.lower() else err.name()
+                    emit("error", name=name, fatal=True, message=text)
+                else:
+                    emit("error", name=err.name(), fatal=err.fatal(), message=text)
+        if good and opts.get("record"):
+            records = [[m.partition(), m.offset()] for m in good]
+            sys.stdout.write(json.dumps({"event": "records", "t": returned, "records": records}) + "\n")
+            sys.stdout.flush()
+        if good and opts.get("commit"):
+            try:
+                consumer.commit(asynchronous=False)
+            except KafkaException as exc:
+                emit("commit_failed", name=str(exc.args[0].name() if exc.args else exc))
 
 
 def main() -> None:
-    client, *args = sys.argv[1:]
+    opts = json.loads(sys.argv[1])
     cmds = commands()
-    if client == "kafka-python":
-        run_kafka_python(args, cmds)
-    elif client == "confluent":
-        run_confluent(args, cmds)
+    if opts["client"] == "kafka-python":
+        run_kafka_python(opts, cmds)
+    elif opts["client"] == "confluent":
+        run_confluent(opts, cmds)
     else:
-        raise SystemExit(f"unknown client {client!r}")
+        raise SystemExit(f"unknown client {opts['client']!r}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 ``Peer`` starts ``peer_worker.py`` and collects its JSON events on a reader thread;
 ``owned()`` replays assigned/revoked/lost into the partitions the peer holds now, which works
-for eager (revoke all, assign all) and cooperative (incremental) callbacks alike.
+for eager (revoke all, assign all) and cooperative (incremental) callbacks alike. Every event
+carries ``t``, the child's ``time.monotonic()`` (comparable with the parent's); with
+``record=True`` the records handed out are kept in ``consumed`` as ``(t, partition, offset)``.
 """
 
 from __future__ import annotations
@@ -35,19 +37,38 @@ class Peer:
         strategy: str = "range",
         session_timeout_ms: int = 6000,
         max_poll_interval_ms: int = 30000,
+        heartbeat_interval_ms: int | None = None,
         instance_id: str | None = None,
         name: str | None = None,
+        client_id: str | None = None,
+        record: bool = False,
+        commit: bool = False,
     ) -> None:
+        """Start the worker process.
+
+        Args:
+            client: ``"kafka-python"`` or ``"confluent"``.
+            strategy: ``"range"``, ``"roundrobin"`` or ``"cooperative-sticky"``.
+            heartbeat_interval_ms: default ``max(100, session_timeout_ms // 6)``.
+            client_id: the client id, so the coordinator's member id starts with it.
+            record: report every record handed out (``consumed``).
+            commit: commit synchronously after every non-empty batch.
+
+        """
         self.client = client
         self.name = name or instance_id or client
-        argv = [
-            sys.executable, str(WORKER), client, bootstrap, group, topic, strategy,
-            str(session_timeout_ms), str(max_poll_interval_ms),
-        ]
-        if instance_id:
-            argv.append(instance_id)
+        self.strategy = strategy
+        opts = {
+            "client": client, "bootstrap": bootstrap, "group": group, "topic": topic, "strategy": strategy,
+            "session_timeout_ms": session_timeout_ms, "max_poll_interval_ms": max_poll_interval_ms,
+            "heartbeat_interval_ms": heartbeat_interval_ms or max(100, session_timeout_ms // 6),
+            "instance_id": instance_id, "client_id": client_id, "record": record, "commit": commit,
+        }
+        argv = [sys.executable, str(WORKER), json.dumps(opts)]
         self._lock = threading.Lock()
         self.events: list[dict[str, Any]] = []
+        #: (t, partition, offset) of every record handed out, with ``record=True``
+        self.consumed: list[tuple[float, int, int]] = []
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -66,9 +87,13 @@ class Peer:
                 event = json.loads(line)
             except ValueError:
                 continue
-            event["t"] = time.monotonic()
+            event["t_read"] = time.monotonic()
+            event.setdefault("t", event["t_read"])
             with self._lock:
-                self.events.append(event)
+                if event["event"] == "records":
+                    self.consumed.extend((event["t"], p, o) for p, o in event["records"])
+                else:
+                    self.events.append(event)
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         with self._lock:

@@ -123,3 +123,27 @@ def test_validate_plan_topic_nobody_subscribes_may_stay_unassigned():
 def test_validate_plan_subscribed_topic_missing_from_metadata_passes():
     members = {"a": member("a", topics=("t", "u", "gone")), "b": member("b")}
     validate_plan(GOOD, members, PARTITIONS, EAGER)
+
+
+# ----------------------------------------------------------------------------- which rules apply
+def test_an_eager_leader_checks_cooperative_rules_when_members_report_owned_partitions():
+    """Mid-migration: an EAGER leader (on ("cooperative-sticky", "range")) plans for a member
+    already on ("cooperative-sticky",), which keeps t-1 through the rebalance. Cooperative-sticky
+    leaves t-1 out this round; that plan is right, and a direct transfer is still refused."""
+    from kgroup.assignors.validate import validation_protocol
+    from kgroup.errors import AssignmentError
+    from kgroup.types import RebalanceProtocol as RP
+
+    eager = MemberSubscription(member_id="eager", topics={"t"})
+    coop = MemberSubscription(member_id="coop", topics={"t"}, owned={TopicPartition("t", 0), TopicPartition("t", 1)})
+    members = {"eager": eager, "coop": coop}
+    assert validation_protocol(RP.EAGER, members) is RP.COOPERATIVE
+    assert validation_protocol(RP.EAGER, {"eager": eager}) is RP.EAGER
+    assert validation_protocol(RP.COOPERATIVE, {"eager": eager}) is RP.COOPERATIVE
+    revoking = {"eager": frozenset(), "coop": frozenset({TopicPartition("t", 0)})}
+    validate_plan(revoking, members, {"t": 2}, validation_protocol(RP.EAGER, members))
+    with pytest.raises(AssignmentError, match="not assigned"):
+        validate_plan(revoking, members, {"t": 2}, RP.EAGER)
+    direct = {"eager": frozenset({TopicPartition("t", 1)}), "coop": frozenset({TopicPartition("t", 0)})}
+    with pytest.raises(AssignmentError, match="moves directly"):
+        validate_plan(direct, members, {"t": 2}, validation_protocol(RP.EAGER, members))

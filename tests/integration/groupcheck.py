@@ -1,0 +1,390 @@
+"""Group-wide safety checks from timestamps: who owned which partition when, who consumed what.
+
+For the KIP-429 / interop / migration integration tests. Every member, kgroup ``Member`` or peer
+process (``peers.Peer``), is seen through ``Side``: its ownership timeline (listener callbacks
+with ``time.monotonic()`` stamps) and the records it handed out with the time ``poll()``
+returned them. ``ContinuousProducer`` writes to every partition at a steady rate meanwhile.
+
+Conventions, conservative in both directions so that a violation is real:
+
+* a partition is owned from the *start* of ``on_partitions_assigned`` to the *end* of
+  ``on_partitions_revoked`` / ``on_partitions_lost`` (a peer: to its ``closing`` event, when it
+  stops calling ``poll()``, if no callback ended it earlier);
+* a record is consumed at the time the ``poll()`` that returned it returned.
+
+The checks (seed 000 "Rebalancing", seed 001 "Rebalances as Double Barriers", KIP-429):
+
+* ``overlaps``: no partition is owned by two members at the same instant;
+* ``consumed_outside_ownership``: a member hands out a record only while it owns the partition,
+  which with the first check means no record is consumed by two members while both hold it;
+* ``missing``: every produced record was consumed at least once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from tests.integration.harness import EventLog, Member
+from tests.integration.peers import Peer
+
+INF = math.inf
+
+
+@attrs.frozen
+class Change:
+    """One ownership change of a member: ``kind`` is assigned, revoked, lost or closing."""
+
+    t: float
+    kind: str
+    partitions: frozenset[int]
+
+
+@attrs.frozen
+class Interval:
+    member: str
+    partition: int
+    start: float
+    end: float  # INF while still owned
+
+
+class Side(Protocol):
+    name: str
+
+    def changes(self) -> list[Change]: ...
+
+    def consumed(self) -> list[tuple[float, int, int]]: ...
+
+    def owned(self) -> frozenset[int]: ...
+
+
+class KgroupSide:
+    """A kgroup ``harness.Member`` as a ``Side`` (its listener events come from the shared log)."""
+
+    def __init__(self, member: Member, log: EventLog, topic: str) -> None:
+        self.member = member
+        self.name = member.name
+        self.log = log
+        self.topic = topic
+
+    def changes(self) -> list[Change]:
+        out = []
+        with self.log._lock:
+            events = [e for e in self.log.events if e.member == self.name]
+        for e in events:
+            ps = frozenset(tp.partition for tp in e.partitions if tp.topic == self.topic)
+            # assigned counts from the callback's start, revoked/lost until its end
+            out.append(Change(e.t_start if e.kind == "assigned" else e.t_end, e.kind, ps))
+        return sorted(out, key=lambda c: c.t)
+
+    def consumed(self) -> list[tuple[float, int, int]]:
+        return [
+            (t, r.partition, r.offset)
+            for t, batch in list(self.member.batches)
+            for r in batch
+            if r.topic == self.topic
+        ]
+
+    def owned(self) -> frozenset[int]:
+        return frozenset(tp.partition for tp in self.member.assignment() if tp.topic == self.topic)
+
+    def errors(self) -> list[BaseException]:
+        return list(self.member.errors)
+
+    def stop(self) -> None:
+        self.member.stop()
+
+    def __repr__(self) -> str:
+        return f"{self.name}{sorted(self.owned())}"
+
+
+class PeerSide:
+    """A ``peers.Peer`` process (started with ``record=True``) as a ``Side``."""
+
+    def __init__(self, peer: Peer, topic: str) -> None:
+        self.peer = peer
+        self.name = peer.name
+        self.topic = topic
+
+    def changes(self) -> list[Change]:
+        out = []
+        with self.peer._lock:
+            events = list(self.peer.events)
+        for e in events:
+            if e["event"] in ("assigned", "revoked", "lost"):
+                ps = frozenset(p for t, p in e["partitions"] if t == self.topic)
+                out.append(Change(e["t"], e["event"], ps))
+            elif e["event"] == "closing":
+                out.append(Change(e["t"], "closing", frozenset()))
+        return sorted(out, key=lambda c: c.t)
+
+    def consumed(self) -> list[tuple[float, int, int]]:
+        with self.peer._lock:
+            return list(self.peer.consumed)
+
+    def owned(self) -> frozenset[int]:
+        return frozenset(p for t, p in self.peer.owned() if t == self.topic)
+
+    def errors(self) -> list[str]:
+        return self.peer.errors()
+
+    def stop(self) -> None:
+        self.peer.close()
+
+    def __repr__(self) -> str:
+        return f"{self.name}{sorted(self.owned())}"
+
+
+def intervals(side: Side) -> list[Interval]:
+    """Replay a member's changes into ownership intervals (open ones end at INF)."""
+    start: dict[int, float] = {}
+    out: list[Interval] = []
+    for c in side.changes():
+        if c.kind == "assigned":
+            for p in c.partitions:
+                start.setdefault(p, c.t)
+        else:
+            ended = set(start) if c.kind == "closing" else c.partitions & set(start)
+            for p in ended:
+                out.append(Interval(side.name, p, start.pop(p), c.t))
+    out += [Interval(side.name, p, s, INF) for p, s in start.items()]
+    return out
+
+
+def all_intervals(sides: Iterable[Side]) -> list[Interval]:
+    return [i for s in sides for i in intervals(s)]
+
+
+def overlaps(sides: Iterable[Side]) -> list[str]:
+    """Pairs of intervals of different members on one partition that overlap in time."""
+    by_partition: dict[int, list[Interval]] = defaultdict(list)
+    for i in all_intervals(sides):
+        by_partition[i.partition].append(i)
+    bad = []
+    for p, ivs in sorted(by_partition.items()):
+        for a, b in itertools.combinations(sorted(ivs, key=lambda i: i.start), 2):
+            if a.member != b.member and a.start < b.end and b.start < a.end:
+                bad.append(f"partition {p}: {a.member} [{a.start:.3f}, {a.end:.3f}) overlaps "
+                           f"{b.member} [{b.start:.3f}, {b.end:.3f})")
+    return bad
+
+
+def consumed_outside_ownership(side: Side) -> list[str]:
+    """Records a member handed out while it did not own their partition."""
+    ivs: dict[int, list[Interval]] = defaultdict(list)
+    for i in intervals(side):
+        ivs[i.partition].append(i)
+    bad = []
+    for t, p, offset in side.consumed():
+        if not any(i.start <= t <= i.end for i in ivs[p]):
+            bad.append(f"{side.name} consumed {p}@{offset} at {t:.3f} outside its ownership {ivs[p]}")
+    return bad
+
+
+def consumed_offsets(sides: Iterable[Side]) -> dict[tuple[int, int], list[str]]:
+    """(partition, offset) -> the members that handed it out, in order."""
+    out: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for s in sides:
+        for _, p, offset in s.consumed():
+            out[(p, offset)].append(s.name)
+    return out
+
+
+def split_exactly(sides: Sequence[Side], partitions: int) -> bool:
+    """Every partition owned by exactly one of ``sides``, and each side owns one at least."""
+    owned = [s.owned() for s in sides]
+    return (
+        sum(map(len, owned)) == partitions
+        and frozenset().union(*owned) == frozenset(range(partitions))
+        and all(owned)
+    )
+
+
+def consumption_gaps(times: Sequence[float], start: float, end: float) -> float:
+    """The longest gap between consecutive times in ``[start, end]``, counting the edges."""
+    inside = sorted(t for t in times if start <= t <= end)
+    points = [start, *inside, end]
+    return max(b - a for a, b in itertools.pairwise(points))
+
+
+class ContinuousProducer:
+    """Writes one record to every partition of ``topic`` each ``interval_s`` on its own thread.
+
+    ``produced()`` (after ``stop()``) lists every acknowledged ``(partition, offset)``.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, interval_s: float = 0.1) -> None:
+        from kafka import KafkaProducer  # the test's own producer (a peer client)
+
+        self.topic = topic
+        self.partitions = partitions
+        self.interval_s = interval_s
+        self._producer: Any = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
+        self._futures: list[Any] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
+        self.errors: list[BaseException] = []
+
+    def start(self) -> ContinuousProducer:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        seq = 0
+        next_at = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                for p in range(self.partitions):
+                    self._futures.append(self._producer.send(self.topic, f"{p}:{seq}".encode(), partition=p))
+                seq += 1
+                next_at += self.interval_s
+                self._stop.wait(max(0.0, next_at - time.monotonic()))  # pacing, not synchronisation
+        except BaseException as exc:
+            self.errors.append(exc)
+
+    def count(self) -> int:
+        return len(self._futures)
+
+    def stop(self) -> list[tuple[int, int]]:
+        """Stop, flush, and return every ``(partition, offset)`` written."""
+        self._stop.set()
+        self._thread.join(10)
+        self._producer.flush(30)
+        produced = []
+        for f in self._futures:
+            md = f.get(timeout=30)
+            produced.append((md.partition, md.offset))
+        self._producer.close(10)
+        assert not self.errors, self.errors
+        return produced
+
+    def close(self) -> None:
+        if not self._stop.is_set():
+            try:
+                self.stop()
+            except Exception:
+                pass
+
+
+@attrs.frozen
+class Generation:
+    """A ``generation_completed`` event of the coordinator model, parsed."""
+
+    t: float  # seconds, comparable with time.monotonic()
+    generation_id: int
+    leader: str
+    protocol: str
+
+
+def generations(cluster: Any, group: str) -> list[Generation]:
+    """The group's completed generations (not the Empty ones), oldest first."""
+    out = []
+    for e in cluster.model_events(group):
+        if e.kind != "generation_completed" or ", leader " not in e.detail:
+            continue
+        fields = dict(part.split(" ", 1) for part in e.detail.split(", members")[0].split(", "))
+        out.append(Generation(e.time_ms / 1000, int(fields["generation"]), fields["leader"], fields["protocol"]))
+    return out
+
+
+def led_by(generation: Generation, name: str) -> bool:
+    """Whether the member named ``name`` (its client id, the prefix of its member id) led it."""
+    return generation.leader.startswith(name + "-")
+
+
+def stable_times(cluster: Any, group: str) -> list[float]:
+    return [e.time_ms / 1000 for e in cluster.model_events(group) if e.kind == "group_stable"]
+
+
+def rebalance_starts(cluster: Any, group: str) -> list[float]:
+    return [e.time_ms / 1000 for e in cluster.model_events(group) if e.kind == "rebalance_started"]
+
+
+def describe(sides: Iterable[Side]) -> str:
+    """Every member's ownership changes and consumption count, for assertion messages."""
+    lines = []
+    for s in sides:
+        changes = ", ".join(f"{c.t:.3f} {c.kind} {sorted(c.partitions)}" for c in s.changes())
+        lines.append(f"{s.name} (consumed {len(s.consumed())}): {changes}")
+    return "\n".join(lines)
+
+
+def moved_away(side: Side, everyone: Iterable[Side]) -> list[str]:
+    """Partitions ``side`` revoked (outside close) that it owned again next instead of another
+    member: a cooperative member revokes only what moves (KIP-429); an eager one revokes
+    everything, also what it gets back."""
+    following = sorted((i for s in everyone for i in intervals(s)), key=lambda i: i.start)
+    bad = []
+    for change in side.changes():
+        if change.kind != "revoked":
+            continue
+        for p in sorted(change.partitions):
+            nxt = next((i for i in following if i.partition == p and i.start >= change.t), None)
+            if nxt is not None and nxt.member == side.name:
+                bad.append(f"{side.name} revoked {p} at {change.t:.3f} and got it back")
+    return bad
+
+
+def revocations(side: Side) -> list[tuple[Change, frozenset[int]]]:
+    """Each revoke of ``side`` with what it owned just before."""
+    held: set[int] = set()
+    out = []
+    for c in side.changes():
+        if c.kind == "assigned":
+            held |= c.partitions
+        elif c.kind in ("revoked", "lost"):
+            if c.kind == "revoked":
+                out.append((c, frozenset(held)))
+            held -= c.partitions
+    return out
+
+
+def ownership_gaps(sides: Iterable[Side], partitions: int) -> dict[int, float]:
+    """Per partition, the longest time between one owner's end and the next owner's start."""
+    by_partition: dict[int, list[Interval]] = defaultdict(list)
+    for i in all_intervals(sides):
+        by_partition[i.partition].append(i)
+    out = {}
+    for p in range(partitions):
+        ivs = sorted(by_partition[p], key=lambda i: i.start)
+        out[p] = max((b.start - a.end for a, b in itertools.pairwise(ivs)), default=0.0)
+    return out
+
+
+def describe_group(cluster: Any, group: str) -> Any:
+    """The coordinator model's DescribeGroups entry for ``group`` (state, members, assignments)."""
+    from kgroup.testing.coordinator import DescribeGroupsRequest
+
+    request = DescribeGroupsRequest(api_version=5, groups=(group,))
+    return cluster.call(lambda model: model.describe_groups(request).response.groups[0])
+
+
+def settled(cluster: Any, group: str, sides: Sequence[Side], partitions: int) -> bool:
+    """The group is Stable with exactly ``sides`` as members, each owns exactly what the
+    coordinator's last assignment gave it, and together they own every partition once.
+
+    ``split_exactly`` alone can hold for an instant in the middle of a cooperative rebalance
+    (the first round's assignment arrived, the revoke it calls for has not run yet).
+    """
+    from kgroup.protocol.consumer_protocol import decode_assignment
+
+    if not split_exactly(sides, partitions):
+        return False
+    described = describe_group(cluster, group)
+    if described.group_state != "Stable" or len(described.members) != len(sides):
+        return False
+    for side in sides:
+        mine = [m for m in described.members if m.member_id.startswith(side.name + "-")]
+        if len(mine) != 1:
+            return False
+        given = decode_assignment(mine[0].member_assignment).partitions
+        if frozenset(tp.partition for tp in given) != side.owned():
+            return False
+    return True
