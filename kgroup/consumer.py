@@ -503,8 +503,11 @@ class Consumer:
         if disposition is Disposition.FATAL:
             if generation is not None:
                 self._group.post(ev.CommitErrorObserved(generation, code, api.value))
-            error = broker_error(api, code, f"group_id={self._config.group_id!r}")
-            raise error
+            # name the instance id: FENCED_INSTANCE_ID means another process uses it (KIP-345)
+            raise broker_error(
+                api, code,
+                f"group_id={self._config.group_id!r}, group_instance_id={self._config.group_instance_id!r}",
+            )
         raise broker_error(api, code, f"group_id={self._config.group_id!r}")
 
     def _retrying(self, fn: Any, timeout_ms: int) -> Any:
