@@ -623,6 +623,8 @@ def produce(
         batch_size=256 * 1024,
         max_block_ms=max(1, int(timeout_s * 1000)),
         request_timeout_ms=max(1, int(timeout_s * 1000)),
+        # kafka-python requires delivery_timeout_ms > linger_ms + request_timeout_ms
+        delivery_timeout_ms=max(1, int(timeout_s * 1000)) + 1000,
     )
     try:
         futures = []

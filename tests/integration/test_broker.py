@@ -206,3 +206,9 @@ def test_fixtures(
     assert len(set(ids)) == len(ids)
     assert all("test_fixtures" in g for g in ids)
     assert ids[-1].startswith("static-")
+
+
+def test_produce_accepts_long_timeouts(kafka_bootstrap: str, topic_factory) -> None:
+    """kafka-python refuses delivery_timeout_ms <= linger_ms + request_timeout_ms; produce sets both."""
+    topic = topic_factory(1)
+    assert produce(kafka_bootstrap, topic, [(0, None, b"x")], timeout_s=300) == 1
