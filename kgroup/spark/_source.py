@@ -1,0 +1,466 @@
+"""The ``kgroup`` Spark Python data source: Kafka records, partitions from a consumer group.
+
+Driver (the stream reader lives in the one long-lived Python process Spark starts for a
+streaming source): a :class:`kgroup.Consumer` makes the application a member of ``group.id``
+(cooperative-sticky unless ``partition.assignment.strategy`` says otherwise; static with
+``group.instance.id``, KIP-345). Its partitions stay paused, so ``poll()`` never fetches a
+record on the driver: it only runs the rebalance callbacks. Each ``latestOffset(start, limit)``:
+
+1. notes ``start`` as processed (Spark calls it only after the batch ending at ``start``
+   completed: the batches of a micro-batch query run one at a time);
+2. ``poll(0)``: heartbeats run on kgroup's own thread, but rebalance callbacks run here.
+   ``on_partitions_revoked`` commits the processed offsets of the revoked partitions to the
+   group before the revocation completes, and they are no longer planned;
+   ``on_partitions_assigned`` looks up the group's committed offsets of the new partitions
+   (``startingOffsets`` where there is none);
+3. commits the processed offsets of the partitions still owned (``OffsetCommit`` with the
+   member's generation), so lag tools see the application's progress;
+4. plans the batch over the owned partitions only: from the previous end (or the assignment
+   offset: :mod:`kgroup.spark._planner`) to the log end offset (ListOffsets LATEST), capped by
+   ``maxOffsetsPerTrigger``.
+
+``commit(end)`` commits ``end`` to the group as well. Which offsets win on restart: Spark's
+checkpoint for every batch it planned (they replay exactly, by batch id); afterwards a
+partition continues from the further of the checkpoint and the group's committed offset
+(docs/spark.md). ``poll()`` runs only in ``latestOffset``: a micro-batch longer than
+``max.poll.interval.ms`` (300000) makes the driver leave the group (KIP-62), so keep batches
+shorter with ``maxOffsetsPerTrigger`` or raise that property.
+
+Executors read each planned range ``[start, end)`` of one partition with the kafka-python
+adapter's record fetcher (assign, seek, fetch until the position reaches ``end``) and return
+Arrow record batches in the schema of Spark's own Kafka source.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from kgroup._io.kafka_python import KafkaPythonTransport
+from kgroup.config import ConsumerConfig
+from kgroup.consumer import Consumer
+from kgroup.errors import KGroupError
+from kgroup.listener import RebalanceListener
+from kgroup.spark._options import SourceOptionError, SourceOptions, parse_options
+from kgroup.spark._planner import OffsetRange, StreamOffset, plan_batch_ranges, plan_end, plan_ranges
+from kgroup.types import ConsumerRecord, TopicPartition
+
+__all__ = ["SCHEMA", "KGroupBatchReader", "KGroupDataSource", "KGroupStreamReader", "RangePartition", "read_range"]
+
+log = logging.getLogger(__name__)
+
+#: The schema of Spark's Kafka source (``timestamp`` in µs, UTC; ``timestampType`` 0 = CreateTime).
+SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField(
+            "headers",
+            ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
+        ),
+    ]
+)
+#: rows per Arrow record batch an executor hands to Spark
+_ARROW_BATCH_ROWS = 10_000
+#: records asked of the fetcher per call on an executor
+_FETCH_RECORDS = 10_000
+
+
+class RangePartition(InputPartition):
+    """One Spark input partition: records ``[start, end)`` of one Kafka partition (picklable)."""
+
+    def __init__(self, rng: OffsetRange, options: SourceOptions) -> None:
+        super().__init__(rng)
+        self.range = rng
+        self.options = options
+
+
+def _executor_config(options: SourceOptions) -> ConsumerConfig:
+    return options.consumer_config(
+        enable_auto_commit=False, auto_offset_reset="none", client_id="kgroup-spark-executor"
+    )
+
+
+def _records_to_batch(records: list[ConsumerRecord], schema: pa.Schema) -> pa.RecordBatch:
+    n = len(records)
+    topic = records[0].topic
+    partition = records[0].partition
+    keys, values, offsets, timestamps, types, headers = [], [], [], [], [], []
+    for r in records:
+        keys.append(r.key)
+        values.append(r.value)
+        offsets.append(r.offset)
+        timestamps.append(r.timestamp)
+        types.append(r.timestamp_type)
+        headers.append(r.headers)
+    ts_type = schema.field("timestamp").type
+    columns = [
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
+        pa.array([topic] * n, pa.string()),
+        pa.array([partition] * n, pa.int32()),
+        pa.array(offsets, pa.int64()),
+        pa.array(timestamps, pa.int64()).cast(pa.timestamp("ms", tz=ts_type.tz)).cast(ts_type),
+        pa.array(types, pa.int32()),
+        pa.array(headers, schema.field("headers").type),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def read_range(
+    options: SourceOptions, rng: OffsetRange, batch_rows: int = _ARROW_BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """Read records ``[rng.start, rng.end)`` of one partition as Arrow batches of ``SCHEMA``.
+
+    Gaps (compacted records, transaction markers, aborted records under read_committed) are
+    skipped: the read ends when the fetch position reaches ``rng.end``.
+
+    Raises:
+        KGroupError: the range was not read within ``fetchTimeoutMs``, or the broker no longer
+            has its first offset (retention deleted it: data loss).
+
+    """
+    schema = to_arrow_schema(SCHEMA, timezone="UTC")
+    config = _executor_config(options)
+    transport = KafkaPythonTransport(config)
+    tp = rng.topic_partition
+    try:
+        transport.start(min(config.default_api_timeout_ms, options.fetch_timeout_ms))
+        fetcher = transport.fetcher()
+        fetcher.assign(frozenset({tp}))
+        fetcher.seek(tp, rng.start)
+        deadline = time.monotonic() + options.fetch_timeout_ms / 1000
+        pending: list[ConsumerRecord] = []
+        position = rng.start
+        while position < rng.end:
+            if time.monotonic() > deadline:
+                raise KGroupError(
+                    f"kgroup.spark: read of {tp} [{rng.start}, {rng.end}) stopped at offset {position} after "
+                    f"{options.fetch_timeout_ms} ms (fetchTimeoutMs)"
+                )
+            try:
+                records = fetcher.fetch(_FETCH_RECORDS, 500)
+            except Exception as exc:
+                raise KGroupError(f"kgroup.spark: fetching {tp} at offset {position} failed: {exc!r}") from exc
+            for record in records:
+                if record.offset < rng.end:
+                    pending.append(record)
+            current = fetcher.position(tp)
+            position = current if current is not None else position
+            if records and records[-1].offset + 1 > position:
+                position = records[-1].offset + 1
+            while len(pending) >= batch_rows:
+                yield _records_to_batch(pending[:batch_rows], schema)
+                pending = pending[batch_rows:]
+        if pending:
+            yield _records_to_batch(pending, schema)
+    finally:
+        transport.close()
+
+
+class _Membership(RebalanceListener):
+    """The stream reader's rebalance listener (runs inside ``latestOffset``'s ``poll()``)."""
+
+    def __init__(self, reader: KGroupStreamReader) -> None:
+        self._reader = reader
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self._reader._assigned(partitions)
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self._reader._revoked(partitions)
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._reader._lost(partitions)
+
+
+class KGroupStreamReader(DataSourceStreamReader):
+    """Micro-batch reader: the driver is a member of the group (see the module docstring)."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        if options.topics is None:
+            raise SourceOptionError(
+                "assign", "a streaming read takes its partitions from the group: use subscribe (assign is batch-only)"
+            )
+        self._options = options
+        self._config = options.consumer_config(enable_auto_commit=False, auto_offset_reset="earliest")
+        self._starting = options.starting_offsets or "latest"
+        self._consumer: Consumer | None = None
+        self._transport: KafkaPythonTransport | None = None
+        self._owned: set[TopicPartition] = set()
+        self._unresolved: set[TopicPartition] = set()
+        self._assigned_from: dict[TopicPartition, int] = {}
+        self._processed: dict[TopicPartition, int] = {}
+        self._group_committed: dict[TopicPartition, int] = {}
+        self._failing_since: float | None = None
+
+    # ------------------------------------------------------------------ membership
+    def _start(self) -> Consumer:
+        if self._consumer is not None:
+            return self._consumer
+        transport = KafkaPythonTransport(self._config)
+        try:
+            transport.start(self._config.default_api_timeout_ms)
+        except Exception as exc:
+            transport.close()
+            raise KGroupError(f"could not reach the cluster at {self._config.bootstrap_servers!r}: {exc}") from exc
+        self._transport = transport
+        consumer = Consumer(self._config)
+        assert self._options.topics is not None
+        consumer.subscribe(self._options.topics, _Membership(self))
+        self._consumer = consumer
+        log.info("kgroup.spark: group %s: subscribed to %s", self._config.group_id, list(self._options.topics))
+        return consumer
+
+    def _assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        assert self._consumer is not None
+        self._consumer.pause(partitions)  # poll() never fetches on the driver
+        for tp in partitions:
+            self._owned.add(tp)
+            self._unresolved.add(tp)
+            self._assigned_from.pop(tp, None)
+            self._processed.pop(tp, None)
+            self._group_committed.pop(tp, None)
+        log.info("kgroup.spark: group %s: assigned %s", self._config.group_id, sorted(map(str, partitions)))
+
+    def _revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        # the revocation completes when this returns: commit what this application processed
+        self._commit_processed(partitions)
+        self._forget(partitions)
+        log.info("kgroup.spark: group %s: revoked %s", self._config.group_id, sorted(map(str, partitions)))
+
+    def _lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._forget(partitions)  # another member may own them already: no commit
+        log.warning("kgroup.spark: group %s: lost %s", self._config.group_id, sorted(map(str, partitions)))
+
+    def _forget(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self._owned.discard(tp)
+            self._unresolved.discard(tp)
+            self._assigned_from.pop(tp, None)
+            self._processed.pop(tp, None)
+            self._group_committed.pop(tp, None)
+
+    def _list_offsets(self, partitions: Sequence[TopicPartition], spec: str) -> dict[TopicPartition, int]:
+        assert self._transport is not None
+        timeout = self._config.request_timeout_ms
+        return self._transport.list_offsets(partitions, spec, timeout).result(timeout / 1000 + 5)
+
+    def _resolve(self) -> None:
+        """Assignment offsets of newly assigned partitions: committed, else startingOffsets."""
+        if not self._unresolved:
+            return
+        assert self._consumer is not None
+        wanted = sorted(self._unresolved)
+        try:
+            committed = self._consumer.committed(wanted, timeout_ms=self._config.request_timeout_ms)
+            missing = [tp for tp in wanted if committed.get(tp) is None]
+            fallback = self._list_offsets(missing, self._starting) if missing else {}
+        except Exception as exc:  # retried on the next latestOffset
+            log.warning("kgroup.spark: group %s: offsets of new partitions not known yet: %r",
+                        self._config.group_id, exc)
+            return
+        for tp in wanted:
+            om = committed.get(tp)
+            if om is not None:
+                offset = om.offset
+                self._group_committed[tp] = offset
+            elif tp in fallback:
+                offset = fallback[tp]
+            else:
+                continue  # no leader yet
+            self._assigned_from[tp] = offset
+            self._processed[tp] = offset
+            self._unresolved.discard(tp)
+
+    def _note_processed(self, offsets: Mapping[TopicPartition, int]) -> None:
+        for tp, offset in offsets.items():
+            if tp in self._processed and offset > self._processed[tp]:
+                self._processed[tp] = offset
+
+    def _commit_processed(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        consumer = self._consumer
+        if consumer is None:
+            return
+        wanted = self._owned if partitions is None else set(partitions) & self._owned
+        offsets = {
+            tp: self._processed[tp]
+            for tp in sorted(wanted)
+            if tp in self._processed and self._processed[tp] > self._group_committed.get(tp, -1)
+        }
+        if not offsets:
+            return
+        try:
+            consumer.commit(offsets, timeout_ms=self._config.request_timeout_ms)
+        except KGroupError as exc:  # the checkpoint stays authoritative; retried on the next batch
+            log.warning("kgroup.spark: group %s: commit of %d offsets failed: %s", self._config.group_id,
+                        len(offsets), exc)
+            return
+        self._group_committed.update(offsets)
+
+    # ------------------------------------------------------------------ Spark's API
+    def initialOffset(self) -> dict[str, Any]:
+        """The empty offset: every partition starts where the group says (startingOffsets if nowhere)."""
+        self._start()
+        return StreamOffset().to_json()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``ReadMaxRows(maxOffsetsPerTrigger)`` if the option is set, else all available."""
+        cap = self._options.max_offsets_per_trigger
+        return ReadMaxRows(cap) if cap is not None else ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """Service the group, commit what is processed, plan the next batch's end offset."""
+        consumer = self._start()
+        begin = StreamOffset.from_json(start)
+        self._note_processed(begin.offsets)
+        consumer.poll(0)
+        self._resolve()
+        self._note_processed(begin.offsets)
+        self._commit_processed()
+        owned = sorted(self._owned)
+        try:
+            latest = self._list_offsets(owned, "latest") if owned else {}
+        except Exception as exc:
+            # transient (leader moving, broker restarting): no batch this trigger, unless it lasts
+            now = time.monotonic()
+            self._failing_since = self._failing_since or now
+            if now - self._failing_since > self._config.default_api_timeout_ms / 1000:
+                raise KGroupError(
+                    f"kgroup.spark: ListOffsets has failed for {now - self._failing_since:.0f} s "
+                    f"(default.api.timeout.ms): {exc!r}"
+                ) from exc
+            log.warning("kgroup.spark: group %s: ListOffsets failed, retried next trigger: %r",
+                        self._config.group_id, exc)
+            return start
+        self._failing_since = None
+        cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        end = plan_end(begin, owned, self._assigned_from, latest, cap)
+        if dict(end.offsets) == dict(begin.offsets):
+            return start  # nothing new: the same offset tells Spark not to run a batch
+        if isinstance(limit, ReadMinRows):
+            ranges = plan_ranges(begin, end)
+            if sum(r.size for r in ranges) < limit.min_rows and set(end.offsets) == set(begin.offsets):
+                return start
+        return end.to_json()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """One input partition per non-empty range of the batch ``(start, end]``."""
+        ranges = plan_ranges(StreamOffset.from_json(start), StreamOffset.from_json(end))
+        return [RangePartition(r, self._options) for r in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Executor: the range's records (see :func:`read_range`)."""
+        assert isinstance(partition, RangePartition)
+        return read_range(partition.options, partition.range)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark finished every batch up to ``end``: commit it to the group (owned partitions)."""
+        self._note_processed(StreamOffset.from_json(end).offsets)
+        self._commit_processed()
+
+    def stop(self) -> None:
+        """Leave the group (a static member stays until its session times out) and close."""
+        try:
+            if self._consumer is not None:
+                # the revoke callback inside close() commits the processed offsets
+                self._consumer.close(self._config.request_timeout_ms)
+        finally:
+            self._consumer = None
+            if self._transport is not None:
+                self._transport.close()
+                self._transport = None
+
+
+class KGroupBatchReader(DataSourceReader):
+    """Batch read: ``startingOffsets`` (default earliest) to the log end of each partition, now.
+
+    A batch read plans from the partitions' offsets alone; it does not join the group and
+    commits nothing.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """One input partition per non-empty partition range."""
+        config = _executor_config(self._options)
+        transport = KafkaPythonTransport(config)
+        timeout = config.request_timeout_ms
+        try:
+            transport.start(config.default_api_timeout_ms)
+            if self._options.assign is not None:
+                tps = list(self._options.assign)
+            else:
+                assert self._options.topics is not None
+                described = transport.describe_topics(self._options.topics, timeout).result(timeout / 1000 + 5)
+                unknown = sorted(set(self._options.topics) - set(described))
+                if unknown:
+                    raise SourceOptionError("subscribe", f"unknown topics {unknown}")
+                tps = [TopicPartition(t, p.partition) for t, parts in described.items() for p in parts]
+            earliest = transport.list_offsets(tps, "earliest", timeout).result(timeout / 1000 + 5)
+            latest = transport.list_offsets(tps, "latest", timeout).result(timeout / 1000 + 5)
+        finally:
+            transport.close()
+        ranges = plan_batch_ranges(earliest, latest, self._options.starting_offsets or "earliest")
+        return [RangePartition(r, self._options) for r in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Executor: the range's records (see :func:`read_range`)."""
+        assert isinstance(partition, RangePartition)
+        return read_range(partition.options, partition.range)
+
+
+class KGroupDataSource(DataSource):
+    """``spark.readStream.format("kgroup")`` / ``spark.read.format("kgroup")``.
+
+    Options are validated when the source is created (at ``load()``): see
+    :func:`kgroup.spark._options.parse_options` and docs/spark.md.
+
+    Raises:
+        SourceOptionError: a bad option, naming it.
+
+    """
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        super().__init__(options)  # type: ignore[arg-type]
+        self.parsed = parse_options(options)
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name: ``"kgroup"``."""
+        return "kgroup"
+
+    def schema(self) -> StructType:
+        """The schema of Spark's Kafka source."""
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader."""
+        return KGroupBatchReader(self.parsed)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The micro-batch reader (a member of the group)."""
+        return KGroupStreamReader(self.parsed)
