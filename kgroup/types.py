@@ -25,6 +25,7 @@ __all__ = [
     "RebalanceProtocol",
     "TopicPartition",
     "partitions_by_topic",
+    "tp_key",
 ]
 
 #: Generation id of a member that is not part of any generation (Java ``Generation.NO_GENERATION``).
@@ -149,6 +150,11 @@ class ConsumerRecord(NamedTuple):
     def topic_partition(self) -> TopicPartition:
         """The record's partition as a ``TopicPartition``."""
         return TopicPartition(self.topic, self.partition)
+
+
+def tp_key(tp: TopicPartition) -> tuple[str, int]:
+    """Sort key giving ``TopicPartition`` order (topic, then partition) without attrs' slower ``__lt__``."""
+    return (tp.topic, tp.partition)
 
 
 def partitions_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:

@@ -33,6 +33,7 @@ import attrs
 
 from kgroup.assignors.base import MemberSubscription
 from kgroup.types import TopicPartition
+from kgroup.types import tp_key as _tp_key
 
 __all__ = ["MemberData", "RackInfo", "StickyResult", "cooperative_adjust", "sticky_assign"]
 
@@ -156,7 +157,7 @@ def _resolve_claims(
     for member_id in ids:
         data = member_data[member_id]
         max_generation = max(max_generation, data.generation)
-        for tp in sorted(set(data.partitions)):
+        for tp in sorted(set(data.partitions), key=_tp_key):
             if 0 <= tp.partition < counts.get(tp.topic, 0):
                 claims.setdefault(tp, []).append((data.generation, member_id))
     owned: dict[str, list[TopicPartition]] = {m: [] for m in ids}

@@ -59,8 +59,11 @@ class _TopicState:
         self.count[member_id] += len(tps)
         if self.count[member_id] > self.quota:
             self.extra -= 1
-        taken = set(tps)
-        self.unassigned = [tp for tp in self.unassigned if tp not in taken]
+        if len(tps) == len(self.unassigned) or tps == self.unassigned[: len(tps)]:
+            del self.unassigned[: len(tps)]  # the common case: a range from the front
+        else:
+            taken = set(tps)
+            self.unassigned = [tp for tp in self.unassigned if tp not in taken]
 
 
 class RangeAssignor(Assignor):
@@ -136,9 +139,17 @@ class RangeAssignor(Assignor):
             if not state.unassigned:
                 break
             limit = state.max_assignable(member_id)
-            eligible = [tp for tp in state.unassigned if not rack_match or state.racks_match(member_id, tp)]
-            if eligible[:limit]:
-                state.take(member_id, eligible[:limit], out)
+            if not rack_match:
+                eligible = state.unassigned[:limit]
+            else:
+                eligible = []
+                for tp in state.unassigned:
+                    if len(eligible) == limit:
+                        break
+                    if state.racks_match(member_id, tp):
+                        eligible.append(tp)
+            if eligible:
+                state.take(member_id, eligible, out)
 
     def _assign_with_rack_matching(self, states: list[_TopicState], out: dict[str, set[TopicPartition]]) -> None:
         """Java ``assignWithRackMatching``: co-partitioned topics together, others one by one."""

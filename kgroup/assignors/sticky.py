@@ -33,6 +33,7 @@ from kgroup.assignors._sticky_user_data import (
 )
 from kgroup.assignors.base import Assignor, MemberSubscription, Plan
 from kgroup.types import NO_GENERATION, PartitionInfo, RebalanceProtocol, TopicPartition
+from kgroup.types import tp_key as _tp_key
 
 __all__ = ["CooperativeStickyAssignor", "StickyAssignor"]
 
@@ -105,7 +106,7 @@ class StickyAssignor(Assignor):
             if generation == NO_GENERATION:
                 decoded = decode_sticky_user_data(member.user_data).generation
                 generation = NO_GENERATION if decoded is None else decoded
-            return MemberData(tuple(sorted(member.owned)), generation)
+            return MemberData(tuple(sorted(member.owned, key=_tp_key)), generation)
         decoded_data = decode_sticky_user_data(member.user_data)
         generation = NO_GENERATION if decoded_data.generation is None else decoded_data.generation
         return MemberData(decoded_data.partitions, generation)
@@ -211,7 +212,7 @@ class CooperativeStickyAssignor(Assignor):
         if generation == NO_GENERATION:
             decoded = decode_cooperative_user_data(member.user_data)
             generation = NO_GENERATION if decoded is None else decoded
-        return MemberData(tuple(sorted(member.owned)), generation)
+        return MemberData(tuple(sorted(member.owned, key=_tp_key)), generation)
 
     def assign(
         self,

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from kgroup.assignors.base import MemberSubscription, Plan
 from kgroup.errors import AssignmentError
 from kgroup.types import RebalanceProtocol, TopicPartition
+from kgroup.types import tp_key as _tp_key
 
 __all__ = ["validate_plan", "validation_protocol"]
 
@@ -96,7 +97,7 @@ def validate_plan(
     assigned: dict[TopicPartition, str] = {}
     for member_id in sorted(plan):
         subscription = members[member_id]
-        for tp in sorted(plan[member_id]):
+        for tp in sorted(plan[member_id], key=_tp_key):
             count = partitions_per_topic.get(tp.topic)
             if count is None or not 0 <= tp.partition < count:
                 known = "unknown topic" if count is None else f"topic has {count} partitions"
@@ -137,7 +138,7 @@ def validate_plan(
             raise AssignmentError(f"partition {tp} is not assigned to any member{hint}")
 
     if cooperative:
-        for tp, member_id in sorted(assigned.items()):
+        for tp, member_id in sorted(assigned.items(), key=lambda item: _tp_key(item[0])):
             holders = owners.get(tp, [])
             if holders and member_id not in holders:
                 raise AssignmentError(
