@@ -32,6 +32,10 @@ import tenacity
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
+
+# imported with kgroup, not at the first subscribe(): kafka-python and the C record decoder
+# take ~0.2 s to import, which a joining member would otherwise add to its JoinGroup
+from kgroup._io.kafka_python import KafkaPythonTransport
 from kgroup._io.transport import OffsetFetchResult, RecordFetcher, Transport
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
@@ -63,8 +67,10 @@ __all__ = ["Consumer"]
 log = logging.getLogger(__name__)
 
 _REBALANCING = (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING)
-#: longest a single fetch wait blocks before the poll loop looks at its mailbox again
-_FETCH_SLICE_MS = 100
+#: longest a single fetch wait blocks before the poll loop looks at its mailbox again: a
+#: rebalance step (revoke, assign) posted meanwhile waits at most this long for its callback,
+#: and under EAGER the whole group waits for that callback (benchmarks/results.md, rebalances)
+_FETCH_SLICE_MS = 20
 #: close(group_membership=...) -> Leave.send_leave_group (None: dynamic leaves, static stays)
 _CLOSE_POLICIES: dict[str, bool | None] = {"default": None, "remain": False, "leave": True}
 
@@ -145,8 +151,6 @@ class Consumer:
         if self._transport_arg is not None:
             transport: Transport = self._transport_arg
         else:
-            from kgroup._io.kafka_python import KafkaPythonTransport
-
             kp = KafkaPythonTransport(self._config)
             try:
                 kp.start(self._config.default_api_timeout_ms)
@@ -242,8 +246,10 @@ class Consumer:
         self._poll_thread = threading.get_ident()
         deadline = self._clock.monotonic() + timeout_ms / 1000
         assert self._fetcher is not None
+        first = True
         while True:
-            self._signal_polled(force=True)
+            self._signal_polled(force=first)  # once per poll() resets the watchdog (KIP-62)
+            first = False
             self._drain_mailbox(records=None)
             self._raise_pending()
             if self._mailbox.consume_wakeup():

@@ -41,6 +41,7 @@ from kgroup.membership.commands import (
     SendSyncGroup,
 )
 from kgroup.membership.machine import GroupMachine, MemberSnapshot
+from kgroup.membership.states import MemberState
 from kgroup.protocol.consumer_protocol import Assignment, encode_assignment
 from kgroup.types import PartitionInfo
 
@@ -49,6 +50,77 @@ __all__ = ["GroupThread"]
 log = logging.getLogger(__name__)
 
 _STOP = object()
+_MetadataFuture = concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]
+
+
+class _MetadataCache:
+    """The subscribed topics' partitions, as Java's consumer keeps cluster metadata.
+
+    A value is reused for ``metadata_max_age_ms`` (Java ``metadata.max.age.ms``) when it covers
+    the topics asked for; a request in flight is shared. Thread-safe (the IO thread completes
+    requests).
+    """
+
+    def __init__(self, transport: Transport, config: ConsumerConfig, clock: Clock) -> None:
+        self._transport = transport
+        self._config = config
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._value: tuple[frozenset[str], float, dict[str, tuple[PartitionInfo, ...]]] | None = None
+        self._pending: tuple[frozenset[str], _MetadataFuture] | None = None
+
+    def _fresh(self, value: tuple[frozenset[str], float, dict[str, tuple[PartitionInfo, ...]]],
+               topics: frozenset[str]) -> bool:
+        """``value`` answers for ``topics`` and is young enough.
+
+        Young enough: ``metadata_max_age_ms``; but while a subscribed topic is unknown, only
+        ``retry_backoff_max_ms`` (Java refreshes metadata for missing topics with backoff), so a
+        topic created after the group formed is noticed at once.
+        """
+        covered, at, result = value
+        if not topics <= covered:
+            return False
+        age_ms = (self._clock.monotonic() - at) * 1000
+        if not topics <= set(result):
+            return age_ms < self._config.retry_backoff_max_ms
+        return age_ms < self._config.metadata_max_age_ms
+
+    def due(self, topics: frozenset[str]) -> bool:
+        """True when nothing fresh covers ``topics`` and no request for them is in flight."""
+        with self._lock:
+            if self._pending is not None and topics <= self._pending[0]:
+                return False
+            value = self._value
+        return value is None or not self._fresh(value, topics)
+
+    def refresh(self, topics: frozenset[str]) -> _MetadataFuture:
+        """Request ``topics`` now; the answer replaces the cached value."""
+        sent_at = self._clock.monotonic()
+        future = self._transport.describe_topics(topics, self._config.request_timeout_ms)
+        with self._lock:
+            self._pending = (topics, future)
+
+        def done(f: _MetadataFuture) -> None:
+            with self._lock:
+                if self._pending is not None and self._pending[1] is f:
+                    self._pending = None
+                if f.exception() is None:
+                    self._value = (topics, sent_at, f.result())
+
+        future.add_done_callback(done)
+        return future
+
+    def get(self, topics: frozenset[str]) -> _MetadataFuture:
+        """The partitions of ``topics``: cached if fresh, the request in flight, or a new one."""
+        with self._lock:
+            value, pending = self._value, self._pending
+        if value is not None and self._fresh(value, topics):
+            done: _MetadataFuture = concurrent.futures.Future()
+            done.set_result({t: parts for t, parts in value[2].items() if t in topics})
+            return done
+        if pending is not None and topics <= pending[0]:
+            return pending[1]
+        return self.refresh(topics)
 
 
 class GroupThread:
@@ -81,6 +153,9 @@ class GroupThread:
         self._snapshot: MemberSnapshot = self._machine.snapshot()
         self._changed = threading.Condition()
         self._assignors: Mapping[str, Assignor] = {a.name: a for a in config.assignors}
+        self._metadata = _MetadataCache(transport, config, clock)
+        #: (generation id, partition counts) of the last assignment this member made as leader
+        self._assigned: tuple[int, dict[str, int]] | None = None
 
     @property
     def snapshot(self) -> MemberSnapshot:
@@ -137,6 +212,7 @@ class GroupThread:
                     commands += machine.handle(item, now)  # type: ignore[arg-type]
                 commands += machine.tick(self._clock.monotonic())
                 self._execute(commands)
+                self._maybe_refresh_metadata()
         except KGroupError as exc:
             # the machine is poisoned; it already emitted Fail (or raised a ProtocolViolation)
             if not isinstance(self._snapshot.fatal, Exception):
@@ -156,6 +232,8 @@ class GroupThread:
             if isinstance(command, (SendFindCoordinator, SendJoinGroup, SendSyncGroup, SendHeartbeat, SendLeaveGroup)):
                 future = self._transport.send(command, self._config.group_id)
                 future.add_done_callback(self._on_response)
+                if isinstance(command, SendJoinGroup):
+                    self._warm_metadata()
             elif isinstance(command, DeliverStep):
                 self._publish()
                 self._mailbox.post(command.step)
@@ -170,6 +248,46 @@ class GroupThread:
         # runs on kafka-python's IO thread: only hand the event over
         self._inbox.put(future.result())
 
+    def _warm_metadata(self) -> None:
+        """With a JoinGroup: make sure the metadata a leader would assign from is at hand.
+
+        If this member is elected leader it assigns from the cache instead of making the whole
+        group wait, after the join, for a Metadata request (which a broker answers only after the
+        fetch long-poll ahead of it on the same connection). Java's leader assigns from its
+        cached cluster metadata too (``ConsumerCoordinator.onLeaderElected``).
+        """
+        topics = self._machine.snapshot().subscription
+        if topics:
+            self._metadata.get(topics)
+
+    def _maybe_refresh_metadata(self) -> None:
+        """Refresh the subscribed topics' metadata every ``metadata_max_age_ms``.
+
+        The leader rejoins when a partition count differs from what it assigned (Java
+        ``ConsumerCoordinator.rejoinNeededOrPending``: the assignment snapshot no longer matches
+        the metadata snapshot, e.g. partitions were added to a topic).
+        """
+        snapshot = self._snapshot
+        if snapshot.state is not MemberState.STABLE or not snapshot.subscription:
+            return
+        if not self._metadata.due(snapshot.subscription):
+            return
+        future = self._metadata.refresh(snapshot.subscription)
+
+        def done(f: _MetadataFuture) -> None:
+            assigned = self._assigned
+            if f.exception() is not None or assigned is None:
+                return
+            generation_id, counts = assigned
+            if self._snapshot.generation.generation_id != generation_id:
+                return
+            now_counts = {topic: len(parts) for topic, parts in f.result().items()}
+            changed = sorted(t for t in set(counts) | set(now_counts) if counts.get(t) != now_counts.get(t))
+            if changed:
+                self.post(ev.RequestRejoin(f"metadata changed since the last assignment (topics {changed})"))
+
+        future.add_done_callback(done)
+
     def _compute_assignment(self, command: ComputeAssignment) -> None:
         """The leader's step 5: metadata, then the assignor, then validate and encode."""
         members = {m.member_id: m for m in command.members}
@@ -179,7 +297,7 @@ class GroupThread:
                 f"the group chose protocol {command.protocol!r}, which this member does not have")))
             return
         topics = set().union(*(m.topics for m in command.members)) if command.members else set()
-        future = self._transport.describe_topics(topics, self._config.request_timeout_ms)
+        future = self._metadata.get(frozenset(topics))
 
         def done(f: concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]) -> None:
             exc = f.exception()
@@ -218,6 +336,7 @@ class GroupThread:
             (member_id, encode_assignment(Assignment(partitions=tuple(sorted(plan.get(member_id, frozenset()))))))
             for member_id in members
         )
+        self._assigned = (self._machine.snapshot().generation.generation_id, partitions_per_topic)
         log.info(
             "group %s: leader assigned %d partitions to %d members with %s",
             self._config.group_id, sum(len(p) for p in plan.values()), len(members), assignor.name,

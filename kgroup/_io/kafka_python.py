@@ -964,6 +964,10 @@ class KafkaFetcher:
         self._net.wakeup()
 
 
+# import aiokafka's C decoder (if installed) with this module, not when the first consumer starts
+KafkaFetcher._load_batch_decoder()
+
+
 # =====================================================================================================
 # Wire codec for kgroup.testing's CoordinatorProxy (appended section; the code above is untouched).
 #

@@ -1,0 +1,97 @@
+"""Partitions added to a subscribed topic reach the group (Java ``metadata.max.age.ms`` refresh).
+
+The leader keeps the partition counts it assigned; every ``metadata_max_age_ms`` the group
+thread refreshes the subscribed topics' metadata and the leader rejoins when a count changed
+(Java ``ConsumerCoordinator.rejoinNeededOrPending``: the assignment snapshot no longer matches
+the metadata snapshot). Through the coordinator proxy (Kafka's join barrier).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+from kafka.admin import KafkaAdminClient, NewPartitions
+
+import kgroup
+from kgroup import TopicPartition
+from kgroup.testing import create_topic
+
+NO_CREATE_PARTITIONS = "CreatePartitions is not supported (kafka-python: IncompatibleBrokerVersion)"
+
+
+def group_of_two(bootstrap: str, group: str, topics: list[str]) -> list[kgroup.Consumer]:
+    members = [
+        kgroup.Consumer(
+            bootstrap_servers=bootstrap, group_id=group, client_id=f"m{i}",
+            session_timeout_ms=6000, heartbeat_interval_ms=500, metadata_max_age_ms=1000,
+            auto_offset_reset="earliest",
+        )
+        for i in range(2)
+    ]
+    for m in members:
+        m.subscribe(topics)
+    return members
+
+
+def wait_owned(members: list[kgroup.Consumer], expected: set[TopicPartition], what: str) -> float:
+    start = time.monotonic()
+    while True:
+        owned: set[TopicPartition] = set()
+        for m in members:
+            m.poll(50)
+            owned |= m.assignment()
+        if owned == expected:
+            return time.monotonic() - start
+        assert time.monotonic() - start < 30, f"{what}: owned {sorted(owned)}"
+
+
+def change_and_wait(kafka_cluster, group: str, members: list[kgroup.Consumer], change: Callable[[], None],
+                    expected: set[TopicPartition]) -> None:
+    before = len([e for e in kafka_cluster.model_events(group) if e.kind == "rebalance_started"])
+    change()
+    waited = wait_owned(members, expected, "after the change")
+    print(f"\nnew partitions assigned {waited:.2f} s after the change (metadata_max_age_ms=1000)")
+    after = [e for e in kafka_cluster.model_events(group) if e.kind == "rebalance_started"]
+    assert len(after) > before, "no rebalance was started"
+    assert "metadata changed" in after[-1].detail
+
+
+def test_a_subscribed_topic_created_later_is_assigned(kafka_cluster, kafka_bootstrap, topic_factory,
+                                                     group_id_factory):
+    topic = topic_factory(2)
+    later = f"later-{uuid.uuid4().hex[:8]}"
+    group = group_id_factory()
+    members = group_of_two(kafka_cluster.bootstrap_servers, group, [topic, later])
+    try:
+        wait_owned(members, {TopicPartition(topic, p) for p in range(2)}, "before the change")
+        change_and_wait(
+            kafka_cluster, group, members, lambda: create_topic(kafka_bootstrap, later, 3),
+            {TopicPartition(topic, p) for p in range(2)} | {TopicPartition(later, p) for p in range(3)},
+        )
+    finally:
+        for m in members:
+            m.close(timeout_ms=5000)
+
+
+@pytest.mark.tansu_deviation(NO_CREATE_PARTITIONS)
+def test_added_partitions_are_assigned(kafka_cluster, kafka_bootstrap, topic_factory, group_id_factory):
+    topic = topic_factory(2)
+    group = group_id_factory()
+    members = group_of_two(kafka_cluster.bootstrap_servers, group, [topic])
+
+    def add_partitions() -> None:
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+        try:
+            admin.create_partitions({topic: NewPartitions(total_count=4)})
+        finally:
+            admin.close()
+
+    try:
+        wait_owned(members, {TopicPartition(topic, p) for p in range(2)}, "before the change")
+        change_and_wait(kafka_cluster, group, members, add_partitions, {TopicPartition(topic, p) for p in range(4)})
+    finally:
+        for m in members:
+            m.close(timeout_ms=5000)
