@@ -16,8 +16,12 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pip install 'kgroup[spark]' (or the test extra) for tests/spark")
-pytest.importorskip("pyarrow")
+# no skip: the test extra installs PySpark and pyarrow, and a missing one must fail loudly
+try:
+    import pyarrow  # noqa: F401
+    import pyspark  # noqa: F401
+except ImportError as exc:  # pragma: no cover - only without the test extra
+    raise ImportError(f"tests/spark need PySpark and pyarrow: pip install -e '.[test]' ({exc})") from exc
 
 _HERE = Path(__file__).parent
 _ROOT = _HERE.parent.parent
