@@ -245,6 +245,40 @@ class KafkaPythonTransport:
             log.debug("error closing kafka-python client", exc_info=True)
 
     # ------------------------------------------------------------------ bridging
+    def _run_on_io(
+        self, go: Callable[[], Any], convert: Callable[[Any], T]
+    ) -> concurrent.futures.Future[T]:
+        """Run the coroutine function ``go`` on kafka-python's IO thread; convert its result.
+
+        The returned future fails with the coroutine's error, or with ``convert``'s (a malformed
+        response is a failed request), or with ConnectionError once the transport is closed.
+        """
+        result: concurrent.futures.Future[T] = concurrent.futures.Future()
+        if self._closed:
+            result.set_exception(ConnectionError("transport closed"))
+            return result
+
+        def on_success(response: Any) -> None:
+            try:
+                value = convert(response)
+            except Exception as exc:
+                result.set_exception(exc)
+            else:
+                result.set_result(value)
+
+        def on_failure(exc: BaseException) -> None:
+            if not result.done():
+                result.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+
+        try:
+            kfuture = self._manager.call_soon(go)
+        except Exception as exc:
+            result.set_exception(exc)
+            return result
+        kfuture.add_callback(on_success)
+        kfuture.add_errback(on_failure)
+        return result
+
     def _bridge(
         self,
         build: Callable[[], Any],
@@ -253,10 +287,6 @@ class KafkaPythonTransport:
         convert: Callable[[Any], T],
     ) -> concurrent.futures.Future[T]:
         """Send ``build()`` to ``node_id`` on the IO thread; convert the response."""
-        result: concurrent.futures.Future[T] = concurrent.futures.Future()
-        if self._closed:
-            result.set_exception(ConnectionError("transport closed"))
-            return result
         manager = self._manager
 
         async def go() -> Any:
@@ -268,26 +298,7 @@ class KafkaPythonTransport:
                 manager.send(request, node_id=node, request_timeout_ms=timeout_ms), timeout_ms + 1000
             )
 
-        def on_success(response: Any) -> None:
-            try:
-                value = convert(response)
-            except Exception as exc:  # a malformed response is a failed request
-                result.set_exception(exc)
-            else:
-                result.set_result(value)
-
-        def on_failure(exc: BaseException) -> None:
-            if not result.done():
-                result.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
-
-        try:
-            kfuture = manager.call_soon(go)
-        except Exception as exc:
-            result.set_exception(exc)
-            return result
-        kfuture.add_callback(on_success)
-        kfuture.add_errback(on_failure)
-        return result
+        return self._run_on_io(go, convert)
 
     def _coordinator_node(self, node_id: int) -> str:
         return f"coordinator-{node_id}"
@@ -446,10 +457,10 @@ class KafkaPythonTransport:
 
         """
         wanted = sorted(set(partitions))
-        result: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
         if spec not in ("earliest", "latest"):
-            result.set_exception(ValueError(f"spec must be 'earliest' or 'latest', not {spec!r}"))
-            return result
+            failed: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
+            failed.set_exception(ValueError(f"spec must be 'earliest' or 'latest', not {spec!r}"))
+            return failed
         timestamp = -2 if spec == "earliest" else -1
         isolation = 1 if self._config.isolation_level == "read_committed" else 0
         Topic = ListOffsetsRequest.ListOffsetsTopic
@@ -492,24 +503,7 @@ class KafkaPythonTransport:
                             out[TopicPartition(topic.name, part.partition_index)] = part.offset
             return out
 
-        def on_success(value: Any) -> None:
-            result.set_result(value)
-
-        def on_failure(exc: BaseException) -> None:
-            if not result.done():
-                result.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
-
-        if self._closed:
-            result.set_exception(ConnectionError("transport closed"))
-            return result
-        try:
-            kfuture = manager.call_soon(go)
-        except Exception as exc:
-            result.set_exception(exc)
-            return result
-        kfuture.add_callback(on_success)
-        kfuture.add_errback(on_failure)
-        return result
+        return self._run_on_io(go, lambda offsets: offsets)
 
     # ------------------------------------------------------------------ offsets
     def offset_commit(

@@ -22,7 +22,15 @@ import attrs
 
 from kgroup.types import NO_GENERATION, PartitionInfo, RebalanceProtocol, TopicPartition
 
-__all__ = ["Assignor", "MemberSubscription", "Plan", "member_sort_key", "ordered_items", "sorted_members"]
+__all__ = [
+    "Assignor",
+    "MemberSubscription",
+    "Plan",
+    "member_sort_key",
+    "ordered_items",
+    "partition_infos",
+    "sorted_members",
+]
 
 #: A plan: member id -> the partitions it is assigned.
 Plan = Mapping[str, frozenset[TopicPartition]]
@@ -58,6 +66,11 @@ class MemberSubscription:
     generation_id: int = NO_GENERATION
     rack: str | None = None
     user_data: bytes | None = None
+
+
+def partition_infos(partitions_per_topic: Mapping[str, int]) -> dict[str, tuple[PartitionInfo, ...]]:
+    """Partition counts as ``PartitionInfo``s without leaders or racks (for ``assign_partitions``)."""
+    return {topic: tuple(PartitionInfo(p) for p in range(n)) for topic, n in partitions_per_topic.items()}
 
 
 def member_sort_key(member: MemberSubscription) -> tuple[int, str, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from kgroup.assignors.base import Assignor, MemberSubscription, Plan, ordered_items
+from kgroup.assignors.base import Assignor, MemberSubscription, Plan, ordered_items, partition_infos
 from kgroup.types import PartitionInfo, RebalanceProtocol, TopicPartition
 
 __all__ = ["RangeAssignor"]
@@ -98,9 +98,7 @@ class RangeAssignor(Assignor):
             Nothing for valid inputs.
 
         """
-        return self.assign_partitions(
-            {t: tuple(PartitionInfo(p) for p in range(n)) for t, n in partitions_per_topic.items()}, members
-        )
+        return self.assign_partitions(partition_infos(partitions_per_topic), members)
 
     def assign_partitions(
         self,

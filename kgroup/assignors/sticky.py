@@ -31,7 +31,7 @@ from kgroup.assignors._sticky_user_data import (
     encode_cooperative_user_data,
     encode_sticky_user_data,
 )
-from kgroup.assignors.base import Assignor, MemberSubscription, Plan
+from kgroup.assignors.base import Assignor, MemberSubscription, Plan, partition_infos
 from kgroup.types import NO_GENERATION, PartitionInfo, RebalanceProtocol, TopicPartition
 from kgroup.types import tp_key as _tp_key
 
@@ -134,9 +134,7 @@ class StickyAssignor(Assignor):
             Nothing for valid inputs; undecodable user_data counts as no previous assignment.
 
         """
-        return self.assign_partitions(
-            {t: tuple(PartitionInfo(p) for p in range(n)) for t, n in partitions_per_topic.items()}, members
-        )
+        return self.assign_partitions(partition_infos(partitions_per_topic), members)
 
     def assign_partitions(
         self,
@@ -237,9 +235,7 @@ class CooperativeStickyAssignor(Assignor):
             Nothing for valid inputs.
 
         """
-        return self.assign_partitions(
-            {t: tuple(PartitionInfo(p) for p in range(n)) for t, n in partitions_per_topic.items()}, members
-        )
+        return self.assign_partitions(partition_infos(partitions_per_topic), members)
 
     def assign_partitions(
         self,
