@@ -1,20 +1,25 @@
 """``kgroup.Consumer``: the public facade, run on the application's ("poll") thread.
 
-Threads (design.md 2.5): the caller's thread runs ``poll()``, listener callbacks, commits and
-offset lookups; the group thread (``kgroup._driver.group_thread``) owns the membership
-machine and heartbeats; kafka-python's IO thread owns the sockets. They share only the
-group thread's inbox, the mailbox and a published snapshot.
+Threads (``docs/protocol.md``): the caller's thread runs ``poll()``, listener callbacks,
+commits and offset lookups; the group thread (``kgroup._driver.group_thread``) owns the
+membership machine, heartbeats and the leader's assignor; kafka-python's IO thread owns the
+sockets and completes request futures. They share only the group thread's inbox, the mailbox
+and a published snapshot. The facade composes two poll-thread objects that never import it:
+``PartitionState`` (``kgroup._driver.partitions``: assignment, pauses, positions, held
+records) and ``OffsetsClient`` (``kgroup._driver.commits``: OffsetCommit and OffsetFetch).
 
-The poll loop, one pass (seed 001's steps as seen from the application):
+The poll loop, one pass (the classic protocol's steps as seen from the application):
 
 1. tell the group thread we are polling (resets the max.poll.interval watchdog, KIP-62);
 2. run delivered rebalance steps: *acquiesce* (no record of a partition being revoked is
    handed out once its revocation starts; its buffered records are dropped), *commit*
    (auto-commit on revoke), the listener callbacks, then ``StepCompleted``;
-3. *OffsetFetch* positions for newly assigned partitions (auto_offset_reset otherwise);
+3. *OffsetFetch* positions for newly assigned partitions (auto_offset_reset otherwise),
+   bounded by the poll's timeout: an unanswered look-up is reused by the next ``poll()``;
 4. *fetch* through kafka-python's Fetcher, only owned, unpaused partitions;
 5. before returning, steps that arrived meanwhile run first and drop the records of the
-   partitions they take away.
+   partitions they take away; the records of kept partitions are *held* while those steps
+   run, so their commits cannot cover records the application has not received.
 """
 
 from __future__ import annotations
@@ -22,38 +27,33 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import random
-import threading
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import Any
-
-import tenacity
+from typing import Any, Protocol
 
 from kgroup._clock import Clock, MonotonicClock
+from kgroup._driver.commits import OffsetsClient, Retriable
 from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
+from kgroup._driver.partitions import PartitionState
 
 # imported with kgroup, not at the first subscribe(): kafka-python and the C record decoder
 # take ~0.2 s to import, which a joining member would otherwise add to its JoinGroup
 from kgroup._io.kafka_python import KafkaPythonTransport
-from kgroup._io.transport import OffsetFetchResult, RecordFetcher, Transport
+from kgroup._io.transport import OffsetFetchResult, Transport
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
     CommitFailedError,
     ConfigError,
     ConsumerClosedError,
-    CoordinatorUnavailable,
-    Disposition,
     FatalGroupError,
+    GroupThreadCrashed,
     IllegalStateError,
     KGroupError,
     ListenerError,
     NoOffsetForPartitionError,
-    RebalanceInProgressError,
     WakeupError,
-    broker_error,
-    classify,
 )
 from kgroup.listener import RebalanceListener
 from kgroup.membership import events as ev
@@ -66,17 +66,49 @@ __all__ = ["Consumer"]
 
 log = logging.getLogger(__name__)
 
-_REBALANCING = (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING)
 #: longest a single fetch wait blocks before the poll loop looks at its mailbox again: a
 #: rebalance step (revoke, assign) posted meanwhile waits at most this long for its callback,
 #: and under EAGER the whole group waits for that callback (benchmarks/results.md, rebalances)
 _FETCH_SLICE_MS = 20
 #: close(group_membership=...) -> Leave.send_leave_group (None: dynamic leaves, static stays)
 _CLOSE_POLICIES: dict[str, bool | None] = {"default": None, "remain": False, "leave": True}
+#: how long close() waits for the group thread to stop once the member left, in seconds
+_GROUP_STOP_S = 5.0
 
 
-class _Retriable(Exception):
-    """Internal: a retriable failure inside a tenacity loop."""
+class _Runtime(Protocol):
+    """How a consumer gets its mailbox and runs its group thread (the simulator swaps it)."""
+
+    def mailbox(self) -> Mailbox: ...
+
+    def start(self, group: GroupThread) -> None: ...
+
+    def stop(self, group: GroupThread, timeout_s: float) -> None: ...
+
+
+class _Threads:
+    """Production: a real mailbox and the group thread's own OS thread."""
+
+    def mailbox(self) -> Mailbox:
+        return Mailbox()
+
+    def start(self, group: GroupThread) -> None:
+        group.start()
+
+    def stop(self, group: GroupThread, timeout_s: float) -> None:
+        group.stop(timeout_s)
+
+
+class _PositionLookup:
+    """The OffsetFetch in flight for positions, reused across polls (Java's pending request)."""
+
+    __slots__ = ("future", "partitions")
+
+    def __init__(
+        self, partitions: tuple[TopicPartition, ...], future: concurrent.futures.Future[OffsetFetchResult]
+    ) -> None:
+        self.partitions = partitions
+        self.future = future
 
 
 class Consumer:
@@ -107,6 +139,7 @@ class Consumer:
         *,
         transport: Transport | None = None,
         clock: Clock | None = None,
+        _runtime: _Runtime | None = None,
         **kwargs: Any,
     ) -> None:
         if config is None:
@@ -115,24 +148,26 @@ class Consumer:
             raise TypeError("pass either a ConsumerConfig or keyword arguments, not both")
         self._config = config
         self._clock = clock or MonotonicClock()
+        self._runtime: _Runtime = _runtime or _Threads()
         self._transport_arg = transport
         self._transport: Transport | None = None
-        self._fetcher: RecordFetcher | None = None
-        self._mailbox = Mailbox()
+        self._parts: PartitionState | None = None
+        self._offsets: OffsetsClient | None = None
+        self._mailbox = self._runtime.mailbox()
         self._group: GroupThread | None = None
         self._listener: RebalanceListener = RebalanceListener()
-        self._assignment: frozenset[TopicPartition] = frozenset()
-        self._needs_position: set[TopicPartition] = set()
-        self._paused: set[TopicPartition] = set()
         self._errors: list[Exception] = []
         self._fatal: Exception | None = None
+        self._interrupt: BaseException | None = None
         self._closed = False
         self._closing = False
         self._in_callback = False
-        self._poll_thread: int | None = None
         self._last_polled_sent = float("-inf")
         self._next_auto_commit = float("inf")
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._auto_commit: concurrent.futures.Future[None] | None = None
+        self._position_lookup: _PositionLookup | None = None
+        #: while close() runs: the deadline its revoke-step commit must respect (clock seconds)
+        self._close_deadline: float | None = None
         self._rng = random.Random()
 
     # ------------------------------------------------------------------ properties
@@ -143,6 +178,15 @@ class Consumer:
 
     def _snapshot(self) -> MemberSnapshot | None:
         return self._group.snapshot if self._group is not None else None
+
+    @property
+    def _assignment(self) -> frozenset[TopicPartition]:
+        return self._parts.assignment if self._parts is not None else frozenset()
+
+    @property
+    def _fetcher(self) -> Any:
+        """The record fetcher (tests inspect what it buffers)."""
+        return self._parts.fetcher if self._parts is not None else None
 
     # ------------------------------------------------------------------ lifecycle
     def _ensure_started(self) -> None:
@@ -161,9 +205,10 @@ class Consumer:
                 ) from exc
             transport = kp
         self._transport = transport
-        self._fetcher = transport.fetcher()
+        self._parts = PartitionState(transport.fetcher(), self._config.group_id)
         self._group = GroupThread(self._config, transport, self._mailbox, self._clock, self._rng)
-        self._group.start()
+        self._offsets = OffsetsClient(self._config, transport, self._group, self._mailbox, self._clock, self._rng)
+        self._runtime.start(self._group)
         if self._config.enable_auto_commit:
             self._next_auto_commit = self._clock.monotonic() + self._config.auto_commit_interval_ms / 1000
 
@@ -222,15 +267,18 @@ class Consumer:
         """Run due rebalance callbacks and return records of owned partitions.
 
         Args:
-            timeout_ms: the longest to wait for records, in ms (>= 0).
+            timeout_ms: the longest to wait for records, in ms (>= 0). Listener callbacks
+                run inside ``poll()`` and are not bounded by it (as in Java).
 
         Returns:
             Up to ``max_poll_records`` ``ConsumerRecord``s, in offset order per partition.
 
         Raises:
             ListenerError: a rebalance callback raised (the rebalance still completed).
-            FatalGroupError / FencedInstanceIdError: the member cannot continue.
+            FatalGroupError / FencedInstanceIdError / GroupThreadCrashed: the member cannot
+                continue.
             NoOffsetForPartitionError: auto_offset_reset="none" and no committed offset.
+            OffsetOutOfRangeError, FetchError: fetching failed.
             WakeupError: ``wakeup()`` was called.
             IllegalStateError: not subscribed, or called from a listener callback.
             ConsumerClosedError: after ``close()``.
@@ -243,9 +291,9 @@ class Consumer:
             raise IllegalStateError("poll() before subscribe(): the consumer is not subscribed to any topic")
         if timeout_ms < 0:
             raise ValueError("timeout_ms must be >= 0")
-        self._poll_thread = threading.get_ident()
         deadline = self._clock.monotonic() + timeout_ms / 1000
-        assert self._fetcher is not None
+        parts = self._parts
+        assert parts is not None
         first = True
         while True:
             self._signal_polled(force=first)  # once per poll() resets the watchdog (KIP-62)
@@ -255,28 +303,30 @@ class Consumer:
             if self._mailbox.consume_wakeup():
                 raise WakeupError("poll() interrupted by wakeup()")
             self._maybe_auto_commit()
-            self._update_positions()
+            self._update_positions(deadline)
             remaining_ms = max(0, int((deadline - self._clock.monotonic()) * 1000))
             records: list[ConsumerRecord] = []
-            if self._fetchable():
-                records = self._fetcher.fetch(self._config.max_poll_records, min(remaining_ms, _FETCH_SLICE_MS))
-            records = self._drain_mailbox(records)
+            if parts.fetchable():
+                records = parts.fetcher.fetch(self._config.max_poll_records, min(remaining_ms, _FETCH_SLICE_MS))
+            parts.hold(records)
+            try:
+                records = self._drain_mailbox(records)
+            finally:
+                parts.release()
             if records:
                 # errors that arrived with records wait for the next poll(): no record is lost
                 if self._fatal is not None:
                     raise self._fatal
                 return records
             self._raise_pending()
-            if self._clock.monotonic() >= deadline:
+            now = self._clock.monotonic()
+            if now >= deadline:
                 return []
-            if not self._fetchable():
-                self._mailbox.wait(min(deadline - self._clock.monotonic(), _FETCH_SLICE_MS / 1000))
-            elif self._fetcher.idle():
+            if not parts.fetchable():
+                self._mailbox.wait(min(deadline - now, _FETCH_SLICE_MS / 1000))
+            elif parts.fetcher.idle():
                 # nothing in flight to wait on (no leader known yet, a reset pending): back off
-                self._mailbox.wait(min(deadline - self._clock.monotonic(), self._config.retry_backoff_ms / 1000))
-
-    def _fetchable(self) -> bool:
-        return bool(self._assignment - self._paused - self._needs_position)
+                self._mailbox.wait(min(deadline - now, self._config.retry_backoff_ms / 1000))
 
     def _signal_polled(self, *, force: bool = False) -> None:
         now = self._clock.monotonic()
@@ -298,6 +348,7 @@ class Consumer:
         kept = records or []
         if not items:
             return kept
+        assert self._parts is not None
         taken: set[TopicPartition] = set()
         for item in items:
             if isinstance(item, RebalanceStep):
@@ -305,7 +356,7 @@ class Consumer:
                 if item.invoke_assigned:
                     taken |= self._assignment - item.owned
         if kept and taken:
-            kept = self._drop_records(kept, taken)
+            kept = self._parts.drop(kept, taken)
         for item in items:
             if isinstance(item, RebalanceStep):
                 self._run_step(item)
@@ -313,29 +364,12 @@ class Consumer:
                 self._on_error(item)
         return kept
 
-    def _drop_records(self, records: list[ConsumerRecord], taken: set[TopicPartition]) -> list[ConsumerRecord]:
-        kept: list[ConsumerRecord] = []
-        first_dropped: dict[TopicPartition, int] = {}
-        for record in records:
-            tp = record.topic_partition
-            if tp in taken:
-                first_dropped.setdefault(tp, record.offset)
-            else:
-                kept.append(record)
-        assert self._fetcher is not None
-        for tp, offset in first_dropped.items():
-            # acquiesce: the records were not handed out, so the position goes back
-            self._fetcher.seek(tp, offset)
-        if first_dropped:
-            log.info(
-                "group %s: acquiesce: dropped records of %d partitions whose revocation started",
-                self._config.group_id, len(first_dropped),
-            )
-        return kept
-
     def _on_error(self, error: Exception) -> None:
         snap = self._snapshot()
-        if isinstance(error, FatalGroupError) or (snap is not None and snap.state is MemberState.FATAL):
+        if (
+            isinstance(error, (FatalGroupError, GroupThreadCrashed))
+            or (snap is not None and snap.state is MemberState.FATAL)
+        ):
             self._fail(error)
         else:
             self._errors.append(error)
@@ -349,15 +383,14 @@ class Consumer:
         self._set_assignment(frozenset())
         if lost:
             self._invoke("on_partitions_lost", lost)
+        self._raise_interrupt()
 
     # ------------------------------------------------------------------ rebalance steps
     def _set_assignment(self, partitions: frozenset[TopicPartition]) -> None:
-        assert self._fetcher is not None
-        added = partitions - self._assignment
-        self._assignment = partitions
-        self._needs_position = (self._needs_position & partitions) | set(added)
-        self._paused &= partitions
-        self._fetcher.assign(partitions)
+        assert self._parts is not None
+        self._parts.set_assignment(partitions)
+        if self._position_lookup is not None and not set(self._position_lookup.partitions) <= partitions:
+            self._position_lookup = None
 
     def _invoke(self, callback: str, partitions: frozenset[TopicPartition]) -> None:
         self._in_callback = True
@@ -368,10 +401,28 @@ class Consumer:
             error = ListenerError(f"{type(self._listener).__name__}.{callback} raised {exc!r}")
             error.__cause__ = exc
             self._errors.append(error)
+        except BaseException as exc:
+            # KeyboardInterrupt, SystemExit: finish the step (the member must not wedge),
+            # then let it through
+            if self._interrupt is None:
+                self._interrupt = exc
         finally:
             self._in_callback = False
 
+    def _raise_interrupt(self) -> None:
+        interrupt, self._interrupt = self._interrupt, None
+        if interrupt is not None:
+            raise interrupt
+
     def _run_step(self, step: RebalanceStep) -> None:
+        try:
+            self._apply_step(step)
+        finally:
+            assert self._group is not None
+            self._group.post(ev.StepCompleted(step.step_id))
+        self._raise_interrupt()
+
+    def _apply_step(self, step: RebalanceStep) -> None:
         group_id = self._config.group_id
         if step.lost:
             log.info("group %s: partitions lost (%s): %s", group_id, step.reason, sorted(map(str, step.lost)))
@@ -392,7 +443,7 @@ class Consumer:
         elif step.revoked:
             log.info("group %s: acquiesce: revoking %d partitions (%s)", group_id, len(step.revoked), step.reason)
             if self._config.enable_auto_commit:
-                self._auto_commit_sync("commit: auto-commit on revoke", step)
+                self._auto_commit_sync()
             self._invoke("on_partitions_revoked", step.revoked)
             self._set_assignment(self._assignment - step.revoked)
         if step.invoke_assigned:
@@ -402,8 +453,6 @@ class Consumer:
                 group_id, step.generation.generation_id, sorted(map(str, step.assigned)),
             )
             self._invoke("on_partitions_assigned", step.assigned)
-        assert self._group is not None
-        self._group.post(ev.StepCompleted(step.step_id))
 
     def _generation_still(self, step: RebalanceStep) -> bool:
         """Whether the member still holds the generation ``step`` was made in."""
@@ -418,162 +467,108 @@ class Consumer:
         )
 
     # ------------------------------------------------------------------ positions
-    def _update_positions(self, timeout_ms: int | None = None) -> None:
-        """Step 6 (OffsetFetch): positions for assigned partitions that have none."""
-        if not self._needs_position or self._fatal is not None:
+    def _update_positions(self, deadline: float) -> None:
+        """Step 6 (OffsetFetch): positions for assigned partitions that have none.
+
+        Bounded by ``deadline`` (clock seconds): a look-up still unanswered then is kept and
+        reused by the next call (Java ``ConsumerCoordinator.refreshCommittedOffsetsIfNeeded``
+        with its pending OffsetFetch), so ``poll(0)`` loops still get their positions.
+        """
+        parts = self._parts
+        assert parts is not None
+        assert self._offsets is not None
+        if not parts.needs_position or self._fatal is not None:
             return
-        assert self._fetcher is not None
-        wanted = sorted(self._needs_position)
-        committed = self._fetch_committed(wanted, timeout_ms or self._config.default_api_timeout_ms)
+        wanted = tuple(sorted(parts.needs_position))
+        lookup = self._position_lookup
+        if lookup is None or lookup.partitions != wanted:
+            snap = self._snapshot()
+            if snap is None or snap.coordinator is None or snap.fatal is not None:
+                return
+            assert self._transport is not None
+            lookup = _PositionLookup(
+                wanted,
+                self._transport.offset_fetch(
+                    self._config.group_id, wanted, snap.coordinator, self._config.request_timeout_ms
+                ),
+            )
+            self._position_lookup = lookup
+        if not self._mailbox.wait_future(lookup.future, deadline - self._clock.monotonic()):
+            return
+        self._position_lookup = None
+        exc = lookup.future.exception()
+        if exc is not None:
+            assert self._group is not None
+            self._group.post(ev.CoordinatorDead(f"OffsetFetch failed: {exc}"))
+            return
+        result = lookup.future.result()
+        try:
+            self._offsets._raise_first(
+                Api.OFFSET_FETCH, [result.error_code] + [c.error_code for c in result.partitions.values()], None
+            )
+        except Retriable:
+            return
         missing: list[TopicPartition] = []
         for tp in wanted:
-            om = committed.get(tp)
-            if om is not None:
-                self._fetcher.seek(tp, om.offset, om.leader_epoch)
-            elif self._config.auto_offset_reset == "none":
+            if tp not in parts.needs_position:
+                continue  # sought meanwhile
+            found = result.partitions.get(tp)
+            if found is not None and found.offset >= 0:
+                parts.seek(tp, found.offset, found.leader_epoch)
+                continue
+            if self._config.auto_offset_reset == "none":
                 missing.append(tp)
                 continue
-            else:
-                self._fetcher.request_reset(tp, self._config.auto_offset_reset)
-            self._needs_position.discard(tp)
+            parts.fetcher.request_reset(tp, self._config.auto_offset_reset)
+            parts.needs_position.discard(tp)
         if missing:
             raise NoOffsetForPartitionError(frozenset(missing))
 
-    def _fetch_committed(
-        self, partitions: Iterable[TopicPartition], timeout_ms: int
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        parts = list(partitions)
-
-        def attempt() -> dict[TopicPartition, OffsetAndMetadata]:
-            node = self._coordinator_or_retry()
-            assert self._transport is not None
-            try:
-                result: OffsetFetchResult = self._transport.offset_fetch(
-                    self._config.group_id, parts, node, self._config.request_timeout_ms
-                ).result(timeout=self._config.request_timeout_ms / 1000 + 1)
-            except (concurrent.futures.TimeoutError, ConnectionError, OSError) as exc:
-                self._coordinator_dead(f"OffsetFetch failed: {exc}")
-                raise _Retriable(str(exc)) from exc
-            except Exception as exc:
-                if isinstance(exc, KGroupError):
-                    raise
-                self._coordinator_dead(f"OffsetFetch failed: {exc}")
-                raise _Retriable(str(exc)) from exc
-            codes = [result.error_code] + [c.error_code for c in result.partitions.values()]
-            for code in codes:
-                self._handle_offset_code(Api.OFFSET_FETCH, code)
-            return {
-                tp: OffsetAndMetadata(c.offset, c.metadata, c.leader_epoch)
-                for tp, c in result.partitions.items()
-                if c.offset >= 0
-            }
-
-        found: dict[TopicPartition, OffsetAndMetadata] = self._retrying(attempt, timeout_ms)
-        return found
-
-    def _coordinator_or_retry(self) -> int:
-        snap = self._snapshot()
-        if snap is None:
-            raise IllegalStateError("not subscribed")
-        if snap.fatal is not None:
-            raise snap.fatal
-        if snap.coordinator is None:
-            raise _Retriable("coordinator unknown")
-        return snap.coordinator
-
-    def _coordinator_dead(self, reason: str) -> None:
-        if self._group is not None:
-            self._group.post(ev.CoordinatorDead(reason))
-
-    def _handle_offset_code(self, api: Api, code: int, generation: Any = None) -> None:
-        """Act on an OffsetCommit/OffsetFetch error code per ``kgroup.errors.TABLE``."""
-        if code == 0:
-            return
-        disposition = classify(api, code)
-        assert self._group is not None
-        if disposition is Disposition.RETRY:
-            raise _Retriable(f"{api.value}: error {code}")
-        if disposition is Disposition.REDISCOVER:
-            self._coordinator_dead(f"{api.value} returned error {code}")
-            raise _Retriable(f"{api.value}: coordinator moved ({code})")
-        if disposition is Disposition.REJOIN:
-            self._group.post(ev.RequestRejoin(f"{api.value} returned REBALANCE_IN_PROGRESS"))
-            raise broker_error(api, code, "the group is rebalancing; poll() and retry")
-        if disposition in (Disposition.RESET_GENERATION, Disposition.RESET_MEMBER):
-            if generation is not None:
-                self._group.post(ev.CommitErrorObserved(generation, code, api.value))
-            raise CommitFailedError(
-                f"{api.value} failed: the member's generation is no longer valid ({broker_error(api, code).name}); "
-                "the partitions may now belong to another member. No offsets were written."
-            )
-        if disposition is Disposition.FATAL:
-            if generation is not None:
-                self._group.post(ev.CommitErrorObserved(generation, code, api.value))
-            # name the instance id: FENCED_INSTANCE_ID means another process uses it (KIP-345)
-            raise broker_error(
-                api, code,
-                f"group_id={self._config.group_id!r}, group_instance_id={self._config.group_instance_id!r}",
-            )
-        raise broker_error(api, code, f"group_id={self._config.group_id!r}")
-
-    def _retrying(self, fn: Any, timeout_ms: int) -> Any:
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_delay(timeout_ms / 1000),
-            wait=tenacity.wait_exponential(
-                multiplier=self._config.retry_backoff_ms / 1000,
-                max=self._config.retry_backoff_max_ms / 1000,
-            )
-            + tenacity.wait_random(0, self._config.retry_backoff_ms / 1000 / 5),
-            retry=tenacity.retry_if_exception_type(_Retriable),
-            sleep=self._clock.sleep,
-            reraise=True,
-        )
-        try:
-            return retrying(fn)
-        except _Retriable as exc:
-            raise CoordinatorUnavailable(
-                Api.OFFSET_COMMIT, 15, f"gave up after {timeout_ms} ms: {exc}"
-            ) from exc
-
     # ------------------------------------------------------------------ commits
-    def _consumed_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
-        assert self._fetcher is not None
-        out = {}
-        for tp in partitions:
-            if tp in self._needs_position or not self._fetcher.has_position(tp):
-                continue
-            position = self._fetcher.position(tp)
-            if position is not None:
-                out[tp] = OffsetAndMetadata(position)
-        return out
-
     def _maybe_auto_commit(self) -> None:
+        """Java ``maybeAutoCommitOffsetsAsync``: one async commit per interval, never queued.
+
+        While the coordinator is unknown the commit is skipped and tried again after
+        ``retry_backoff_ms``; while the previous auto-commit is unanswered, nothing is sent.
+        """
         if not self._config.enable_auto_commit:
             return
         now = self._clock.monotonic()
         if now < self._next_auto_commit:
             return
-        self._next_auto_commit = now + self._config.auto_commit_interval_ms / 1000
         snap = self._snapshot()
         if snap is None or snap.state is not MemberState.STABLE or not self._assignment:
+            self._next_auto_commit = now + self._config.auto_commit_interval_ms / 1000
             return
-        offsets = self._consumed_offsets(self._assignment)
+        if snap.coordinator is None or (self._auto_commit is not None and not self._auto_commit.done()):
+            self._next_auto_commit = now + self._config.retry_backoff_ms / 1000
+            return
+        self._next_auto_commit = now + self._config.auto_commit_interval_ms / 1000
+        assert self._parts is not None
+        assert self._offsets is not None
+        offsets = self._parts.consumed_offsets(self._assignment)
         if offsets:
-            future = self.commit_async(offsets)
-            future.add_done_callback(self._log_async_commit)
+            self._auto_commit = self._offsets.commit_async(offsets)
+            self._auto_commit.add_done_callback(self._log_async_commit)
 
     def _log_async_commit(self, future: concurrent.futures.Future[None]) -> None:
         exc = future.exception()
         if exc is not None:
             log.warning("group %s: auto-commit failed: %s", self._config.group_id, exc)
 
-    def _auto_commit_sync(self, reason: str, step: RebalanceStep) -> None:
-        offsets = self._consumed_offsets(self._assignment)
+    def _auto_commit_sync(self) -> None:
+        """The revoke step's commit (Java ``onJoinPrepare``/``onLeavePrepare``: ``maybeAutoCommitOffsetsSync``)."""
+        assert self._parts is not None
+        assert self._offsets is not None
+        offsets = self._parts.consumed_offsets(self._assignment)
         if not offsets:
             return
-        log.info("group %s: %s (%d partitions)", self._config.group_id, reason, len(offsets))
+        timeout_ms = self._config.default_api_timeout_ms
+        if self._close_deadline is not None:
+            timeout_ms = max(0, int((self._close_deadline - self._clock.monotonic()) * 1000))
+        log.info("group %s: commit: auto-commit on revoke (%d partitions)", self._config.group_id, len(offsets))
         try:
-            self._commit(offsets, self._config.default_api_timeout_ms)
+            self._offsets.commit_sync(offsets, timeout_ms)
         except KGroupError as exc:
             log.warning("group %s: auto-commit on revoke failed: %s", self._config.group_id, exc)
 
@@ -588,30 +583,40 @@ class Consumer:
         Args:
             offsets: ``{TopicPartition: OffsetAndMetadata | int}``, the offset of the next
                 record to read; default: the positions of the records handed out by poll().
-            timeout_ms: how long to retry retriable errors (default_api_timeout_ms).
+            timeout_ms: the longest to wait, retrying retriable errors, in ms
+                (default: default_api_timeout_ms).
 
         Raises:
             CommitFailedError: a partition is not owned by this member, or the generation
                 was reset (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID); no offset was written.
             RebalanceInProgressError: the group is rebalancing; call poll() then retry.
+            CoordinatorUnavailable: no answer within ``timeout_ms``.
+            WakeupError: ``wakeup()`` interrupted the call.
             FatalGroupError / FencedInstanceIdError: the member cannot continue.
-            BrokerError: OFFSET_METADATA_TOO_LARGE, TOPIC_AUTHORIZATION_FAILED and the like.
+            BrokerError: OFFSET_METADATA_TOO_LARGE, TOPIC_AUTHORIZATION_FAILED, an unexpected
+                error code and the like (only this commit failed).
 
         """
         self._check_open()
         if self._group is None:
             raise IllegalStateError("commit() before subscribe()")
         prepared = self._prepare_offsets(offsets)
+        assert self._offsets is not None
         if prepared:
-            self._commit(prepared, timeout_ms or self._config.default_api_timeout_ms)
+            timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
+            self._offsets.commit_sync(prepared, timeout)
 
     def commit_async(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None
     ) -> concurrent.futures.Future[None]:
-        """Commit in the background; the future completes with None or the commit's error.
+        """Send one OffsetCommit now; the future completes with None or the commit's error.
 
-        The offsets are taken when called (default: positions of records handed out). Errors
-        are those of ``commit()``, set on the future instead of raised.
+        The offsets are taken when called (default: positions of records handed out) and sent
+        with the generation the member holds now. Never retried (Java ``commitAsync``): a
+        retry could land after a later commit and move the committed offset back. Errors are
+        those of ``commit()``, set on the future, with ``RetriableCommitFailedError`` for a
+        retriable failure (commit again later). The future completes on kgroup's network
+        thread; ``close()`` waits for pending ones (up to its timeout).
         """
         self._check_open()
         if self._group is None:
@@ -625,15 +630,15 @@ class Consumer:
         if not prepared:
             future.set_result(None)
             return future
-        if self._executor is None:
-            self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kgroup-commit")
-        return self._executor.submit(self._commit, prepared, self._config.default_api_timeout_ms)
+        assert self._offsets is not None
+        return self._offsets.commit_async(prepared)
 
     def _prepare_offsets(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
+        assert self._parts is not None
         if offsets is None:
-            return self._consumed_offsets(self._assignment)
+            return self._parts.consumed_offsets(self._assignment)
         prepared: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, value in offsets.items():
             if not isinstance(tp, TopicPartition):
@@ -650,54 +655,29 @@ class Consumer:
             )
         return prepared
 
-    def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: int) -> None:
-        def attempt() -> None:
-            snap = self._snapshot()
-            assert snap is not None
-            assert self._transport is not None
-            if snap.fatal is not None:
-                raise snap.fatal
-            if snap.state in _REBALANCING:
-                raise RebalanceInProgressError(
-                    Api.OFFSET_COMMIT, 27, "the group is rebalancing; call poll() to complete it, then retry"
-                )
-            if not snap.generation.is_valid():
-                raise CommitFailedError(
-                    "the member has no valid generation (it was reset or left the group); "
-                    "no offsets were written"
-                )
-            node = self._coordinator_or_retry()
-            try:
-                codes = self._transport.offset_commit(
-                    self._config.group_id, snap.generation, self._config.group_instance_id,
-                    offsets, node, self._config.request_timeout_ms,
-                ).result(timeout=self._config.request_timeout_ms / 1000 + 1)
-            except Exception as exc:
-                if isinstance(exc, KGroupError):
-                    raise
-                self._coordinator_dead(f"OffsetCommit failed: {exc}")
-                raise _Retriable(str(exc)) from exc
-            for code in sorted(set(codes.values()), key=lambda c: classify(Api.OFFSET_COMMIT, c) is Disposition.RETRY):
-                self._handle_offset_code(Api.OFFSET_COMMIT, code, snap.generation)
-            log.debug("group %s: committed %d offsets", self._config.group_id, len(offsets))
-
-        self._retrying(attempt, timeout_ms)
-
     def committed(
         self, partitions: Iterable[TopicPartition], *, timeout_ms: int | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets (OffsetFetch), None where nothing is committed.
 
+        Args:
+            partitions: the partitions to look up.
+            timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
+
         Raises:
-            CoordinatorUnavailable: no answer within ``timeout_ms`` (default_api_timeout_ms).
+            CoordinatorUnavailable: no answer within ``timeout_ms``.
+            WakeupError: ``wakeup()`` interrupted the call.
             FatalGroupError: authorization failures.
 
         """
         self._check_open()
         if self._group is None:
             raise IllegalStateError("committed() before subscribe()")
+        assert self._offsets is not None
         parts = list(partitions)
-        found = self._fetch_committed(parts, timeout_ms or self._config.default_api_timeout_ms)
+        found = self._offsets.fetch_committed(
+            parts, timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
+        )
         return {tp: found.get(tp) for tp in parts}
 
     # ------------------------------------------------------------------ positions API
@@ -711,23 +691,25 @@ class Consumer:
         Raises:
             IllegalStateError: ``tp`` is not assigned.
             NoOffsetForPartitionError: auto_offset_reset="none" and nothing committed.
-            KGroupError: the position could not be found within ``timeout_ms``.
+            WakeupError: ``wakeup()`` interrupted the call.
+            KGroupError: the position could not be found within ``timeout_ms`` (ms).
 
         """
         self._check_open()
         self._require_assigned(tp)
-        assert self._fetcher is not None
-        timeout = timeout_ms or self._config.default_api_timeout_ms
+        assert self._parts is not None
+        timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
         deadline = self._clock.monotonic() + timeout / 1000
-        self._update_positions(timeout)
         while True:
-            if self._fetcher.has_position(tp):
-                position = self._fetcher.position(tp)
-                if position is not None:
-                    return position
+            self._update_positions(deadline)
+            position = self._parts.position(tp)
+            if position is not None:
+                return position
+            if self._mailbox.consume_wakeup():
+                raise WakeupError("position() interrupted by wakeup()")
             if self._clock.monotonic() >= deadline:
                 raise KGroupError(f"position of {tp} unknown after {timeout} ms")
-            self._mailbox.wait(0.02)
+            self._mailbox.sleep(min(0.02, deadline - self._clock.monotonic()))
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         """Fetch ``tp`` from ``offset`` on the next ``poll()`` (>= 0).
@@ -741,30 +723,38 @@ class Consumer:
         self._require_assigned(tp)
         if offset < 0:
             raise ValueError("offset must be >= 0")
-        assert self._fetcher is not None
-        self._fetcher.seek(tp, offset)
-        self._needs_position.discard(tp)
+        assert self._parts is not None
+        self._parts.seek(tp, offset)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
-        """Stop fetching ``partitions`` (they stay assigned; no rebalance)."""
+        """Stop fetching ``partitions`` (they stay assigned; no rebalance).
+
+        Raises:
+            IllegalStateError: a partition is not assigned.
+
+        """
         self._check_open()
-        assert self._fetcher is not None or not partitions
         for tp in partitions:
             self._require_assigned(tp)
-            self._paused.add(tp)
-            self._fetcher.pause(tp)  # type: ignore[union-attr]
+            assert self._parts is not None
+            self._parts.pause(tp)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
-        """Fetch ``partitions`` again."""
+        """Fetch ``partitions`` again.
+
+        Raises:
+            IllegalStateError: a partition is not assigned.
+
+        """
         self._check_open()
         for tp in partitions:
             self._require_assigned(tp)
-            self._paused.discard(tp)
-            self._fetcher.resume(tp)  # type: ignore[union-attr]
+            assert self._parts is not None
+            self._parts.resume(tp)
 
     def paused(self) -> frozenset[TopicPartition]:
         """Paused partitions."""
-        return frozenset(self._paused)
+        return frozenset(self._parts.paused) if self._parts is not None else frozenset()
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions this consumer currently owns (as its listener last saw them)."""
@@ -783,10 +773,14 @@ class Consumer:
         return snap.state if snap is not None else MemberState.UNJOINED
 
     def wakeup(self) -> None:
-        """Make a blocked or the next ``poll()`` raise ``WakeupError``. Safe from any thread."""
+        """Interrupt a blocked or the next ``poll()``, ``commit()``, ``committed()``, ``position()``.
+
+        That call raises ``WakeupError``. Safe from any thread; ``close()`` ignores it.
+        """
         self._mailbox.wake()
-        if self._fetcher is not None:
-            self._fetcher.wakeup()
+        fetcher = self._fetcher
+        if fetcher is not None:
+            fetcher.wakeup()
 
     # ------------------------------------------------------------------ close
     def close(
@@ -796,31 +790,35 @@ class Consumer:
         group_membership: str = "default",
         reason: str = "the consumer is being closed",
     ) -> None:
-        """Leave the group (or not) and release resources.
+        """Leave the group (or not) and release resources, within ``timeout_ms``.
 
-        Runs ``on_partitions_revoked`` for owned partitions (after the auto-commit, if
-        enabled; ``on_partitions_lost`` if the generation is no longer valid), then, depending
-        on ``group_membership`` (KIP-1092's ``CloseOptions.GroupMembershipOperation``):
+        Waits for pending async commits, then runs ``on_partitions_revoked`` for owned
+        partitions (after the auto-commit, if enabled; ``on_partitions_lost`` if the
+        generation is no longer valid), then, depending on ``group_membership`` (KIP-1092's
+        ``CloseOptions.GroupMembershipOperation``):
 
         * ``"default"``: a dynamic member sends LeaveGroup, a static member (``group_instance_id``
           set) does not and stays in the group until its session timeout, so a restart within
-          ``session_timeout_ms`` gets its partitions back without a rebalance (KIP-345, seed 004);
+          ``session_timeout_ms`` gets its partitions back without a rebalance (KIP-345);
         * ``"remain"``: no LeaveGroup, also for a dynamic member (the coordinator expires it
           after ``session_timeout_ms``);
         * ``"leave"``: LeaveGroup (v3+, with the instance id for a static member): use it when
           scaling a static deployment down, so its partitions move at once.
 
-        Waits up to ``timeout_ms`` (ms) for the callbacks and the LeaveGroup, then stops the
-        threads. Idempotent.
+        Every wait (async commits, the revoke commit, the callbacks' step, LeaveGroup) is
+        bounded by ``timeout_ms``; ``wakeup()`` does not interrupt ``close()``. Idempotent.
 
         Args:
-            timeout_ms: how long to wait for the revoke callback and LeaveGroup, in ms.
+            timeout_ms: the longest close waits for commits, callbacks and LeaveGroup, in ms.
             group_membership: ``"default"``, ``"remain"`` or ``"leave"``.
-            reason: the KIP-800 reason sent with LeaveGroup and logged by the coordinator.
+            reason: the KIP-800 reason sent with LeaveGroup (cut to 255 characters).
 
         Raises:
             IllegalStateError: called from inside a listener callback.
             ConfigError: ``group_membership`` is not one of the three values.
+            KGroupError: a listener callback raised during close (``__cause__`` is its
+                ``ListenerError``); the consumer is closed all the same (Java
+                ``KafkaConsumer.close``: "Failed to close kafka consumer").
 
         """
         if group_membership not in _CLOSE_POLICIES:
@@ -834,24 +832,34 @@ class Consumer:
         # not yet _closed: commit() must keep working inside the close revoke callback
         self._closing = True
         group = self._group
+        deadline = self._clock.monotonic() + timeout_ms / 1000
+        self._close_deadline = deadline
+        errors_before = len(self._errors)
         try:
             if group is not None and self._fatal is None:
+                assert self._offsets is not None
+                self._offsets.wait_async(deadline)
                 group.post(ev.Leave(reason, send_leave_group=_CLOSE_POLICIES[group_membership]))
-                deadline = self._clock.monotonic() + timeout_ms / 1000
+
+                def settled() -> bool:
+                    return self._mailbox.has_items() or group.snapshot.state in (MemberState.CLOSED, MemberState.FATAL)
+
                 while self._clock.monotonic() < deadline:
                     self._drain_mailbox(None)
-                    snap = group.snapshot
-                    if snap.state in (MemberState.CLOSED, MemberState.FATAL):
+                    if group.snapshot.state in (MemberState.CLOSED, MemberState.FATAL) or group.crashed:
                         break
-                    self._mailbox.wait(0.05)
+                    self._mailbox.wait_until(settled, deadline - self._clock.monotonic())
         finally:
             self._closed = True
-            for error in self._errors:
-                log.warning("group %s: error during close: %s", self._config.group_id, error)
+            self._close_deadline = None
             if group is not None:
-                group.stop(5.0)
-            if self._executor is not None:
-                self._executor.shutdown(wait=True)
+                self._runtime.stop(group, _GROUP_STOP_S)
             if self._transport is not None and self._transport_arg is None:
                 self._transport.close()
             log.info("group %s: consumer closed", self._config.group_id)
+        failures = self._errors[errors_before:]
+        listener_errors = [e for e in failures if isinstance(e, ListenerError)]
+        for error in failures:
+            log.warning("group %s: error during close: %s", self._config.group_id, error)
+        if listener_errors:
+            raise KGroupError(f"failed to close the consumer: {listener_errors[0]}") from listener_errors[0]

@@ -12,7 +12,11 @@ The exception tree::
     │   ├── UnknownTopicOrPartitionError          an offset request for a partition that does not exist
     │   └── FatalGroupError                       the consumer cannot continue (auth, protocol, ...)
     │       └── FencedInstanceIdError             FENCED_INSTANCE_ID (KIP-345)
+    ├── GroupThreadCrashed                        the group thread stopped (a kgroup bug): the consumer is poisoned
     ├── CommitFailedError                         the generation is gone; the partitions may have moved
+    ├── RetriableCommitFailedError                an async commit failed retriably; a later commit supersedes it
+    ├── FetchError                                fetching records failed (.topic_partition may name one)
+    │   └── OffsetOutOfRangeError                 auto_offset_reset="none" and the position is out of range
     ├── NoOffsetForPartitionError                 auto_offset_reset="none" and no committed offset
     ├── ListenerError                             a RebalanceListener callback raised (__cause__ is it)
     ├── AssignmentError                           an assignor produced an invalid plan
@@ -24,8 +28,11 @@ Rule: ``classify(api, code)`` is a data table, distilled from the response handl
 Apache Kafka's Java client (``AbstractCoordinator`` and ``ConsumerCoordinator``: the
 FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch
 handlers). The membership machine and the commit path act on the returned ``Disposition``;
-nothing else interprets error codes. An error code missing from an API's row is FATAL, with
-its name in the message (seed 001, "Watch for errors!").
+nothing else interprets error codes. An error code missing from an API's row takes that API's
+``UNLISTED`` disposition, as the Java handlers' final ``else`` does: OffsetCommit and OffsetFetch
+fail that one call (``"Unexpected error in commit"``), a Heartbeat is retried after backoff
+(``HeartbeatResponseHandler``: ``failHeartbeat``), LeaveGroup is ignored, and JoinGroup,
+SyncGroup and FindCoordinator stop the member with the code's name in the message.
 """
 
 from __future__ import annotations
@@ -46,13 +53,17 @@ __all__ = [
     "Disposition",
     "FatalGroupError",
     "FencedInstanceIdError",
+    "FetchError",
+    "GroupThreadCrashed",
     "IllegalStateError",
     "KGroupError",
     "ListenerError",
     "MalformedMetadata",
     "NoOffsetForPartitionError",
+    "OffsetOutOfRangeError",
     "ProtocolViolation",
     "RebalanceInProgressError",
+    "RetriableCommitFailedError",
     "UnknownTopicOrPartitionError",
     "WakeupError",
     "broker_error",
@@ -123,6 +134,42 @@ class FatalGroupError(BrokerError):
 
 class FencedInstanceIdError(FatalGroupError):
     """FENCED_INSTANCE_ID (KIP-345): another process uses the same ``group_instance_id``."""
+
+
+class GroupThreadCrashed(KGroupError):
+    """The group thread stopped: a kgroup bug or an illegal input poisoned the membership machine.
+
+    The consumer is poisoned: it reports its partitions lost, stops fetching, and every later
+    call raises this error (no heartbeats means the group reassigns the partitions).
+    """
+
+
+class RetriableCommitFailedError(KGroupError):
+    """An asynchronous commit failed with a retriable error (Java ``RetriableCommitFailedException``).
+
+    ``commit_async`` never retries: a retry could land after a later commit and move the
+    committed offset back. Commit again (a later commit covers the same partitions).
+    """
+
+
+class FetchError(KGroupError):
+    """Fetching records failed (corrupt batch, record too large, topic authorization, ...).
+
+    Attributes:
+        topic_partition: the partition concerned, when the client reported one (else None).
+
+    """
+
+    def __init__(self, message: str, topic_partition: object = None) -> None:
+        super().__init__(message)
+        self.topic_partition = topic_partition
+
+
+class OffsetOutOfRangeError(FetchError):
+    """The fetch position is out of range and ``auto_offset_reset`` is ``"none"``.
+
+    Java ``OffsetOutOfRangeException``: ``seek()`` to a valid offset, then ``poll()`` again.
+    """
 
 
 class CommitFailedError(KGroupError):
@@ -330,6 +377,18 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
 del D
 
 
+#: what a code missing from an API's row does (the Java response handlers' final ``else``)
+UNLISTED: Mapping[Api, Disposition] = {
+    Api.FIND_COORDINATOR: Disposition.FATAL,
+    Api.JOIN_GROUP: Disposition.FATAL,
+    Api.SYNC_GROUP: Disposition.FATAL,
+    Api.HEARTBEAT: Disposition.RETRY,
+    Api.LEAVE_GROUP: Disposition.IGNORE,
+    Api.OFFSET_COMMIT: Disposition.RAISE,
+    Api.OFFSET_FETCH: Disposition.RAISE,
+}
+
+
 def classify(api: Api, code: int) -> Disposition:
     """Classify an error code returned by ``api``.
 
@@ -338,10 +397,10 @@ def classify(api: Api, code: int) -> Disposition:
         code: the Kafka error code (0 is success).
 
     Returns:
-        The ``Disposition`` from the table; codes not listed for ``api`` are ``FATAL``.
+        The ``Disposition`` from the table; a code not listed for ``api`` gets ``UNLISTED[api]``.
 
     """
-    return TABLE[api].get(code, Disposition.FATAL)
+    return TABLE[api].get(code, UNLISTED[api])
 
 
 def broker_error(api: Api, code: int, message: str = "") -> BrokerError:
@@ -370,8 +429,8 @@ def broker_error(api: Api, code: int, message: str = "") -> BrokerError:
     if code == UNSUPPORTED_VERSION and api is Api.JOIN_GROUP:
         hint = "static membership (group_instance_id) needs JoinGroup v5+ (Kafka 2.3+)"
         message = f"{message}; {hint}" if message else hint
+    if code not in TABLE[api]:
+        message = f"unexpected error code for {api.value}" + (f"; {message}" if message else "")
     if classify(api, code) is Disposition.FATAL:
-        if code not in TABLE[api]:
-            message = f"unexpected error code for {api.value}" + (f"; {message}" if message else "")
         return FatalGroupError(api, code, message)
     return BrokerError(api, code, message)

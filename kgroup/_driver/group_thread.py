@@ -20,13 +20,15 @@ import random
 import threading
 from collections.abc import Mapping
 
+import attrs
+
 from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
 from kgroup._io.transport import Transport
 from kgroup.assignors.base import Assignor, MemberSubscription
 from kgroup.assignors.validate import validate_plan, validation_protocol
 from kgroup.config import ConsumerConfig
-from kgroup.errors import AssignmentError, KGroupError
+from kgroup.errors import AssignmentError, GroupThreadCrashed, KGroupError
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
     Command,
@@ -123,6 +125,22 @@ class _MetadataCache:
         return self.refresh(topics)
 
 
+@attrs.frozen
+class _MetadataReady:
+    """Metadata for the leader's assignment arrived (an inbox item of this thread only)."""
+
+    command: ComputeAssignment
+    assignor: Assignor
+    future: _MetadataFuture
+
+
+@attrs.frozen
+class _MetadataRefreshed:
+    """A periodic metadata refresh completed (an inbox item of this thread only)."""
+
+    future: _MetadataFuture
+
+
 class GroupThread:
     """Runs a ``GroupMachine`` on a daemon thread named ``kgroup-<group_id>``.
 
@@ -151,11 +169,13 @@ class GroupThread:
         self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=f"kgroup-{config.group_id}", daemon=True)
         self._snapshot: MemberSnapshot = self._machine.snapshot()
-        self._changed = threading.Condition()
         self._assignors: Mapping[str, Assignor] = {a.name: a for a in config.assignors}
         self._metadata = _MetadataCache(transport, config, clock)
         #: (generation id, partition counts) of the last assignment this member made as leader
         self._assigned: tuple[int, dict[str, int]] | None = None
+        self._crashed: Exception | None = None
+        #: ident of the thread the assignor last ran on (tests assert it is this loop's thread)
+        self.assignor_thread: int | None = None
 
     @property
     def snapshot(self) -> MemberSnapshot:
@@ -181,51 +201,79 @@ class GroupThread:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout_s)
 
-    def wait_for(self, predicate: object, timeout_s: float) -> bool:
-        """Wait until ``predicate(snapshot)`` is true or ``timeout_s`` passes (any thread)."""
-        deadline = self._clock.monotonic() + timeout_s
-        with self._changed:
-            while not predicate(self._snapshot):  # type: ignore[operator]
-                remaining = deadline - self._clock.monotonic()
-                if remaining <= 0:
-                    return False
-                self._changed.wait(min(remaining, 0.1))
-        return True
-
     # ------------------------------------------------------------------ the loop
     def _run(self) -> None:
+        if not self.step(None):
+            return
+        while True:
+            timeout = self.next_deadline() - self._clock.monotonic()
+            try:
+                item = self._inbox.get(timeout=min(max(timeout, 0.0), 1.0))
+            except queue.Empty:
+                item = None
+            if item is _STOP or not self.step(item):
+                return
+
+    def next_deadline(self) -> float:
+        """Clock seconds at which ``step(None)`` has timer work (heartbeat, session, watchdog)."""
+        return self._machine.next_deadline(self._clock.monotonic())
+
+    def take_pending(self) -> list[object]:
+        """Items posted and not yet stepped (the simulator's stepping; empty with the thread running)."""
+        items = []
+        while True:
+            try:
+                items.append(self._inbox.get_nowait())
+            except queue.Empty:
+                return items
+
+    @property
+    def crashed(self) -> Exception | None:
+        """The error that stopped this loop (a poisoned machine or a kgroup bug), else None."""
+        return self._crashed
+
+    def step(self, item: object) -> bool:
+        """One pass of the loop body: handle ``item`` (None: timers only), tick, execute.
+
+        The thread calls it for every inbox item and at every machine deadline; the
+        deterministic simulator calls it directly on its virtual clock. Returns False once
+        the loop must stop: the machine is poisoned, or a kgroup bug raised here. Then the
+        poll thread is told with a ``FatalGroupError``-like error, so the consumer stops
+        fetching instead of running on without heartbeats.
+        """
+        if self._crashed is not None:
+            return False
         machine = self._machine
         try:
-            self._execute(machine.tick(self._clock.monotonic()))
-            while True:
-                now = self._clock.monotonic()
-                timeout = machine.next_deadline(now) - now
-                try:
-                    item = self._inbox.get(timeout=min(max(timeout, 0.0), 1.0))
-                except queue.Empty:
-                    item = None
-                if item is _STOP:
-                    return
-                now = self._clock.monotonic()
-                commands: list[Command] = []
-                if item is not None:
-                    commands += machine.handle(item, now)  # type: ignore[arg-type]
-                commands += machine.tick(self._clock.monotonic())
-                self._execute(commands)
-                self._maybe_refresh_metadata()
+            commands: list[Command] = []
+            if isinstance(item, _MetadataReady):
+                self._on_metadata_ready(item)
+            elif isinstance(item, _MetadataRefreshed):
+                self._on_metadata_refreshed(item)
+            elif item is not None:
+                commands += machine.handle(item, self._clock.monotonic())  # type: ignore[arg-type]
+            commands += machine.tick(self._clock.monotonic())
+            self._execute(commands)
+            self._maybe_refresh_metadata()
+            return True
         except KGroupError as exc:
             # the machine is poisoned; it already emitted Fail (or raised a ProtocolViolation)
-            if not isinstance(self._snapshot.fatal, Exception):
-                self._mailbox.post(exc)
+            self._crashed = exc
             self._publish()
+            if not isinstance(self._snapshot.fatal, Exception):
+                self._mailbox.post(GroupThreadCrashed(f"membership machine stopped: {exc}"))
         except Exception as exc:  # a kgroup bug: surface it, never die silently
             log.exception("group thread crashed")
-            self._mailbox.post(KGroupError(f"group thread crashed: {exc!r}"))
+            self._crashed = exc
+            self._publish()
+            crashed = GroupThreadCrashed(f"group thread crashed: {exc!r}")
+            crashed.__cause__ = exc
+            self._mailbox.post(crashed)
+        return False
 
     def _publish(self) -> None:
         self._snapshot = self._machine.snapshot()
-        with self._changed:
-            self._changed.notify_all()
+        self._mailbox.notify()  # a poll-thread wait may be on the state (close)
 
     def _execute(self, commands: list[Command]) -> None:
         for command in commands:
@@ -260,37 +308,50 @@ class GroupThread:
         if topics:
             self._metadata.get(topics)
 
+    def _group_topics(self) -> frozenset[str]:
+        """The topics whose metadata this member watches.
+
+        Its subscription, and as leader every topic it assigned (Java
+        ``ConsumerCoordinator.updateGroupSubscription``).
+        """
+        topics = self._snapshot.subscription
+        if self._assigned is not None and self._assigned[0] == self._snapshot.generation.generation_id:
+            topics = topics | frozenset(self._assigned[1])
+        return topics
+
     def _maybe_refresh_metadata(self) -> None:
-        """Refresh the subscribed topics' metadata every ``metadata_max_age_ms``.
+        """Refresh the watched topics' metadata every ``metadata_max_age_ms``.
 
         The leader rejoins when a partition count differs from what it assigned (Java
         ``ConsumerCoordinator.rejoinNeededOrPending``: the assignment snapshot no longer matches
-        the metadata snapshot, e.g. partitions were added to a topic).
+        the metadata snapshot, e.g. partitions were added to a topic). It watches the whole
+        group's subscription, not only its own topics, so a group whose members subscribe to
+        different topics is not rebalanced when nothing changed.
         """
         snapshot = self._snapshot
         if snapshot.state is not MemberState.STABLE or not snapshot.subscription:
             return
-        if not self._metadata.due(snapshot.subscription):
+        topics = self._group_topics()
+        if not self._metadata.due(topics):
             return
-        future = self._metadata.refresh(snapshot.subscription)
+        future = self._metadata.refresh(topics)
+        # completed on the IO thread: only hand the result over to this thread
+        future.add_done_callback(lambda f: self.post(_MetadataRefreshed(f)))
 
-        def done(f: _MetadataFuture) -> None:
-            assigned = self._assigned
-            if f.exception() is not None or assigned is None:
-                return
-            generation_id, counts = assigned
-            if self._snapshot.generation.generation_id != generation_id:
-                return
-            now_counts = {topic: len(parts) for topic, parts in f.result().items()}
-            changed = sorted(t for t in set(counts) | set(now_counts) if counts.get(t) != now_counts.get(t))
-            if changed:
-                self.post(ev.RequestRejoin(f"metadata changed since the last assignment (topics {changed})"))
-
-        future.add_done_callback(done)
+    def _on_metadata_refreshed(self, item: _MetadataRefreshed) -> None:
+        assigned = self._assigned
+        if item.future.exception() is not None or assigned is None:
+            return
+        generation_id, counts = assigned
+        if self._snapshot.generation.generation_id != generation_id:
+            return
+        now_counts = {topic: len(parts) for topic, parts in item.future.result().items()}
+        changed = sorted(t for t in set(counts) | set(now_counts) if counts.get(t) != now_counts.get(t))
+        if changed:
+            self.post(ev.RequestRejoin(f"metadata changed since the last assignment (topics {changed})"))
 
     def _compute_assignment(self, command: ComputeAssignment) -> None:
-        """The leader's step 5: metadata, then the assignor, then validate and encode."""
-        members = {m.member_id: m for m in command.members}
+        """The leader's step 5: metadata, then (on this thread) the assignor, validate, encode."""
         assignor = self._assignors.get(command.protocol)
         if assignor is None:
             self.post(ev.AssignmentFailed(command.request_id, AssignmentError(
@@ -298,16 +359,19 @@ class GroupThread:
             return
         topics = set().union(*(m.topics for m in command.members)) if command.members else set()
         future = self._metadata.get(frozenset(topics))
+        # the future may complete on kafka-python's IO thread: the assignor must not run there
+        future.add_done_callback(lambda f: self.post(_MetadataReady(command, assignor, f)))
 
-        def done(f: concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]) -> None:
-            exc = f.exception()
-            if exc is not None:
-                error = KGroupError(f"metadata for assignment failed: {exc}")
-                self.post(ev.AssignmentFailed(command.request_id, error))
-                return
-            self.post(self._assign(command, assignor, f.result(), members))
-
-        future.add_done_callback(done)
+    def _on_metadata_ready(self, item: _MetadataReady) -> None:
+        command = item.command
+        exc = item.future.exception()
+        if exc is not None:
+            error = KGroupError(f"metadata for assignment failed: {exc}")
+            self.post(ev.AssignmentFailed(command.request_id, error))
+            return
+        self.assignor_thread = threading.get_ident()
+        members = {m.member_id: m for m in command.members}
+        self.post(self._assign(command, item.assignor, item.future.result(), members))
 
     def _assign(
         self,

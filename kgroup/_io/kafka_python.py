@@ -56,6 +56,7 @@ from kgroup._io.transport import (
     OffsetFetchResult,
 )
 from kgroup.config import ConsumerConfig
+from kgroup.errors import FetchError, OffsetOutOfRangeError
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
     SendFindCoordinator,
@@ -703,6 +704,18 @@ class KafkaPythonTransport:
         return self._fetcher
 
 
+def _fetch_error(exc: Exception) -> FetchError:
+    """The kgroup error for an error kafka-python's Fetcher raised (Java's consumer exceptions)."""
+    partitions = getattr(exc, "args", ())
+    tp = None
+    if partitions and isinstance(partitions[0], dict) and partitions[0]:
+        ktp = next(iter(partitions[0]))
+        tp = TopicPartition(ktp.topic, ktp.partition)
+    if isinstance(exc, KErrors.OffsetOutOfRangeError):
+        return OffsetOutOfRangeError(f"fetch position out of range and auto_offset_reset is 'none': {exc}", tp)
+    return FetchError(f"fetch failed: {_describe(exc)}", tp)
+
+
 class KafkaFetcher:
     """kgroup's ``RecordFetcher`` over kafka-python's ``Fetcher`` and ``SubscriptionState``.
 
@@ -918,8 +931,13 @@ class KafkaFetcher:
         if not self._subscription.assignment:
             self._idle = True
             return []
-        self._fetcher.reset_offsets_if_needed()
-        drained, self._idle = self._fetcher.fetch_records(max_records, update_offsets=True, timeout_ms=timeout_ms)
+        try:
+            self._fetcher.reset_offsets_if_needed()
+            drained, self._idle = self._fetcher.fetch_records(
+                max_records, update_offsets=True, timeout_ms=timeout_ms
+            )
+        except KErrors.KafkaError as exc:
+            raise _fetch_error(exc) from exc
         # _PartitionRecords hands out kgroup ConsumerRecords already
         if len(drained) == 1:
             out: list[ConsumerRecord] = next(iter(drained.values()))

@@ -77,7 +77,17 @@ from kgroup.types import (
     TopicPartition,
 )
 
-__all__ = ["GroupMachine", "MemberSnapshot"]
+__all__ = ["MAX_REASON_LENGTH", "GroupMachine", "MemberSnapshot", "truncate_reason"]
+
+#: the longest JoinGroup/LeaveGroup ``reason`` sent (Java ``JoinGroupRequest.maybeTruncateReason``);
+#: Kafka rejects any string over 32,767 bytes, and a reason built from a large subscription
+#: would make every JoinGroup fail (KIP-800)
+MAX_REASON_LENGTH = 255
+
+
+def truncate_reason(reason: str) -> str:
+    """``reason`` cut to ``MAX_REASON_LENGTH`` characters, as the Java client sends it."""
+    return reason if len(reason) <= MAX_REASON_LENGTH else reason[:MAX_REASON_LENGTH]
 
 log = logging.getLogger(__name__)
 
@@ -448,7 +458,7 @@ class GroupMachine:
         rebalance_ms = self._config.effective_rebalance_timeout_ms
         rid = self._request_id(Api.JOIN_GROUP)
         self._state = S.JOINING
-        reason = self._rejoin_reason or "joining the group"
+        reason = truncate_reason(self._rejoin_reason or "joining the group")
         log.info(
             "group %s member %r: JoinGroup (%s)", self._config.group_id, self._generation.member_id, reason
         )
@@ -489,7 +499,7 @@ class GroupMachine:
                     node_id=self._coordinator,
                     member_id=self._generation.member_id,
                     group_instance_id=self._group_instance_id,
-                    reason=self._closing.reason,
+                    reason=truncate_reason(self._closing.reason),
                     timeout_ms=self._config.request_timeout_ms,
                 )
             )
@@ -525,7 +535,7 @@ class GroupMachine:
                     node_id=self._coordinator,
                     member_id=self._generation.member_id,
                     group_instance_id=None,
-                    reason=reason,
+                    reason=truncate_reason(reason),
                     timeout_ms=self._config.request_timeout_ms,
                 )
             )
@@ -597,7 +607,11 @@ class GroupMachine:
         unchanged = event.generation == self._generation
         name = error_name(event.code)
         if disposition is Disposition.FATAL:
-            self._fatal_response(Api.OFFSET_COMMIT, event.code, out)
+            # Java OffsetCommitResponseHandler: FENCED_INSTANCE_ID (and the other fatal codes)
+            # poison the member only if the commit was sent in the current generation; a stale
+            # commit's error says nothing about the member as it is now
+            if unchanged:
+                self._fatal_response(Api.OFFSET_COMMIT, event.code, out)
         elif disposition is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(f"{event.api} returned {name}", now)
         elif disposition is Disposition.REJOIN:
@@ -718,10 +732,11 @@ class GroupMachine:
         """A non-fatal failure of this rebalance round: report it, rejoin after a backoff."""
         log.warning("group %s: rebalance round failed: %s", self._config.group_id, error)
         out.append(Notify(error))
+        # Java: a failed onLeaderElected/onJoinComplete raises from poll() and the member joins
+        # again; the generation is not reset and owned partitions stay owned (not lost)
         self._state = S.UNJOINED
         self._join_attempts += 1
         self._request_rejoin(str(error))
-        self._generation = Generation(NO_GENERATION, self._generation.member_id, None)
         self._join_retry_at = now + self._backoff(self._join_attempts)
 
     def _on_assignment_computed(self, event: ev.AssignmentComputed, now: float, out: list[Command]) -> None:
@@ -790,11 +805,17 @@ class GroupMachine:
     def _on_assignment(self, assigned: frozenset[TopicPartition], out: list[Command]) -> None:
         unsubscribed = {tp.topic for tp in assigned if tp.topic not in self._subscription}
         if unsubscribed:
-            log.warning(
-                "group %s: assigned partitions of topics not subscribed %s; rejoining",
+            # Java ConsumerCoordinator.onJoinComplete: an assignment that does not match the
+            # subscription (it changed during the round) is not applied and no callback runs;
+            # the member keeps what it owns and rejoins at once
+            log.info(
+                "group %s: assignment names topics no longer subscribed %s; not applied, rejoining",
                 self._config.group_id, sorted(unsubscribed),
             )
-            self._request_rejoin("assigned topics not subscribed")
+            self._state = S.STABLE
+            self._request_rejoin(f"assigned topics no longer subscribed: {sorted(unsubscribed)}")
+            self._join_retry_at = 0.0
+            return
         if self._protocol is RebalanceProtocol.EAGER:
             revoked: frozenset[TopicPartition] = frozenset()
             added = assigned
@@ -833,6 +854,10 @@ class GroupMachine:
             )
         elif disposition is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(f"Heartbeat returned {name}", now)
+        elif disposition is Disposition.RETRY:
+            # Java HeartbeatResponseHandler, final else: failHeartbeat(), retried after backoff
+            log.warning("group %s: Heartbeat returned %s; retrying", self._config.group_id, name)
+            self._next_heartbeat_at = now + self._config.retry_backoff_ms / 1000
         else:
             self._fatal_response(Api.HEARTBEAT, event.error_code, out)
 

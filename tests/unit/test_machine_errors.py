@@ -172,12 +172,26 @@ def test_classify_row_returns_expected_disposition(api, code, disposition):
     assert classify(api, code) is disposition
 
 
+#: the Java response handlers' final ``else`` for a code they do not expect: OffsetCommit and
+#: OffsetFetch fail that call ("Unexpected error in commit"), Heartbeat retries after backoff
+#: (failHeartbeat), LeaveGroup ignores it; FindCoordinator/JoinGroup/SyncGroup stop the member
+EXPECTED_UNLISTED = {
+    Api.FIND_COORDINATOR: D.FATAL,
+    Api.JOIN_GROUP: D.FATAL,
+    Api.SYNC_GROUP: D.FATAL,
+    Api.HEARTBEAT: D.RETRY,
+    Api.LEAVE_GROUP: D.IGNORE,
+    Api.OFFSET_COMMIT: D.RAISE,
+    Api.OFFSET_FETCH: D.RAISE,
+}
+
+
 @pytest.mark.parametrize("api", list(Api), ids=[a.value for a in Api])
 @pytest.mark.parametrize("code", [UNKNOWN_CODE, 1, -1], ids=["9999", "OFFSET_OUT_OF_RANGE", "UNKNOWN"])
-def test_classify_code_not_in_row_is_fatal(api, code):
-    assert classify(api, code) is D.FATAL
+def test_classify_code_not_in_row_takes_the_apis_unlisted_disposition(api, code):
+    assert classify(api, code) is EXPECTED_UNLISTED[api]
     err = broker_error(api, code)
-    assert type(err) is FatalGroupError
+    assert type(err) is (FatalGroupError if EXPECTED_UNLISTED[api] is D.FATAL else BrokerError)
     assert "unexpected" in str(err)
     assert str(code) in str(err)
     assert err.name in str(err)
@@ -406,10 +420,22 @@ def test_machine_response_row_has_outcome_of_its_disposition(api, code, disposit
         CHECKS[disposition](case, cmds)
 
 
-@pytest.mark.parametrize("api", MACHINE_APIS, ids=[a.value for a in MACHINE_APIS])
+@pytest.mark.parametrize("api", [a for a in MACHINE_APIS if a is not Api.HEARTBEAT])
 def test_machine_response_unknown_code_is_fatal_and_named(api):
     case = Case(api, static=False)
     _expect_fatal(case, case.feed(UNKNOWN_CODE), UNKNOWN_CODE)
+
+
+def test_machine_heartbeat_unknown_code_retries_after_backoff():
+    """Java HeartbeatResponseHandler: an unexpected code fails that heartbeat only."""
+    case = Case(Api.HEARTBEAT, static=False)
+    cmds = case.feed(UNKNOWN_CODE)
+    assert of_kind(cmds, Fail) == []
+    assert case.m.state is MemberState.STABLE
+    assert case.m.generation.generation_id == 1
+    assert case.m.owned == OWNED
+    assert of_kind(case.t.tick(case.m, T + 0.099), SendHeartbeat) == []
+    assert len(of_kind(case.t.tick(case.m, T + 0.101), SendHeartbeat)) == 1
 
 
 def test_machine_fenced_dynamic_member_error_is_still_fenced_type():

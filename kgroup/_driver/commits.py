@@ -1,0 +1,364 @@
+"""The offsets client: OffsetCommit and OffsetFetch for the poll thread.
+
+Rules:
+
+1. One place decides what a commit or offset-fetch error code means for the caller and for
+   the group (:meth:`OffsetsClient.error_for`), after Java's ``ConsumerCoordinator``
+   ``OffsetCommitResponseHandler`` / ``OffsetFetchResponseHandler``: which error is raised,
+   and whether the group thread is told (coordinator dead, rejoin, generation reset, fatal).
+2. A synchronous call retries retriable errors until its deadline, never past it: every wait
+   is bounded by the deadline and interrupted by ``wakeup()`` (Java ``commitSync(timeout)``,
+   ``committed(timeout)``). Waits go through the mailbox, so the deterministic simulator runs
+   this code on its virtual clock.
+3. ``commit_async`` sends one OffsetCommit with the generation the member holds *at send
+   time* and never retries (Java ``commitAsync``): a retry could land after a later commit
+   and move the committed offset back, or commit for partitions another member owns by then.
+   A retriable failure completes the future with ``RetriableCommitFailedError``.
+4. Nothing here imports the consumer: the consumer composes this object.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import random
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+import tenacity
+
+from kgroup._clock import Clock
+from kgroup._driver.mailbox import Mailbox
+from kgroup._io.transport import OffsetFetchResult, Transport
+from kgroup.config import ConsumerConfig
+from kgroup.errors import (
+    Api,
+    CommitFailedError,
+    CoordinatorUnavailable,
+    Disposition,
+    GroupThreadCrashed,
+    KGroupError,
+    RebalanceInProgressError,
+    RetriableCommitFailedError,
+    WakeupError,
+    broker_error,
+    classify,
+    error_name,
+)
+from kgroup.membership import events as ev
+from kgroup.membership.machine import MemberSnapshot
+from kgroup.membership.states import MemberState
+from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
+
+__all__ = ["OffsetsClient", "Retriable"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: states in which the member is between JoinGroup and the end of SyncGroup
+REBALANCING = (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING)
+#: Java's PREPARING_REBALANCE: the member is on its way into a new generation
+_REJOINING = (MemberState.PREPARING, MemberState.UNJOINED, *REBALANCING)
+_COORDINATOR_NOT_AVAILABLE = 15
+
+
+class Retriable(Exception):
+    """Internal: a retriable failure inside a retry loop (the last error code, if any)."""
+
+    def __init__(self, message: str, code: int = _COORDINATOR_NOT_AVAILABLE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _GroupPort:
+    """What the offsets client needs from the group thread (duck-typed: ``GroupThread``)."""
+
+    snapshot: MemberSnapshot
+    crashed: Exception | None
+
+    def post(self, event: object) -> None: ...
+
+
+class OffsetsClient:
+    """OffsetCommit (sync and async) and OffsetFetch against the group coordinator.
+
+    Args:
+        config: the consumer configuration.
+        transport: the network port.
+        group: the group thread (its snapshot: generation, state, coordinator; ``post``).
+        mailbox: the poll thread's mailbox (every blocking wait goes through it).
+        clock: the injected clock.
+        rng: jitter for retry backoff.
+
+    """
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        transport: Transport,
+        group: _GroupPort,
+        mailbox: Mailbox,
+        clock: Clock,
+        rng: random.Random,
+    ) -> None:
+        self._config = config
+        self._transport = transport
+        self._group = group
+        self._mailbox = mailbox
+        self._clock = clock
+        self._rng = rng
+        self._pending_async: set[concurrent.futures.Future[None]] = set()
+
+    # ------------------------------------------------------------------ state
+    def _snapshot(self) -> MemberSnapshot:
+        if self._group.crashed is not None:
+            raise GroupThreadCrashed(f"the group thread stopped: {self._group.crashed}")
+        snap = self._group.snapshot
+        if snap.fatal is not None:
+            raise snap.fatal
+        return snap
+
+    def _coordinator(self, snap: MemberSnapshot) -> int:
+        if snap.coordinator is None:
+            raise Retriable("coordinator unknown")
+        return snap.coordinator
+
+    def pending_async(self) -> int:
+        """Asynchronous commits sent and not answered yet."""
+        return len(self._pending_async)
+
+    def wait_async(self, deadline: float) -> None:
+        """Wait until every pending async commit completed, or ``deadline`` (clock seconds)."""
+        while self._pending_async:
+            remaining = deadline - self._clock.monotonic()
+            if remaining <= 0:
+                return
+            pending = list(self._pending_async)  # the network thread discards completed ones
+            if not pending:
+                return
+            future = pending[0]
+            if not self._mailbox.wait_future(future, remaining, interruptible=False):
+                return
+
+    # ------------------------------------------------------------------ errors, one place
+    def error_for(self, api: Api, code: int, sent: Generation | None) -> Exception | None:
+        """What error code ``code`` of ``api`` means; tells the group thread what it must know.
+
+        Args:
+            api: ``Api.OFFSET_COMMIT`` or ``Api.OFFSET_FETCH``.
+            code: the Kafka error code.
+            sent: the generation the request carried (OffsetCommit), else None.
+
+        Returns:
+            None for success, ``Retriable`` for a retriable failure, else the error to raise.
+
+        """
+        if code == 0:
+            return None
+        disposition = classify(api, code)
+        if disposition is Disposition.RETRY:
+            return Retriable(f"{api.value} returned {error_name(code)}", code)
+        if disposition is Disposition.REDISCOVER:
+            self._group.post(ev.CoordinatorDead(f"{api.value} returned {error_name(code)}"))
+            return Retriable(f"{api.value}: coordinator moved ({error_name(code)})", code)
+        if disposition is Disposition.REJOIN:
+            self._group.post(ev.RequestRejoin(f"{api.value} returned {error_name(code)}"))
+            return broker_error(api, code, "the group is rebalancing; call poll() to complete it, then retry")
+        if disposition in (Disposition.RESET_GENERATION, Disposition.RESET_MEMBER, Disposition.FATAL):
+            snap = self._group.snapshot
+            if sent is not None and sent != snap.generation:
+                # Java: the commit's generation is already gone (the member rejoined meanwhile):
+                # nothing to reset or to poison; retriable while the member is rejoining
+                if snap.state in _REJOINING:
+                    return RebalanceInProgressError(
+                        api, code,
+                        f"sent in generation {sent.generation_id}, which the member left for a rebalance; "
+                        "call poll() to complete it, then retry",
+                    )
+                return CommitFailedError(
+                    f"{api.value} failed with {error_name(code)}: generation {sent.generation_id} is gone; "
+                    "the partitions may now belong to another member. No offsets were written."
+                )
+            if sent is not None:
+                self._group.post(ev.CommitErrorObserved(sent, code, api.value))
+            if disposition is Disposition.FATAL:
+                # name the instance id: FENCED_INSTANCE_ID means another process uses it (KIP-345)
+                return broker_error(
+                    api, code,
+                    f"group_id={self._config.group_id!r}, group_instance_id={self._config.group_instance_id!r}",
+                )
+            return CommitFailedError(
+                f"{api.value} failed: the member's generation is no longer valid ({error_name(code)}); "
+                "the partitions may now belong to another member. No offsets were written."
+            )
+        return broker_error(api, code, f"group_id={self._config.group_id!r}")
+
+    # ------------------------------------------------------------------ retry loop
+    def _retrying(self, api: Api, fn: Callable[[float], T], timeout_ms: int) -> T:
+        """Run ``fn(deadline)`` until it stops raising ``Retriable`` or ``timeout_ms`` passes."""
+        deadline = self._clock.monotonic() + timeout_ms / 1000
+
+        def sleep(seconds: float) -> None:
+            if self._mailbox.sleep(min(seconds, max(0.0, deadline - self._clock.monotonic()))):
+                self._mailbox.consume_wakeup()
+                raise WakeupError(f"{api.value} interrupted by wakeup()")
+
+        retrying = tenacity.Retrying(
+            stop=lambda _state: self._clock.monotonic() >= deadline,
+            wait=tenacity.wait_exponential(
+                multiplier=self._config.retry_backoff_ms / 1000,
+                max=self._config.retry_backoff_max_ms / 1000,
+            )
+            + tenacity.wait_random(0, self._config.retry_backoff_ms / 1000 / 5),
+            retry=tenacity.retry_if_exception_type(Retriable),
+            sleep=sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(fn, deadline)
+        except Retriable as exc:
+            raise CoordinatorUnavailable(api, exc.code, f"gave up after {timeout_ms} ms: {exc}") from exc
+
+    def _await(self, api: Api, future: concurrent.futures.Future[T], deadline: float) -> T:
+        """The result of a request future, waiting until ``deadline`` at the most."""
+        bound = min(deadline, self._clock.monotonic() + self._config.request_timeout_ms / 1000 + 1)
+        if not self._mailbox.wait_future(future, bound - self._clock.monotonic()):
+            if self._mailbox.consume_wakeup():
+                raise WakeupError(f"{api.value} interrupted by wakeup()")
+            raise Retriable(f"{api.value}: no response in time")
+        exc = future.exception()
+        if exc is not None:
+            if isinstance(exc, KGroupError):
+                raise exc
+            self._group.post(ev.CoordinatorDead(f"{api.value} failed: {exc}"))
+            raise Retriable(f"{api.value} failed: {exc}") from exc
+        return future.result()
+
+    # ------------------------------------------------------------------ OffsetCommit
+    def _commit_generation(self, snap: MemberSnapshot) -> Generation:
+        if snap.state in REBALANCING:
+            raise RebalanceInProgressError(
+                Api.OFFSET_COMMIT, 27, "the group is rebalancing; call poll() to complete it, then retry"
+            )
+        if not snap.generation.is_valid():
+            raise CommitFailedError(
+                "the member has no valid generation (it was reset or left the group); no offsets were written"
+            )
+        return snap.generation
+
+    def commit_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: int) -> None:
+        """OffsetCommit, retrying retriable errors until ``timeout_ms`` (ms) passes.
+
+        Raises:
+            CommitFailedError, RebalanceInProgressError, FatalGroupError, BrokerError: as
+                ``Consumer.commit`` documents; CoordinatorUnavailable at the timeout;
+                WakeupError when ``wakeup()`` interrupts it.
+
+        """
+
+        def attempt(deadline: float) -> None:
+            snap = self._snapshot()
+            generation = self._commit_generation(snap)
+            node = self._coordinator(snap)
+            codes = self._await(
+                Api.OFFSET_COMMIT,
+                self._transport.offset_commit(
+                    self._config.group_id, generation, self._config.group_instance_id,
+                    offsets, node, self._config.request_timeout_ms,
+                ),
+                deadline,
+            )
+            self._raise_first(Api.OFFSET_COMMIT, codes.values(), generation)
+            log.debug("group %s: committed %d offsets", self._config.group_id, len(offsets))
+
+        self._retrying(Api.OFFSET_COMMIT, attempt, timeout_ms)
+
+    def _raise_first(self, api: Api, codes: Iterable[int], sent: Generation | None) -> None:
+        """Raise the error of the first non-retriable code, else of a retriable one."""
+        errors = [e for e in (self.error_for(api, c, sent) for c in sorted(set(codes))) if e is not None]
+        errors.sort(key=lambda e: isinstance(e, Retriable))
+        if errors:
+            raise errors[0]
+
+    def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> concurrent.futures.Future[None]:
+        """One OffsetCommit with the current generation; the future completes with its outcome.
+
+        Never retried. Errors set on the future: those of ``commit_sync``, with
+        ``RetriableCommitFailedError`` for a retriable failure (coordinator unknown or moving,
+        a timeout, COORDINATOR_LOAD_IN_PROGRESS).
+        """
+        result: concurrent.futures.Future[None] = concurrent.futures.Future()
+        try:
+            snap = self._snapshot()
+            generation = self._commit_generation(snap)
+            node = self._coordinator(snap)
+        except Retriable as exc:
+            result.set_exception(RetriableCommitFailedError(f"async commit not sent: {exc}"))
+            return result
+        except KGroupError as exc:
+            result.set_exception(exc)
+            return result
+        request = self._transport.offset_commit(
+            self._config.group_id, generation, self._config.group_instance_id,
+            offsets, node, self._config.request_timeout_ms,
+        )
+        self._pending_async.add(result)
+
+        def done(f: concurrent.futures.Future[dict[TopicPartition, int]]) -> None:
+            # runs on the network thread: only the group thread's inbox and this future
+            self._pending_async.discard(result)
+            exc = f.exception()
+            if exc is not None:
+                if not isinstance(exc, KGroupError):
+                    self._group.post(ev.CoordinatorDead(f"OffsetCommit failed: {exc}"))
+                    exc = RetriableCommitFailedError(f"async commit failed: {exc}")
+                result.set_exception(exc)
+                return
+            try:
+                self._raise_first(Api.OFFSET_COMMIT, f.result().values(), generation)
+            except Retriable as retriable:
+                result.set_exception(RetriableCommitFailedError(f"async commit failed: {retriable}"))
+            except Exception as error:
+                result.set_exception(error)
+            else:
+                result.set_result(None)
+            self._mailbox.notify()
+
+        request.add_done_callback(done)
+        return result
+
+    # ------------------------------------------------------------------ OffsetFetch
+    def fetch_committed(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Committed offsets of ``partitions`` (absent: nothing committed).
+
+        Raises:
+            CoordinatorUnavailable: no answer within ``timeout_ms`` (ms).
+            WakeupError: ``wakeup()`` interrupted the call.
+            FatalGroupError, BrokerError: per the error table.
+
+        """
+        parts = sorted(partitions)
+
+        def attempt(deadline: float) -> dict[TopicPartition, OffsetAndMetadata]:
+            snap = self._snapshot()
+            node = self._coordinator(snap)
+            result: OffsetFetchResult = self._await(
+                Api.OFFSET_FETCH,
+                self._transport.offset_fetch(self._config.group_id, parts, node, self._config.request_timeout_ms),
+                deadline,
+            )
+            self._raise_first(
+                Api.OFFSET_FETCH, [result.error_code] + [c.error_code for c in result.partitions.values()], None
+            )
+            return {
+                tp: OffsetAndMetadata(c.offset, c.metadata, c.leader_epoch)
+                for tp, c in result.partitions.items()
+                if c.offset >= 0
+            }
+
+        if not parts:
+            return {}
+        return self._retrying(Api.OFFSET_FETCH, attempt, timeout_ms)
