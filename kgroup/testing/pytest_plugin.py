@@ -9,7 +9,10 @@ terminal summary.
 Fixtures:
 
 * ``kafka_broker`` (session): the :class:`~kgroup.testing.BrokerHandle`; stopped at the
-  end of the session. The embedded broker's log goes to pytest's ``tmp_path_factory``.
+  end of the session. The embedded broker's log goes to pytest's ``tmp_path_factory``. With
+  ``KGROUP_BROKER=apache-kafka`` and Java or the Apache Kafka jars missing, every test that
+  needs it is skipped with one line naming ``python -m kgroup.testing.apache_kafka fetch``
+  (with ``KGROUP_REQUIRE_APACHE_KAFKA=1`` they fail with :class:`~kgroup.testing.BrokerStartError`).
 * ``kafka_bootstrap`` (session): its ``bootstrap_servers`` string.
 * ``topic_factory`` (function): ``make_topic(partitions=1, *, prefix="t") -> str`` creates
   a uniquely named topic and returns its name.
@@ -25,7 +28,8 @@ Markers ``integration`` and ``tansu_deviation(reason)`` are registered unless th
 configuration already registers them. A test marked ``tansu_deviation(reason)`` becomes a
 strict xfail when the session's broker is the embedded Tansu (it must fail there: if Tansu
 ever behaves as Kafka, the suite says so) and an ordinary test against any other broker
-(``KGROUP_BOOTSTRAP_SERVERS`` or testcontainers' Apache Kafka), where it must pass. Tests against the broker must set
+(``KGROUP_BOOTSTRAP_SERVERS``, ``KGROUP_BROKER=apache-kafka`` or testcontainers' Apache
+Kafka), where it must pass. Tests against the broker must set
 ``session_timeout_ms`` explicitly (see :mod:`kgroup.testing.broker`).
 """
 
@@ -131,9 +135,16 @@ def kafka_broker(
     """Start the session's broker on first use and stop it when the session ends.
 
     Raises:
-        kgroup.testing.BrokerStartError: the embedded broker failed to start.
+        kgroup.testing.BrokerStartError: the embedded broker failed to start, or
+            ``KGROUP_BROKER=apache-kafka`` with Java or the jars missing and
+            ``KGROUP_REQUIRE_APACHE_KAFKA=1``.
+        pytest.skip.Exception: ``KGROUP_BROKER=apache-kafka`` with Java or the jars missing.
 
     """
+    if selected_broker_kind() == "apache-kafka":
+        from kgroup.testing import apache_kafka
+
+        apache_kafka.skip_if_unavailable()
     handle = start_broker(log_dir=tmp_path_factory.mktemp("kafka-broker"))
     request.config.stash[_BROKER_KEY] = handle
     try:
