@@ -858,6 +858,8 @@ class _KraftCluster:
             if remove_data:  # data and configs; the log files stay
                 for node in self.nodes.values():
                     shutil.rmtree(node.directory, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    self.base_dir.rmdir()  # only if empty: the logs went to a log_dir elsewhere
 
     def stop_node(self, node_id: int, timeout_s: float) -> None:
         with self._lock:

@@ -321,10 +321,10 @@ class BrokerHandle:
                 f"(embedded, pid {self.pid}; log {self.log_path})"
             )
         if self.kind == "apache-kafka":
-            pids = ", ".join(f"node {n} pid {pid}" for n, pid in self.pids.items())
+            pids = ", ".join(f"node {n} pid {pid}" for n, pid in self.pids.items() if pid is not None)
             return (
                 f"kafka broker: {self.version} at {self.bootstrap_servers} "
-                f"({pids}; logs in {self.log_path.parent if self.log_path else None})"
+                f"({pids or 'stopped'}; logs in {self.log_path.parent if self.log_path else None})"
             )
         return f"kafka broker: {self.version} at {self.bootstrap_servers} ({self.kind})"
 
