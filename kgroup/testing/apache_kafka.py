@@ -44,6 +44,14 @@ Every setting is Kafka's default except those in :func:`node_properties` (listen
 ``127.0.0.1`` ports, the quorum, the data directory, and internal topics' replication factor
 capped at the node count) and the caller's ``overrides``. ``group.initial.rebalance.delay.ms``
 stays at Kafka's 3000 ms unless overridden, so the first join of a new group takes about 3 s.
+
+Each node's data is on disk under a temporary directory (``kgroup-apache-kafka-*``, deleted by
+:meth:`~kgroup.testing.BrokerHandle.stop`); its stdout, stderr and log4j2 output go to
+``apache-kafka-node-<id>.log`` in the caller's ``log_dir`` (else that temporary directory), kept
+and appended to across restarts. Each JVM runs in its own session and process group and is
+stopped by PID (SIGTERM, then SIGKILL after 10 s); an :mod:`atexit` hook stops the nodes if the
+test run does not. If the Python process dies by a signal, atexit hooks do not run and the JVMs
+stay (about 0.5 GB each): find them with ``pgrep -f 'kafka.Kafka .*kgroup-apache-kafka-'``.
 """
 
 from __future__ import annotations
@@ -548,6 +556,13 @@ def node_properties(
     return props
 
 
+def _validate(nodes: int, overrides: Mapping[str, object] | None) -> None:
+    """Raise ``ValueError`` for a bad node count or override, before anything is started."""
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+        raise ValueError(f"nodes must be a positive int, got {nodes!r}")
+    node_properties(1, broker_ports={1: 1}, controller_ports={1: 1}, data_dir=".", overrides=overrides)
+
+
 class _Node:
     def __init__(self, node_id: int, directory: Path, log_path: Path) -> None:
         self.node_id = node_id
@@ -613,13 +628,9 @@ class _KraftCluster:
         log_dir: str | os.PathLike[str] | None,
         version: str = KAFKA_VERSION,
     ) -> None:
-        if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
-            raise ValueError(f"nodes must be a positive int, got {nodes!r}")
+        _validate(nodes, overrides)
         self.version = version
         self.overrides = dict(overrides or {})
-        # Validate overrides before anything is started.
-        node_properties(1, broker_ports={1: 1}, controller_ports={1: 1}, data_dir=".",
-                        overrides=self.overrides)
         self.base_dir = Path(tempfile.mkdtemp(prefix="kgroup-apache-kafka-"))
         logs = Path(log_dir) if log_dir is not None else self.base_dir
         logs.mkdir(parents=True, exist_ok=True)
@@ -657,15 +668,16 @@ class _KraftCluster:
         """Format and start every node, retrying with new ports if one was taken meanwhile."""
         deadline = time.monotonic() + startup_timeout_s
         reason = unavailable_reason(self.version)
-        if reason is not None:
-            raise BrokerStartError(reason)
         java = find_java()
-        assert java is not None
+        if reason is not None or java is None:
+            self.stop_all()
+            raise BrokerStartError(reason or "java not found")
         self._java = java
         self._libs = libs_dir(self.version)
         try:
             self._log_config = log4j2_config(self.version)
         except OSError as exc:
+            self.stop_all()
             raise BrokerStartError(f"cannot write the log4j2 configuration: {exc}") from exc
         for attempt in range(1, _PORT_ATTEMPTS + 1):
             self._assign_ports()
@@ -921,7 +933,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     fetch_cmd = commands.add_parser(
-        "fetch", help=f"resolve the jars with mvn into $ {HOME_ENV_VAR} (idempotent)"
+        "fetch", help=f"resolve the jars with mvn into {_DEFAULT_HOME} or ${HOME_ENV_VAR} (idempotent)"
     )
     fetch_cmd.add_argument("--version", default=KAFKA_VERSION, help="Kafka release (%(default)s)")
     fetch_cmd.add_argument("--force", action="store_true", help="resolve again even if present")

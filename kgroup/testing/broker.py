@@ -548,8 +548,12 @@ def _start_apache_kafka(
     log_dir: str | os.PathLike[str] | None,
     startup_timeout_s: float,
 ) -> BrokerHandle:
-    from kgroup.testing.apache_kafka import KAFKA_VERSION, _KraftCluster
+    from kgroup.testing.apache_kafka import KAFKA_VERSION, _KraftCluster, _validate, unavailable_reason
 
+    _validate(nodes, overrides)
+    reason = unavailable_reason()
+    if reason is not None:
+        raise BrokerStartError(reason)
     cluster = _KraftCluster(nodes=nodes, overrides=overrides, log_dir=log_dir)
     cluster.start(startup_timeout_s)  # stops what it started if it raises
     plural = "node" if nodes == 1 else "nodes"
