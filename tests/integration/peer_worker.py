@@ -6,7 +6,8 @@ real: SIGKILL leaves no LeaveGroup and no heartbeats, as a dead host would.
 Argument: one JSON object with ``client`` (``kafka-python`` or ``confluent``), ``bootstrap``,
 ``group``, ``topic``, ``strategy`` (``range``, ``roundrobin`` or ``cooperative-sticky``; the
 assignor, and so the rebalance protocol: eager for the first two, KIP-429 cooperative for the
-last), ``session_timeout_ms``, ``heartbeat_interval_ms``, ``max_poll_interval_ms``, and
+last; kafka-python also takes a comma-separated list in order of preference, and runs EAGER
+while one of them is eager), ``session_timeout_ms``, ``heartbeat_interval_ms``, ``max_poll_interval_ms``, and
 optionally ``instance_id`` (KIP-345), ``client_id`` (the prefix of the member id the
 coordinator hands out, so a test can tell who leads), ``record`` (report every record
 handed out) and ``commit`` (commit synchronously after every non-empty batch, so that a
@@ -25,6 +26,9 @@ parent's ``time.monotonic()``):
 * ``{"event": "commit_failed", "name": ...}`` (only with ``commit``);
 * ``{"event": "error", "name": ..., "fatal": bool}``, ``{"event": "ready"}``,
   ``{"event": "closing"}`` (no ``poll()`` after it), ``{"event": "closed"}``.
+
+Apache Kafka's Java consumer speaks the same protocol (``tests/peers/JavaPeer.java``, started
+by ``peers.Peer`` with ``client="java"``).
 
 Input: one command per line on stdin: ``pause`` (stop calling poll; kafka-python's heartbeat
 thread and librdkafka's background threads keep the member alive until max.poll.interval.ms),
@@ -71,11 +75,12 @@ def run_kafka_python(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
 
     strategy = opts["strategy"]
     instance_id = opts.get("instance_id")
-    assignor = {
+    known = {
         "range": RangePartitionAssignor,
         "roundrobin": RoundRobinPartitionAssignor,
         "cooperative-sticky": CooperativeStickyAssignor,
-    }[strategy]
+    }
+    assignors = [known[name.strip()] for name in strategy.split(",") if name.strip()]
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked: object) -> None:
@@ -95,7 +100,7 @@ def run_kafka_python(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
         session_timeout_ms=opts["session_timeout_ms"],
         heartbeat_interval_ms=opts["heartbeat_interval_ms"],
         max_poll_interval_ms=opts["max_poll_interval_ms"],
-        partition_assignment_strategy=[assignor],
+        partition_assignment_strategy=assignors,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
@@ -167,7 +172,7 @@ def run_confluent(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
 
     config["error_cb"] = on_error
     consumer = Consumer(config)
-    cooperative = strategy == "cooperative-sticky"
+    cooperative = strategy == "cooperative-sticky"  # librdkafka mixes no eager and cooperative assignors
 
     def on_assign(c: Consumer, tps: list[object]) -> None:
         emit("assigned", partitions=parts(tps))

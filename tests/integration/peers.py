@@ -1,6 +1,11 @@
-"""Peer consumers (kafka-python, confluent-kafka) as child processes, for cross-checks.
+"""Peer consumers (kafka-python, confluent-kafka, Apache Kafka's Java ``KafkaConsumer``) as
+child processes, for cross-checks.
 
-``Peer`` starts ``peer_worker.py`` and collects its JSON events on a reader thread;
+``Peer`` starts ``peer_worker.py`` (the Python clients) or ``tests/peers/JavaPeer.java`` (Java's
+``org.apache.kafka.clients.consumer.KafkaConsumer`` with ``group.protocol=classic``, run by
+Java's single-file source launcher, JEP 330, on the Apache Kafka jars that
+``python -m kgroup.testing.apache_kafka fetch`` puts in place) and collects their JSON events,
+one line protocol for all of them, on a reader thread;
 ``owned()`` replays assigned/revoked/lost into the partitions the peer holds now, which works
 for eager (revoke all, assign all) and cooperative (incremental) callbacks alike. Every event
 carries ``t``, the child's ``time.monotonic()`` (comparable with the parent's); with
@@ -17,11 +22,46 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tests.integration.harness import wait_until
 
 WORKER = Path(__file__).with_name("peer_worker.py")
+#: Apache Kafka's consumer as a peer (see its header for the arguments and events)
+JAVA_PEER = Path(__file__).resolve().parents[1] / "peers" / "JavaPeer.java"
+#: every client kind a ``Peer`` can run
+CLIENTS = ("kafka-python", "confluent", "java")
+
+
+def java_unavailable_reason() -> str | None:
+    """One line naming what is missing to run the Java peer (Java, the Apache Kafka jars), or None."""
+    from kgroup.testing import apache_kafka
+
+    return apache_kafka.unavailable_reason()
+
+
+def java_command(args: list[str], *, quick_start: bool = True) -> list[str]:
+    """``java -cp '<Apache Kafka libs>/*' tests/peers/JavaPeer.java <args>``.
+
+    ``quick_start`` (tests) runs the JVM with the serial collector and C1 only, which starts
+    sooner on a small machine; benchmarks pass ``False`` for HotSpot's defaults. The JVM's own
+    logging (log4j2's default configuration at ``$KGROUP_JAVA_PEER_LOG_LEVEL``, default WARN)
+    goes to stderr; the peer keeps stdout for its events.
+
+    Raises:
+        RuntimeError: Java or the jars are missing (the message names the fetch command).
+
+    """
+    from kgroup.testing import apache_kafka
+
+    reason = java_unavailable_reason()
+    java = apache_kafka.find_java()
+    if reason is not None or java is None:
+        raise RuntimeError(reason or "java not found")
+    level = os.environ.get("KGROUP_JAVA_PEER_LOG_LEVEL", "WARN")
+    flags = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if quick_start else []
+    return [java, *flags, f"-Dorg.apache.logging.log4j.level={level}",
+            "-cp", f"{apache_kafka.libs_dir()}/*", str(JAVA_PEER), *args]
 
 
 class Peer:
@@ -43,16 +83,22 @@ class Peer:
         client_id: str | None = None,
         record: bool = False,
         commit: bool = False,
+        log_path: str | os.PathLike[str] | None = None,
     ) -> None:
         """Start the worker process.
 
         Args:
-            client: ``"kafka-python"`` or ``"confluent"``.
-            strategy: ``"range"``, ``"roundrobin"`` or ``"cooperative-sticky"``.
+            client: ``"kafka-python"``, ``"confluent"`` or ``"java"``.
+            strategy: ``"range"``, ``"roundrobin"`` or ``"cooperative-sticky"``; for ``java`` and
+                ``kafka-python`` also a comma-separated list in order of preference, e.g.
+                ``"cooperative-sticky,range"`` (KIP-429's first bounce: the member runs EAGER
+                while an eager assignor is listed).
             heartbeat_interval_ms: default ``max(100, session_timeout_ms // 6)``.
             client_id: the client id, so the coordinator's member id starts with it.
             record: report every record handed out (``consumed``).
-            commit: commit synchronously after every non-empty batch.
+            commit: commit synchronously after every non-empty batch (``java``: also the
+                revoked partitions' positions in ``onPartitionsRevoked``).
+            log_path: where the child's stderr goes (default: nowhere).
 
         """
         self.client = client
@@ -64,21 +110,39 @@ class Peer:
             "heartbeat_interval_ms": heartbeat_interval_ms or max(100, session_timeout_ms // 6),
             "instance_id": instance_id, "client_id": client_id, "record": record, "commit": commit,
         }
-        argv = [sys.executable, str(WORKER), json.dumps(opts)]
+        if client == "java":
+            argv = java_command(self._java_args(opts))
+        elif client in CLIENTS:
+            argv = [sys.executable, str(WORKER), json.dumps(opts)]
+        else:
+            raise ValueError(f"unknown peer client {client!r}; one of {CLIENTS}")
         self._lock = threading.Lock()
         self.events: list[dict[str, Any]] = []
         #: (t, partition, offset) of every record handed out, with ``record=True``
         self.consumed: list[tuple[float, int, int]] = []
+        self._log: IO[str] | None = open(log_path, "a") if log_path is not None else None  # noqa: SIM115
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self._log if self._log is not None else subprocess.DEVNULL,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    @staticmethod
+    def _java_args(opts: dict[str, Any]) -> list[str]:
+        args = ["--bootstrap", opts["bootstrap"], "--group", opts["group"], "--topic", opts["topic"],
+                "--assignors", opts["strategy"], "--session-timeout-ms", str(opts["session_timeout_ms"]),
+                "--heartbeat-interval-ms", str(opts["heartbeat_interval_ms"]),
+                "--max-poll-interval-ms", str(opts["max_poll_interval_ms"])]
+        if opts["instance_id"]:
+            args += ["--instance-id", opts["instance_id"]]
+        if opts["client_id"]:
+            args += ["--client-id", opts["client_id"]]
+        return args + (["--record"] if opts["record"] else []) + (["--commit"] if opts["commit"] else [])
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -112,6 +176,18 @@ class Peer:
                 held -= ps
         return frozenset(held)
 
+    def generation(self) -> int | None:
+        """The generation of the last callback that reported one (the Java peer does)."""
+        with self._lock:
+            gens = [e["generation"] for e in self.events if "generation" in e]
+        return gens[-1] if gens else None
+
+    def wait_ready(self, timeout_s: float = 60.0) -> Peer:
+        """Wait until the child subscribed (its ``ready`` event); fail if it exits first."""
+        wait_until(lambda: bool(self.of("ready")) or self.proc.poll() is not None, timeout_s, f"{self.name} ready")
+        assert self.of("ready"), f"{self.name} exited with {self.proc.returncode} before it was ready"
+        return self
+
     def assignments(self) -> int:
         return len(self.of("assigned"))
 
@@ -128,12 +204,16 @@ class Peer:
         if self.proc.poll() is None:
             self.send("close")
             wait_until(lambda: self.proc.poll() is not None, timeout_s, f"{self.name} to close")
+        if self._log is not None:
+            self._log.close()
 
     def kill(self) -> None:
         """SIGKILL: no LeaveGroup, no more heartbeats."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        if self._log is not None:
+            self._log.close()
 
     def stop(self) -> None:
         try:
