@@ -1,6 +1,6 @@
 """One group member in its own process, for ``benchmarks/rebalance.py`` (not a benchmark itself).
 
-    python benchmarks/_members.py '{"client": "kgroup"|"kafka-python"|"confluent", "bootstrap": ...,
+    python benchmarks/_members.py '{"client": "kgroup"|"kafka-python"|"confluent"|"java", "bootstrap": ...,
         "group": ..., "topic": ..., "assignor": "range"|"cooperative-sticky",
         "instance_id": null|"...", "client_id": "...", "session_timeout_ms": 10000,
         "heartbeat_interval_ms": 1000, "auto_commit_interval_ms": 1000}'
@@ -20,17 +20,27 @@ Output: one JSON object per line on stdout, flushed at once, each with ``"t"`` =
 * ``{"event": "error", "message": ...}``.
 
 Input: ``close`` on stdin (or end of stdin) closes the consumer. A static member
-(``instance_id``) closes without LeaveGroup in all three clients (Java's default, KIP-345).
+(``instance_id``) closes without LeaveGroup in all four clients (Java's default, KIP-345).
+
+``"client": "java"`` is Apache Kafka's own ``KafkaConsumer`` (classic protocol), a JVM running
+``tests/peers/JavaPeer.java --mode bench`` with the same configuration and the same events
+(:func:`java_argv` builds its command; this module does not run it). ``"start"`` then comes
+after the JVM started and loaded the class, so "spawn -> start" includes the JVM's start.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import queue
+import shutil
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 
@@ -264,6 +274,71 @@ def run_producer(cfg: dict[str, Any], cmds: queue.Queue[str]) -> None:
             emit("sent", count=sent)
     producer.flush(10)
     emit("closed", count=sent)
+
+
+JAVA_PEER = Path(__file__).resolve().parent.parent / "tests" / "peers" / "JavaPeer.java"
+
+
+def _compiled_java_peer(java: str, classpath: str) -> Path | None:
+    """``JavaPeer.java`` compiled once with the JDK's ``javac`` (cached by the source's hash), or None.
+
+    Benchmarks run the compiled class so that a member's process start is the JVM's start, not
+    the single-file launcher's in-memory compilation (about 2 s of CPU on two cores). Without
+    ``javac`` next to ``java`` the source file is launched as the tests do.
+    """
+    javac = Path(java).with_name("javac")
+    if not javac.exists():
+        return None
+    source = JAVA_PEER.read_bytes()
+    out = Path.home() / ".cache" / "kgroup" / "java-peer" / hashlib.sha256(source).hexdigest()[:16]
+    if not (out / "JavaPeer.class").exists():
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        subprocess.run([str(javac), "-nowarn", "-cp", classpath, "-d", str(tmp), str(JAVA_PEER)],
+                       check=True, capture_output=True)
+        try:
+            tmp.rename(out)
+        except OSError:  # another process got there first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def java_command(args: list[str]) -> list[str]:
+    """The JVM command running ``tests/peers/JavaPeer.java`` with ``args``, HotSpot's default flags.
+
+    The classpath is the jars ``python -m kgroup.testing.apache_kafka fetch`` puts in place
+    (kafka-clients 4.4.0 and its dependencies); log4j2's default configuration, at WARN, writes
+    to stderr. The class is compiled once (:func:`_compiled_java_peer`).
+
+    Raises:
+        SystemExit: Java or the jars are missing (the message names the fetch command).
+
+    """
+    from kgroup.testing import apache_kafka
+
+    java = apache_kafka.find_java()
+    reason = apache_kafka.unavailable_reason()
+    if reason is not None or java is None:
+        raise SystemExit(f"the java client needs {reason or 'java'}")
+    libs = f"{apache_kafka.libs_dir()}/*"
+    compiled = _compiled_java_peer(java, libs)
+    flags = [java, "-Dorg.apache.logging.log4j.level=WARN"]
+    if compiled is None:
+        return [*flags, "-cp", libs, str(JAVA_PEER), *args]
+    return [*flags, "-cp", f"{compiled}{os.pathsep}{libs}", "JavaPeer", *args]
+
+
+def java_argv(cfg: dict[str, Any]) -> list[str]:
+    """The Java member's command for ``cfg`` (the JSON object this module takes)."""
+    args = [
+        "--mode", "bench", "--bootstrap", cfg["bootstrap"], "--group", cfg["group"], "--topic", cfg["topic"],
+        "--assignors", cfg["assignor"], "--client-id", cfg.get("client_id", "bench"),
+        "--session-timeout-ms", str(cfg["session_timeout_ms"]),
+        "--heartbeat-interval-ms", str(cfg["heartbeat_interval_ms"]),
+        "--auto-commit-interval-ms", str(cfg["auto_commit_interval_ms"]),
+    ]
+    if cfg.get("instance_id"):
+        args += ["--instance-id", cfg["instance_id"]]
+    return java_command(args)
 
 
 def main() -> None:

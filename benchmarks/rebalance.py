@@ -1,10 +1,18 @@
-"""Rebalances on the real broker (issues 4 and 5): kgroup against kafka-python and confluent-kafka.
+"""Rebalances on the real broker (issues 4 and 5): kgroup against kafka-python, confluent-kafka
+and Apache Kafka's own Java ``KafkaConsumer``.
 
-The broker is ``kgroup.testing.start_broker()`` (embedded Tansu) with a
-``kgroup.testing.CoordinatorProxy`` in front, which answers the group APIs with Apache Kafka's
-coordinator semantics (bare Tansu has no join barrier and cannot replace static members). If
-``KGROUP_BOOTSTRAP_SERVERS`` is set, that cluster is used directly (no proxy: rebalance counts
-are then "n/a").
+The broker is ``kgroup.testing.start_broker()`` (``--broker``: the environment's choice, the
+embedded ``tansu`` or ``apache-kafka`` 4.4.0 with ``group.initial.rebalance.delay.ms=0``). On
+Tansu a ``kgroup.testing.CoordinatorProxy`` stands in front, which answers the group APIs with
+Apache Kafka's coordinator semantics (bare Tansu has no join barrier and cannot replace static
+members). On Apache Kafka the members talk to Kafka's own group coordinator (``--proxy`` puts
+the proxy in front there too). Without the proxy (Apache Kafka, or ``KGROUP_BOOTSTRAP_SERVERS``)
+rebalance counts and the joiner's time parked at the coordinator are "n/a".
+
+The ``java`` client is ``org.apache.kafka.clients.consumer.KafkaConsumer`` (kafka-clients
+4.4.0, ``group.protocol=classic``, ``RangeAssignor`` / ``CooperativeStickyAssignor``) run from
+``tests/peers/JavaPeer.java`` (compiled once with ``javac``) on the jars of
+``python -m kgroup.testing.apache_kafka fetch``. Its "spawn -> start" is the JVM's start.
 
 Scenarios, each in three modes (dynamic eager with ``range``, dynamic cooperative with
 ``cooperative-sticky``, static with ``group_instance_id`` and ``range``) and for each client:
@@ -52,6 +60,7 @@ reported, because the joiner's wait for the others is uniform in the heartbeat p
     python benchmarks/rebalance.py                     # everything (~10 min on 2 cores)
     python benchmarks/rebalance.py --quick             # kgroup only, one run each (~2 min)
     python benchmarks/rebalance.py --clients kgroup,confluent --modes cooperative --scenarios scale-out
+    python benchmarks/rebalance.py --broker apache-kafka --clients kgroup,java
 """
 
 from __future__ import annotations
@@ -77,11 +86,12 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._members import java_argv  # noqa: E402
 from kgroup.testing import CoordinatorProxy, create_topic, start_broker  # noqa: E402
 from kgroup.testing.coordinator import CoordinatorConfig  # noqa: E402
 
 WORKER = HERE / "_members.py"
-CLIENTS = ("kgroup", "kafka-python", "confluent")
+CLIENTS = ("kgroup", "kafka-python", "confluent", "java")
 MODES = {
     "eager": ("range", False),
     "cooperative": ("cooperative-sticky", False),
@@ -102,8 +112,9 @@ class Proc:
         self.cfg = cfg
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        argv = java_argv(cfg) if cfg["client"] == "java" else [sys.executable, str(WORKER), json.dumps(cfg)]
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), json.dumps(cfg)],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -620,8 +631,14 @@ def targets(results: Sequence[dict[str, Any]]) -> list[str]:
     for (scenario, mode, client), runs in groups.items():
         if scenario == "rolling" and mode == "static":
             counts = _values(runs, "rebalances_started")
-            verdict = "met" if counts and max(counts) == 0 else "NOT met"
-            out.append(f"static rolling restart, {client}: {counts} rebalances -> 0: {verdict}")
+            if counts:
+                verdict = "met" if max(counts) == 0 else "NOT met"
+                out.append(f"static rolling restart, {client}: {counts} rebalances -> 0: {verdict}")
+            else:  # no proxy: no rebalance count; no partition changing owner is what shows instead
+                changes = _values(runs, "owner_changes")
+                verdict = "met" if changes and max(changes) == 0 else "NOT met"
+                out.append(f"static rolling restart, {client}: rebalances n/a (no proxy), owner changes {changes}"
+                           f" -> 0: {verdict}")
     return out
 
 
@@ -639,6 +656,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=20.0, help="records/s per partition")
     parser.add_argument("--quiet", type=float, default=2.0, help="seconds without callbacks that count as stable")
     parser.add_argument("--deadline", type=float, default=60.0, help="seconds to wait for a stable group")
+    parser.add_argument("--broker", choices=("default", "tansu", "apache-kafka"), default="default",
+                        help="the broker kind (default: kgroup.testing's selection from the environment)")
+    parser.add_argument("--proxy", action=argparse.BooleanOptionalAction, default=None,
+                        help="the coordinator proxy in front (default: on Tansu yes, on Apache Kafka no)")
     parser.add_argument("--json", help="also write the raw results here")
     parser.add_argument("--events", help="write every run's member and model events into this directory")
     args = parser.parse_args(argv)
@@ -648,10 +669,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         args.repeat = args.repeat_rolling = 1
 
-    broker = start_broker()
+    if args.broker == "apache-kafka":
+        broker = start_broker(kind="apache-kafka", overrides={"group.initial.rebalance.delay.ms": 0},
+                              startup_timeout_s=120)
+    else:
+        broker = start_broker(kind=None if args.broker == "default" else args.broker)
     proxy: CoordinatorProxy | None = None
+    use_proxy = args.proxy if args.proxy is not None else broker.kind not in ("external", "apache-kafka")
     try:
-        if broker.kind == "external":
+        if not use_proxy:
             env = Env(broker.bootstrap_servers, broker.bootstrap_servers, None)
         else:
             proxy = CoordinatorProxy(
@@ -659,6 +685,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ).start()
             env = Env(proxy.bootstrap_servers, broker.bootstrap_servers, proxy)
         print(f"broker: {broker.describe()}; proxy: {'yes' if proxy else 'no'}", file=sys.stderr)
+        print(f"broker: {broker.kind} {broker.version}; coordinator: "
+              f"{'the proxy model' if proxy else 'the broker'}; clients {','.join(clients)}")
         results: list[dict[str, Any]] = []
         started = time.monotonic()
         for scenario in scenarios:

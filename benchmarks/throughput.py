@@ -1,4 +1,4 @@
-"""Consume throughput: kgroup against kafka-python, aiokafka and confluent-kafka.
+"""Consume throughput: kgroup against kafka-python, aiokafka, confluent-kafka and Java's consumer.
 
 One topic is produced once; then each client drains it in its own subprocess (so peak RSS is
 per client), as a member of its own consumer group, with CRC checks on. Every client touches
@@ -10,9 +10,25 @@ including the join is reported too.
     python benchmarks/throughput.py                       # 1M records x 100 B, 12 partitions
     python benchmarks/throughput.py --records 20000       # quick smoke run
     python benchmarks/throughput.py --clients kgroup,aiokafka --profile
+    python benchmarks/throughput.py --broker apache-kafka --repeat 3   # all five, 3 rounds
 
-A broker is started with ``kgroup.testing.start_broker()`` unless ``KGROUP_BOOTSTRAP_SERVERS``
-is set. ``--profile`` runs the kgroup child under pyinstrument (poll thread) and writes the
+A broker is started with ``kgroup.testing.start_broker()`` (``--broker``: the environment's
+choice, unless ``KGROUP_BOOTSTRAP_SERVERS`` is set; ``tansu``; or ``apache-kafka`` 4.4.0).
+
+``java`` is Apache Kafka's own ``org.apache.kafka.clients.consumer.KafkaConsumer`` (kafka-clients
+4.4.0, classic group protocol, byte-array deserializers, ``check.crcs=true``,
+``max.poll.records=500``) in a JVM with HotSpot's defaults, running
+``tests/peers/JavaPeer.java --mode throughput`` (compiled once with ``javac``) on the jars of
+``python -m kgroup.testing.apache_kafka fetch``; it does per record what the Python clients do.
+Its wall time leaves out the JVM's start (it starts counting where the Python children do:
+before the consumer is built).
+
+``--repeat N`` runs every client N times, the clients interleaved in each round (so a slow
+minute of a shared machine hits all of them), on the same topic, each run in a new group; the
+table shows the median records/s with [min-max] and the ratio of kgroup's median to each
+client's median, all from this one run.
+
+``--profile`` runs the kgroup child under pyinstrument (poll thread) and writes the
 text report next to this file (``profile-kgroup.txt``).
 """
 
@@ -23,6 +39,7 @@ import asyncio
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -33,7 +50,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CLIENTS = ("kgroup", "kafka-python", "aiokafka", "confluent")
+CLIENTS = ("kgroup", "kafka-python", "aiokafka", "confluent", "java")
+PYTHON_CLIENTS = CLIENTS[:-1]
 SESSION_TIMEOUT_MS = 6000  # Tansu joins take session_timeout_ms / 2
 HEARTBEAT_MS = 2000
 MAX_POLL_RECORDS = 500
@@ -297,9 +315,18 @@ def child(args: argparse.Namespace) -> None:
 
 
 def run_child(client: str, bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", client, "--bootstrap", bootstrap,
-           "--topic", topic, "--records", str(args.records)]
-    if args.profile:
+    if client == "java":
+        from benchmarks._members import java_command
+
+        group = f"bench-java-{uuid.uuid4().hex[:8]}"
+        cmd = java_command(["--mode", "throughput", "--bootstrap", bootstrap, "--group", group, "--topic", topic,
+                            "--records", str(args.records), "--max-poll-records", str(MAX_POLL_RECORDS),
+                            "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
+                            "--heartbeat-interval-ms", str(HEARTBEAT_MS)])
+    else:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", client, "--bootstrap", bootstrap,
+               "--topic", topic, "--records", str(args.records)]
+    if args.profile and client == "kgroup":
         cmd += ["--profile", "--profile-out", str(args.profile_out)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
@@ -312,16 +339,27 @@ def run_child(client: str, bootstrap: str, topic: str, args: argparse.Namespace)
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    base = next((r for r in results if r["client"] == "kgroup"), None)
-    lines = [
-        "| client | records/s | kgroup / client | seconds | wall s (incl. join) | peak RSS MB |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+    """Median records/s per client ([min-max] over the rounds) and kgroup's median / the client's."""
+    by_client: dict[str, list[dict[str, Any]]] = {}
     for r in results:
-        ratio = f"{base['rps'] / r['rps']:.2f}" if base else "-"
+        by_client.setdefault(r["client"], []).append(r)
+
+    def med(runs: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    base = med(by_client["kgroup"], "rps") if "kgroup" in by_client else None
+    lines = [
+        "| client | N | records/s (median [min-max]) | kgroup / client | seconds | wall s (incl. join) "
+        "| peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for client, runs in by_client.items():
+        rps = [r["rps"] for r in runs]
+        spread = f" [{min(rps):,.0f}-{max(rps):,.0f}]" if len(runs) > 1 else ""
+        ratio = f"{base / med(runs, 'rps'):.2f}" if base else "-"
         lines.append(
-            f"| {r['client']} | {r['rps']:,.0f} | {ratio} | {r['seconds']:.2f} | {r['wall_seconds']:.1f} "
-            f"| {r['peak_rss_mb']:.0f} |"
+            f"| {client} | {len(runs)} | {med(runs, 'rps'):,.0f}{spread} | {ratio} | {med(runs, 'seconds'):.2f} "
+            f"| {med(runs, 'wall_seconds'):.1f} | {med(runs, 'peak_rss_mb'):.0f} |"
         )
     return "\n".join(lines)
 
@@ -337,7 +375,10 @@ def parse(argv: Iterable[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profile-out", default=str(HERE / "profile-kgroup.txt"))
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--child-timeout", type=float, default=1800)
-    p.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
+    p.add_argument("--broker", choices=("default", "tansu", "apache-kafka"), default="default",
+                   help="the broker kind (default: kgroup.testing's selection from the environment)")
+    p.add_argument("--repeat", type=int, default=1, help="rounds; each runs every client once")
+    p.add_argument("--child", choices=PYTHON_CLIENTS, help=argparse.SUPPRESS)
     p.add_argument("--bootstrap", help=argparse.SUPPRESS)
     p.add_argument("--topic", help=argparse.SUPPRESS)
     return p.parse_args(None if argv is None else list(argv))
@@ -355,7 +396,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from kgroup.testing import create_topic, start_broker
 
-    with start_broker() as broker:
+    if args.broker == "apache-kafka":
+        broker_cm = start_broker(kind="apache-kafka", startup_timeout_s=120)
+    else:
+        broker_cm = start_broker(kind=None if args.broker == "default" else args.broker)
+    with broker_cm as broker:
         print(broker.describe(), flush=True)
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap_servers, topic, args.partitions)
@@ -364,13 +409,15 @@ def main(argv: Iterable[str] | None = None) -> int:
               f"to {args.partitions} partitions "
               f"in {seconds:.1f} s", flush=True)
         results = []
-        for client in clients:
-            result = run_child(client, broker.bootstrap_servers, topic, args)
-            if result["records"] != args.records or result["order_errors"]:
-                raise SystemExit(f"{client}: wrong delivery: {result}")
-            print(f"{client}: {result['rps']:,.0f} records/s ({result['seconds']:.2f} s, "
-                  f"peak RSS {result['peak_rss_mb']:.0f} MB)", flush=True)
-            results.append(result)
+        for round_no in range(args.repeat):
+            for client in clients:
+                result = run_child(client, broker.bootstrap_servers, topic, args)
+                if result["records"] != args.records or result["order_errors"]:
+                    raise SystemExit(f"{client}: wrong delivery: {result}")
+                print(f"[{round_no + 1}/{args.repeat}] {client}: {result['rps']:,.0f} records/s "
+                      f"({result['seconds']:.2f} s, peak RSS {result['peak_rss_mb']:.0f} MB)", flush=True)
+                result["round"] = round_no
+                results.append(result)
     print()
     print(table(results))
     if args.json:
