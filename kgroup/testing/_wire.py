@@ -17,6 +17,15 @@ field of the message; the encoder drops those outside the version. Version rules
   into every partition (taken from the request when the model returned none), as Kafka does.
 * The request batch forms always come in as tuples: :func:`requests_from_dict` returns one model
   request for every API except OffsetFetch v8+, which returns one per group.
+* DeleteGroups (API 42) is mapped too (:data:`ALL_MODEL_METHODS`), but it is not in
+  :data:`MODEL_METHODS`: the proxy does not serve it (it forwards it to the broker).
+
+Kafka's string limit: every STRING field of every request is read by Kafka's generated
+``Readable`` code, which throws on a length above ``0x7fff`` bytes ("string field X had invalid
+length"); ``RequestContext.parseRequest`` turns that into an ``InvalidRequestException`` and
+``SocketServer``'s processor closes the connection without answering. Compact (flexible-version)
+strings can carry more on the wire, and kafka-python decodes them; :func:`check_string_lengths`
+applies Kafka's limit to a decoded body.
 """
 
 from __future__ import annotations
@@ -30,6 +39,9 @@ from kgroup.testing.coordinator._types import (
     CommitPartitionResult,
     CommitTopic,
     CommitTopicResult,
+    DeletedGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DescribedGroup,
     DescribedMember,
     DescribeGroupsRequest,
@@ -59,19 +71,24 @@ from kgroup.testing.coordinator._types import (
 )
 
 __all__ = [
+    "ALL_MODEL_METHODS",
+    "DELETE_GROUPS",
     "DESCRIBE_GROUPS",
     "FIND_COORDINATOR",
     "HEARTBEAT",
     "JOIN_GROUP",
     "LEAVE_GROUP",
     "LIST_GROUPS",
+    "MAX_STRING_BYTES",
     "MODEL_METHODS",
     "MODEL_VERSIONS",
     "OFFSET_COMMIT",
     "OFFSET_FETCH",
     "SYNC_GROUP",
+    "MalformedRequestError",
     "ModelRequest",
     "ModelResponse",
+    "check_string_lengths",
     "error_responses",
     "requests_from_dict",
     "requests_to_dict",
@@ -88,6 +105,10 @@ LEAVE_GROUP: Final = 13
 SYNC_GROUP: Final = 14
 DESCRIBE_GROUPS: Final = 15
 LIST_GROUPS: Final = 16
+DELETE_GROUPS: Final = 42
+
+MAX_STRING_BYTES: Final = 0x7FFF
+"""The longest STRING Kafka reads (UTF-8 bytes); a longer one makes it close the connection."""
 
 MODEL_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     JOIN_GROUP: (0, 9),
@@ -111,10 +132,46 @@ MODEL_METHODS: Final[Mapping[int, str]] = {
     DESCRIBE_GROUPS: "describe_groups",
     LIST_GROUPS: "list_groups",
 }
-"""The :class:`~kgroup.testing.coordinator.GroupCoordinatorModel` method serving each API key."""
+"""The :class:`~kgroup.testing.coordinator.GroupCoordinatorModel` method serving each API key (the proxy's set)."""
+
+DELETE_GROUPS_VERSIONS: Final = (0, 3)
+"""DeleteGroups versions the model answers (v3 only adds the response's ``error_message``)."""
+
+ALL_MODEL_METHODS: Final[Mapping[int, str]] = {**MODEL_METHODS, DELETE_GROUPS: "delete_groups"}
+"""Every API the model answers: :data:`MODEL_METHODS` plus DeleteGroups, which the proxy does not serve."""
+
+
+class MalformedRequestError(ValueError):
+    """A request Kafka would not parse: it closes the connection instead of answering."""
+
+
+def check_string_lengths(body: Mapping[str, Any]) -> None:
+    """Apply Kafka's 0x7fff-byte STRING limit to a decoded request body (nested structs included).
+
+    Only ``str`` values are checked: BYTES fields (member metadata, assignments) have no such limit.
+
+    Raises:
+        MalformedRequestError: a string is longer; the message names its field and length.
+
+    """
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, str):
+            size = len(value.encode("utf-8"))
+            if size > MAX_STRING_BYTES:
+                raise MalformedRequestError(f"string field {path} had invalid length {size}")
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list | tuple):
+            for index, item in enumerate(value):
+                walk(item, f"{path}[{index}]")
+
+    walk(body, "")
 
 ModelRequest = (
-    JoinGroupRequest
+    DeleteGroupsRequest
+    | JoinGroupRequest
     | SyncGroupRequest
     | HeartbeatRequest
     | LeaveGroupRequest
@@ -124,7 +181,8 @@ ModelRequest = (
     | ListGroupsRequest
 )
 ModelResponse = (
-    JoinGroupResponse
+    DeleteGroupsResponse
+    | JoinGroupResponse
     | SyncGroupResponse
     | HeartbeatResponse
     | LeaveGroupResponse
@@ -277,7 +335,13 @@ def requests_from_dict(
             ),
         )
     if api_key == DESCRIBE_GROUPS:
-        return (DescribeGroupsRequest(api_version=v, groups=tuple(body["groups"] or ())),)
+        return (
+            DescribeGroupsRequest(
+                api_version=v,
+                groups=tuple(body["groups"] or ()),
+                include_authorized_operations=v >= 3 and bool(body.get("include_authorized_operations", False)),
+            ),
+        )
     if api_key == LIST_GROUPS:
         return (
             ListGroupsRequest(
@@ -286,6 +350,8 @@ def requests_from_dict(
                 types_filter=tuple(body.get("types_filter") or ()) if v >= 5 else (),
             ),
         )
+    if api_key == DELETE_GROUPS:
+        return (DeleteGroupsRequest(api_version=v, groups=tuple(body["groups_names"] or ())),)
     raise _unsupported(api_key)
 
 
@@ -387,9 +453,11 @@ def requests_to_dict(api_key: int, api_version: int, requests: Sequence[ModelReq
             ],
         }
     if isinstance(req, DescribeGroupsRequest):
-        return {"groups": list(req.groups), "include_authorized_operations": False}
+        return {"groups": list(req.groups), "include_authorized_operations": req.include_authorized_operations}
     if isinstance(req, ListGroupsRequest):
         return {"states_filter": list(req.states_filter), "types_filter": list(req.types_filter)}
+    if isinstance(req, DeleteGroupsRequest):
+        return {"groups_names": list(req.groups)}
     raise _unsupported(api_key)
 
 
@@ -498,7 +566,7 @@ def responses_to_dict(
             "groups": [
                 {
                     "error_code": g.error_code,
-                    "error_message": None,
+                    "error_message": g.error_message,
                     "group_id": g.group_id,
                     "group_state": g.group_state,
                     "protocol_type": g.protocol_type,
@@ -514,7 +582,8 @@ def responses_to_dict(
                         }
                         for m in g.members
                     ],
-                    # authorized_operations left to the schema default: INT32 MIN, "not requested"
+                    # None: left to the schema default, INT32 MIN, "not requested"
+                    **_operations_dict(g.authorized_operations),
                 }
                 for g in resp.groups
             ],
@@ -531,6 +600,13 @@ def responses_to_dict(
                     "group_type": g.group_type,
                 }
                 for g in resp.groups
+            ],
+        }
+    if isinstance(resp, DeleteGroupsResponse):
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {"group_id": r.group_id, "error_code": r.error_code, "error_message": None} for r in resp.results
             ],
         }
     raise _unsupported(api_key)
@@ -681,6 +757,8 @@ def responses_from_dict(api_key: int, api_version: int, body: Mapping[str, Any])
                 groups=tuple(
                     DescribedGroup(
                         error_code=int(g["error_code"]),
+                        error_message=_opt_str(g.get("error_message")) if v >= 6 else None,
+                        authorized_operations=_operations(g.get("authorized_operations")) if v >= 3 else None,
                         group_id=g["group_id"],
                         group_state=g["group_state"],
                         protocol_type=g["protocol_type"],
@@ -716,7 +794,27 @@ def responses_from_dict(api_key: int, api_version: int, body: Mapping[str, Any])
                 ),
             ),
         )
+    if api_key == DELETE_GROUPS:
+        return (
+            DeleteGroupsResponse(
+                results=tuple(
+                    DeletedGroupResult(group_id=r["group_id"], error_code=int(r["error_code"]))
+                    for r in body["results"] or ()
+                )
+            ),
+        )
     raise _unsupported(api_key)
+
+
+def _operations_dict(operations: frozenset[int] | None) -> dict[str, Any]:
+    return {} if operations is None else {"authorized_operations": set(operations)}
+
+
+def _operations(value: Any) -> frozenset[int] | None:
+    """kafka-python decodes the authorized-operations bitfield to a set of codes; INT32 MIN to None."""
+    if value is None or isinstance(value, int):
+        return None
+    return frozenset(int(code) for code in value)
 
 
 def _fetch_results(topics: Sequence[Mapping[str, Any]] | None, v: int) -> tuple[FetchTopicResult, ...]:
@@ -775,6 +873,12 @@ def error_responses(requests: Sequence[ModelRequest], error_code: int) -> tuple[
             )
         elif isinstance(req, OffsetFetchRequest):
             out.append(OffsetFetchResponse(error_code=error_code))
+        elif isinstance(req, DeleteGroupsRequest):
+            out.append(
+                DeleteGroupsResponse(
+                    results=tuple(DeletedGroupResult(group_id=g, error_code=error_code) for g in req.groups)
+                )
+            )
         elif isinstance(req, DescribeGroupsRequest):
             out.append(
                 DescribeGroupsResponse(

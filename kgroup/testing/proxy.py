@@ -133,7 +133,9 @@ class RequestRecord:
     (later than ``ready_at`` while an earlier response on the connection is outstanding); both
     stay None for a request that gets no response. ``error_code`` is the top-level error code of a
     response the proxy or the model gave (None for forwarded responses and for APIs whose errors
-    are per partition or per group only).
+    are per partition or per group only). A coordinator request with a STRING field over 0x7fff
+    bytes (possible in flexible versions, e.g. a KIP-800 reason) is not answered: the proxy closes
+    the connection as Kafka does (``handled_by == "proxy"``, no response).
     """
 
     connection_id: int
@@ -810,6 +812,15 @@ class CoordinatorProxy:
             await asyncio.wait([conn.model_pending])
         api, version = info.api_key, info.api_version
         body = kp.decode_request_body(api, version, frame)
+        try:
+            _wire.check_string_lengths(body)
+        except _wire.MalformedRequestError as exc:
+            # Kafka's generated readers refuse a STRING over 0x7fff bytes and SocketServer closes the
+            # connection without an answer (RequestContext.parseRequest: InvalidRequestException).
+            log.info("connection %s: %s v%s: %s; closing as Kafka does", conn.id, record.api_name, version, exc)
+            record.handled_by = "proxy"
+            self._close_conn(conn)
+            return
         requests = _wire.requests_from_dict(api, version, body, client_id=conn.client_id, client_host=conn.host)
         conn.group = True
         if conn.listener.node_id != self._coordinator_node:

@@ -1,7 +1,7 @@
 """A pure model of Apache Kafka's classic group coordinator, for tests and for the test proxy.
 
 :class:`GroupCoordinatorModel` answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-OffsetFetch, DescribeGroups and ListGroups as an Apache Kafka 3.x/4.x broker's classic group
+OffsetFetch, DescribeGroups, ListGroups and DeleteGroups as an Apache Kafka 3.x/4.x broker's classic group
 coordinator does, with time taken from an injected clock (no IO, no threads). Parked
 JoinGroup/SyncGroup requests return an undone :class:`Reply` that the model completes later.
 See :mod:`kgroup.testing.coordinator._model` for the rules and their sources.
@@ -15,6 +15,9 @@ from kgroup.testing.coordinator._types import (
     CommitPartitionResult,
     CommitTopic,
     CommitTopicResult,
+    DeletedGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DescribedGroup,
     DescribedMember,
     DescribeGroupsRequest,
@@ -51,6 +54,9 @@ __all__ = [
     "CommitTopicResult",
     "CoordinatorConfig",
     "CoordinatorEvent",
+    "DeleteGroupsRequest",
+    "DeleteGroupsResponse",
+    "DeletedGroupResult",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
     "DescribedGroup",

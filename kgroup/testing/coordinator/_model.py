@@ -22,8 +22,10 @@ still parked overwrites Kafka's future; a member removed while its SyncGroup is 
 answers the orphan instead: REBALANCE_IN_PROGRESS for a superseded request, UNKNOWN_MEMBER_ID for a
 removed member.
 
-Not modelled: Dead groups and group deletion (DeleteGroups, offset expiry after
-``offsets_retention_ms``), transactions (so ``require_stable`` never yields UNSTABLE_OFFSET_COMMIT),
+DeleteGroups removes an Empty group and its offsets (``GroupCoordinatorShard.deleteGroups``).
+
+Not modelled: offset expiry after ``offsets_retention_ms`` (and the Dead groups it leaves behind),
+transactions (so ``require_stable`` never yields UNSTABLE_OFFSET_COMMIT),
 the KIP-848 consumer protocol and its online upgrade/downgrade, authorization, quotas, and
 failures to append to ``__consumer_offsets``.
 """
@@ -45,6 +47,9 @@ from kgroup.testing.coordinator._group import Group, GroupState, Member
 from kgroup.testing.coordinator._types import (
     CommitPartitionResult,
     CommitTopicResult,
+    DeletedGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DescribedGroup,
     DescribedMember,
     DescribeGroupsRequest,
@@ -76,6 +81,10 @@ _EMPTY = GroupState.EMPTY
 _PREPARING = GroupState.PREPARING_REBALANCE
 _COMPLETING = GroupState.COMPLETING_REBALANCE
 _STABLE = GroupState.STABLE
+
+GROUP_OPERATIONS: Final = frozenset({3, 6, 8, 10, 11})
+"""READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: Kafka ``AclEntry.supportedOperations(GROUP)``,
+what ``AuthHelper.authorizedOperations`` grants on a cluster without an authorizer (the model's)."""
 
 _MAX_TIMER_FIRINGS_PER_TICK: Final = 100_000
 """A runaway-loop guard: more timer firings than this in one instant is a model bug."""
@@ -214,14 +223,23 @@ class GroupCoordinatorModel:
         return Reply.of(self._offset_fetch(request))
 
     def describe_groups(self, request: DescribeGroupsRequest) -> Reply[DescribeGroupsResponse]:
-        """Handle DescribeGroups: one entry per requested id, in request order."""
+        """Handle DescribeGroups: one entry per requested id, in request order (authorized operations if asked)."""
         self._fire_due_timers()
-        return Reply.of(DescribeGroupsResponse(groups=tuple(self._describe(gid) for gid in request.groups)))
+        groups = tuple(self._describe(gid, request.api_version) for gid in request.groups)
+        if request.include_authorized_operations and request.api_version >= 3:
+            # KafkaApis.handleDescribeGroupsRequest adds them to every described group, known or not.
+            groups = tuple(attrs.evolve(group, authorized_operations=GROUP_OPERATIONS) for group in groups)
+        return Reply.of(DescribeGroupsResponse(groups=groups))
 
     def list_groups(self, request: ListGroupsRequest) -> Reply[ListGroupsResponse]:
         """Handle ListGroups, honouring the state (v4+) and type (v5+) filters case-insensitively."""
         self._fire_due_timers()
         return Reply.of(self._list_groups(request))
+
+    def delete_groups(self, request: DeleteGroupsRequest) -> Reply[DeleteGroupsResponse]:
+        """Handle DeleteGroups: one result per requested id, in request order."""
+        self._fire_due_timers()
+        return Reply.of(DeleteGroupsResponse(results=tuple(self._delete_group(gid) for gid in request.groups)))
 
     def restart(self, *, load_ms: int = 0) -> None:
         """Simulate a coordinator failover: unload every group, then reload it from ``__consumer_offsets``.
@@ -834,6 +852,7 @@ class GroupCoordinatorModel:
     def _sync_group(self, request: SyncGroupRequest) -> Reply[SyncGroupResponse]:
         """Kafka ``classicGroupSync`` / ``classicGroupSyncToClassicGroup`` / ``validateSyncGroup``.
 
+        From v5 a null protocol type or name is INCONSISTENT_GROUP_PROTOCOL before anything else (KafkaApis).
         Errors, in Kafka's order: unknown or Empty group and unknown member -> UNKNOWN_MEMBER_ID,
         fenced instance -> FENCED_INSTANCE_ID, wrong generation -> ILLEGAL_GENERATION, protocol
         type/name (v5) different from the group's -> INCONSISTENT_GROUP_PROTOCOL, PreparingRebalance
@@ -841,6 +860,10 @@ class GroupCoordinatorModel:
         SyncGroup (seed 000 "State synchronisation"); members missing from the leader's assignments
         get ``b""``. In Stable the stored assignment is returned at once.
         """
+        if request.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+            # KafkaApis.handleSyncGroupRequest (SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent): from v5
+            # both are mandatory; a null one is refused before the coordinator sees the request.
+            return Reply.of(SyncGroupResponse(error_code=codes.INCONSISTENT_GROUP_PROTOCOL))
         if not request.group_id:
             return Reply.of(SyncGroupResponse(error_code=codes.INVALID_GROUP_ID))
         if self._loading():
@@ -992,6 +1015,7 @@ class GroupCoordinatorModel:
         the coordinator); the rest share the coordinator's verdict (``_validate_offset_commit``).
         Accepted commits store offset, leader epoch and metadata (OFFSET_METADATA_TOO_LARGE past
         4096 chars) and renew the member's session when the group is Stable or PreparingRebalance.
+        The answer lists partitions in Kafka's order (:func:`_commit_answer_order`).
         """
         verdict: dict[tuple[int, int], int] = {}
         to_coordinator: list[tuple[int, int]] = []
@@ -1024,18 +1048,7 @@ class GroupCoordinatorModel:
                 verdict[t_index, p_index] = code
             if stored:
                 self._event(request.group_id, ev.OFFSETS_COMMITTED, request.member_id, ", ".join(stored))
-        return OffsetCommitResponse(
-            topics=tuple(
-                CommitTopicResult(
-                    name=topic.name,
-                    partitions=tuple(
-                        CommitPartitionResult(partition_index=partition.partition_index, error_code=verdict[t, p])
-                        for p, partition in enumerate(topic.partitions)
-                    ),
-                )
-                for t, topic in enumerate(request.topics)
-            )
-        )
+        return OffsetCommitResponse(topics=_commit_answer_order(request, verdict, to_coordinator))
 
     def _validate_offset_commit(self, request: OffsetCommitRequest) -> int:
         """Kafka ``OffsetMetadataManager.validateOffsetCommit`` + ``ClassicGroup.validateOffsetCommit``.
@@ -1049,10 +1062,10 @@ class GroupCoordinatorModel:
         * CompletingRebalance: REBALANCE_IN_PROGRESS (the member must finish SyncGroup first).
           In PreparingRebalance a commit at the current (old) generation is accepted.
 
-        On success in Stable/PreparingRebalance the member's session timer is re-armed.
+        On success in Stable/PreparingRebalance the member's session timer is re-armed. The empty group
+        id is a group like any other ("for backwards compatibility", GroupCoordinatorService.commitOffsets
+        refuses only a null one, which the wire format cannot carry).
         """
-        if not request.group_id:
-            return codes.INVALID_GROUP_ID
         if self._loading():
             return codes.COORDINATOR_LOAD_IN_PROGRESS
         group = self._groups.get(request.group_id)
@@ -1083,10 +1096,9 @@ class GroupCoordinatorModel:
         A partition without a commit answers offset -1, leader epoch -1, metadata ``""``, NONE.
         ``topics=None`` lists every committed partition of the group, topics in first-commit order.
         ``require_stable`` needs nothing: without transactions no offset is ever pending, so
-        UNSTABLE_OFFSET_COMMIT is never returned.
+        UNSTABLE_OFFSET_COMMIT is never returned. The empty group id is an ordinary group id
+        (GroupCoordinatorService.fetchOffsets refuses only null).
         """
-        if not request.group_id:
-            return OffsetFetchResponse(error_code=codes.INVALID_GROUP_ID)
         if self._loading():
             return OffsetFetchResponse(error_code=codes.COORDINATOR_LOAD_IN_PROGRESS)
         committed = self._offsets.get(request.group_id, {}) if request.group_id in self._groups else {}
@@ -1115,10 +1127,11 @@ class GroupCoordinatorModel:
     # DescribeGroups / ListGroups
     # ==========================================================================================
 
-    def _describe(self, group_id: str) -> DescribedGroup:
+    def _describe(self, group_id: str, api_version: int) -> DescribedGroup:
         """Kafka ``GroupMetadataManager.describeGroups`` for one id.
 
-        Unknown group: state "Dead", no error, no members. Stable: ``protocol_data`` is the
+        Unknown group: state "Dead", no members, no error before v6; from v6 (KIP-1043)
+        GROUP_ID_NOT_FOUND with the message "Group <id> not found." Stable: ``protocol_data`` is the
         chosen protocol and members carry their metadata for it. Any other state: ``protocol_data``
         ``""`` and members without metadata (Kafka ``describeNoMetadata``), but with assignments.
         """
@@ -1134,7 +1147,8 @@ class GroupCoordinatorModel:
         group = self._groups.get(group_id)
         if group is None:
             return DescribedGroup(
-                error_code=codes.NONE,
+                error_code=codes.GROUP_ID_NOT_FOUND if api_version >= 6 else codes.NONE,
+                error_message=f"Group {group_id} not found." if api_version >= 6 else None,
                 group_id=group_id,
                 group_state=GroupState.DEAD.value,
                 protocol_type="",
@@ -1160,6 +1174,28 @@ class GroupCoordinatorModel:
                 for member in group.members.values()
             ),
         )
+
+    def _delete_group(self, group_id: str) -> DeletedGroupResult:
+        """Kafka ``GroupCoordinatorShard.deleteGroups`` for one id.
+
+        ``GroupMetadataManager.validateDeleteGroup``: an unknown group is GROUP_ID_NOT_FOUND;
+        ``ClassicGroup.validateDeleteGroup``: a group with members (PreparingRebalance,
+        CompletingRebalance, Stable) is NON_EMPTY_GROUP. An Empty group loses its committed
+        offsets (``OffsetMetadataManager.deleteAllOffsets``) and is removed (a GroupMetadata
+        tombstone): it no longer exists for DescribeGroups, ListGroups or OffsetFetch.
+        """
+        if self._loading():
+            return DeletedGroupResult(group_id=group_id, error_code=codes.COORDINATOR_LOAD_IN_PROGRESS)
+        group = self._groups.get(group_id)
+        if group is None:
+            return DeletedGroupResult(group_id=group_id, error_code=codes.GROUP_ID_NOT_FOUND)
+        if group.state is not _EMPTY:
+            return DeletedGroupResult(group_id=group_id, error_code=codes.NON_EMPTY_GROUP)
+        for key in [key for key in self._timers if len(key) > 1 and key[1] == group_id]:
+            self._cancel(key)
+        del self._groups[group_id]
+        self._offsets.pop(group_id, None)
+        return DeletedGroupResult(group_id=group_id, error_code=codes.NONE)
 
     def _list_groups(self, request: ListGroupsRequest) -> ListGroupsResponse:
         """Kafka ``GroupMetadataManager.listGroups``: every group (Empty ones too), filters case-insensitive.
@@ -1187,6 +1223,32 @@ class GroupCoordinatorModel:
 def _inconsistent(requested: str | None, current: str | None) -> bool:
     """Kafka ``isProtocolInconsistent``: both known and different (SyncGroup v5 protocol checks)."""
     return requested is not None and current is not None and requested != current
+
+
+def _commit_answer_order(
+    request: OffsetCommitRequest, verdict: dict[tuple[int, int], int], to_coordinator: list[tuple[int, int]]
+) -> tuple[CommitTopicResult, ...]:
+    """The OffsetCommit answer as ``KafkaApis.handleOffsetCommitRequest`` assembles it.
+
+    KafkaApis answers the unknown partitions itself, in an ``OffsetCommitResponse.Builder``
+    (topics in order of first appearance, partitions in request order), and ``Builder.merge``
+    then adds the coordinator's answer: when the builder is empty it *is* the coordinator's
+    answer (request order); otherwise each coordinator topic's partitions are appended to the
+    builder's topic of that name, or the topic is appended. So unknown partitions come first.
+    """
+    answer: dict[str, list[CommitPartitionResult]] = {}
+    for t, topic in enumerate(request.topics):
+        for p, partition in enumerate(topic.partitions):
+            if (t, p) not in to_coordinator:
+                answer.setdefault(topic.name, []).append(
+                    CommitPartitionResult(partition_index=partition.partition_index, error_code=verdict[t, p])
+                )
+    for t, p in to_coordinator:
+        topic = request.topics[t]
+        answer.setdefault(topic.name, []).append(
+            CommitPartitionResult(partition_index=topic.partitions[p].partition_index, error_code=verdict[t, p])
+        )
+    return tuple(CommitTopicResult(name=name, partitions=tuple(parts)) for name, parts in answer.items())
 
 
 def _fetch_result(partition_index: int, value: _Committed | None) -> FetchPartitionResult:

@@ -22,6 +22,9 @@ __all__ = [
     "CommitPartitionResult",
     "CommitTopic",
     "CommitTopicResult",
+    "DeleteGroupsRequest",
+    "DeleteGroupsResponse",
+    "DeletedGroupResult",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
     "DescribedGroup",
@@ -376,10 +379,11 @@ class OffsetFetchResponse:
 
 @attrs.frozen(kw_only=True)
 class DescribeGroupsRequest:
-    """DescribeGroups v0-v5."""
+    """DescribeGroups v0-v6 (``include_authorized_operations`` from v3, KIP-430)."""
 
     api_version: int
     groups: tuple[str, ...]
+    include_authorized_operations: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -399,6 +403,8 @@ class DescribedGroup:
     """A group as DescribeGroups reports it.
 
     ``group_state`` uses Kafka's names: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead.
+    ``error_message`` (v6+, KIP-1043) accompanies an error. ``authorized_operations`` holds Kafka
+    ``AclOperation`` codes when the request asked for them (v3+, KIP-430), else ``None``.
     """
 
     error_code: int
@@ -407,6 +413,8 @@ class DescribedGroup:
     protocol_type: str
     protocol_data: str
     members: tuple[DescribedMember, ...]
+    error_message: str | None = None
+    authorized_operations: frozenset[int] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -441,3 +449,29 @@ class ListGroupsResponse:
 
     error_code: int = 0
     groups: tuple[ListedGroup, ...] = ()
+
+
+# --- DeleteGroups (API 42) ------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class DeleteGroupsRequest:
+    """DeleteGroups v0-v3: the group ids to delete."""
+
+    api_version: int
+    groups: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class DeletedGroupResult:
+    """One group's deletion outcome."""
+
+    group_id: str
+    error_code: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class DeleteGroupsResponse:
+    """DeleteGroups answer, one result per requested group, in request order."""
+
+    results: tuple[DeletedGroupResult, ...] = ()

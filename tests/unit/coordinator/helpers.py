@@ -44,6 +44,13 @@ G = "g"
 RANGE = (("range", b"range-meta"),)
 
 
+class _Default:
+    """The protocol name of the group's last successful JoinGroup answer (SyncGroup v5 must carry it)."""
+
+
+DEFAULT = _Default()
+
+
 class Harness:
     """A model, its fake clock and request builders."""
 
@@ -56,6 +63,7 @@ class Harness:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
         self.clock = FakeClock(1000.0)
         self._counter = 0
+        self._protocols: dict[str, str | None] = {}
         self.model = GroupCoordinatorModel(
             CoordinatorConfig(**config),
             clock=self.clock,
@@ -93,7 +101,7 @@ class Harness:
         client_id: str = "c",
         reason: str | None = None,
     ) -> Reply[JoinGroupResponse]:
-        return self.model.join_group(
+        reply = self.model.join_group(
             JoinGroupRequest(
                 api_version=version,
                 group_id=group,
@@ -108,6 +116,12 @@ class Harness:
                 client_host=f"/10.0.0.{len(client_id)}",
             )
         )
+        reply.add_done_callback(lambda response: self._remember_protocol(group, response))
+        return reply
+
+    def _remember_protocol(self, group: str, response: JoinGroupResponse) -> None:
+        if response.error_code == codes.NONE:
+            self._protocols[group] = response.protocol_name
 
     def new_member(self, client_id: str = "c", **kwargs: object) -> tuple[str, Reply[JoinGroupResponse]]:
         """A dynamic member's first join: MEMBER_ID_REQUIRED, then the join with the given id."""
@@ -125,9 +139,12 @@ class Harness:
         group: str = G,
         instance: str | None = None,
         version: int = 5,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
+        protocol_type: str | None = "consumer",
+        protocol_name: str | None | _Default = DEFAULT,
     ) -> Reply[SyncGroupResponse]:
+        """SyncGroup; v5 carries the protocol type and, unless given, the protocol of the last JoinGroup answer."""
+        if isinstance(protocol_name, _Default):
+            protocol_name = self._protocols.get(group)
         return self.model.sync_group(
             SyncGroupRequest(
                 api_version=version,

@@ -76,7 +76,8 @@ def test_fetch_for_an_unknown_group_returns_minus_one():
     fetched = h.fetch({"t": (0,)}, group="never")
     assert fetched.topics[0].partitions == (FetchPartitionResult(partition_index=0),)
     assert fetched.topics[0].partitions[0].committed_offset == -1
-    assert h.fetch({"t": (0,)}, group="").error_code == codes.INVALID_GROUP_ID
+    # '' is a group id like any other for OffsetFetch (GroupCoordinatorService.fetchOffsets refuses only null)
+    assert h.fetch({"t": (0,)}, group="").error_code == codes.NONE
 
 
 def test_member_commit_in_stable_and_later_commits_overwrite():
@@ -176,9 +177,13 @@ def test_commit_metadata_too_large():
     assert [p.error_code for p in response.topics[0].partitions] == [codes.OFFSET_METADATA_TOO_LARGE, codes.NONE]
 
 
-def test_invalid_group_id_for_commit():
+def test_empty_group_id_is_an_ordinary_group_for_offsets():
+    # GroupCoordinatorService.commitOffsets/fetchOffsets: "For backwards compatibility, we support offset
+    # commits for the empty groupId" (only a null one, which the wire cannot carry, is INVALID_GROUP_ID).
     h = Harness()
-    assert h.commit_errors(T0, group="") == {("t", 0): codes.INVALID_GROUP_ID}
+    assert h.commit_errors(T0, group="") == {("t", 0): codes.NONE}
+    assert h.fetch({"t": (0,)}, group="").topics[0].partitions[0].committed_offset == T0[("t", 0)]
+    assert h.model.group_state("") == "Empty"
 
 
 @pytest.mark.parametrize("in_preparing", [False, True])

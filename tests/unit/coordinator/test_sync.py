@@ -60,9 +60,9 @@ def test_members_missing_from_the_leaders_assignment_get_empty_bytes():
 
 def test_sync_on_unknown_or_empty_group_is_unknown_member_id():
     h = Harness()
-    assert h.sync("x", 1, group="nope").response.error_code == codes.UNKNOWN_MEMBER_ID
+    assert h.sync("x", 1, group="nope", protocol_name="range").response.error_code == codes.UNKNOWN_MEMBER_ID
     h.join(client_id="p")  # pending member only: the group is Empty
-    assert h.sync("p-1", 0).response.error_code == codes.UNKNOWN_MEMBER_ID
+    assert h.sync("p-1", 0, protocol_name="range").response.error_code == codes.UNKNOWN_MEMBER_ID
 
 
 def test_sync_unknown_member_and_illegal_generation():
@@ -87,7 +87,11 @@ def test_sync_in_preparing_rebalance_is_rebalance_in_progress():
     ("protocol_type", "protocol_name", "expected"),
     [
         ("consumer", "range", codes.NONE),
-        (None, None, codes.NONE),
+        # From v5 both are mandatory (KafkaApis.handleSyncGroupRequest,
+        # SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent): a null one is refused.
+        (None, None, codes.INCONSISTENT_GROUP_PROTOCOL),
+        (None, "range", codes.INCONSISTENT_GROUP_PROTOCOL),
+        ("consumer", None, codes.INCONSISTENT_GROUP_PROTOCOL),
         ("connect", "range", codes.INCONSISTENT_GROUP_PROTOCOL),
         ("consumer", "roundrobin", codes.INCONSISTENT_GROUP_PROTOCOL),
         (None, "roundrobin", codes.INCONSISTENT_GROUP_PROTOCOL),
@@ -156,3 +160,12 @@ def test_a_resent_parked_sync_answers_the_older_request():
     assert first.done and first.response.error_code == codes.REBALANCE_IN_PROGRESS
     h.sync(a, gen, {b: b"B"})
     assert second.response.assignment == b"B"
+
+
+def test_sync_v5_without_protocol_type_or_name_is_refused_before_the_group_is_looked_up():
+    h = Harness()
+    (_a, b), gen = h.form_group(2)
+    assert h.sync(b, gen, group="nope", protocol_name=None).response.error_code == codes.INCONSISTENT_GROUP_PROTOCOL
+    assert h.sync(b, gen, group="", protocol_type=None).response.error_code == codes.INCONSISTENT_GROUP_PROTOCOL
+    below_v5 = h.sync(b, gen, version=4, protocol_type=None, protocol_name=None).response
+    assert (below_v5.error_code, below_v5.assignment) == (codes.NONE, f"a-{b}".encode())

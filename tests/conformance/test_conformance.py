@@ -1,0 +1,30 @@
+"""Differential conformance: each scripted sequence gives the same answers on Apache Kafka and on the model.
+
+See :mod:`tests.conformance.harness` for the lockstep runner, the normalisation and the timing
+tolerance, and :mod:`tests.conformance.conftest` for the broker settings the model mirrors.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .harness import Broker, Runner, Script
+from .scripts import SCRIPTS
+
+
+def _param(script: Script) -> object:
+    marks = []
+    if script.difference is not None:
+        marks.append(pytest.mark.xfail(strict=True, reason=script.difference))
+    return pytest.param(script, id=script.name, marks=marks)
+
+
+@pytest.mark.parametrize("script", [_param(s) for s in SCRIPTS])
+def test_script(script: Script, request: pytest.FixtureRequest) -> None:
+    broker: Broker = request.getfixturevalue("delayed_broker" if script.broker == "delayed" else "conformance_broker")
+    runner = Runner(script, broker)
+    try:
+        runner.run()
+    finally:
+        print(f"{script.name}: {script.doc}")
+        print("\n".join(runner.outcome.log))
