@@ -7,6 +7,8 @@ the original projected onto what that version carries.
 
 from __future__ import annotations
 
+import re
+
 import attrs
 import pytest
 
@@ -539,3 +541,82 @@ def test_find_coordinator_response_round_trip(version):
     _, decoded = kp.decode_response(10, version, kp.encode_response(10, version, 1, body)[4:])
     entry = decoded if version < 4 else decoded["coordinators"][0]
     assert (entry["node_id"], entry["host"], entry["port"]) == (3, "127.0.0.1", 9)
+
+
+# ----------------------------------------------------------------------------- DeleteGroups, DescribeGroups v6
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_delete_groups_round_trip(version):
+    from kgroup.testing.coordinator import DeletedGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
+
+    assert _wire.DELETE_GROUPS not in _wire.MODEL_METHODS  # the proxy forwards DeleteGroups
+    assert _wire.ALL_MODEL_METHODS[_wire.DELETE_GROUPS] == "delete_groups"
+    req = DeleteGroupsRequest(api_version=version, groups=("a", "", "b"))
+    frame = kp.encode_request(42, version, 1, CLIENT, _wire.requests_to_dict(42, version, (req,)))
+    assert _wire.requests_from_dict(42, version, kp.decode_request_body(42, version, frame[4:])) == (req,)
+    resp = DeleteGroupsResponse(
+        results=(DeletedGroupResult(group_id="a", error_code=68), DeletedGroupResult(group_id="b"))
+    )
+    body = _wire.responses_to_dict(42, version, (resp,), (req,))
+    _, decoded = kp.decode_response(42, version, kp.encode_response(42, version, 1, body)[4:])
+    assert _wire.responses_from_dict(42, version, decoded) == (resp,)
+    (errors,) = _wire.error_responses((req,), 14)
+    assert [r.error_code for r in errors.results] == [14, 14, 14]
+
+
+def test_describe_groups_v6_error_message_and_authorized_operations_round_trip():
+    req = DescribeGroupsRequest(api_version=6, groups=("g",), include_authorized_operations=True)
+    frame = kp.encode_request(15, 6, 1, CLIENT, _wire.requests_to_dict(15, 6, (req,)))
+    assert _wire.requests_from_dict(15, 6, kp.decode_request_body(15, 6, frame[4:])) == (req,)
+    group = DescribedGroup(
+        error_code=69,
+        error_message="Group g not found.",
+        group_id="g",
+        group_state="Dead",
+        protocol_type="",
+        protocol_data="",
+        members=(),
+        authorized_operations=frozenset({3, 8}),
+    )
+    for version, expected in (
+        (6, group),
+        (5, attrs.evolve(group, error_message=None)),
+        (2, attrs.evolve(group, error_message=None, authorized_operations=None)),
+    ):
+        body = _wire.responses_to_dict(15, version, (DescribeGroupsResponse(groups=(group,)),))
+        _, decoded = kp.decode_response(15, version, kp.encode_response(15, version, 1, body)[4:])
+        assert _wire.responses_from_dict(15, version, decoded) == (DescribeGroupsResponse(groups=(expected,)),)
+
+
+# ----------------------------------------------------------------------------- Kafka's STRING limit
+
+
+def test_strings_up_to_0x7fff_utf8_bytes_pass():
+    body = {"group_id": "g" * 0x7FFF, "members": [{"reason": "é" * 16383}], "metadata": b"x" * 70000}
+    _wire.check_string_lengths(body)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"group_id": "g", "reason": "r" * 0x8000}, "reason"),
+        ({"members": [{"member_id": "m", "reason": "é" * 16384}]}, "members[0].reason"),
+        ({"groups": [{"topics": [{"name": "t" * 40000}]}]}, "groups[0].topics[0].name"),
+    ],
+)
+def test_a_longer_string_is_a_malformed_request(body, field):
+    with pytest.raises(_wire.MalformedRequestError, match=re.escape(f"string field {field} had invalid length")):
+        _wire.check_string_lengths(body)
+
+
+def test_a_compact_string_over_the_limit_decodes_and_is_then_refused():
+    """kafka-python decodes what Kafka's reader refuses, so the proxy must check after decoding."""
+    req = JoinGroupRequest(
+        api_version=8, group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, reason="x" * 40000
+    )
+    frame = kp.encode_request(11, 8, 1, CLIENT, _wire.requests_to_dict(11, 8, (req,)))
+    body = kp.decode_request_body(11, 8, frame[4:])
+    assert len(body["reason"]) == 40000
+    with pytest.raises(_wire.MalformedRequestError, match="reason had invalid length 40000"):
+        _wire.check_string_lengths(body)

@@ -17,6 +17,7 @@ from kgroup.testing.coordinator import (
     CommitPartition,
     CommitTopic,
     CoordinatorConfig,
+    DeleteGroupsRequest,
     DescribedGroup,
     DescribeGroupsRequest,
     FetchTopic,
@@ -140,7 +141,7 @@ class Harness:
         instance: str | None = None,
         version: int = 5,
         protocol_type: str | None = "consumer",
-        protocol_name: str | None | _Default = DEFAULT,
+        protocol_name: str | _Default | None = DEFAULT,
     ) -> Reply[SyncGroupResponse]:
         """SyncGroup; v5 carries the protocol type and, unless given, the protocol of the last JoinGroup answer."""
         if isinstance(protocol_name, _Default):
@@ -229,6 +230,12 @@ class Harness:
         assert reply.done
         (described,) = reply.response.groups
         return described
+
+    def delete(self, *groups: str, version: int = 2) -> dict[str, int]:
+        """DeleteGroups: ``{group id: error code}``."""
+        reply = self.model.delete_groups(DeleteGroupsRequest(api_version=version, groups=groups))
+        assert reply.done
+        return {r.group_id: r.error_code for r in reply.response.results}
 
     def list_groups(self, states: tuple[str, ...] = (), types: tuple[str, ...] = ()) -> ListGroupsResponse:
         reply = self.model.list_groups(ListGroupsRequest(api_version=5, states_filter=states, types_filter=types))

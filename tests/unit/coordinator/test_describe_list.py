@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.testing.coordinator import DescribedGroup, DescribedMember, DescribeGroupsRequest, ListedGroup
+from kgroup.testing.coordinator import DescribedGroup, DescribedMember, DescribeGroupsRequest, LeaveMember, ListedGroup
 from kgroup.testing.coordinator import _codes as codes
 from tests.unit.coordinator.helpers import Harness
 
@@ -143,3 +143,78 @@ def test_list_groups_type_filter(types, count):
     h.form_group(1, group="stable")
     h.commit({("t", 0): 1}, group="simple")
     assert len(_listing(h, types=types)) == count
+
+
+def test_describe_v6_unknown_group_is_group_id_not_found_with_a_message():
+    # KIP-1043 (DescribeGroups v6): GroupMetadataManager.describeGroups answers an unknown group with
+    # GROUP_ID_NOT_FOUND and "Group <id> not found."; still Dead, no members.
+    h = Harness()
+    reply = h.model.describe_groups(DescribeGroupsRequest(api_version=6, groups=("nope",)))
+    assert reply.response.groups == (
+        DescribedGroup(
+            error_code=codes.GROUP_ID_NOT_FOUND,
+            error_message="Group nope not found.",
+            group_id="nope",
+            group_state="Dead",
+            protocol_type="",
+            protocol_data="",
+            members=(),
+        ),
+    )
+    h.form_group(1)
+    (known,) = h.model.describe_groups(DescribeGroupsRequest(api_version=6, groups=("g",))).response.groups
+    assert (known.error_code, known.error_message, known.group_state) == (codes.NONE, None, "Stable")
+
+
+@pytest.mark.parametrize("version", [3, 5, 6])
+def test_authorized_operations_only_when_asked(version):
+    # KafkaApis.handleDescribeGroupsRequest adds AuthHelper.authorizedOperations for every group, known or not;
+    # without an authorizer that is every operation a GROUP supports (AclEntry.supportedOperations).
+    h = Harness()
+    h.form_group(1)
+    asked = DescribeGroupsRequest(api_version=version, groups=("g", "nope"), include_authorized_operations=True)
+    assert [g.authorized_operations for g in h.model.describe_groups(asked).response.groups] == [
+        frozenset({3, 6, 8, 10, 11})
+    ] * 2
+    not_asked = DescribeGroupsRequest(api_version=version, groups=("g",))
+    assert h.model.describe_groups(not_asked).response.groups[0].authorized_operations is None
+    before_v3 = DescribeGroupsRequest(api_version=2, groups=("g",), include_authorized_operations=True)
+    assert h.model.describe_groups(before_v3).response.groups[0].authorized_operations is None
+
+
+def test_delete_groups_refuses_groups_with_members_and_unknown_groups():
+    # GroupCoordinatorShard.deleteGroups: ClassicGroup.validateDeleteGroup (NON_EMPTY_GROUP) and
+    # GroupMetadataManager.validateDeleteGroup (GROUP_ID_NOT_FOUND), one result per group.
+    h = Harness()
+    (a,), gen = h.form_group(1)
+    h.commit({("t", 0): 5}, member_id=a, generation=gen)
+    assert h.delete("g", "nope") == {"g": codes.NON_EMPTY_GROUP, "nope": codes.GROUP_ID_NOT_FOUND}
+    assert h.state() == "Stable"
+    assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == 5
+
+
+def test_delete_an_empty_group_removes_it_and_its_offsets():
+    # OffsetMetadataManager.deleteAllOffsets and a GroupMetadata tombstone: afterwards the group is unknown.
+    h = Harness()
+    h.commit({("t", 0): 5})
+    h.commit({("t", 1): 6}, group="other")
+    assert h.state() == "Empty"
+    assert h.delete("g", "") == {"g": codes.NONE, "": codes.GROUP_ID_NOT_FOUND}
+    assert h.state() == "Dead"
+    assert h.describe().group_state == "Dead"
+    assert [listed.group_id for listed in h.list_groups().groups] == ["other"]
+    assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == -1
+    assert h.fetch(None).topics == ()
+    assert h.delete("g") == {"g": codes.GROUP_ID_NOT_FOUND}
+    # A JoinGroup creates it anew, from generation 0.
+    (_a,), gen = h.form_group(1)
+    assert gen == 1
+
+
+def test_delete_after_every_member_left():
+    h = Harness()
+    (a, b), _gen = h.form_group(2)
+    h.leave(LeaveMember(member_id=a), LeaveMember(member_id=b))
+    assert h.state() == "Empty"
+    assert h.delete("g") == {"g": codes.NONE}
+    assert h.model.next_deadline() is None  # no timer of the deleted group is left

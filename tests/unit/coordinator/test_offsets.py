@@ -229,3 +229,17 @@ def test_require_stable_is_accepted_and_changes_nothing():
         )
     )
     assert reply.response.topics[0].partitions[0] == FetchPartitionResult(partition_index=0, committed_offset=5)
+
+
+def test_unknown_partitions_come_first_in_the_commit_answer():
+    # KafkaApis.handleOffsetCommitRequest answers unknown partitions in an OffsetCommitResponse.Builder and
+    # Builder.merge appends the coordinator's answer: unknown partitions first, topics by first appearance.
+    h = Harness(partition_exists=lambda topic, partition: topic == "t" and partition < 2)
+    response = h.commit({("t", 0): 1, ("t", 5): 1, ("t", 1): 1, ("nope", 0): 1, ("u", 0): 1})
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in response.topics] == [
+        ("t", [5, 0, 1]),
+        ("nope", [0]),
+        ("u", [0]),
+    ]
+    known_only = h.commit({("t", 1): 2, ("t", 0): 2})
+    assert [p.partition_index for p in known_only.topics[0].partitions] == [1, 0]
