@@ -45,6 +45,11 @@ SCRIPTS: list[Script] = []
 FAKE_ID = "nobody-00000000-0000-4000-8000-000000000000"
 """A member id of Kafka's shape that no coordinator handed out."""
 
+SHORT = 1000
+"""Session timeout of members meant to expire (group.min.session.timeout.ms here)."""
+RT = 1500
+"""Rebalance timeout where a script waits for it."""
+
 
 def script(name: str, doc: str, *steps: Any, difference: str | None = None, broker: str = "default") -> None:
     SCRIPTS.append(Script(name=name, doc=doc, steps=tuple(steps), difference=difference, broker=broker))
@@ -562,12 +567,132 @@ script(
 )
 
 
+script(
+    "pending_member_requests",
+    "A pending member (MEMBER_ID_REQUIRED id, not rejoined) is not a member yet: its Heartbeat, SyncGroup and "
+    "OffsetCommit are UNKNOWN_MEMBER_ID (ClassicGroup.validateMember); rejoining with a group instance id is "
+    "refused (classicGroupJoinExistingMember throws IllegalStateException: UNKNOWN_SERVER_ERROR).",
+    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
+    rejoin("a", expect=ok(generation_id=1)),
+    sync("a", leader=True),
+    join("b", expect=err(codes.MEMBER_ID_REQUIRED)),
+    heartbeat("b", generation=1, expect=err(codes.UNKNOWN_MEMBER_ID)),
+    sync("b", generation=1, expect=err(codes.UNKNOWN_MEMBER_ID)),
+    commit("b", generation=1, member=M("b"), expect=committed(codes.UNKNOWN_MEMBER_ID)),
+    rejoin("b", instance="ib"),
+    heartbeat("a", expect=ok()),
+    describe("x"),
+)
+
+script(
+    "leader_rejoins_while_completing_rebalance",
+    "classicGroupJoinExistingMember in CompletingRebalance with unchanged protocols: the leader, whose JoinGroup "
+    "answer was lost, gets it again with the member list; a new member joining then forces a rebalance and "
+    "the parked SyncGroups get REBALANCE_IN_PROGRESS.",
+    *stable_pair(),
+    rejoin("b", names=("range", "roundrobin"), parked=True),
+    rejoin("a", expect=ok(generation_id=3)),
+    Await("b"),
+    rejoin("a", expect=ok(generation_id=3, leader=M("a"), members=[{"member_id": M("a")}, {"member_id": M("b")}])),
+    sync("b", parked=True),
+    join("c", expect=err(codes.MEMBER_ID_REQUIRED), note="new member while CompletingRebalance"),
+    describe("x", expect={"groups": [{"group_state": "CompletingRebalance"}]}),
+    rejoin("c", parked=True),
+    Await("b", expect=err(codes.REBALANCE_IN_PROGRESS)),
+    describe("x", expect={"groups": [{"group_state": "PreparingRebalance"}]}),
+    heartbeat("a", expect=err(codes.REBALANCE_IN_PROGRESS)),
+    rejoin("a", parked=True),
+    rejoin("b", names=("range", "roundrobin"), expect=ok(generation_id=4)),
+    Await("a", expect=ok(generation_id=4)),
+    Await("c", expect=ok(generation_id=4)),
+    sync("c", parked=True),
+    sync("b", parked=True),
+    sync("a", assignments=[], expect=ok(assignment=b""), note="the leader assigns nothing"),
+    Await("c", expect=ok(assignment=b"")),
+    Await("b", expect=ok(assignment=b"")),
+    describe("x"),
+)
+
+script(
+    "member_leaves_while_its_join_is_parked",
+    "LeaveGroup for a member whose JoinGroup is parked (sent on another connection): "
+    "removeCurrentMemberFromClassicGroup answers the parked JoinGroup UNKNOWN_MEMBER_ID, and the barrier "
+    "completes without it (maybeCompleteJoinPhase). A heartbeat on another connection while parked is "
+    "REBALANCE_IN_PROGRESS.",
+    *stable_pair(),
+    rejoin("b", names=("range", "roundrobin"), parked=True),
+    heartbeat("b2", member=M("b"), generation=2, expect=err(codes.REBALANCE_IN_PROGRESS)),
+    leave("b2", members=[(M("b"), None, "gone")]),
+    Await("b", expect=err(codes.UNKNOWN_MEMBER_ID, member_id="")),
+    rejoin("a", expect=ok(generation_id=3, members=[{"member_id": M("a")}])),
+    sync("a", leader=True),
+)
+
+script(
+    "duplicate_sync_while_parked",
+    "The same member sends a second SyncGroup while its first is parked: Kafka overwrites the awaiting sync "
+    "future (classicGroupSyncToClassicGroup, ClassicGroupMember.setAwaitingSyncFuture).",
+    *stable_pair(),
+    rejoin("b", names=("range", "roundrobin"), parked=True),
+    rejoin("a", expect=ok(generation_id=3)),
+    Await("b"),
+    sync("b", parked=True),
+    sync("b2", member=M("b"), generation=3, parked=True),
+    sync("a", leader=True),
+    Await("b2", expect=ok(assignment=b"b#1")),
+    Await("b"),
+    difference=(
+        "The model answers the superseded SyncGroup REBALANCE_IN_PROGRESS; Kafka's "
+        "GroupMetadataManager.classicGroupSyncToClassicGroup replaces the member's awaitingSyncFuture and the "
+        "first request is never answered. Kept, as for JoinGroup (documented in the model's module docstring)."
+    ),
+)
+
+script(
+    "static_member_survives_the_rebalance_timeout",
+    "completeClassicGroupJoin removes only dynamic members that did not rejoin: a static member stays in the "
+    "group (and in the leader's member list) past the rebalance timeout (KIP-345), is told ILLEGAL_GENERATION "
+    "on the old generation and gets the current generation's answer when it rejoins during "
+    "CompletingRebalance.",
+    join("a", 9, instance="ia", rebalance=RT, expect=ok(generation_id=1)),
+    sync("a", leader=True, instance="ia"),
+    join("b", 9, instance="ib", rebalance=RT, parked=True),
+    rejoin("a", 9, instance="ia", rebalance=RT, expect=ok(generation_id=2)),
+    Await("b"),
+    sync("b", instance="ib", parked=True),
+    sync("a", leader=True, instance="ia"),
+    Await("b"),
+    rejoin("a", 9, instance="ia", rebalance=RT, parked=True),
+    Await("a", after_ms=RT, expect=ok(generation_id=3, members=[{"member_id": M("a")}, {"member_id": M("b")}])),
+    heartbeat("b", instance="ib", expect=err(codes.ILLEGAL_GENERATION)),
+    rejoin("b", 9, instance="ib", rebalance=RT, expect=ok(generation_id=3)),
+    sync("b", instance="ib", parked=True),
+    sync("a", leader=True, instance="ia"),
+    Await("b"),
+    describe("x"),
+)
+
+script(
+    "static_member_session_expiry",
+    "A static member is removed by its session timeout like a dynamic one (expireClassicGroupMemberHeartbeat), "
+    "and the group rebalances; its instance id is then unknown.",
+    join("a", 9, instance="ia", expect=ok(generation_id=1)),
+    sync("a", leader=True, instance="ia"),
+    join("b", 9, instance="ib", session=SHORT, parked=True),
+    rejoin("a", 9, instance="ia", expect=ok(generation_id=2)),
+    Await("b"),
+    sync("b", instance="ib", parked=True),
+    sync("a", leader=True, instance="ia"),
+    Await("b"),
+    state_is("x", "PreparingRebalance", within_ms=3000, note="b's session (1000 ms) expires"),
+    heartbeat("b", instance="ib", expect=err(codes.UNKNOWN_MEMBER_ID)),
+    leave("x", members=[("", "ib", None)], expect=ok(members=[{"error_code": codes.UNKNOWN_MEMBER_ID}])),
+    rejoin("a", 9, instance="ia", expect=ok(generation_id=3, members=[{"member_id": M("a")}])),
+)
+
+
 # ============================================================================ timers
 
-SHORT = 1000
-"""Session timeout of members meant to expire (group.min.session.timeout.ms here)."""
-RT = 1500
-"""Rebalance timeout where a script waits for it."""
 
 
 script(

@@ -654,8 +654,10 @@ class GroupCoordinatorModel:
             return Reply.of(JoinGroupResponse(error_code=codes.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
         if member_id in group.pending_members:
             if request.group_instance_id is not None:
-                # Kafka throws IllegalStateException here (a pending member is never static).
-                return Reply.of(JoinGroupResponse(error_code=codes.UNKNOWN_SERVER_ERROR, member_id=member_id))
+                # Kafka throws IllegalStateException here (a pending member is never static); the exception
+                # handler of GroupCoordinatorService.joinGroup answers a bare JoinGroupResponseData with the
+                # error code only: no member id.
+                return Reply.of(JoinGroupResponse(error_code=codes.UNKNOWN_SERVER_ERROR))
             return self._add_member(group, request, member_id)
         error = group.validate_member(member_id, request.group_instance_id)
         if error != codes.NONE:

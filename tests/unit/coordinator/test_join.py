@@ -464,3 +464,12 @@ def test_join_for_another_group_is_independent():
     assert reply.response.generation_id == 1
     assert h.state("other") == "CompletingRebalance"
     assert h.state(G) == "Stable"
+
+
+def test_pending_member_rejoining_with_an_instance_id_is_unknown_server_error_without_member_id():
+    # classicGroupJoinExistingMember throws IllegalStateException for a static pending member; the exception
+    # handler of GroupCoordinatorService.joinGroup answers JoinGroupResponseData with the error code only.
+    h = Harness()
+    pending = h.join(client_id="p").response.member_id
+    response = h.join(pending, client_id="p", instance="i").response
+    assert (response.error_code, response.member_id, response.generation_id) == (codes.UNKNOWN_SERVER_ERROR, "", -1)
