@@ -12,7 +12,9 @@ rebalance counts and the joiner's time parked at the coordinator are "n/a".
 The ``java`` client is ``org.apache.kafka.clients.consumer.KafkaConsumer`` (kafka-clients
 4.4.0, ``group.protocol=classic``, ``RangeAssignor`` / ``CooperativeStickyAssignor``) run from
 ``tests/peers/JavaPeer.java`` (compiled once with ``javac``) on the jars of
-``python -m kgroup.testing.apache_kafka fetch``. Its "spawn -> start" is the JVM's start.
+``python -m kgroup.testing.apache_kafka fetch``. Its "spawn -> start" is the JVM's start. On
+Tansu it is kafka-clients 3.9.1 (``--java-clients``): Tansu v0.6.0 closes the connection on
+the ApiVersions v5 request of kafka-clients 4.x.
 
 Scenarios, each in three modes (dynamic eager with ``range``, dynamic cooperative with
 ``cooperative-sticky``, static with ``group_instance_id`` and ``range``) and for each client:
@@ -86,7 +88,7 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._members import java_argv  # noqa: E402
+from benchmarks._members import TANSU_JAVA_CLIENTS, java_argv  # noqa: E402
 from kgroup.testing import CoordinatorProxy, create_topic, start_broker  # noqa: E402
 from kgroup.testing.coordinator import CoordinatorConfig  # noqa: E402
 
@@ -381,6 +383,7 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
             "session_timeout_ms": args.session_timeout_ms,
             "heartbeat_interval_ms": args.heartbeat_interval_ms,
             "auto_commit_interval_ms": 1000,
+            "java_clients": args.java_clients,
         }
         before = time.time()
         p = Proc(slot, cfg)
@@ -660,6 +663,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the broker kind (default: kgroup.testing's selection from the environment)")
     parser.add_argument("--proxy", action=argparse.BooleanOptionalAction, default=None,
                         help="the coordinator proxy in front (default: on Tansu yes, on Apache Kafka no)")
+    parser.add_argument("--java-clients", help="kafka-clients version of the java member (default: the Apache "
+                        f"Kafka jars, 4.4.0; on Tansu {TANSU_JAVA_CLIENTS}, which speaks ApiVersions v4)")
     parser.add_argument("--json", help="also write the raw results here")
     parser.add_argument("--events", help="write every run's member and model events into this directory")
     args = parser.parse_args(argv)
@@ -674,6 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                               startup_timeout_s=120)
     else:
         broker = start_broker(kind=None if args.broker == "default" else args.broker)
+    if args.java_clients is None and broker.kind == "tansu":
+        args.java_clients = TANSU_JAVA_CLIENTS
     proxy: CoordinatorProxy | None = None
     use_proxy = args.proxy if args.proxy is not None else broker.kind not in ("external", "apache-kafka")
     try:
@@ -686,7 +693,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             env = Env(proxy.bootstrap_servers, broker.bootstrap_servers, proxy)
         print(f"broker: {broker.describe()}; proxy: {'yes' if proxy else 'no'}", file=sys.stderr)
         print(f"broker: {broker.kind} {broker.version}; coordinator: "
-              f"{'the proxy model' if proxy else 'the broker'}; clients {','.join(clients)}")
+              f"{'the proxy model' if proxy else 'the broker'}; clients {','.join(clients)}"
+              + (f" (java: kafka-clients {args.java_clients or '4.4.0'})" if "java" in clients else ""))
         results: list[dict[str, Any]] = []
         started = time.monotonic()
         for scenario in scenarios:

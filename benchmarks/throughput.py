@@ -20,6 +20,8 @@ choice, unless ``KGROUP_BOOTSTRAP_SERVERS`` is set; ``tansu``; or ``apache-kafka
 ``max.poll.records=500``) in a JVM with HotSpot's defaults, running
 ``tests/peers/JavaPeer.java --mode throughput`` (compiled once with ``javac``) on the jars of
 ``python -m kgroup.testing.apache_kafka fetch``; it does per record what the Python clients do.
+On Tansu it is kafka-clients 3.9.1 (``--java-clients``): Tansu v0.6.0 closes the connection on
+the ApiVersions v5 request of kafka-clients 4.x.
 Its wall time leaves out the JVM's start (it starts counting where the Python children do:
 before the consumer is built).
 
@@ -322,7 +324,7 @@ def run_child(client: str, bootstrap: str, topic: str, args: argparse.Namespace)
         cmd = java_command(["--mode", "throughput", "--bootstrap", bootstrap, "--group", group, "--topic", topic,
                             "--records", str(args.records), "--max-poll-records", str(MAX_POLL_RECORDS),
                             "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
-                            "--heartbeat-interval-ms", str(HEARTBEAT_MS)])
+                            "--heartbeat-interval-ms", str(HEARTBEAT_MS)], args.java_clients)
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", client, "--bootstrap", bootstrap,
                "--topic", topic, "--records", str(args.records)]
@@ -378,6 +380,8 @@ def parse(argv: Iterable[str] | None = None) -> argparse.Namespace:
     p.add_argument("--broker", choices=("default", "tansu", "apache-kafka"), default="default",
                    help="the broker kind (default: kgroup.testing's selection from the environment)")
     p.add_argument("--repeat", type=int, default=1, help="rounds; each runs every client once")
+    p.add_argument("--java-clients", help="kafka-clients version of the java client (default: the Apache Kafka "
+                   "jars, 4.4.0; on Tansu 3.9.1, which speaks ApiVersions v4)")
     p.add_argument("--child", choices=PYTHON_CLIENTS, help=argparse.SUPPRESS)
     p.add_argument("--bootstrap", help=argparse.SUPPRESS)
     p.add_argument("--topic", help=argparse.SUPPRESS)
@@ -402,6 +406,12 @@ def main(argv: Iterable[str] | None = None) -> int:
         broker_cm = start_broker(kind=None if args.broker == "default" else args.broker)
     with broker_cm as broker:
         print(broker.describe(), flush=True)
+        if args.java_clients is None and broker.kind == "tansu" and "java" in clients:
+            from benchmarks._members import TANSU_JAVA_CLIENTS
+
+            args.java_clients = TANSU_JAVA_CLIENTS
+        if "java" in clients:
+            print(f"java: kafka-clients {args.java_clients or '4.4.0'}", flush=True)
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap_servers, topic, args.partitions)
         seconds = produce(broker.bootstrap_servers, topic, args.records, args.partitions, args.size, args.headers)

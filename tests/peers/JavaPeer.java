@@ -9,7 +9,7 @@
  *          [--instance-id ID] [--client-id ID] [--session-timeout-ms 6000] \
  *          [--heartbeat-interval-ms 1000] [--max-poll-interval-ms 30000] [--record] [--commit] \
  *          [--mode peer|bench|throughput] [--auto-commit-interval-ms MS] [--records N] \
- *          [--max-poll-records 500]
+ *          [--max-poll-records 500] [--property KEY=VALUE ...]
  *
  * The libs are those of kafka-clients (any version with group.protocol, 3.7+; kgroup's tests
  * use the Apache Kafka 4.4.0 jars). Configuration (Kafka's consumer configs,
@@ -18,7 +18,8 @@
  * runs the highest RebalanceProtocol supported by all of them: EAGER as long as one of them
  * is eager, COOPERATIVE for CooperativeStickyAssignor alone; KIP-429), group.instance.id for a
  * static member (KIP-345; close() then leaves no LeaveGroup), auto.offset.reset=earliest,
- * enable.auto.commit=false (mode bench: true, every --auto-commit-interval-ms).
+ * enable.auto.commit=false (mode bench: true, every --auto-commit-interval-ms); --property sets any
+ * other consumer config (repeatable), e.g. enable.metrics.push=false.
  *
  * Output: one JSON object per line on stdout, flushed at once. Everything else the JVM or the
  * client prints (log4j's default configuration writes to the console) goes to stderr: stdout is
@@ -363,6 +364,8 @@ public class JavaPeer {
         return queue;
     }
 
+    static final Properties extra = new Properties();
+
     static Map<String, String> parse(String[] args) {
         Set<String> flags = Set.of("--record", "--commit");
         Map<String, String> opts = new HashMap<>();
@@ -371,7 +374,10 @@ public class JavaPeer {
             if (!a.startsWith("--")) {
                 throw new IllegalArgumentException("unexpected argument " + a);
             }
-            if (flags.contains(a)) {
+            if (a.equals("--property") && i + 1 < args.length && args[i + 1].contains("=")) {
+                String[] kv = args[++i].split("=", 2);
+                extra.put(kv[0], kv[1]);
+            } else if (flags.contains(a)) {
                 opts.put(a.substring(2), "true");
             } else {
                 if (i + 1 >= args.length) {
@@ -420,6 +426,7 @@ public class JavaPeer {
         p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignors);
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+        p.putAll(extra);
         return p;
     }
 
