@@ -58,7 +58,7 @@ from kgroup.testing import _wire
 from kgroup.testing.coordinator import CoordinatorConfig, GroupCoordinatorModel, Reply
 
 EARLY_TOLERANCE_MS = 50
-LATE_TOLERANCE_MS = 750
+LATE_TOLERANCE_MS = 500
 PARKED_PROBE_MS = 100
 RESPONSE_TIMEOUT_S = 10.0
 POLL_MS = 20

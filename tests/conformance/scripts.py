@@ -364,15 +364,16 @@ script(
     "group_max_size",
     "acceptJoiningMember (KIP-389, group.max.size=3 here): a fourth member is GROUP_MAX_SIZE_REACHED in Stable; "
     "during PreparingRebalance up to max members may be awaiting JoinGroup, so a known member rejoining past "
-    "it is refused and removed (classicGroupJoinToClassicGroup calls group.remove).",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
+    "it is refused and removed (classicGroupJoinToClassicGroup calls ClassicGroup.remove). That removal does "
+    "not complete the barrier (no maybeCompleteJoinPhase): the join completes at the rebalance timeout.",
+    join("a", rebalance=RT, expect=err(codes.MEMBER_ID_REQUIRED)),
+    rejoin("a", rebalance=RT, expect=ok(generation_id=1)),
     sync("a", leader=True),
-    join("b", expect=err(codes.MEMBER_ID_REQUIRED)),
-    join("c", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("b", parked=True),
-    rejoin("c", parked=True),
-    rejoin("a", expect=ok(generation_id=2)),
+    join("b", rebalance=RT, expect=err(codes.MEMBER_ID_REQUIRED)),
+    join("c", rebalance=RT, expect=err(codes.MEMBER_ID_REQUIRED)),
+    rejoin("b", rebalance=RT, parked=True),
+    rejoin("c", rebalance=RT, parked=True),
+    rejoin("a", rebalance=RT, expect=ok(generation_id=2)),
     Await("b"),
     Await("c"),
     sync("b", parked=True),
@@ -380,13 +381,13 @@ script(
     sync("a", leader=True),
     Await("b"),
     Await("c"),
-    join("d", expect=err(codes.GROUP_MAX_SIZE_REACHED), note="Stable and full"),
-    rejoin("a", parked=True),
-    join("d", expect=err(codes.MEMBER_ID_REQUIRED), note="PreparingRebalance, 1 of 3 awaiting"),
-    rejoin("d", parked=True),
-    rejoin("b", parked=True),
-    rejoin("c", expect=err(codes.GROUP_MAX_SIZE_REACHED), note="3 of 3 awaiting: c is refused and removed"),
-    Await("a", expect=ok(generation_id=3)),
+    join("d", rebalance=RT, expect=err(codes.GROUP_MAX_SIZE_REACHED), note="Stable and full"),
+    rejoin("a", rebalance=RT, parked=True),
+    join("d", rebalance=RT, expect=err(codes.MEMBER_ID_REQUIRED), note="PreparingRebalance, 1 of 3 awaiting"),
+    rejoin("d", rebalance=RT, parked=True),
+    rejoin("b", rebalance=RT, parked=True),
+    rejoin("c", rebalance=RT, expect=err(codes.GROUP_MAX_SIZE_REACHED), note="3 of 3 awaiting: c is removed"),
+    Await("a", after_ms=RT, expect=ok(generation_id=3)),
     Await("d", expect=ok(generation_id=3)),
     Await("b", expect=ok(generation_id=3)),
     heartbeat("c", generation=2, expect=err(codes.UNKNOWN_MEMBER_ID)),
@@ -839,6 +840,51 @@ script(
 )
 
 
+script(
+    "parked_member_does_not_expire",
+    "ClassicGroupMember.hasSatisfiedHeartbeat: a member parked in JoinGroup (not new) needs no heartbeat, so its "
+    "1000 ms session does not end while it waits 1500 ms for a member that never rejoins; its session timer "
+    "restarts when the join completes (completeClassicGroupJoin) and, with no SyncGroup, ends the group.",
+    join("a", session=SHORT, rebalance=RT, expect=err(codes.MEMBER_ID_REQUIRED)),
+    rejoin("a", session=SHORT, rebalance=RT, expect=ok(generation_id=1)),
+    sync("a", leader=True),
+    join("b", rebalance=RT, expect=err(codes.MEMBER_ID_REQUIRED)),
+    rejoin("b", rebalance=RT, parked=True),
+    rejoin("a", session=SHORT, rebalance=RT, expect=ok(generation_id=2)),
+    Await("b", expect=ok(generation_id=2)),
+    sync("b", parked=True),
+    sync("a", leader=True),
+    Await("b"),
+    rejoin("a", session=SHORT, rebalance=RT, parked=True, note="a waits with its 1000 ms session"),
+    Await("a", after_ms=RT, expect=ok(generation_id=3, members=[{"member_id": M("a")}])),
+    state_is("x", "Empty", within_ms=3000, note="a never syncs: its session ends"),
+    heartbeat("a", expect=err(codes.UNKNOWN_MEMBER_ID)),
+)
+
+script(
+    "static_restart_that_changes_the_protocol_rebalances",
+    "updateStaticMemberThenRebalanceOrCompleteJoin in Stable: when the restarted static member's protocols "
+    "change the group's selected protocol (ClassicGroup.selectProtocol), the group rebalances instead of "
+    "answering from the cache.",
+    join("a", 9, instance="ia", names=("range", "roundrobin"), expect=ok(generation_id=1)),
+    sync("a", leader=True, instance="ia"),
+    join("b", 9, instance="ib", names=("range", "roundrobin"), parked=True),
+    rejoin("a", 9, instance="ia", names=("range", "roundrobin"), expect=ok(generation_id=2)),
+    Await("b"),
+    sync("b", instance="ib", parked=True),
+    sync("a", leader=True, instance="ia"),
+    Await("b"),
+    join("a2", 9, instance="ia", names=("roundrobin",), parked=True, note="a restarts with roundrobin only"),
+    heartbeat("a", instance="ia", expect=err(codes.FENCED_INSTANCE_ID)),
+    heartbeat("b", instance="ib", expect=err(codes.REBALANCE_IN_PROGRESS)),
+    rejoin("b", 9, instance="ib", names=("range", "roundrobin"), expect=ok(protocol_name="roundrobin")),
+    Await("a2", expect=ok(generation_id=3, protocol_name="roundrobin", leader=M("a2"))),
+    sync("b", instance="ib", protocol_name="roundrobin", parked=True),
+    sync("a2", leader=True, instance="ia", protocol_name="roundrobin", expect=ok(assignment=b"ia#2")),
+    Await("b", expect=ok(assignment=b"ib#1")),
+)
+
+
 # ============================================================================ offsets
 
 
@@ -854,6 +900,17 @@ script(
     *[fetch("x", v, topics={T: [0, 2], MISSING: [0]}) for v in (3, 5, 7, 9)],
     commit("x", 9, offsets={(T, 1): (7, -1, None)}, note="null metadata"),
     fetch("x", 9, topics={T: [1]}),
+    fetch("x", 9, topics={}, note="no topics"),
+    fetch("x", 5, topics={}),
+    Send(
+        "x",
+        "OffsetFetch",
+        9,
+        {"groups": [{"group_id": G, "member_id": FAKE_ID, "member_epoch": 3, "topics": None}], "require_stable": False},
+        note="a member id and epoch (KIP-848) on a classic group: ClassicGroup.validateOffsetFetch",
+    ),
+    describe("x", groups=[], note="no groups"),
+    list_groups("x", 4, states=["Bogus"]),
 )
 
 script(
