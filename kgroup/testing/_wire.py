@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from kgroup.testing.coordinator import _codes
 from kgroup.testing.coordinator._types import (
     NO_GENERATION,
     CommitPartition,
@@ -154,20 +155,29 @@ def check_string_lengths(body: Mapping[str, Any]) -> None:
         MalformedRequestError: a string is longer; the message names its field and length.
 
     """
+    found = _oversized_string(body)
+    if found is not None:
+        path, size = found
+        raise MalformedRequestError(f"string field {path} had invalid length {size}")
 
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, str):
-            size = len(value.encode("utf-8"))
-            if size > MAX_STRING_BYTES:
-                raise MalformedRequestError(f"string field {path} had invalid length {size}")
-        elif isinstance(value, Mapping):
-            for key, item in value.items():
-                walk(item, f"{path}.{key}" if path else str(key))
-        elif isinstance(value, list | tuple):
-            for index, item in enumerate(value):
-                walk(item, f"{path}[{index}]")
 
-    walk(body, "")
+def _oversized_string(value: Any, path: str = "") -> tuple[str, int] | None:
+    """The path and UTF-8 size of the first ``str`` over :data:`MAX_STRING_BYTES`, or None."""
+    if isinstance(value, str):
+        size = len(value.encode("utf-8"))
+        return (path, size) if size > MAX_STRING_BYTES else None
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for sub_path, item in items:
+        found = _oversized_string(item, sub_path)
+        if found is not None:
+            return found
+    return None
+
 
 ModelRequest = (
     DeleteGroupsRequest
@@ -478,6 +488,12 @@ def responses_to_dict(
 ) -> dict[str, Any]:
     """The body dict answering model request(s).
 
+    A response Kafka could not serialize, because a STRING in it is longer than 0x7fff bytes (a
+    member id made of a group instance id near the limit and a UUID), is replaced by the error
+    response Kafka sends then: ``"'leader' field is too long to be serialized"`` fails the request
+    and ``KafkaApis`` answers it with ``getErrorResponse``, UNKNOWN_SERVER_ERROR (a JoinGroup with
+    no member id). This needs ``requests``.
+
     Args:
         api_key: the API key.
         api_version: the version of the request being answered.
@@ -489,6 +505,22 @@ def responses_to_dict(
         ValueError: the API is not a model API, or the response count does not fit.
 
     """
+    body = _responses_to_dict(api_key, api_version, responses, requests)
+    if requests and _oversized_string(body) is not None:
+        errors = tuple(
+            JoinGroupResponse(error_code=_codes.UNKNOWN_SERVER_ERROR) if isinstance(r, JoinGroupRequest) else r
+            for r in error_responses(requests, _codes.UNKNOWN_SERVER_ERROR)
+        )
+        body = _responses_to_dict(api_key, api_version, errors, requests)
+    return body
+
+
+def _responses_to_dict(
+    api_key: int,
+    api_version: int,
+    responses: Sequence[ModelResponse],
+    requests: Sequence[ModelRequest],
+) -> dict[str, Any]:
     v = api_version
     if api_key == OFFSET_FETCH:
         fetches = [r for r in responses if isinstance(r, OffsetFetchResponse)]

@@ -1,14 +1,15 @@
 """Short builders for script steps (not a test module): one function per request, Kafka's field names.
 
 Every builder fills the whole request body (all fields of all versions; the codec keeps those
-the version has). Defaults: group ``G``, the ``consumer`` protocol type with one ``range``
-protocol whose metadata is ``b"meta-<actor>"``, session timeout :data:`SESSION` and rebalance
-timeout :data:`REBALANCE` (long enough that nobody expires unless a script says so), the
-newest version kgroup sends.
+the version has). Defaults: group ``G``; the ``consumer`` protocol type with one ``range``
+protocol whose metadata is a subscription to ``t`` with user data ``range-<actor>``; session
+timeout :data:`SESSION` and rebalance timeout :data:`REBALANCE` (long enough that nobody
+expires unless a script says so); the newest version kgroup sends.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,9 +64,22 @@ def err(code: int, **fields: Any) -> dict[str, Any]:
     return {"error_code": code, **fields}
 
 
+def subscription(user_data: str, topics: Sequence[str] = ("t",)) -> bytes:
+    """A ConsumerProtocolSubscription v0 (topics, user data): Kafka 4.x parses classic members' metadata.
+
+    ``ClassicGroup.computeSubscribedTopics`` decodes it at every new generation (and logs a
+    warning when it cannot), so the scripts send what a real consumer sends.
+    """
+    out = struct.pack(">hi", 0, len(topics))
+    for topic in topics:
+        out += struct.pack(">h", len(topic)) + topic.encode()
+    data = user_data.encode()
+    return out + struct.pack(">i", len(data)) + data
+
+
 def protocols(actor: str, *names: str) -> list[dict[str, Any]]:
-    """The actor's protocols in preference order, metadata ``b"<name>-<actor>"``."""
-    return [{"name": name, "metadata": f"{name}-{actor}".encode()} for name in names or ("range",)]
+    """The actor's protocols in preference order, each with a subscription whose user data is ``<name>-<actor>``."""
+    return [{"name": name, "metadata": subscription(f"{name}-{actor}")} for name in names or ("range",)]
 
 
 def join(

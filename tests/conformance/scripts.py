@@ -430,6 +430,20 @@ script(
 )
 
 
+script(
+    "instance_id_at_the_limit_makes_an_unserializable_answer",
+    "A group instance id of exactly 0x7fff bytes is read, and the static member joins, but its member id "
+    "(ClassicGroup.generateMemberId: instance id, '-', UUID) is longer than a STRING may be: the JoinGroup "
+    "answer fails to serialize (\"'leader' field is too long to be serialized\") and KafkaApis answers "
+    "JoinGroupRequest.getErrorResponse, UNKNOWN_SERVER_ERROR without a member id; DescribeGroups of the group "
+    "fails the same way. The group keeps the member.",
+    join("a", 9, instance="i" * 0x7FFF, expect=err(codes.UNKNOWN_SERVER_ERROR, member_id="")),
+    describe("x", expect={"groups": [{"error_code": codes.UNKNOWN_SERVER_ERROR}]}),
+    list_groups("x", expect={"groups": [{"group_state": "CompletingRebalance"}]}),
+    join("b", 9, instance="i" * (0x7FFF - 37), expect=ok(), note="member id of exactly 0x7fff bytes: fine", group=G2),
+)
+
+
 # ============================================================================ static membership
 
 

@@ -53,9 +53,11 @@ def _answer(address: tuple[str, int], api_key: int, version: int, body: dict[str
 
 
 CASES = [
-    pytest.param(JOIN_GROUP, 8, lambda g, s: _join(g, s), id="JoinGroup-v8-reason"),
-    pytest.param(JOIN_GROUP, 9, lambda g, s: _join(g, None, instance=s), id="JoinGroup-v9-group_instance_id"),
-    pytest.param(LEAVE_GROUP, 5, _leave, id="LeaveGroup-v5-reason"),
+    pytest.param(JOIN_GROUP, 8, lambda g, s: _join(g, s), 79, id="JoinGroup-v8-reason"),  # MEMBER_ID_REQUIRED
+    # A static member id is the instance id, '-' and a UUID: at the limit, the answer cannot be serialized
+    # and Kafka answers UNKNOWN_SERVER_ERROR (JoinGroupRequest.getErrorResponse).
+    pytest.param(JOIN_GROUP, 9, lambda g, s: _join(g, None, instance=s), -1, id="JoinGroup-v9-group_instance_id"),
+    pytest.param(LEAVE_GROUP, 5, _leave, 0, id="LeaveGroup-v5-reason"),  # per member: UNKNOWN_MEMBER_ID
 ]
 
 
@@ -71,10 +73,16 @@ def _address(bootstrap: str) -> tuple[str, int]:
     return host, int(port)
 
 
-@pytest.mark.parametrize(("api_key", "version", "body"), CASES)
+@pytest.mark.parametrize(("api_key", "version", "body", "error_at_limit"), CASES)
 @pytest.mark.parametrize("where", ["kafka", "proxy"])
 def test_a_string_over_0x7fff_bytes_closes_the_connection(
-    where: str, api_key: int, version: int, body: Any, conformance_broker: Broker, proxy: CoordinatorProxy
+    where: str,
+    api_key: int,
+    version: int,
+    body: Any,
+    error_at_limit: int,
+    conformance_broker: Broker,
+    proxy: CoordinatorProxy,
 ) -> None:
     address = conformance_broker.address if where == "kafka" else _address(proxy.bootstrap_servers)
     group = f"limit-{uuid.uuid4().hex[:8]}"
@@ -82,6 +90,7 @@ def test_a_string_over_0x7fff_bytes_closes_the_connection(
     assert _answer(address, api_key, version, body(group, "é" * 16384)) is CLOSED  # 32768 UTF-8 bytes
     at_limit = _answer(address, api_key, version, body(group, "y" * 0x7FFF))
     assert isinstance(at_limit, dict)
+    assert at_limit["error_code"] == error_at_limit
     if where == "proxy":
         first, second = proxy.requests(api_key)[before:]
         assert (first.handled_by, first.ready_at) == ("proxy", None)  # never answered

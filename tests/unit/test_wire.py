@@ -620,3 +620,29 @@ def test_a_compact_string_over_the_limit_decodes_and_is_then_refused():
     assert len(body["reason"]) == 40000
     with pytest.raises(_wire.MalformedRequestError, match="reason had invalid length 40000"):
         _wire.check_string_lengths(body)
+
+
+def test_an_answer_kafka_could_not_serialize_becomes_unknown_server_error():
+    """A member id over 0x7fff bytes ('leader' field is too long to be serialized): KafkaApis' error response."""
+    long_id = "i" * 0x7FFF + "-00000000-0000-4000-8000-000000000000"
+    req = JoinGroupRequest(api_version=9, group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000)
+    answer = JoinGroupResponse(generation_id=1, protocol_name="range", leader=long_id, member_id=long_id)
+    body = _wire.responses_to_dict(_wire.JOIN_GROUP, 9, (answer,), (req,))
+    assert (body["error_code"], body["member_id"], body["leader"], body["generation_id"]) == (-1, "", "", -1)
+    described = DescribeGroupsResponse(
+        groups=(
+            DescribedGroup(
+                error_code=0,
+                group_id="g",
+                group_state="Stable",
+                protocol_type="consumer",
+                protocol_data="range",
+                members=(DescribedMember(member_id=long_id, group_instance_id="i", client_id="c",
+                                         client_host=HOST, member_metadata=b"", member_assignment=b""),),
+            ),
+        )
+    )
+    body = _wire.responses_to_dict(
+        _wire.DESCRIBE_GROUPS, 5, (described,), (DescribeGroupsRequest(api_version=5, groups=("g",)),)
+    )
+    assert [(g["error_code"], g["members"]) for g in body["groups"]] == [(-1, [])]
