@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import math
 import random
 from collections.abc import Iterable, Mapping
 from types import TracebackType
@@ -85,9 +86,14 @@ class _Runtime(Protocol):
 
     def stop(self, group: GroupThread, timeout_s: float) -> None: ...
 
+    #: longest one fetch wait of the poll loop, in ms (the loop looks at its mailbox between)
+    fetch_slice_ms: int
+
 
 class _Threads:
     """Production: a real mailbox and the group thread's own OS thread."""
+
+    fetch_slice_ms = _FETCH_SLICE_MS
 
     def mailbox(self) -> Mailbox:
         return Mailbox()
@@ -216,7 +222,7 @@ class Consumer:
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
         if self._fatal is not None:
-            raise self._fatal
+            raise self._fatal.with_traceback(None)  # raised again and again: no growing traceback
 
     def __enter__(self) -> Consumer:
         return self
@@ -304,10 +310,12 @@ class Consumer:
                 raise WakeupError("poll() interrupted by wakeup()")
             self._maybe_auto_commit()
             self._update_positions(deadline)
-            remaining_ms = max(0, int((deadline - self._clock.monotonic()) * 1000))
+            remaining_ms = max(0, math.ceil((deadline - self._clock.monotonic()) * 1000))
             records: list[ConsumerRecord] = []
             if parts.fetchable():
-                records = parts.fetcher.fetch(self._config.max_poll_records, min(remaining_ms, _FETCH_SLICE_MS))
+                records = parts.fetcher.fetch(
+                    self._config.max_poll_records, min(remaining_ms, self._runtime.fetch_slice_ms)
+                )
             parts.hold(records)
             try:
                 records = self._drain_mailbox(records)
@@ -323,7 +331,7 @@ class Consumer:
             if now >= deadline:
                 return []
             if not parts.fetchable():
-                self._mailbox.wait(min(deadline - now, _FETCH_SLICE_MS / 1000))
+                self._mailbox.wait(min(deadline - now, self._runtime.fetch_slice_ms / 1000))
             elif parts.fetcher.idle():
                 # nothing in flight to wait on (no leader known yet, a reset pending): back off
                 self._mailbox.wait(min(deadline - now, self._config.retry_backoff_ms / 1000))
@@ -337,7 +345,7 @@ class Consumer:
 
     def _raise_pending(self) -> None:
         if self._fatal is not None:
-            raise self._fatal
+            raise self._fatal.with_traceback(None)
         if self._errors:
             error = self._errors.pop(0)
             raise error

@@ -31,8 +31,10 @@ handlers). The membership machine and the commit path act on the returned ``Disp
 nothing else interprets error codes. An error code missing from an API's row takes that API's
 ``UNLISTED`` disposition, as the Java handlers' final ``else`` does: OffsetCommit and OffsetFetch
 fail that one call (``"Unexpected error in commit"``), a Heartbeat is retried after backoff
-(``HeartbeatResponseHandler``: ``failHeartbeat``), LeaveGroup is ignored, and JoinGroup,
-SyncGroup and FindCoordinator stop the member with the code's name in the message.
+(``HeartbeatResponseHandler``: ``failHeartbeat``), LeaveGroup is ignored, and an unexpected
+FindCoordinator, JoinGroup or SyncGroup code is raised from ``poll()`` once while the member
+tries again after backoff (``"Unexpected error in join group response"``,
+``"Unexpected error from SyncGroup"``). Only the codes a row marks FATAL stop the member.
 """
 
 from __future__ import annotations
@@ -379,9 +381,9 @@ del D
 
 #: what a code missing from an API's row does (the Java response handlers' final ``else``)
 UNLISTED: Mapping[Api, Disposition] = {
-    Api.FIND_COORDINATOR: Disposition.FATAL,
-    Api.JOIN_GROUP: Disposition.FATAL,
-    Api.SYNC_GROUP: Disposition.FATAL,
+    Api.FIND_COORDINATOR: Disposition.RAISE,
+    Api.JOIN_GROUP: Disposition.RAISE,
+    Api.SYNC_GROUP: Disposition.RAISE,
     Api.HEARTBEAT: Disposition.RETRY,
     Api.LEAVE_GROUP: Disposition.IGNORE,
     Api.OFFSET_COMMIT: Disposition.RAISE,

@@ -46,6 +46,7 @@ from kgroup.errors import (
     error_name,
 )
 from kgroup.membership import events as ev
+from kgroup.membership.backoff import next_backoff_s
 from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
@@ -108,15 +109,16 @@ class OffsetsClient:
         self._mailbox = mailbox
         self._clock = clock
         self._rng = rng
-        self._pending_async: set[concurrent.futures.Future[None]] = set()
+        #: async commits sent and not answered, oldest first (a dict: ordered, unlike a set)
+        self._pending_async: dict[concurrent.futures.Future[None], None] = {}
 
     # ------------------------------------------------------------------ state
     def _snapshot(self) -> MemberSnapshot:
-        if self._group.crashed is not None:
-            raise GroupThreadCrashed(f"the group thread stopped: {self._group.crashed}")
         snap = self._group.snapshot
         if snap.fatal is not None:
             raise snap.fatal
+        if self._group.crashed is not None:
+            raise GroupThreadCrashed(f"the group thread stopped: {self._group.crashed}")
         return snap
 
     def _coordinator(self, snap: MemberSnapshot) -> int:
@@ -206,11 +208,10 @@ class OffsetsClient:
 
         retrying = tenacity.Retrying(
             stop=lambda _state: self._clock.monotonic() >= deadline,
-            wait=tenacity.wait_exponential(
-                multiplier=self._config.retry_backoff_ms / 1000,
-                max=self._config.retry_backoff_max_ms / 1000,
-            )
-            + tenacity.wait_random(0, self._config.retry_backoff_ms / 1000 / 5),
+            # Java's ExponentialBackoff (KIP-580) on the injected clock and random generator
+            wait=lambda state: next_backoff_s(
+                state.attempt_number, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
+            ),
             retry=tenacity.retry_if_exception_type(Retriable),
             sleep=sleep,
             reraise=True,
@@ -303,11 +304,11 @@ class OffsetsClient:
             self._config.group_id, generation, self._config.group_instance_id,
             offsets, node, self._config.request_timeout_ms,
         )
-        self._pending_async.add(result)
+        self._pending_async[result] = None
 
         def done(f: concurrent.futures.Future[dict[TopicPartition, int]]) -> None:
             # runs on the network thread: only the group thread's inbox and this future
-            self._pending_async.discard(result)
+            self._pending_async.pop(result, None)
             exc = f.exception()
             if exc is not None:
                 if not isinstance(exc, KGroupError):

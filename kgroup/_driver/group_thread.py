@@ -41,6 +41,7 @@ from kgroup.membership.commands import (
     SendJoinGroup,
     SendLeaveGroup,
     SendSyncGroup,
+    WatchGroupTopics,
 )
 from kgroup.membership.machine import GroupMachine, MemberSnapshot
 from kgroup.membership.states import MemberState
@@ -141,6 +142,14 @@ class _MetadataRefreshed:
     future: _MetadataFuture
 
 
+@attrs.frozen
+class _Snapshot:
+    """Metadata for a skipped assignment's snapshot arrived (an inbox item of this thread only)."""
+
+    generation_id: int
+    future: _MetadataFuture
+
+
 class GroupThread:
     """Runs a ``GroupMachine`` on a daemon thread named ``kgroup-<group_id>``.
 
@@ -218,6 +227,10 @@ class GroupThread:
         """Clock seconds at which ``step(None)`` has timer work (heartbeat, session, watchdog)."""
         return self._machine.next_deadline(self._clock.monotonic())
 
+    def has_pending(self) -> bool:
+        """True when items were posted and not yet stepped."""
+        return not self._inbox.empty()
+
     def take_pending(self) -> list[object]:
         """Items posted and not yet stepped (the simulator's stepping; empty with the thread running)."""
         items = []
@@ -250,18 +263,23 @@ class GroupThread:
                 self._on_metadata_ready(item)
             elif isinstance(item, _MetadataRefreshed):
                 self._on_metadata_refreshed(item)
+            elif isinstance(item, _Snapshot):
+                self._on_snapshot(item)
             elif item is not None:
                 commands += machine.handle(item, self._clock.monotonic())  # type: ignore[arg-type]
-            commands += machine.tick(self._clock.monotonic())
-            self._execute(commands)
+            if machine.state is not MemberState.FATAL:
+                commands += machine.tick(self._clock.monotonic())
+            self._execute(commands)  # a Fail among them tells the poll thread
+            if machine.state is MemberState.FATAL:
+                self._crashed = self._snapshot.fatal
+                return False
             self._maybe_refresh_metadata()
             return True
         except KGroupError as exc:
-            # the machine is poisoned; it already emitted Fail (or raised a ProtocolViolation)
+            # an illegal input (ProtocolViolation) poisoned the machine: tell the poll thread
             self._crashed = exc
             self._publish()
-            if not isinstance(self._snapshot.fatal, Exception):
-                self._mailbox.post(GroupThreadCrashed(f"membership machine stopped: {exc}"))
+            self._mailbox.post(exc)
         except Exception as exc:  # a kgroup bug: surface it, never die silently
             log.exception("group thread crashed")
             self._crashed = exc
@@ -287,6 +305,8 @@ class GroupThread:
                 self._mailbox.post(command.step)
             elif isinstance(command, ComputeAssignment):
                 self._compute_assignment(command)
+            elif isinstance(command, WatchGroupTopics):
+                self._watch(command)
             elif isinstance(command, (Notify, Fail)):
                 self._publish()
                 self._mailbox.post(command.error)
@@ -349,6 +369,15 @@ class GroupThread:
         changed = sorted(t for t in set(counts) | set(now_counts) if counts.get(t) != now_counts.get(t))
         if changed:
             self.post(ev.RequestRejoin(f"metadata changed since the last assignment (topics {changed})"))
+
+    def _watch(self, command: WatchGroupTopics) -> None:
+        """A static leader skipped the assignment: the current metadata becomes its snapshot."""
+        future = self._metadata.get(command.topics)
+        future.add_done_callback(lambda f: self.post(_Snapshot(command.generation_id, f)))
+
+    def _on_snapshot(self, item: _Snapshot) -> None:
+        if item.future.exception() is None:
+            self._assigned = (item.generation_id, {t: len(p) for t, p in item.future.result().items()})
 
     def _compute_assignment(self, command: ComputeAssignment) -> None:
         """The leader's step 5: metadata, then (on this thread) the assignor, validate, encode."""

@@ -26,6 +26,7 @@ __all__ = [
     "SendJoinGroup",
     "SendLeaveGroup",
     "SendSyncGroup",
+    "WatchGroupTopics",
 ]
 
 
@@ -93,6 +94,19 @@ class ComputeAssignment:
     request_id: int
     protocol: str
     members: tuple[MemberSubscription, ...]
+
+
+@attrs.frozen
+class WatchGroupTopics:
+    """A returning static leader skipped the assignment (KIP-814): watch ``topics`` from now.
+
+    Java ``ConsumerCoordinator.onLeaderElected`` with ``skipAssignment``: the assignment
+    snapshot becomes the current metadata, so later partition changes still make the leader
+    rejoin.
+    """
+
+    generation_id: int
+    topics: frozenset[str]
 
 
 @attrs.frozen(kw_only=True)

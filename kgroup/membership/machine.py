@@ -40,6 +40,7 @@ from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
     Disposition,
+    FatalGroupError,
     KGroupError,
     MalformedMetadata,
     ProtocolViolation,
@@ -61,6 +62,7 @@ from kgroup.membership.commands import (
     SendJoinGroup,
     SendLeaveGroup,
     SendSyncGroup,
+    WatchGroupTopics,
 )
 from kgroup.membership.states import HEARTBEAT_STATES, MemberState
 from kgroup.protocol.consumer_protocol import (
@@ -638,7 +640,10 @@ class GroupMachine:
                 f"group_instance_id {self._group_instance_id!r} was fenced: another consumer with "
                 f"the same instance id joined the group, so two processes share it ({message})"
             )
-        self._poison(broker_error(api, code, message), out)
+        error = broker_error(api, code, message)
+        if not isinstance(error, FatalGroupError):
+            error = FatalGroupError(api, code, message)  # whatever the code, the member stops
+        self._poison(error, out)
 
     def _on_find_coordinator(self, event: ev.FindCoordinatorResponded, now: float, out: list[Command]) -> None:
         if not self._take(event.request_id, Api.FIND_COORDINATOR):
@@ -683,6 +688,8 @@ class GroupMachine:
             if is_leader and not event.skip_assignment:
                 self._start_assignment(event, out, now)
             else:
+                if is_leader:
+                    out.append(WatchGroupTopics(event.generation_id, self._group_topics(event)))
                 self._send_sync((), out)
         elif disposition is Disposition.ADOPT_MEMBER_ID:
             self._generation = Generation(NO_GENERATION, event.member_id, None)
@@ -701,8 +708,24 @@ class GroupMachine:
             self._state = S.UNJOINED
             self._join_attempts += 1
             self._join_retry_at = now + self._backoff(self._join_attempts)
+        elif disposition is Disposition.RAISE:
+            # Java JoinGroupResponseHandler, final else: raised from poll(), joined again
+            self._state = S.UNJOINED
+            self._join_attempts += 1
+            self._join_retry_at = now + self._backoff(self._join_attempts)
+            out.append(Notify(broker_error(Api.JOIN_GROUP, event.error_code, self._context())))
         else:
             self._fatal_response(Api.JOIN_GROUP, event.error_code, out)
+
+    def _group_topics(self, event: ev.JoinGroupResponded) -> frozenset[str]:
+        """Every topic the group's members subscribe to (undecodable subscriptions skipped)."""
+        topics: set[str] = set(self._subscription)
+        for member in event.members:
+            try:
+                topics.update(decode_subscription(member.metadata).topics)
+            except MalformedMetadata:
+                continue
+        return frozenset(topics)
 
     def _start_assignment(self, event: ev.JoinGroupResponded, out: list[Command], now: float) -> None:
         members = []
@@ -799,6 +822,10 @@ class GroupMachine:
             self._state = S.UNJOINED
             self._mark_coordinator_unknown(f"SyncGroup returned {name}", now)
             self._request_rejoin(f"SyncGroup returned {name}")
+        elif disposition is Disposition.RAISE:
+            # Java SyncGroupResponseHandler, final else: "Unexpected error from SyncGroup",
+            # raised from poll(); the member joins again (generation kept, nothing lost)
+            self._abort_round(broker_error(Api.SYNC_GROUP, event.error_code, self._context()), out, now)
         else:
             self._fatal_response(Api.SYNC_GROUP, event.error_code, out)
 

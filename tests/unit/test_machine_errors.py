@@ -29,6 +29,7 @@ from kgroup.membership import events as ev
 from kgroup.membership.commands import (
     DeliverStep,
     Fail,
+    Notify,
     SendFindCoordinator,
     SendHeartbeat,
     SendJoinGroup,
@@ -174,11 +175,12 @@ def test_classify_row_returns_expected_disposition(api, code, disposition):
 
 #: the Java response handlers' final ``else`` for a code they do not expect: OffsetCommit and
 #: OffsetFetch fail that call ("Unexpected error in commit"), Heartbeat retries after backoff
-#: (failHeartbeat), LeaveGroup ignores it; FindCoordinator/JoinGroup/SyncGroup stop the member
+#: (failHeartbeat), LeaveGroup ignores it; FindCoordinator/JoinGroup/SyncGroup raise it from
+#: poll() once and try again ("Unexpected error in join group response")
 EXPECTED_UNLISTED = {
-    Api.FIND_COORDINATOR: D.FATAL,
-    Api.JOIN_GROUP: D.FATAL,
-    Api.SYNC_GROUP: D.FATAL,
+    Api.FIND_COORDINATOR: D.RAISE,
+    Api.JOIN_GROUP: D.RAISE,
+    Api.SYNC_GROUP: D.RAISE,
     Api.HEARTBEAT: D.RETRY,
     Api.LEAVE_GROUP: D.IGNORE,
     Api.OFFSET_COMMIT: D.RAISE,
@@ -420,10 +422,18 @@ def test_machine_response_row_has_outcome_of_its_disposition(api, code, disposit
         CHECKS[disposition](case, cmds)
 
 
-@pytest.mark.parametrize("api", [a for a in MACHINE_APIS if a is not Api.HEARTBEAT])
-def test_machine_response_unknown_code_is_fatal_and_named(api):
+@pytest.mark.parametrize("api", [Api.JOIN_GROUP, Api.SYNC_GROUP], ids=["JoinGroup", "SyncGroup"])
+def test_machine_join_or_sync_unknown_code_is_raised_once_and_the_member_joins_again(api):
+    """Java: "Unexpected error in join group response" / "from SyncGroup" is thrown from poll();
+    the member is not poisoned and joins again after backoff, keeping its generation."""
     case = Case(api, static=False)
-    _expect_fatal(case, case.feed(UNKNOWN_CODE), UNKNOWN_CODE)
+    cmds = case.feed(UNKNOWN_CODE)
+    assert of_kind(cmds, Fail) == []
+    notified = only(cmds, Notify).error
+    assert "9999" in str(notified)
+    assert "unexpected" in str(notified)
+    assert case.m.state is MemberState.UNJOINED
+    assert len(of_kind(case.t.tick(case.m, T + 5.0), SendJoinGroup)) == 1
 
 
 def test_machine_heartbeat_unknown_code_retries_after_backoff():

@@ -31,9 +31,10 @@ from kgroup.membership.commands import (
     SendJoinGroup,
     SendLeaveGroup,
     SendSyncGroup,
+    WatchGroupTopics,
 )
 from kgroup.types import Generation
-from tests.unit.machine_script import MEMBER_ID, Script, of_kind, only, tp
+from tests.unit.machine_script import MEMBER_ID, Script, kinds, of_kind, only, tp
 
 INSTANCE_ID = "orders-0"
 OWNED = frozenset({tp("a", 0), tp("a", 1)})
@@ -173,7 +174,9 @@ def test_restarted_static_leader_skip_assignment_sync_fenced_is_fatal():
     assert join.member_id == ""
     assert join.group_instance_id == INSTANCE_ID
     cmds = t.handle(m, t.join_response(generation_id=5, member_id="orders-0-new", skip_assignment=True), now=0.1)
-    sync = only(cmds, SendSyncGroup)  # no ComputeAssignment: the plan is kept
+    assert kinds(cmds) == [WatchGroupTopics, SendSyncGroup]  # no ComputeAssignment: the plan is kept
+    assert cmds[0] == WatchGroupTopics(5, frozenset({"a"}))  # Java: assignmentSnapshot = metadataSnapshot
+    sync = cmds[1]
     assert of_kind(t.log, ComputeAssignment) == []
     assert sync.assignments == ()
     assert sync.group_instance_id == INSTANCE_ID

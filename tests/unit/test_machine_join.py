@@ -17,6 +17,7 @@ from kgroup.membership.commands import (
     SendHeartbeat,
     SendJoinGroup,
     SendSyncGroup,
+    WatchGroupTopics,
 )
 from kgroup.protocol.consumer_protocol import (
     Assignment,
@@ -229,7 +230,11 @@ def test_join_leader_with_skip_assignment_syncs_without_assignments():
     m = _joining_with_member_id(t)
     cmds = t.handle(m, t.join_response(generation_id=2, skip_assignment=True))
     assert of_kind(cmds, ComputeAssignment) == []
-    sync = only(cmds, SendSyncGroup)
+    # KIP-814: the returning static leader keeps the plan and watches the group's topics from now
+    # (Java onLeaderElected: assignmentSnapshot = metadataSnapshot)
+    assert [type(c) for c in cmds] == [WatchGroupTopics, SendSyncGroup]
+    assert cmds[0].generation_id == 2
+    sync = cmds[1]
     assert sync.assignments == ()
     assert sync.generation_id == 2
     assert m.state is MemberState.SYNCING

@@ -1,0 +1,476 @@
+"""The simulated cluster: Kafka's group coordinator model, partition logs and a faulty network.
+
+Rules:
+
+1. The coordinator is :class:`~kgroup.testing.coordinator.GroupCoordinatorModel`, the same
+   model the coordinator proxy serves on the wire, on the scheduler's virtual clock.
+2. Each member has one coordinator connection with Kafka's channel muting: the broker reads
+   the next request of a connection only after it answered the previous one (a parked
+   JoinGroup holds the member's commits behind it, as on a real broker). A request that
+   outlives its client timeout closes the connection: every request in flight on it fails,
+   and the ones the broker had not read yet never reach it.
+3. Faults are drawn from the run's random generator in a fixed order, so a seed replays
+   exactly: an injected error code instead of the model's answer, a lost response, a delayed
+   response, a closed connection, a black hole, a coordinator move or restart.
+4. Strings longer than Kafka's 32,767-byte limit make the broker close the connection, as
+   Kafka's generated request readers do ("string field ... had invalid length").
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import random
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from kgroup.membership import events as ev
+from kgroup.membership.commands import (
+    SendFindCoordinator,
+    SendHeartbeat,
+    SendJoinGroup,
+    SendLeaveGroup,
+    SendSyncGroup,
+)
+from kgroup.testing.coordinator import CoordinatorConfig, GroupCoordinatorModel
+from kgroup.testing.coordinator import _types as mt
+from kgroup.testing.simulation._scheduler import Scheduler, SimClock
+from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
+
+__all__ = ["API_ERRORS", "CLOSE", "Connection", "FaultProfile", "SimCluster"]
+
+#: Kafka's limit for a protocol string (int16 length prefix)
+MAX_STRING_BYTES = 0x7FFF
+
+#: error codes a coordinator can answer per API (plus -1 UNKNOWN_SERVER_ERROR and an unknown
+#: code, 9999), from Kafka's classic group coordinator and OffsetMetadataManager
+API_ERRORS: Mapping[str, tuple[int, ...]] = {
+    "FindCoordinator": (15, -1),
+    "JoinGroup": (14, 15, 16, 25, 27),
+    "SyncGroup": (15, 16, 22, 25, 27),
+    "Heartbeat": (15, 16, 22, 25, 27, -1, 9999),
+    "LeaveGroup": (15, 16, 25, -1),
+    "OffsetCommit": (3, 7, 12, 14, 15, 16, 22, 25, 27, 69, -1, 9999),
+    "OffsetFetch": (14, 15, 16, -1, 9999),
+}
+#: codes that stop a member for good when injected (FATAL per the Java handlers)
+FATAL_ERRORS: Mapping[str, tuple[int, ...]] = {
+    "JoinGroup": (23, 26, 30, 81),
+    "SyncGroup": (30,),
+    "Heartbeat": (30,),
+    "OffsetCommit": (30,),
+}
+
+
+@attrs.define
+class FaultProfile:
+    """Per-request fault probabilities (0 to 1) and the on/off switch."""
+
+    error: float = 0.0
+    fatal: float = 0.0
+    drop: float = 0.0
+    delay: float = 0.0
+    max_delay_s: float = 2.0
+    enabled: bool = True
+
+
+class _Pending:
+    """One request on a connection: how to run it at the broker and how to answer the client."""
+
+    __slots__ = ("answer", "api", "fail", "run", "sent_at", "timeout_s")
+
+    def __init__(
+        self,
+        api: str,
+        run: Callable[[Callable[[Any], None]], None],
+        answer: Callable[[Any], None],
+        fail: Callable[[str], None],
+        timeout_s: float,
+        sent_at: float,
+    ) -> None:
+        self.api = api
+        self.run = run
+        self.answer = answer
+        self.fail = fail
+        self.timeout_s = timeout_s
+        self.sent_at = sent_at
+
+
+class Connection:
+    """A member's coordinator connection: FIFO, one request at a time at the broker (muting)."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, cluster: SimCluster, owner: str) -> None:
+        self.id = next(self._ids)
+        self._cluster = cluster
+        self.owner = owner
+        self._queue: list[_Pending] = []
+        self._busy = False
+        self._open = True
+        self._in_flight: list[_Pending] = []
+        self._last_reply_at = 0.0
+        self._last_arrival = 0.0
+
+    @property
+    def open(self) -> bool:
+        """False once closed (a timeout, a fault or the member's crash)."""
+        return self._open
+
+    def send(self, pending: _Pending) -> None:
+        """Queue ``pending``; arm its client-side timeout."""
+        sched = self._cluster.scheduler
+        self._in_flight.append(pending)
+        sched.call_later(pending.timeout_s, lambda: self._timed_out(pending))
+        # TCP: requests reach the broker in the order they were sent
+        at = max(sched.now + self._cluster.latency(), self._last_arrival)
+        self._last_arrival = at
+        sched.call_at(at, lambda: self._arrive(pending))
+
+    def _arrive(self, pending: _Pending) -> None:
+        if not self._open:
+            return
+        self._queue.append(pending)
+        self._next()
+
+    def _next(self) -> None:
+        if self._busy or not self._queue or not self._open:
+            return
+        pending = self._queue.pop(0)
+        self._busy = True
+        pending.run(lambda response: self._reply(pending, response))
+
+    def _reply(self, pending: _Pending, response: Any) -> None:
+        """The broker answered (``None``: the response is lost on the way)."""
+        if not self._open:
+            return
+        if response is CLOSE:
+            self.close(f"the broker could not read {pending.api} (a string over {MAX_STRING_BYTES} bytes)")
+            return
+        sched = self._cluster.scheduler
+        cluster = self._cluster
+        delay = cluster.latency()
+        if response is not None and cluster.draw("delay"):
+            delay += cluster.rng.uniform(0.0, cluster.faults.max_delay_s)
+        # muting: the next request is read once this response is on the wire
+        at = max(sched.now + delay, self._last_reply_at)
+        self._last_reply_at = at
+
+        def unmute() -> None:
+            self._busy = False
+            self._next()
+
+        sched.call_at(at, unmute)
+        if response is None:
+            cluster.trace(f"{self.owner}: {pending.api} response lost")
+            return
+
+        def deliver() -> None:
+            if self._open and pending in self._in_flight:
+                self._in_flight.remove(pending)
+                pending.answer(response)
+
+        sched.call_at(at, deliver)
+
+    def _timed_out(self, pending: _Pending) -> None:
+        if pending in self._in_flight and self._open:
+            self.close(f"{pending.api} timed out after {pending.timeout_s:.1f} s")
+
+    def close(self, reason: str) -> None:
+        """Close: every request in flight fails; unread ones never reach the broker."""
+        if not self._open:
+            return
+        self._open = False
+        self._cluster.trace(f"{self.owner}: connection {self.id} closed: {reason}")
+        failed, self._in_flight, self._queue = self._in_flight, [], []
+        for pending in failed:
+            pending.fail(reason)
+
+
+class SimCluster:
+    """The coordinator model, partition logs, node ids and faults of one simulated cluster.
+
+    Args:
+        scheduler: the virtual clock and callbacks.
+        rng: the run's random generator (faults, latency).
+        topics: topic name -> partition count.
+        coordinator_config: the model's broker configs.
+        trace: where trace lines go.
+
+    """
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        rng: random.Random,
+        topics: Mapping[str, int],
+        coordinator_config: CoordinatorConfig,
+        trace: Callable[[str], None],
+    ) -> None:
+        self.scheduler = scheduler
+        self.clock = SimClock(scheduler)
+        self.rng = rng
+        self.trace = trace
+        self.topics: dict[str, int] = dict(topics)
+        self.log_end: dict[TopicPartition, int] = {
+            TopicPartition(t, p): 0 for t, n in self.topics.items() for p in range(n)
+        }
+        ids = itertools.count(1)
+        self.model = GroupCoordinatorModel(
+            coordinator_config, clock=self.clock, member_id_factory=lambda prefix: f"{prefix}-{next(ids)}"
+        )
+        self.coordinator_node = 1
+        self.faults = FaultProfile()
+        self.black_hole_until = 0.0
+        #: hooks the invariant checker sets
+        self.on_commit: Callable[[str, mt.OffsetCommitRequest, mt.OffsetCommitResponse], None] | None = None
+        self.on_sync: Callable[[str, int, str, bytes], None] | None = None
+        self.faults_injected = 0
+        scheduler.pumps.append(self)
+
+    # ------------------------------------------------------------------ the model's timers
+    def pump(self) -> bool:
+        """Fire the coordinator model's due timers (session expiry, join and sync timeouts)."""
+        due = self.model.next_deadline()
+        if due is not None and due <= self.scheduler.now:
+            self.model.tick()
+            return True
+        return False
+
+    def deadline(self) -> float:
+        """When the model's next timer is due (inf: none)."""
+        due = self.model.next_deadline()
+        return float("inf") if due is None else due
+
+    # ------------------------------------------------------------------ randomness
+    def latency(self) -> float:
+        """One network hop, 0.5 to 3 ms."""
+        return self.rng.uniform(0.0005, 0.003)
+
+    def draw(self, kind: str) -> bool:
+        """Whether a fault of ``kind`` ("error", "fatal", "drop", "delay") hits this request."""
+        profile = self.faults
+        if not profile.enabled:
+            return False
+        p = getattr(profile, kind)
+        if p <= 0.0:
+            return False
+        hit = self.rng.random() < p
+        if hit:
+            self.faults_injected += 1
+        return hit
+
+    def black_holed(self) -> bool:
+        """True while the coordinator answers nothing."""
+        return self.scheduler.now < self.black_hole_until
+
+    # ------------------------------------------------------------------ producing
+    def produce(self, tp: TopicPartition, count: int = 1) -> None:
+        """Append ``count`` records to ``tp``."""
+        if tp in self.log_end:
+            self.log_end[tp] += count
+
+    def add_partitions(self, topic: str, total: int) -> None:
+        """Grow ``topic`` to ``total`` partitions (Kafka ``CreatePartitions``)."""
+        for p in range(self.topics.get(topic, 0), total):
+            self.log_end[TopicPartition(topic, p)] = 0
+        self.topics[topic] = max(total, self.topics.get(topic, 0))
+
+    # ------------------------------------------------------------------ coordinator moves
+    def move_coordinator(self, load_ms: int) -> None:
+        """The group's coordinator moves to another node, which loads the group for ``load_ms``."""
+        self.coordinator_node = self.coordinator_node % 3 + 1
+        self.trace(f"coordinator moved to node {self.coordinator_node} (load {load_ms} ms)")
+        self.model.restart(load_ms=load_ms)
+
+    def restart_coordinator(self, load_ms: int) -> None:
+        """The coordinator's node restarts in place and loads the group for ``load_ms``."""
+        self.trace(f"coordinator restarted (load {load_ms} ms)")
+        self.model.restart(load_ms=load_ms)
+
+    # ------------------------------------------------------------------ broker side
+    def run_request(
+        self, owner: str, node: int, api: str, request: Any, answer: Callable[[Any], None]
+    ) -> None:
+        """Process ``request`` at the broker (model, or a fault) and ``answer`` it (None: lost)."""
+        if self.black_holed():
+            return  # no answer: the client times out
+        if node != self.coordinator_node:
+            answer(_error_response(api, request, 16))
+            return
+        if api in ("JoinGroup", "LeaveGroup") and _too_long(request):
+            answer(CLOSE)
+            return
+        fatal = FATAL_ERRORS.get(api, ())
+        if fatal and self.draw("fatal"):
+            answer(_error_response(api, request, self.rng.choice(fatal)))
+            return
+        if self.draw("error"):
+            answer(_error_response(api, request, self.rng.choice(API_ERRORS[api])))
+            return
+        lost = self.draw("drop")
+        reply = _MODEL_CALLS[api](self.model, request)
+
+        def done(response: Any) -> None:
+            if api == "OffsetCommit" and self.on_commit is not None:
+                self.on_commit(owner, request, response)
+            if api == "SyncGroup" and self.on_sync is not None and response.error_code == 0:
+                self.on_sync(owner, request.generation_id, request.member_id, response.assignment)
+            answer(None if lost else response)
+
+        reply.add_done_callback(done)
+
+    def find_coordinator(self) -> tuple[int, int]:
+        """(error code, node id) of a FindCoordinator answered now."""
+        if self.black_holed():
+            return 15, -1
+        if self.draw("error"):
+            return self.rng.choice(API_ERRORS["FindCoordinator"]), -1
+        return 0, self.coordinator_node
+
+
+#: the broker's answer to a request it cannot read: it closes the connection
+CLOSE = object()
+
+
+def _too_long(request: Any) -> bool:
+    for value in attrs.astuple(request, recurse=True):
+        if isinstance(value, str) and len(value.encode()) > MAX_STRING_BYTES:
+            return True
+    return False
+
+
+def _error_response(api: str, request: Any, code: int) -> Any:
+    if api == "JoinGroup":
+        return mt.JoinGroupResponse(error_code=code, member_id=request.member_id)
+    if api == "SyncGroup":
+        return mt.SyncGroupResponse(error_code=code)
+    if api == "Heartbeat":
+        return mt.HeartbeatResponse(error_code=code)
+    if api == "LeaveGroup":
+        return mt.LeaveGroupResponse(error_code=code)
+    if api == "OffsetCommit":
+        return mt.OffsetCommitResponse(
+            topics=tuple(
+                mt.CommitTopicResult(
+                    name=t.name,
+                    partitions=tuple(
+                        mt.CommitPartitionResult(partition_index=p.partition_index, error_code=code)
+                        for p in t.partitions
+                    ),
+                )
+                for t in request.topics
+            )
+        )
+    if api == "OffsetFetch":
+        return mt.OffsetFetchResponse(error_code=code)
+    raise ValueError(api)
+
+
+_MODEL_CALLS: Mapping[str, Callable[[GroupCoordinatorModel, Any], Any]] = {
+    "JoinGroup": GroupCoordinatorModel.join_group,
+    "SyncGroup": GroupCoordinatorModel.sync_group,
+    "Heartbeat": GroupCoordinatorModel.heartbeat,
+    "LeaveGroup": GroupCoordinatorModel.leave_group,
+    "OffsetCommit": GroupCoordinatorModel.offset_commit,
+    "OffsetFetch": GroupCoordinatorModel.offset_fetch,
+}
+
+# ---------------------------------------------------------------------- client commands <-> model types
+# The versions kafka-python negotiates with Kafka 4.x for each API (the adapter's maxima).
+_V = {"JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5, "OffsetCommit": 9, "OffsetFetch": 9}
+
+
+def request_of(command: Any, group_id: str, client_id: str) -> tuple[str, Any]:
+    """The model request for a group command (the adapter's ``build_*`` at these versions)."""
+    if isinstance(command, SendJoinGroup):
+        return "JoinGroup", mt.JoinGroupRequest(
+            api_version=_V["JoinGroup"], group_id=group_id, session_timeout_ms=command.session_timeout_ms,
+            rebalance_timeout_ms=command.rebalance_timeout_ms, member_id=command.member_id,
+            group_instance_id=command.group_instance_id, protocols=tuple(command.protocols),
+            reason=command.reason, client_id=client_id,
+        )
+    if isinstance(command, SendSyncGroup):
+        return "SyncGroup", mt.SyncGroupRequest(
+            api_version=_V["SyncGroup"], group_id=group_id, generation_id=command.generation_id,
+            member_id=command.member_id, group_instance_id=command.group_instance_id, protocol_type="consumer",
+            protocol_name=command.protocol_name,
+            assignments=tuple(mt.SyncGroupAssignment(member_id=m, assignment=a) for m, a in command.assignments),
+        )
+    if isinstance(command, SendHeartbeat):
+        return "Heartbeat", mt.HeartbeatRequest(
+            api_version=_V["Heartbeat"], group_id=group_id, generation_id=command.generation_id,
+            member_id=command.member_id, group_instance_id=command.group_instance_id,
+        )
+    if isinstance(command, SendLeaveGroup):
+        return "LeaveGroup", mt.LeaveGroupRequest(
+            api_version=_V["LeaveGroup"], group_id=group_id,
+            members=(
+                mt.LeaveMember(
+                    member_id=command.member_id, group_instance_id=command.group_instance_id, reason=command.reason
+                ),
+            ),
+        )
+    raise TypeError(f"not a group request: {command!r}")
+
+
+def event_of(command: Any, response: Any) -> ev.Event:
+    """The membership event for a model response (the adapter's response conversion)."""
+    rid = command.request_id
+    if isinstance(response, mt.JoinGroupResponse):
+        return ev.JoinGroupResponded(
+            request_id=rid, error_code=response.error_code, generation_id=response.generation_id,
+            protocol_name=response.protocol_name, leader=response.leader or "", member_id=response.member_id or "",
+            members=tuple(ev.JoinedMember(m.member_id, m.group_instance_id, m.metadata) for m in response.members),
+            skip_assignment=response.skip_assignment,
+        )
+    if isinstance(response, mt.SyncGroupResponse):
+        return ev.SyncGroupResponded(rid, response.error_code, response.assignment)
+    if isinstance(response, mt.HeartbeatResponse):
+        return ev.HeartbeatResponded(rid, response.error_code)
+    if isinstance(response, mt.LeaveGroupResponse):
+        code = response.error_code
+        if code == 0 and response.members:
+            code = response.members[0].error_code
+        return ev.LeaveGroupResponded(rid, code)
+    raise TypeError(f"not a group response: {response!r}")
+
+
+def commit_request(
+    group_id: str, generation: Generation, instance_id: str | None, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+) -> mt.OffsetCommitRequest:
+    """OffsetCommit v9 for ``offsets``."""
+    by_topic: dict[str, list[mt.CommitPartition]] = {}
+    for tp, om in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            mt.CommitPartition(
+                partition_index=tp.partition,
+                committed_offset=om.offset,
+                committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
+                committed_metadata=om.metadata,
+            )
+        )
+    return mt.OffsetCommitRequest(
+        api_version=_V["OffsetCommit"], group_id=group_id, generation_id=generation.generation_id,
+        member_id=generation.member_id, group_instance_id=instance_id,
+        topics=tuple(mt.CommitTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+    )
+
+
+def fetch_request(group_id: str, partitions: Iterable[TopicPartition]) -> mt.OffsetFetchRequest:
+    """OffsetFetch v9 for ``partitions``."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return mt.OffsetFetchRequest(
+        api_version=_V["OffsetFetch"], group_id=group_id,
+        topics=tuple(mt.FetchTopic(name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()),
+    )
+
+
+def fail_future(future: concurrent.futures.Future[Any], reason: str) -> None:
+    """Fail a request future as kafka-python does for a closed connection."""
+    if not future.done():
+        future.set_exception(ConnectionError(reason))

@@ -1,0 +1,198 @@
+"""The safety and liveness properties every simulated run is checked against.
+
+Checked as they happen (each names the first step that breaks it):
+
+* **no record lost**: an offset committed for a partition is never above the lowest offset
+  no member's application has received yet;
+* **no commit beyond hand-out**: a member commits at most the position after the last record
+  it handed out (or the offset already committed);
+* **committed offsets never go backwards** (the workloads never seek back);
+* **no commit for a partition the committer does not own in that generation**: the coordinator
+  accepted an OffsetCommit from member M in generation G only for partitions assigned to M in
+  G, or still held by M from its earlier assignment and assigned to nobody else in G (the
+  cooperative revoke commits with the new generation, as Java's does);
+* **at most one unfenced owner per partition**: among members that are in the coordinator's
+  current generation, no two hold the same partition in their assignment;
+* **bounded calls**: ``poll(timeout)`` returns within its timeout plus the time its rebalance
+  steps took plus 100 ms; ``commit(timeout_ms)``, ``close(timeout_ms)`` within theirs plus 100 ms.
+
+Checked at the end of a run:
+
+* **liveness**: once faults stop, within the stated bound, every partition is owned by one
+  live member and every produced record has been handed out;
+* **no unexplained duplicate**: a record handed out twice was first handed out by a member
+  that later crashed, was stopped, lost the partition, or failed a commit.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kgroup.protocol.consumer_protocol import decode_assignment
+from kgroup.testing.coordinator import _types as mt
+from kgroup.types import ConsumerRecord, TopicPartition
+
+__all__ = ["Checker", "Violation"]
+
+
+@attrs.frozen
+class Violation:
+    """A broken property: which, when (virtual seconds) and the details."""
+
+    rule: str
+    at: float
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[t={self.at:.3f}] {self.rule}: {self.detail}"
+
+
+class _Handed:
+    """Offsets of one partition handed to some application: a bitmap and its low-water mark."""
+
+    __slots__ = ("bits", "low")
+
+    def __init__(self) -> None:
+        self.bits = 0
+        self.low = 0
+
+    def add(self, offset: int) -> bool:
+        """Record ``offset``; True if it was handed out before."""
+        mask = 1 << offset
+        seen = bool(self.bits & mask)
+        self.bits |= mask
+        while self.bits >> self.low & 1:
+            self.low += 1
+        return seen
+
+
+class Checker:
+    """Collects hand-outs, commits and ownership and reports violations."""
+
+    def __init__(self, now: callable) -> None:  # type: ignore[valid-type]
+        self._now = now
+        self.violations: list[Violation] = []
+        self._handed: dict[TopicPartition, _Handed] = {}
+        #: (incarnation, partition) -> the position after the last record it handed out
+        self._next: dict[tuple[str, TopicPartition], int] = {}
+        #: first hand-out of each offset that was handed out again: (tp, offset) -> (who, when)
+        self._first: dict[tuple[TopicPartition, int], tuple[str, float]] = {}
+        self._duplicates: list[tuple[TopicPartition, int, str, float, str]] = []
+        self._committed: dict[TopicPartition, int] = {}
+        #: member_id -> generation_id -> assigned partitions (from SyncGroup responses)
+        self._assigned: dict[str, dict[int, frozenset[TopicPartition]]] = {}
+        #: member_id -> incarnation name
+        self._incarnation_of: dict[str, str] = {}
+        #: incarnation -> list of (time, partitions or None for all) that excuse duplicates
+        self._excuses: dict[str, list[tuple[float, frozenset[TopicPartition] | None]]] = {}
+        self.commits_accepted = 0
+        self.records_handed = 0
+
+    def fail(self, rule: str, detail: str) -> None:
+        """Record a violation now."""
+        self.violations.append(Violation(rule, self._now(), detail))
+
+    # ------------------------------------------------------------------ hand-outs
+    def handed_out(self, who: str, records: list[ConsumerRecord]) -> None:
+        """``who`` (an incarnation) returned ``records`` from ``poll()``."""
+        now = self._now()
+        for record in records:
+            tp = TopicPartition(record.topic, record.partition)
+            handed = self._handed.get(tp)
+            if handed is None:
+                handed = self._handed[tp] = _Handed()
+            if handed.add(record.offset):
+                first = self._first.get((tp, record.offset))
+                if first is not None:
+                    self._duplicates.append((tp, record.offset, first[0], first[1], who))
+            else:
+                # remember who had it first only while it may be handed out again
+                self._first[(tp, record.offset)] = (who, now)
+            key = (who, tp)
+            if record.offset + 1 > self._next.get(key, -1):
+                self._next[key] = record.offset + 1
+        self.records_handed += len(records)
+
+    def excuse(self, who: str, partitions: frozenset[TopicPartition] | None) -> None:
+        """``who`` crashed, lost ``partitions`` or failed a commit (None: all partitions)."""
+        self._excuses.setdefault(who, []).append((self._now(), partitions))
+
+    def handed_low(self, tp: TopicPartition) -> int:
+        """The lowest offset of ``tp`` no application has received."""
+        handed = self._handed.get(tp)
+        return handed.low if handed is not None else 0
+
+    # ------------------------------------------------------------------ coordinator side
+    def member_is(self, member_id: str, who: str) -> None:
+        """Member id ``member_id`` belongs to incarnation ``who``."""
+        self._incarnation_of[member_id] = who
+
+    def synced(self, generation_id: int, member_id: str, assignment: bytes) -> None:
+        """The coordinator answered ``member_id``'s SyncGroup of ``generation_id``."""
+        try:
+            parts = frozenset(decode_assignment(assignment).partitions) if len(assignment) >= 2 else frozenset()
+        except Exception:
+            parts = frozenset()
+        self._assigned.setdefault(member_id, {})[generation_id] = parts
+
+    def _owned_in(self, member_id: str, generation_id: int, tp: TopicPartition) -> bool:
+        plans = self._assigned.get(member_id, {})
+        if tp in plans.get(generation_id, frozenset()):
+            return True
+        earlier = [g for g in plans if g < generation_id]
+        if not earlier or tp not in plans[max(earlier)]:
+            return False
+        # held from its earlier assignment: only if nobody else got it in this generation
+        return not any(
+            tp in gens.get(generation_id, frozenset()) for mid, gens in self._assigned.items() if mid != member_id
+        )
+
+    def committed(self, request: mt.OffsetCommitRequest, response: mt.OffsetCommitResponse) -> None:
+        """The coordinator answered an OffsetCommit; check every accepted partition."""
+        codes = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+        who = self._incarnation_of.get(request.member_id, request.member_id)
+        for topic in request.topics:
+            for part in topic.partitions:
+                if codes.get((topic.name, part.partition_index)) != 0:
+                    continue
+                tp = TopicPartition(topic.name, part.partition_index)
+                offset = part.committed_offset
+                self.commits_accepted += 1
+                previous = self._committed.get(tp, 0)
+                if offset < previous:
+                    self.fail("committed offset went backwards", f"{tp}: {previous} -> {offset} by {who}")
+                if offset > self.handed_low(tp):
+                    self.fail(
+                        "record lost",
+                        f"{tp} committed at {offset} by {who}, but offset {self.handed_low(tp)} "
+                        "was never handed to any application",
+                    )
+                if offset > max(self._next.get((who, tp), 0), previous):
+                    self.fail(
+                        "commit beyond hand-out",
+                        f"{who} committed {tp} at {offset}; it handed out up to {self._next.get((who, tp), 0)}",
+                    )
+                if request.generation_id >= 0 and not self._owned_in(request.member_id, request.generation_id, tp):
+                    self.fail(
+                        "commit for a partition not owned in its generation",
+                        f"{who} ({request.member_id}) committed {tp} in generation {request.generation_id}",
+                    )
+                self._committed[tp] = max(previous, offset)
+
+    # ------------------------------------------------------------------ end of run
+    def check_duplicates(self) -> None:
+        """Every duplicate hand-out must be explained by its first holder's later trouble."""
+        for tp, offset, first_who, first_at, again_who in self._duplicates:
+            excuses = self._excuses.get(first_who, [])
+            if any(at >= first_at and (parts is None or tp in parts) for at, parts in excuses):
+                continue
+            self.fail(
+                "unexplained duplicate",
+                f"{tp}@{offset} handed out by {first_who} at {first_at:.3f} and again by {again_who}; "
+                f"{first_who} never crashed, lost {tp} or failed a commit afterwards",
+            )
+
+    @property
+    def duplicates(self) -> int:
+        """Records handed out more than once."""
+        return len(self._duplicates)

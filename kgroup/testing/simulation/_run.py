@@ -1,0 +1,635 @@
+"""One simulated run: a scenario drawn from a seed, its members, faults and checks.
+
+A run is fully determined by its seed: the scenario (members, topics, assignors, static or
+dynamic, commit modes, timeouts) and every fault and latency come from ``random.Random(seed)``
+in a fixed order, time is virtual, and the scheduler fixes the order of everything that
+happens at one instant. ``run_seed(seed)`` twice gives the same trace.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from kgroup.config import ConsumerConfig
+from kgroup.consumer import Consumer
+from kgroup.errors import (
+    FatalGroupError,
+    GroupThreadCrashed,
+    KGroupError,
+    WakeupError,
+)
+from kgroup.listener import RebalanceListener
+from kgroup.testing.coordinator import CoordinatorConfig
+from kgroup.testing.simulation._cluster import FaultProfile, SimCluster
+from kgroup.testing.simulation._invariants import Checker, Violation
+from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
+from kgroup.testing.simulation._transport import SimRuntime, SimTransport
+from kgroup.types import ConsumerRecord, TopicPartition
+
+__all__ = ["MemberSpec", "RunResult", "Scenario", "run_scenario", "run_seed", "scenario_for"]
+
+GROUP_ID = "sim-group"
+
+#: assignor lists drawn by scenarios: eager, cooperative, and the two-bounce migration's middle
+ASSIGNOR_LISTS: tuple[tuple[str, ...], ...] = (
+    ("range",),
+    ("roundrobin",),
+    ("sticky",),
+    ("cooperative-sticky",),
+    ("cooperative-sticky", "range"),
+)
+COMMIT_MODES = ("auto", "sync", "async", "mixed")
+
+
+@attrs.frozen
+class MemberSpec:
+    """One member process: its name, identity and behaviour."""
+
+    name: str
+    static: bool
+    assignors: tuple[str, ...]
+    commit_mode: str
+    poll_timeout_ms: int
+    processing_ms: int
+
+
+@attrs.frozen
+class FaultEvent:
+    """A fault at virtual time ``at``: kind and its arguments."""
+
+    at: float
+    kind: str
+    member: int = -1
+    arg: float = 0.0
+
+
+@attrs.frozen
+class Scenario:
+    """Everything a run does, drawn from its seed."""
+
+    seed: int
+    topics: tuple[tuple[str, int], ...]
+    members: tuple[MemberSpec, ...]
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    metadata_max_age_ms: int
+    rebalance_delay_ms: int
+    produce_every_s: float
+    fault_end_s: float
+    quiet_s: float
+    profile: FaultProfile
+    faults: tuple[FaultEvent, ...]
+
+
+@attrs.define
+class RunResult:
+    """What a run did and what broke."""
+
+    seed: int
+    violations: list[Violation]
+    rebalances: int
+    faults: int
+    trace: list[str]
+    records: int
+    commits: int
+    duplicates: int
+    virtual_s: float
+    switches: int
+
+
+def scenario_for(seed: int) -> Scenario:
+    """The scenario of ``seed``: 2 to 4 members, 1 or 2 topics, faults over the first half."""
+    rng = random.Random(seed)
+    n_topics = rng.choice((1, 1, 2))
+    topics = tuple((f"t{i}", rng.randint(2, 6)) for i in range(n_topics))
+    n_members = rng.randint(2, 4)
+    protocol = rng.choice(ASSIGNOR_LISTS)
+    # the online eager -> cooperative migration's middle step: some members still on range only
+    migrate = protocol == ("cooperative-sticky", "range") and rng.random() < 0.5
+    members = []
+    for i in range(n_members):
+        assignors = ("range",) if migrate and i % 2 == 1 else protocol
+        members.append(
+            MemberSpec(
+                name=f"m{i}",
+                static=rng.random() < 0.3,
+                assignors=assignors,
+                commit_mode=rng.choice(COMMIT_MODES),
+                poll_timeout_ms=rng.choice((50, 100, 500, 1000)),
+                processing_ms=rng.choice((0, 5, 20, 100)),
+            )
+        )
+    session = rng.choice((6000, 10000))
+    heartbeat = rng.choice((1000, 2000))
+    max_poll = rng.choice((8000, 15000, 30000))
+    metadata_max_age = rng.choice((3000, 10000))
+    fault_end = rng.uniform(20.0, 40.0)
+    profile = FaultProfile(
+        error=rng.choice((0.0, 0.01, 0.03, 0.08)),
+        fatal=rng.choice((0.0, 0.0, 0.0, 0.002)),
+        drop=rng.choice((0.0, 0.0, 0.005, 0.02)),
+        delay=rng.choice((0.0, 0.02, 0.1)),
+        max_delay_s=rng.choice((0.2, 1.0, 3.0)),
+    )
+    kinds = (
+        "crash", "restart", "close", "slow", "zombie", "move", "coordinator_restart", "black_hole",
+        "disconnect", "subscribe", "add_partitions", "wakeup", "commit_burst",
+    )
+    faults = []
+    for _ in range(rng.randint(2, 8)):
+        faults.append(
+            FaultEvent(
+                at=rng.uniform(3.0, fault_end),
+                kind=rng.choice(kinds),
+                member=rng.randrange(n_members),
+                arg=rng.random(),
+            )
+        )
+    faults.sort(key=lambda f: f.at)
+    return Scenario(
+        seed=seed,
+        topics=topics,
+        members=tuple(members),
+        session_timeout_ms=session,
+        heartbeat_interval_ms=heartbeat,
+        max_poll_interval_ms=max_poll,
+        metadata_max_age_ms=metadata_max_age,
+        rebalance_delay_ms=rng.choice((0, 0, 3000)),
+        produce_every_s=rng.choice((0.01, 0.05, 0.2)),
+        fault_end_s=fault_end,
+        quiet_s=liveness_bound_s(session, max_poll, metadata_max_age),
+        profile=profile,
+        faults=tuple(faults),
+    )
+
+
+def liveness_bound_s(session_timeout_ms: int, max_poll_interval_ms: int, metadata_max_age_ms: int) -> float:
+    """How long after the faults stop every partition must be owned and consumed again.
+
+    A member stopped or fenced is noticed within one session timeout; the rebalance that
+    follows waits at most one rebalance timeout (``max_poll_interval_ms``) for slow members,
+    plus Kafka's initial delay (3 s) for an empty group; added partitions are seen within
+    ``metadata_max_age_ms``; 10 s more cover the retries' backoff.
+    """
+    return (
+        2 * session_timeout_ms / 1000 + max_poll_interval_ms / 1000 + metadata_max_age_ms / 1000 + 3.0 + 10.0
+    )
+
+
+class _Listener(RebalanceListener):
+    """Records ownership changes; commits on revoke in the manual commit modes (Java's pattern)."""
+
+    def __init__(self, incarnation: _Incarnation) -> None:
+        self._inc = incarnation
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        inc = self._inc
+        inc.trace(f"revoked {sorted(map(str, partitions))}")
+        if inc.spec.commit_mode != "auto" and partitions:
+            inc.commit_sync(owned_only=True)
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self._inc.trace(f"assigned {sorted(map(str, partitions))}")
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._inc.trace(f"lost {sorted(map(str, partitions))}")
+        self._inc.sim.checker.excuse(self._inc.name, frozenset(partitions))
+
+
+class _Incarnation:
+    """One process of a member: a Consumer, its transport, runtime and application thread."""
+
+    def __init__(self, sim: Simulation, spec: MemberSpec, number: int) -> None:
+        self.sim = sim
+        self.spec = spec
+        self.name = f"{spec.name}#{number}"
+        self.transport = SimTransport(sim.cluster, self.name, spec.name)
+        self.runtime = SimRuntime(sim.scheduler)
+        scenario = sim.scenario
+        config = ConsumerConfig(
+            bootstrap_servers="sim:9092",
+            group_id=GROUP_ID,
+            client_id=spec.name,
+            group_instance_id=spec.name if spec.static else None,
+            session_timeout_ms=scenario.session_timeout_ms,
+            heartbeat_interval_ms=scenario.heartbeat_interval_ms,
+            max_poll_interval_ms=scenario.max_poll_interval_ms,
+            metadata_max_age_ms=scenario.metadata_max_age_ms,
+            request_timeout_ms=5000,
+            default_api_timeout_ms=10000,
+            enable_auto_commit=spec.commit_mode == "auto",
+            auto_commit_interval_ms=1000,
+            auto_offset_reset="earliest",
+            assignors=spec.assignors,
+            max_poll_records=50,
+        )
+        self.consumer = Consumer(config, transport=self.transport, clock=sim.cluster.clock, _runtime=self.runtime)
+        self.consumer._rng.seed(sim.rng.random())
+        self.transport.fetcher().mailbox = self.consumer._mailbox
+        self.stopping = False
+        self.stop_timeout_ms = 10000
+        self.slow_until = 0.0
+        self.wake_at: list[float] = []
+        self.pending_topics: tuple[str, ...] | None = None
+        self.burst = 0
+        self.step_time = 0.0
+        self.alive = True
+        self.thread: SimThread = sim.scheduler.spawn(self.name, self._app)
+        sim.trace(f"{self.name}: started ({'static' if spec.static else 'dynamic'}, {spec.assignors}, "
+                  f"{spec.commit_mode} commits)")
+
+    def trace(self, line: str) -> None:
+        self.sim.trace(f"{self.name}: {line}")
+
+    # ------------------------------------------------------------------ the application
+    def _instrument(self) -> None:
+        """Time the rebalance steps poll() runs (they are not bounded by its timeout)."""
+        consumer = self.consumer
+        run_step = consumer._run_step
+        clock = self.sim.cluster.clock
+
+        def timed(step: Any) -> None:
+            start = clock.monotonic()
+            try:
+                run_step(step)
+            finally:
+                self.step_time += clock.monotonic() - start
+
+        consumer._run_step = timed  # type: ignore[method-assign]
+        offsets = consumer._offsets
+        assert offsets is not None
+        commit_sync = offsets.commit_sync
+        commit_async = offsets.commit_async
+
+        def checked_sync(*args: Any, **kwargs: Any) -> None:
+            try:
+                commit_sync(*args, **kwargs)
+            except BaseException:
+                self.sim.checker.excuse(self.name, None)
+                raise
+
+        def checked_async(*args: Any, **kwargs: Any) -> Any:
+            future = commit_async(*args, **kwargs)
+            future.add_done_callback(
+                lambda f: f.exception() is not None and self.sim.checker.excuse(self.name, None)
+            )
+            return future
+
+        offsets.commit_sync = checked_sync  # type: ignore[method-assign]
+        offsets.commit_async = checked_async  # type: ignore[method-assign]
+
+    def _bounded(self, what: str, started: float, timeout_ms: int, extra: float = 0.0) -> None:
+        elapsed = self.sim.scheduler.now - started
+        if elapsed > timeout_ms / 1000 + extra + 0.1:
+            self.sim.checker.fail(
+                "call overran its timeout", f"{self.name}: {what} took {elapsed:.3f} s (timeout {timeout_ms} ms)"
+            )
+
+    def commit_sync(self, *, owned_only: bool = False) -> None:
+        started = self.sim.scheduler.now
+        try:
+            self.consumer.commit(timeout_ms=5000)
+        except WakeupError:
+            pass
+        except KGroupError as exc:
+            self.trace(f"commit failed: {type(exc).__name__}")
+        self._bounded("commit(timeout_ms=5000)", started, 5000)
+
+    def _app(self) -> None:
+        sim = self.sim
+        clock = sim.cluster.clock
+        topics = tuple(t for t, _ in sim.scenario.topics)
+        consumer = self.consumer
+        consumer.subscribe(topics, listener=_Listener(self))
+        self._instrument()
+        try:
+            self._loop(consumer, topics)
+        finally:
+            self.alive = False
+
+    def _loop(self, consumer: Consumer, topics: tuple[str, ...]) -> None:
+        sim = self.sim
+        clock = sim.cluster.clock
+        while not self.stopping:
+            if self.pending_topics is not None:
+                topics, self.pending_topics = self.pending_topics, None
+                consumer.subscribe(topics)
+                self.trace(f"subscribed to {topics}")
+            now = sim.scheduler.now
+            if self.slow_until > now:
+                clock.sleep(self.slow_until - now)  # a stuck process: no poll() meanwhile
+                continue
+            started, self.step_time = now, 0.0
+            timeout = self.spec.poll_timeout_ms
+            try:
+                records = consumer.poll(timeout)
+            except WakeupError:
+                records = []
+            except (FatalGroupError, GroupThreadCrashed) as exc:
+                self.trace(f"fatal: {exc!r}")
+                sim.checker.excuse(self.name, None)
+                break
+            except KGroupError as exc:
+                self.trace(f"poll raised {type(exc).__name__}: {exc}")
+                records = []
+                if sim.scheduler.now == started:
+                    clock.sleep(0.01)  # an application loop retrying a failed poll()
+            self._bounded(f"poll({timeout})", started, timeout, self.step_time)
+            if records:
+                self._process(records)
+        self._close()
+
+    def _process(self, records: list[ConsumerRecord]) -> None:
+        sim = self.sim
+        sim.checker.handed_out(self.name, records)
+        if self.spec.processing_ms:
+            sim.cluster.clock.sleep(self.spec.processing_ms / 1000)
+        mode = self.spec.commit_mode
+        if mode == "mixed":
+            mode = sim.rng.choice(("sync", "async", "none"))
+        if self.burst:
+            for _ in range(self.burst):
+                self.consumer.commit_async()
+            self.burst = 0
+        if mode == "sync":
+            self.commit_sync()
+        elif mode == "async":
+            self.consumer.commit_async()
+
+    def _close(self) -> None:
+        started, self.step_time = self.sim.scheduler.now, 0.0
+        timeout = self.stop_timeout_ms
+        try:
+            self.consumer.close(timeout)
+        except KGroupError as exc:
+            self.trace(f"close raised {exc!r}")
+            self.sim.checker.excuse(self.name, None)
+        # the revoke callback is user code: close's timeout bounds kgroup's waits, not it (Java)
+        self._bounded(f"close({timeout})", started, timeout, self.step_time)
+        self.alive = False
+        self.trace("closed")
+
+    # ------------------------------------------------------------------ faults
+    def crash(self) -> None:
+        """kill -9: the process stops where it is; its connections close."""
+        self.trace("crashed")
+        self.alive = False
+        self.sim.checker.excuse(self.name, None)
+        self.sim.scheduler.kill(self.thread)
+        self.runtime.stopped = True
+        self.transport.dead = True
+        self.transport.disconnect("process crashed")
+
+
+class Simulation:
+    """A group of simulated members on a simulated cluster, as one scenario says."""
+
+    def __init__(self, scenario: Scenario, *, trace_limit: int = 4000) -> None:
+        self.scenario = scenario
+        self.rng = random.Random(scenario.seed * 7919 + 1)
+        self.scheduler = Scheduler()
+        self.lines: list[str] = []
+        self._trace_limit = trace_limit
+        self.checker = Checker(lambda: self.scheduler.now)
+        self.cluster = SimCluster(
+            self.scheduler,
+            self.rng,
+            dict(scenario.topics),
+            CoordinatorConfig(group_initial_rebalance_delay_ms=scenario.rebalance_delay_ms),
+            self.trace,
+        )
+        self.cluster.faults = attrs.evolve(scenario.profile, enabled=True)
+        self.cluster.on_commit = lambda owner, req, resp: self.checker.committed(req, resp)
+        self.cluster.on_sync = lambda owner, gen, mid, assignment: self.checker.synced(gen, mid, assignment)
+        self.incarnations: dict[int, _Incarnation] = {}
+        self._numbers: dict[int, int] = {}
+        self._settled = False
+
+    def trace(self, line: str) -> None:
+        """Add a line to the run's trace (virtual time first)."""
+        if len(self.lines) < self._trace_limit:
+            self.lines.append(f"{self.scheduler.now:9.3f} {line}")
+
+    def _start(self, index: int) -> _Incarnation:
+        number = self._numbers.get(index, 0) + 1
+        self._numbers[index] = number
+        inc = _Incarnation(self, self.scenario.members[index], number)
+        self.incarnations[index] = inc
+        return inc
+
+    def _live(self) -> list[_Incarnation]:
+        return [inc for inc in self.incarnations.values() if inc.alive]
+
+    # ------------------------------------------------------------------ workload
+    def _produce(self) -> None:
+        if self.scheduler.now >= self.scenario.fault_end_s:
+            return
+        tps = sorted(self.cluster.log_end)
+        self.cluster.produce(self.rng.choice(tps), self.rng.randint(1, 5))
+        self.scheduler.call_later(self.scenario.produce_every_s, self._produce)
+
+    def _fault(self, fault: FaultEvent) -> None:
+        index = fault.member
+        inc = self.incarnations.get(index)
+        kind = fault.kind
+        cluster = self.cluster
+        self.trace(f"FAULT {kind} member={index} arg={fault.arg:.2f}")
+        if kind == "crash" and inc is not None and inc.alive:
+            inc.crash()
+            if fault.arg < 0.7:  # restart after a while (a static member within its session or not)
+                delay = fault.arg * self.scenario.session_timeout_ms / 1000 * 2
+                self.scheduler.call_later(delay, lambda: self._restart(index))
+        elif kind == "restart" and inc is not None and inc.alive:
+            inc.crash()
+            self._restart(index)
+        elif kind == "close" and inc is not None and inc.alive:
+            inc.stopping = True
+            inc.stop_timeout_ms = int(500 + fault.arg * 10000)
+            self.scheduler.call_later(1.0 + fault.arg * 5, lambda: self._restart(index))
+        elif kind == "slow" and inc is not None and inc.alive:
+            inc.slow_until = self.scheduler.now + fault.arg * 3.0  # within max_poll_interval
+        elif kind == "zombie" and inc is not None and inc.alive:
+            # stuck past max.poll.interval.ms (and, with its heartbeats, past nothing else)
+            inc.slow_until = self.scheduler.now + self.scenario.max_poll_interval_ms / 1000 + 1 + fault.arg * 5
+        elif kind == "move":
+            cluster.move_coordinator(int(fault.arg * 3000))
+        elif kind == "coordinator_restart":
+            cluster.restart_coordinator(int(fault.arg * 3000))
+        elif kind == "black_hole":
+            cluster.black_hole_until = self.scheduler.now + 1 + fault.arg * 8
+        elif kind == "disconnect" and inc is not None:
+            inc.transport.disconnect("connection reset (fault)")
+        elif kind == "subscribe" and inc is not None and inc.alive and len(self.scenario.topics) > 1:
+            all_topics = tuple(t for t, _ in self.scenario.topics)
+            inc.pending_topics = all_topics[:1] if fault.arg < 0.5 else all_topics
+        elif kind == "add_partitions":
+            if not self._leader_alive():
+                # a static leader away (closed without leaving, or crashed) comes back with
+                # skip_assignment (KIP-814) and takes the metadata of that moment as its snapshot,
+                # as Java's onLeaderElected does: partitions added meanwhile wait for the next
+                # rebalance. That is Java's behaviour too, so the run does not add them then.
+                self.trace("add_partitions skipped: the group's leader is away (KIP-814 snapshot)")
+                return
+            topic, count = self.scenario.topics[0]
+            cluster.add_partitions(topic, cluster.topics[topic] + 1)
+        elif kind == "wakeup" and inc is not None and inc.alive:
+            inc.consumer.wakeup()
+        elif kind == "commit_burst" and inc is not None and inc.alive:
+            inc.burst = 2 + int(fault.arg * 5)
+
+    def _leader_alive(self) -> bool:
+        group = self.cluster.model._groups.get(GROUP_ID)
+        if group is None or group.leader_id is None:
+            return True
+        return any(inc.consumer.group_metadata().member_id == group.leader_id for inc in self._live())
+
+    def _restart(self, index: int) -> None:
+        inc = self.incarnations.get(index)
+        if inc is not None and inc.alive:
+            return
+        if self.scheduler.now >= self.scenario.fault_end_s + self.scenario.quiet_s:
+            return
+        self._start(index)
+
+    def _end_faults(self) -> None:
+        self.trace("faults stop")
+        self.cluster.faults.enabled = False
+        self.cluster.black_hole_until = 0.0
+        for index in range(len(self.scenario.members)):
+            inc = self.incarnations.get(index)
+            if inc is None or not inc.alive:
+                self._start(index)
+            else:
+                inc.slow_until = 0.0
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> RunResult:
+        """Run the scenario and check every property; never raises for a violation."""
+        scenario = self.scenario
+        sched = self.scheduler
+        for index in range(len(scenario.members)):
+            sched.call_at(0.01 * index, lambda i=index: self._start(i))
+        sched.call_at(0.5, self._produce)
+        for fault in scenario.faults:
+            sched.call_at(fault.at, lambda f=fault: self._fault(f))
+        sched.call_at(scenario.fault_end_s, self._end_faults)
+        sched.call_at(scenario.fault_end_s + 1.0, self._settled_check)
+        end = scenario.fault_end_s + scenario.quiet_s
+        logger = logging.getLogger("kgroup")
+        level = logger.level
+        logger.setLevel(logging.CRITICAL)
+        try:
+            sched.run_until(end, stop=self._check_step)
+            if not self.checker.violations:
+                self._check_end()
+        except Exception as exc:  # a simulator or client bug: report it as a violation
+            self.checker.fail("exception", repr(exc))
+        finally:
+            logger.setLevel(level)
+            sched.shutdown()
+        for inc in self.incarnations.values():
+            error = inc.thread.error
+            if error is not None and not isinstance(error, Killed):
+                self.checker.fail("application thread raised", f"{inc.name}: {error!r}")
+        self.checker.check_duplicates()
+        rebalances = sum(1 for e in self.cluster.model.events if e.kind == "rebalance_started")
+        return RunResult(
+            seed=scenario.seed,
+            violations=self.checker.violations,
+            rebalances=rebalances,
+            faults=self.cluster.faults_injected + len(scenario.faults),
+            trace=self.lines,
+            records=self.checker.records_handed,
+            commits=self.checker.commits_accepted,
+            duplicates=self.checker.duplicates,
+            virtual_s=sched.now,
+            switches=sched.switches,
+        )
+
+    def _settled_check(self) -> None:
+        """After the faults: end the run early once liveness holds (it is a bound, not a wait)."""
+        if not self._liveness_problems():
+            self._settled = True
+            return
+        self.scheduler.call_later(1.0, self._settled_check)
+
+    def _check_step(self) -> bool:
+        """After every instant: at most one unfenced owner per partition. True stops the run."""
+        if self._settled:
+            return True
+        group = self.cluster.model._groups.get(GROUP_ID)
+        if group is not None:
+            owners: dict[TopicPartition, str] = {}
+            for inc in self._live():
+                meta = inc.consumer.group_metadata()
+                if meta.member_id not in group.members or meta.generation_id != group.generation_id:
+                    continue
+                self.checker.member_is(meta.member_id, inc.name)
+                for tp in inc.consumer.assignment():
+                    other = owners.get(tp)
+                    if other is not None:
+                        self.checker.fail(
+                            "two unfenced owners",
+                            f"{tp} owned by {other} and {inc.name} in generation {group.generation_id}",
+                        )
+                    owners[tp] = inc.name
+        else:
+            for inc in self._live():
+                meta = inc.consumer.group_metadata()
+                if meta.member_id:
+                    self.checker.member_is(meta.member_id, inc.name)
+        return bool(self.checker.violations)
+
+    def _check_end(self) -> None:
+        """Liveness: every partition owned by one live member and every record handed out."""
+        bound = self.scenario.quiet_s
+        for problem in self._liveness_problems():
+            self.checker.fail("liveness", f"{problem} {bound:.0f} s after the faults stopped")
+
+    def _liveness_problems(self) -> list[str]:
+        owned: dict[TopicPartition, list[str]] = {}
+        for inc in self._live():
+            for tp in inc.consumer.assignment():
+                owned.setdefault(tp, []).append(inc.name)
+        problems = []
+        subscribed = self._subscribed_topics()
+        for tp, end in sorted(self.cluster.log_end.items()):
+            if tp.topic not in subscribed:
+                continue
+            if len(owned.get(tp, [])) != 1:
+                problems.append(f"{tp} owned by {owned.get(tp, [])}")
+            low = self.checker.handed_low(tp)
+            if low < end:
+                problems.append(f"{tp}: records {low}..{end - 1} not handed out")
+        return problems
+
+    def _subscribed_topics(self) -> set[str]:
+        topics: set[str] = set()
+        for inc in self._live():
+            topics |= inc.consumer.subscription()
+        return topics
+
+
+def run_scenario(scenario: Scenario) -> RunResult:
+    """Run one scenario."""
+    return Simulation(scenario).run()
+
+
+def run_seed(seed: int) -> RunResult:
+    """Run the scenario of ``seed``."""
+    return run_scenario(scenario_for(seed))
+
+
+def describe(result: RunResult, replay: Callable[[int], str]) -> str:
+    """A violation report: the seed, the replay command, the violations and the trace's tail."""
+    lines = [f"seed {result.seed}: {len(result.violations)} violation(s)", f"replay: {replay(result.seed)}"]
+    lines += [f"  {v}" for v in result.violations[:10]]
+    lines.append("trace (last 60 lines):")
+    lines += result.trace[-60:]
+    return "\n".join(lines)

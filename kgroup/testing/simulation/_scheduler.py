@@ -1,0 +1,231 @@
+"""A deterministic scheduler: a virtual clock, timed callbacks and threads that take turns.
+
+Rules:
+
+1. Time is virtual. It moves only when nothing can run at the current instant: then it jumps to
+   the earliest timed callback or thread deadline.
+2. Application code runs on real threads (``spawn``), so it may block as production code does
+   (``poll()``, ``commit()``, a listener sleeping), but exactly one of them runs at a time and
+   only when the scheduler hands it the baton. A thread gives the baton back at every blocking
+   point (:meth:`Scheduler.block`), which the simulated mailbox, fetcher and clock call.
+3. At one instant the order is fixed: due callbacks in the order they were scheduled, then the
+   ``pump`` hooks, then runnable threads in spawn order, repeated until nothing is runnable.
+   Nothing is left to the OS scheduler, so a seed replays exactly.
+4. A killed thread is unwound at its next blocking point by :class:`Killed` (a
+   ``BaseException``, so ``except Exception`` in the code under test does not stop it).
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Callable
+from typing import Final, Protocol
+
+__all__ = ["Killed", "Pump", "Scheduler", "SimClock", "SimThread"]
+
+_NEVER: Final = float("inf")
+
+
+class Pump(Protocol):
+    """Work the scheduler runs between callbacks (a member's group-thread loop body)."""
+
+    def pump(self) -> bool:
+        """Do what is due now; True when anything was done."""
+        ...
+
+    def deadline(self) -> float:
+        """Virtual time of the next timed work (inf: none)."""
+        ...
+
+
+class Killed(BaseException):
+    """Raised inside a simulated thread that was killed (a process crash)."""
+
+
+class SimThread:
+    """A real thread that runs only while it holds the scheduler's baton."""
+
+    def __init__(self, scheduler: Scheduler, name: str, target: Callable[[], None]) -> None:
+        self.name = name
+        self._scheduler = scheduler
+        self._target = target
+        self._go = threading.Semaphore(0)
+        self.ready: Callable[[], bool] | None = None
+        self.deadline = 0.0
+        self.started = False
+        self.done = False
+        self.killed = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name=f"sim-{name}", daemon=True)
+
+    def _main(self) -> None:
+        self._go.acquire()
+        try:
+            if self.killed:
+                raise Killed(self.name)
+            self._target()
+        except Killed:
+            pass
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done = True
+            self._scheduler._back.release()
+
+    def runnable(self, now: float) -> bool:
+        """Whether the thread can take the baton at ``now``."""
+        if self.done:
+            return False
+        if not self.started or self.killed:
+            return True
+        ready = self.ready
+        return now >= self.deadline or (ready is not None and ready())
+
+
+class Scheduler:
+    """The virtual clock, the timed callbacks and the baton (see the module rules)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = 0
+        self._threads: list[SimThread] = []
+        self._back = threading.Semaphore(0)
+        self._current: SimThread | None = None
+        self._by_ident: dict[int, SimThread] = {}
+        #: objects with ``pump() -> bool`` (did work at this instant) and ``deadline() -> float``
+        self.pumps: list[Pump] = []
+        self.switches = 0
+
+    # ------------------------------------------------------------------ callbacks
+    def call_at(self, when: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` (on the scheduler) at virtual time ``when`` (now if in the past)."""
+        self._seq += 1
+        heapq.heappush(self._events, (max(when, self.now), self._seq, fn))
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` after ``delay`` virtual seconds."""
+        self.call_at(self.now + delay, fn)
+
+    # ------------------------------------------------------------------ threads
+    def spawn(self, name: str, target: Callable[[], None]) -> SimThread:
+        """A simulated thread running ``target``; it first runs at the current instant."""
+        thread = SimThread(self, name, target)
+        self._threads.append(thread)
+        thread._thread.start()
+        assert thread._thread.ident is not None
+        self._by_ident[thread._thread.ident] = thread
+        return thread
+
+    @property
+    def current(self) -> SimThread | None:
+        """The simulated thread holding the baton, or None on the scheduler itself."""
+        return self._current
+
+    def block(self, ready: Callable[[], bool], timeout_s: float) -> bool:
+        """Give the baton back until ``ready()`` or ``timeout_s`` virtual seconds; return ``ready()``.
+
+        Called on a simulated thread. On the scheduler itself (no thread holds the baton) it
+        cannot wait: it returns ``ready()`` at once.
+        """
+        thread = self._by_ident.get(threading.get_ident())
+        if thread is None:
+            return ready()  # the scheduler itself: nothing to wait for
+        if thread is not self._current:
+            raise RuntimeError(f"simulated thread {thread.name} runs without the baton")
+        if ready():
+            return True
+        thread.ready = ready
+        thread.deadline = self.now + max(0.0, timeout_s)
+        self._current = None
+        self._back.release()
+        thread._go.acquire()
+        if thread.killed:
+            raise Killed(thread.name)
+        return ready()
+
+    def kill(self, thread: SimThread) -> None:
+        """Unwind ``thread`` with ``Killed`` at its next turn (called on the scheduler)."""
+        thread.killed = True
+
+    def _resume(self, thread: SimThread) -> None:
+        self.resuming = thread
+        thread.started = True
+        self._current = thread
+        self.switches += 1
+        thread._go.release()
+        self._back.acquire()
+        self._current = None
+
+    # ------------------------------------------------------------------ the loop
+    def run_until(self, end: float, stop: Callable[[], bool] | None = None) -> None:
+        """Run everything due up to virtual time ``end`` (or until ``stop()``)."""
+        while True:
+            self._settle()
+            if stop is not None and stop():
+                return
+            upcoming = self._next_time()
+            if upcoming > end:
+                self.now = max(self.now, end)
+                self._settle()
+                return
+            self.now = max(self.now, upcoming)
+
+    def _settle(self) -> None:
+        """Run everything runnable at the current instant."""
+        progressed = True
+        while progressed:
+            progressed = False
+            while self._events and self._events[0][0] <= self.now:
+                _, _, fn = heapq.heappop(self._events)
+                fn()
+                progressed = True
+            for pump in self.pumps:
+                if pump.pump():
+                    progressed = True
+            if progressed:
+                continue
+            for thread in self._threads:
+                if thread.runnable(self.now):
+                    self._resume(thread)
+                    progressed = True
+                    break  # callbacks and pumps first again
+            if progressed:
+                continue
+        self._threads = [t for t in self._threads if not t.done]
+
+    def _next_time(self) -> float:
+        candidates = [self._events[0][0]] if self._events else []
+        for thread in self._threads:
+            if not thread.done and thread.started and not thread.killed:
+                candidates.append(thread.deadline)
+        for pump in self.pumps:
+            candidates.append(pump.deadline())
+        future = [t for t in candidates if t > self.now]
+        return min(future) if future else _NEVER
+
+    def shutdown(self) -> None:
+        """Kill and unwind every live thread (end of a run)."""
+        for thread in self._threads:
+            thread.killed = True
+        while any(not t.done for t in self._threads):
+            for thread in self._threads:
+                if not thread.done:
+                    self._resume(thread)
+        self._threads = []
+
+
+class SimClock:
+    """kgroup's ``Clock`` on a scheduler: ``monotonic()`` is virtual; ``sleep`` blocks virtually."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+
+    def monotonic(self) -> float:
+        """Virtual seconds."""
+        return self._scheduler.now
+
+    def sleep(self, seconds: float) -> None:
+        """Block the calling simulated thread for ``seconds`` of virtual time."""
+        self._scheduler.block(lambda: False, seconds)

@@ -1,0 +1,388 @@
+"""A simulated member's ports: its ``Transport``, ``RecordFetcher``, mailbox and runtime.
+
+The consumer under test is the production ``kgroup.Consumer`` with these swapped in:
+
+* ``SimTransport`` sends group requests over the member's :class:`Connection` to the
+  coordinator model and completes ``concurrent.futures.Future``s on the scheduler, as
+  kafka-python's IO thread would;
+* ``SimFetcher`` fetches from the in-memory partition logs with a round trip per fetch;
+* ``SimMailbox`` blocks through the scheduler instead of a condition variable;
+* ``SimRuntime`` gives the consumer that mailbox and, instead of starting the group thread,
+  registers the thread's loop body (``GroupThread.step``) as a scheduler pump.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kgroup._driver.group_thread import GroupThread
+from kgroup._driver.mailbox import Mailbox
+from kgroup._io.transport import CommittedOffset, GroupRequest, OffsetFetchResult
+from kgroup.membership import events as ev
+from kgroup.membership.commands import SendFindCoordinator
+from kgroup.testing.simulation._cluster import (
+    Connection,
+    SimCluster,
+    _Pending,
+    commit_request,
+    event_of,
+    fail_future,
+    fetch_request,
+    request_of,
+)
+from kgroup.testing.simulation._scheduler import Scheduler
+from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
+
+__all__ = ["SimFetcher", "SimMailbox", "SimRuntime", "SimTransport"]
+
+
+class SimMailbox(Mailbox):
+    """The mailbox, blocking on the scheduler's baton instead of a condition variable."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        super().__init__()
+        self._scheduler = scheduler
+
+    def wait_until(self, ready: Callable[[], bool], timeout_s: float) -> bool:
+        """Give the baton back until ``ready()`` or ``timeout_s`` virtual seconds."""
+        return self._scheduler.block(ready, timeout_s)
+
+
+class SimRuntime:
+    """The consumer's runtime in a simulation: a ``SimMailbox`` and a pumped group thread.
+
+    The poll loop's fetch waits are not sliced: the simulated fetcher returns as soon as a
+    step or an error is posted to the mailbox, which is what production's 20 ms slices
+    approximate.
+    """
+
+    fetch_slice_ms = 3_600_000
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+        self.group: GroupThread | None = None
+        self.stopped = False
+
+    def mailbox(self) -> Mailbox:
+        """A mailbox that blocks on the scheduler."""
+        return SimMailbox(self._scheduler)
+
+    def start(self, group: GroupThread) -> None:
+        """Register the group thread's loop body with the scheduler instead of a thread."""
+        self.group = group
+        self._scheduler.pumps.append(_GroupPump(self, group, self._scheduler))
+
+    def stop(self, group: GroupThread, timeout_s: float) -> None:
+        """Stop pumping the group thread (the consumer closed, or the process died)."""
+        self.stopped = True
+
+
+class _GroupPump:
+    """Runs ``GroupThread.step`` for posted items and at the machine's deadlines."""
+
+    def __init__(self, runtime: SimRuntime, group: GroupThread, scheduler: Scheduler) -> None:
+        self._runtime = runtime
+        self._group = group
+        self._scheduler = scheduler
+        self._alive = True
+        self._due = scheduler.now  # the first step runs at once
+
+    def _step(self, item: object) -> None:
+        self._alive = self._group.step(item)
+        self._due = self._group.next_deadline() if self._alive else float("inf")
+
+    def pump(self) -> bool:
+        if not self._alive or self._runtime.stopped:
+            return False
+        group = self._group
+        worked = False
+        if group.has_pending():
+            for item in group.take_pending():
+                worked = True
+                self._step(item)
+                if not self._alive:
+                    return True
+        if self._due <= self._scheduler.now:
+            worked = True
+            self._step(None)
+        return worked
+
+    def deadline(self) -> float:
+        if not self._alive or self._runtime.stopped:
+            return float("inf")
+        return self._due
+
+
+class SimTransport:
+    """kgroup's ``Transport`` for one simulated member (futures complete on the scheduler)."""
+
+    def __init__(self, cluster: SimCluster, owner: str, client_id: str) -> None:
+        self._cluster = cluster
+        self.owner = owner
+        self._client_id = client_id
+        self._connection: Connection | None = None
+        self._fetcher = SimFetcher(cluster, self)
+        self.dead = False
+
+    def _conn(self) -> Connection:
+        if self._connection is None or not self._connection.open:
+            self._connection = Connection(self._cluster, self.owner)
+        return self._connection
+
+    def disconnect(self, reason: str) -> None:
+        """Close the coordinator connection (a fault, or the process dying)."""
+        if self._connection is not None:
+            self._connection.close(reason)
+
+    def _send(
+        self, api: str, node: int, request: Any, timeout_ms: int,
+        answer: Callable[[Any], None], fail: Callable[[str], None],
+    ) -> None:
+        if self.dead:
+            return
+        cluster = self._cluster
+
+        def run(reply: Callable[[Any], None]) -> None:
+            cluster.run_request(self.owner, node, api, request, reply)
+
+        self._conn().send(_Pending(api, run, answer, fail, timeout_ms / 1000, cluster.scheduler.now))
+
+    # ------------------------------------------------------------------ group requests
+    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
+        """A group request; the future yields its response event (``RequestFailed`` on failure)."""
+        future: concurrent.futures.Future[ev.Event] = concurrent.futures.Future()
+        cluster = self._cluster
+        if self.dead:
+            return future
+        if isinstance(command, SendFindCoordinator):
+
+            def found() -> None:
+                if not self.dead:
+                    code, node = cluster.find_coordinator()
+                    future.set_result(ev.FindCoordinatorResponded(command.request_id, code, node, "sim", node))
+
+            cluster.scheduler.call_later(2 * cluster.latency(), found)
+            return future
+        api, request = request_of(command, group_id, self._client_id)
+        trace = cluster.trace
+
+        def answer(response: Any) -> None:
+            event = event_of(command, response)
+            trace(f"{self.owner}: {api} <- {_brief(event)}")
+            future.set_result(event)
+
+        def fail(reason: str) -> None:
+            trace(f"{self.owner}: {api} failed: {reason}")
+            future.set_result(ev.RequestFailed(command.request_id, reason))
+
+        if api != "Heartbeat":
+            trace(f"{self.owner}: {api} -> node {command.node_id} gen {getattr(command, 'generation_id', '')}")
+        self._send(api, command.node_id, request, command.timeout_ms, answer, fail)
+        return future
+
+    def partitions_for(self, topics: Iterable[str], timeout_ms: int) -> concurrent.futures.Future[dict[str, int]]:
+        """Partition counts of ``topics``."""
+        return self._later(lambda: {t: n for t, n in self._cluster.topics.items() if t in set(topics)})
+
+    def describe_topics(
+        self, topics: Iterable[str], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]:
+        """Partitions of ``topics`` (a Metadata request to any node)."""
+        wanted = set(topics)
+
+        def answer() -> dict[str, tuple[PartitionInfo, ...]]:
+            return {
+                t: tuple(PartitionInfo(p, 1) for p in range(n)) for t, n in self._cluster.topics.items() if t in wanted
+            }
+
+        return self._later(answer)
+
+    def list_offsets(
+        self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+        """Earliest (0) or latest (log end) offsets."""
+        parts = list(partitions)
+        return self._later(lambda: {tp: 0 if spec == "earliest" else self._cluster.log_end.get(tp, 0) for tp in parts})
+
+    def _later(self, value: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def complete() -> None:
+            if not self.dead:
+                future.set_result(value())
+
+        self._cluster.scheduler.call_later(2 * self._cluster.latency(), complete)
+        return future
+
+    def offset_commit(
+        self,
+        group_id: str,
+        generation: Generation,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        node_id: int,
+        timeout_ms: int,
+    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+        """OffsetCommit v9 on the coordinator connection."""
+        future: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
+        request = commit_request(group_id, generation, group_instance_id, offsets)
+
+        trace = self._cluster.trace
+        brief = ", ".join(f"{tp}={om.offset}" for tp, om in sorted(offsets.items()))
+        trace(f"{self.owner}: OffsetCommit -> gen {generation.generation_id} {brief}")
+
+        def answer(response: Any) -> None:
+            codes = {
+                TopicPartition(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+            }
+            trace(f"{self.owner}: OffsetCommit <- {sorted(set(codes.values()))}")
+            future.set_result(codes)
+
+        self._send("OffsetCommit", node_id, request, timeout_ms, answer, lambda r: fail_future(future, r))
+        return future
+
+    def offset_fetch(
+        self, group_id: str, partitions: Iterable[TopicPartition], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[OffsetFetchResult]:
+        """OffsetFetch v9 on the coordinator connection."""
+        future: concurrent.futures.Future[OffsetFetchResult] = concurrent.futures.Future()
+        request = fetch_request(group_id, partitions)
+
+        def answer(response: Any) -> None:
+            results = {
+                TopicPartition(t.name, p.partition_index): CommittedOffset(
+                    p.committed_offset, p.metadata or "",
+                    None if p.committed_leader_epoch < 0 else p.committed_leader_epoch, p.error_code,
+                )
+                for t in response.topics
+                for p in t.partitions
+            }
+            self._cluster.trace(
+                f"{self.owner}: OffsetFetch <- {response.error_code} "
+                + ", ".join(f"{tp}={c.offset}" for tp, c in sorted(results.items()))
+            )
+            future.set_result(OffsetFetchResult(response.error_code, results))
+
+        self._send("OffsetFetch", node_id, request, timeout_ms, answer, lambda r: fail_future(future, r))
+        return future
+
+    def offset_fetch_all(self, group_id: str, node_id: int, timeout_ms: int) -> Any:
+        """Not used by the consumer."""
+        raise NotImplementedError
+
+    def describe_groups(self, group_ids: Iterable[str], node_id: int, timeout_ms: int) -> Any:
+        """Not used by the consumer."""
+        raise NotImplementedError
+
+    def leave_group_members(self, *args: Any) -> Any:
+        """Not used by the consumer."""
+        raise NotImplementedError
+
+    def fetcher(self) -> SimFetcher:
+        """The member's record fetcher."""
+        return self._fetcher
+
+    def close(self) -> None:
+        """Close the coordinator connection."""
+        self.disconnect("transport closed")
+
+
+def _brief(event: Any) -> str:
+    """A short trace form of a response event."""
+    code = getattr(event, "error_code", 0)
+    if isinstance(event, ev.JoinGroupResponded) and code == 0:
+        return f"gen {event.generation_id} {event.member_id} leader={event.leader == event.member_id}"
+    if isinstance(event, ev.HeartbeatResponded) and code == 0:
+        return "ok"
+    return f"{type(event).__name__}({code})"
+
+
+class SimFetcher:
+    """kgroup's ``RecordFetcher`` over the in-memory logs: a round trip per fetch, then records."""
+
+    def __init__(self, cluster: SimCluster, transport: SimTransport) -> None:
+        self._cluster = cluster
+        self._transport = transport
+        self._assigned: frozenset[TopicPartition] = frozenset()
+        self._positions: dict[TopicPartition, int] = {}
+        self._paused: set[TopicPartition] = set()
+        self._woken = False
+        self._rotate = 0
+        self.mailbox: Mailbox | None = None
+
+    def assign(self, partitions: frozenset[TopicPartition]) -> None:
+        self._assigned = frozenset(partitions)
+        self._positions = {tp: p for tp, p in self._positions.items() if tp in partitions}
+        self._paused &= set(partitions)
+
+    def assigned(self) -> frozenset[TopicPartition]:
+        return self._assigned
+
+    def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
+        self._positions[tp] = offset
+
+    def request_reset(self, tp: TopicPartition, strategy: str) -> None:
+        self._positions[tp] = 0 if strategy == "earliest" else self._cluster.log_end.get(tp, 0)
+
+    def position(self, tp: TopicPartition) -> int | None:
+        return self._positions.get(tp)
+
+    def has_position(self, tp: TopicPartition) -> bool:
+        return tp in self._positions
+
+    def pause(self, tp: TopicPartition) -> None:
+        self._paused.add(tp)
+
+    def resume(self, tp: TopicPartition) -> None:
+        self._paused.discard(tp)
+
+    def paused(self) -> frozenset[TopicPartition]:
+        return frozenset(self._paused)
+
+    def _fetchable(self) -> list[TopicPartition]:
+        return sorted(tp for tp in self._assigned if tp not in self._paused and tp in self._positions)
+
+    def _available(self) -> bool:
+        log_end = self._cluster.log_end
+        return any(self._positions[tp] < log_end.get(tp, 0) for tp in self._fetchable())
+
+    def _stirred(self) -> bool:
+        mailbox = self.mailbox
+        return self._woken or (mailbox is not None and (mailbox.woken or mailbox.has_items()))
+
+    def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
+        """Up to ``max_records`` records after a fetch round trip, waiting up to ``timeout_ms``.
+
+        Returns early, empty, when a step or error is posted to the mailbox or on ``wakeup()``.
+        """
+        sched = self._cluster.scheduler
+        if not self._available():
+            sched.block(lambda: self._stirred() or self._available(), timeout_ms / 1000)
+            if not self._available():
+                self._woken = False
+                return []
+        sched.block(lambda: False, 2 * self._cluster.latency())  # the fetch round trip
+        self._woken = False
+        out: list[ConsumerRecord] = []
+        parts = self._fetchable()
+        if not parts:
+            return out
+        self._rotate = (self._rotate + 1) % len(parts)
+        log_end = self._cluster.log_end
+        for tp in parts[self._rotate:] + parts[: self._rotate]:
+            start = self._positions[tp]
+            end = min(log_end.get(tp, 0), start + max_records - len(out))
+            for offset in range(start, end):
+                out.append(ConsumerRecord(tp.topic, tp.partition, offset, None, b"%d" % offset))
+            self._positions[tp] = max(start, end)
+            if len(out) >= max_records:
+                break
+        return out
+
+    def idle(self) -> bool:
+        return False
+
+    def wakeup(self) -> None:
+        self._woken = True
