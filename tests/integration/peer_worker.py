@@ -6,8 +6,9 @@ real: SIGKILL leaves no LeaveGroup and no heartbeats, as a dead host would.
 Argument: one JSON object with ``client`` (``kafka-python`` or ``confluent``), ``bootstrap``,
 ``group``, ``topic``, ``strategy`` (``range``, ``roundrobin`` or ``cooperative-sticky``; the
 assignor, and so the rebalance protocol: eager for the first two, KIP-429 cooperative for the
-last; kafka-python also takes a comma-separated list in order of preference, and runs EAGER
-while one of them is eager), ``session_timeout_ms``, ``heartbeat_interval_ms``, ``max_poll_interval_ms``, and
+last; kafka-python also takes a comma-separated list in order of preference, of one rebalance
+protocol: kafka-python 3.0 refuses to mix EAGER and COOPERATIVE assignors, as librdkafka does),
+``session_timeout_ms``, ``heartbeat_interval_ms``, ``max_poll_interval_ms``, and
 optionally ``instance_id`` (KIP-345), ``client_id`` (the prefix of the member id the
 coordinator hands out, so a test can tell who leads), ``record`` (report every record
 handed out) and ``commit`` (commit synchronously after every non-empty batch, so that a

@@ -89,10 +89,11 @@ class Peer:
 
         Args:
             client: ``"kafka-python"``, ``"confluent"`` or ``"java"``.
-            strategy: ``"range"``, ``"roundrobin"`` or ``"cooperative-sticky"``; for ``java`` and
-                ``kafka-python`` also a comma-separated list in order of preference, e.g.
-                ``"cooperative-sticky,range"`` (KIP-429's first bounce: the member runs EAGER
-                while an eager assignor is listed).
+            strategy: ``"range"``, ``"roundrobin"`` or ``"cooperative-sticky"``; for ``java`` also
+                a comma-separated list in order of preference, e.g. ``"cooperative-sticky,range"``
+                (KIP-429's first bounce: Java's ConsumerCoordinator runs EAGER while an eager
+                assignor is listed). kafka-python takes a list of one rebalance protocol only
+                (it refuses to mix EAGER and COOPERATIVE), librdkafka likewise.
             heartbeat_interval_ms: default ``max(100, session_timeout_ms // 6)``.
             client_id: the client id, so the coordinator's member id starts with it.
             record: report every record handed out (``consumed``).
