@@ -371,7 +371,16 @@ class GroupThread:
             self.post(ev.RequestRejoin(f"metadata changed since the last assignment (topics {changed})"))
 
     def _watch(self, command: WatchGroupTopics) -> None:
-        """A static leader skipped the assignment: the current metadata becomes its snapshot."""
+        """A static leader skipped the assignment: watch metadata against a snapshot.
+
+        A leader that assigned before (this process) keeps the partition counts it assigned
+        from, so a change it had not acted on yet still makes it rejoin; a restarted one takes
+        the current metadata, as Java's ``onLeaderElected`` does with ``skipAssignment``
+        (``assignmentSnapshot = metadataSnapshot``).
+        """
+        if self._assigned is not None:
+            self._assigned = (command.generation_id, self._assigned[1])
+            return
         future = self._metadata.get(command.topics)
         future.add_done_callback(lambda f: self.post(_Snapshot(command.generation_id, f)))
 

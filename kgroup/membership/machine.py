@@ -168,6 +168,8 @@ class GroupMachine:
         self._pending_step: RebalanceStep | None = None
         self._rejoin_needed = False
         self._rejoin_reason = ""
+        #: generation of a cooperative revocation whose second round has not happened yet
+        self._second_round_after: int | None = None
         self._awaiting_poll = False
         self._closing: ev.Leave | None = None
         self._fatal: Exception | None = None
@@ -584,6 +586,7 @@ class GroupMachine:
             self._state = S.STABLE
             if step.revoked and self._protocol is RebalanceProtocol.COOPERATIVE:
                 self._request_rejoin("cooperative: partitions were revoked; second round")
+                self._second_round_after = step.generation.generation_id
 
     def _on_leave(self, event: ev.Leave, now: float, out: list[Command]) -> None:
         if self._closing is not None:
@@ -677,6 +680,8 @@ class GroupMachine:
             self._rejoin_needed = self._subscription != self._joined_subscription
             self._rejoin_reason = "subscription changed during JoinGroup" if self._rejoin_needed else ""
             self._generation = Generation(event.generation_id, event.member_id, event.protocol_name)
+            if self._second_round_after is not None and event.generation_id > self._second_round_after:
+                self._second_round_after = None  # the second round is this new generation
             self._last_heartbeat_ok = now
             self._next_heartbeat_at = now + self._config.heartbeat_interval_ms / 1000
             is_leader = event.leader == event.member_id
@@ -863,6 +868,14 @@ class GroupMachine:
         )
         self._state = S.RECONCILING
         out.append(DeliverStep(step))
+        if self._second_round_after is not None:
+            # The join after a cooperative revocation brought no new generation: a static member
+            # replaced in a Stable group gets its stored assignment back without a rebalance
+            # (KIP-345), so the partitions it revoked would stay unassigned. Join once more: as
+            # the leader, or with owned partitions that differ from its stored subscription, that
+            # JoinGroup starts the second round.
+            self._second_round_after = None
+            self._request_rejoin("cooperative: the second round after a revocation did not happen; joining again")
 
     def _on_heartbeat(self, event: ev.HeartbeatResponded, now: float, out: list[Command]) -> None:
         if not self._take(event.request_id, Api.HEARTBEAT):

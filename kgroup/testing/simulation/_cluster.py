@@ -316,8 +316,6 @@ class SimCluster:
         def done(response: Any) -> None:
             if api == "OffsetCommit" and self.on_commit is not None:
                 self.on_commit(owner, request, response)
-            if api == "SyncGroup" and self.on_sync is not None and response.error_code == 0:
-                self.on_sync(owner, request.generation_id, request.member_id, response.assignment)
             answer(None if lost else response)
 
         reply.add_done_callback(done)

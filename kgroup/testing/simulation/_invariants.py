@@ -21,7 +21,8 @@ Checked at the end of a run:
 * **liveness**: once faults stop, within the stated bound, every partition is owned by one
   live member and every produced record has been handed out;
 * **no unexplained duplicate**: a record handed out twice was first handed out by a member
-  that later crashed, was stopped, lost the partition, or failed a commit.
+  that later crashed, was stopped, lost the partition, or failed a commit; or handed out again
+  by a zombie: a member that later lost that partition or crashed (its ownership was stale).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class Checker:
         self._incarnation_of: dict[str, str] = {}
         #: incarnation -> list of (time, partitions or None for all) that excuse duplicates
         self._excuses: dict[str, list[tuple[float, frozenset[TopicPartition] | None]]] = {}
+        self._kinds: dict[str, list[tuple[float, frozenset[TopicPartition] | None, str]]] = {}
         self.commits_accepted = 0
         self.records_handed = 0
 
@@ -113,9 +115,16 @@ class Checker:
                 self._next[key] = record.offset + 1
         self.records_handed += len(records)
 
-    def excuse(self, who: str, partitions: frozenset[TopicPartition] | None) -> None:
-        """``who`` crashed, lost ``partitions`` or failed a commit (None: all partitions)."""
+    def excuse(self, who: str, partitions: frozenset[TopicPartition] | None, kind: str = "commit") -> None:
+        """``who`` crashed, lost ``partitions`` or failed a commit (None: all partitions).
+
+        ``kind`` is "commit" (a failed commit), "lost" or "crash" (also fatal errors).
+        """
         self._excuses.setdefault(who, []).append((self._now(), partitions))
+        self._kinds.setdefault(who, []).append((self._now(), partitions, kind))
+
+    def _zombie(self, who: str) -> list[tuple[float, frozenset[TopicPartition] | None, str]]:
+        return self._kinds.get(who, [])
 
     def handed_low(self, tp: TopicPartition) -> int:
         """The lowest offset of ``tp`` no application has received."""
@@ -185,6 +194,9 @@ class Checker:
         for tp, offset, first_who, first_at, again_who in self._duplicates:
             excuses = self._excuses.get(first_who, [])
             if any(at >= first_at and (parts is None or tp in parts) for at, parts in excuses):
+                continue
+            # or the second holder was a zombie: it later lost the partition or crashed
+            if any(kind != "commit" and (parts is None or tp in parts) for _, parts, kind in self._zombie(again_who)):
                 continue
             self.fail(
                 "unexplained duplicate",

@@ -199,7 +199,7 @@ class _Listener(RebalanceListener):
 
     def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
         self._inc.trace(f"lost {sorted(map(str, partitions))}")
-        self._inc.sim.checker.excuse(self._inc.name, frozenset(partitions))
+        self._inc.sim.checker.excuse(self._inc.name, frozenset(partitions), "lost")
 
 
 class _Incarnation:
@@ -333,7 +333,7 @@ class _Incarnation:
                 records = []
             except (FatalGroupError, GroupThreadCrashed) as exc:
                 self.trace(f"fatal: {exc!r}")
-                sim.checker.excuse(self.name, None)
+                sim.checker.excuse(self.name, None, "crash")
                 break
             except KGroupError as exc:
                 self.trace(f"poll raised {type(exc).__name__}: {exc}")
@@ -380,7 +380,7 @@ class _Incarnation:
         """kill -9: the process stops where it is; its connections close."""
         self.trace("crashed")
         self.alive = False
-        self.sim.checker.excuse(self.name, None)
+        self.sim.checker.excuse(self.name, None, "crash")
         self.sim.scheduler.kill(self.thread)
         self.runtime.stopped = True
         self.transport.dead = True

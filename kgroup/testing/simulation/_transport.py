@@ -171,6 +171,9 @@ class SimTransport:
         def answer(response: Any) -> None:
             event = event_of(command, response)
             trace(f"{self.owner}: {api} <- {_brief(event)}")
+            if isinstance(event, ev.SyncGroupResponded) and event.error_code == 0 and cluster.on_sync is not None:
+                # what the member received (a lost response assigns it nothing)
+                cluster.on_sync(self.owner, request.generation_id, request.member_id, event.assignment)
             future.set_result(event)
 
         def fail(reason: str) -> None:
