@@ -1,48 +1,76 @@
 """pytest plugin for kgroup's real-broker tests (pytest11 entry point ``kgroup``).
 
 Header: ``pytest_report_header`` names the broker that :func:`~kgroup.testing.start_broker`
-would select (external address, testcontainers image, or the embedded Tansu binary and
-version) without starting it. The broker is started lazily by the first test that needs
-the ``kafka_broker`` fixture; its exact address, PID and log file are printed in the
-terminal summary.
+would select (external address, ``$KGROUP_BROKER``, testcontainers image, or the embedded Tansu
+binary and version) without starting it. Brokers are started lazily by the first test that
+needs one, at most one per kind for the whole session; their exact addresses, PIDs and log
+files, and the time the tests spent on each kind, are printed in the terminal summary.
+
+Broker kinds per test
+---------------------
+A test (or module, ``pytestmark``; a test's own mark wins over its module's) marked
+``broker_kinds("tansu", "apache-kafka")`` runs once per kind named, with ids ``[tansu]`` and
+``[apache-kafka]``: its ``kafka_broker``,
+``kafka_bootstrap``, ``kafka_cluster`` and ``topic_factory`` are that kind's (``broker_kind``
+names it). Other tests use the kind :func:`~kgroup.testing.broker.selected_broker_kind` picks
+(``$KGROUP_BROKER``, else testcontainers when Docker answers, else Tansu). With
+``$KGROUP_BOOTSTRAP_SERVERS`` set the mark is ignored: every test runs once, on that cluster.
+The ``[apache-kafka]`` variants need Java 17+ and the jars of
+``python -m kgroup.testing.apache_kafka fetch``; without them they are skipped with one line
+saying so, or fail with ``KGROUP_REQUIRE_APACHE_KAFKA=1`` (what a CI that must run them sets).
+The kinds are a session-scoped parameter, so pytest runs each kind's variants together.
 
 Fixtures:
 
-* ``kafka_broker`` (session): the :class:`~kgroup.testing.BrokerHandle`; stopped at the
-  end of the session. The embedded broker's log goes to pytest's ``tmp_path_factory``. With
-  ``KGROUP_BROKER=apache-kafka`` and Java or the Apache Kafka jars missing, every test that
-  needs it is skipped with one line naming ``python -m kgroup.testing.apache_kafka fetch``
-  (with ``KGROUP_REQUIRE_APACHE_KAFKA=1`` they fail with :class:`~kgroup.testing.BrokerStartError`).
+* ``kafka_brokers`` (session): the session's :class:`BrokerPool`; ``kafka_brokers.get(kind)``
+  starts that kind's broker on first use (``None``: the selected kind) and returns its
+  :class:`~kgroup.testing.BrokerHandle`. Every broker it started is stopped when the session
+  ends; each logs into pytest's ``tmp_path_factory``.
+* ``broker_kind`` (session): the kind this test runs on: its ``broker_kinds`` parameter, else
+  the selected kind (``"external"`` with ``$KGROUP_BOOTSTRAP_SERVERS``).
+* ``kafka_broker`` (session): ``kafka_brokers.get(broker_kind)``. For ``"apache-kafka"`` with
+  Java or the Apache Kafka jars missing, every test that needs it is skipped with one line naming
+  ``python -m kgroup.testing.apache_kafka fetch`` (with ``KGROUP_REQUIRE_APACHE_KAFKA=1`` they
+  fail with :class:`~kgroup.testing.BrokerStartError`). A broker that failed to start is not
+  retried: every later test needing that kind fails with the same error.
 * ``kafka_bootstrap`` (session): its ``bootstrap_servers`` string.
 * ``topic_factory`` (function): ``make_topic(partitions=1, *, prefix="t") -> str`` creates
   a uniquely named topic and returns its name.
 * ``group_id_factory`` (function): ``make_group_id(prefix="g") -> str`` returns a unique
   group id containing the test name.
 * ``kafka_cluster`` (function): a started :class:`~kgroup.testing.CoordinatorProxy` over the
-  session broker, whose coordinator model uses ``group_initial_rebalance_delay_ms=0`` (Kafka's
+  test's broker, whose coordinator model uses ``group_initial_rebalance_delay_ms=0`` (Kafka's
   other defaults); stopped after the test. Clients use ``kafka_cluster.bootstrap_servers``;
   the group APIs are then served with Apache Kafka's semantics rather than the broker's, and
   ``kafka_cluster.faults`` injects faults. ``topic_factory`` topics are visible through it.
 
-Markers ``integration`` and ``tansu_deviation(reason)`` are registered unless the project
-configuration already registers them. A test marked ``tansu_deviation(reason)`` becomes a
-strict xfail when the session's broker is the embedded Tansu (it must fail there: if Tansu
-ever behaves as Kafka, the suite says so) and an ordinary test against any other broker
-(``KGROUP_BOOTSTRAP_SERVERS``, ``KGROUP_BROKER=apache-kafka`` or testcontainers' Apache
-Kafka), where it must pass. Tests against the broker must set
-``session_timeout_ms`` explicitly (see :mod:`kgroup.testing.broker`).
+Markers ``integration``, ``broker_kinds(*kinds)`` and ``tansu_deviation(reason)`` are
+registered unless the project configuration already registers them. A test marked
+``tansu_deviation(reason)`` becomes a strict xfail when it runs on the embedded Tansu (its
+``[tansu]`` variant, or every run when Tansu is the selected kind): it must fail there, so if
+Tansu ever behaves as Kafka the suite says so. On any other broker (``[apache-kafka]``,
+``$KGROUP_BOOTSTRAP_SERVERS``, testcontainers' Apache Kafka) it is an ordinary test and must
+pass. Tests against the broker must set ``session_timeout_ms`` explicitly (see
+:mod:`kgroup.testing.broker`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
+import time
 import uuid
+from collections import defaultdict
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Final, Protocol
 
 import pytest
 
 from kgroup.testing.broker import (
+    BOOTSTRAP_ENV_VAR,
+    BROKER_KINDS,
     BrokerHandle,
     create_topic,
     describe_broker_selection,
@@ -53,25 +81,37 @@ from kgroup.testing.coordinator import CoordinatorConfig
 from kgroup.testing.proxy import CoordinatorProxy
 
 __all__ = [
+    "BrokerPool",
     "GroupIdFactory",
     "TopicFactory",
+    "broker_kind",
     "group_id_factory",
     "kafka_bootstrap",
     "kafka_broker",
+    "kafka_brokers",
     "kafka_cluster",
     "topic_factory",
 ]
 
 _MARKERS: Final = {
     "integration": "integration: talks to a real Kafka-protocol broker (embedded Tansu by default)",
+    "broker_kinds": (
+        "broker_kinds(*kinds): run the test once per broker kind ('tansu', 'apache-kafka', "
+        "'testcontainers'); its kafka_broker, kafka_bootstrap, kafka_cluster and topic_factory "
+        "are that kind's"
+    ),
     "tansu_deviation": (
         "tansu_deviation(reason): cannot pass on Tansu because the broker deviates from "
         "Apache Kafka; the reason names the deviation"
     ),
 }
-_BROKER_KEY: Final = pytest.StashKey[BrokerHandle]()
+_POOL_KEY: Final = pytest.StashKey["BrokerPool"]()
+_KIND_OF_ITEM_KEY: Final = pytest.StashKey[dict[str, str]]()
+#: kind -> [seconds, tests] (setup to teardown), for the terminal summary
+_SECONDS_KEY: Final = pytest.StashKey[dict[str, list[float]]]()
 _UNSAFE_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_TEST_NAME_CHARS: Final = 80
+_NO_BROKER: Final = "no broker"
 
 
 class TopicFactory(Protocol):
@@ -88,6 +128,82 @@ class GroupIdFactory(Protocol):
         """Return a group id not returned before in this process."""
 
 
+class BrokerPool:
+    """The session's brokers: at most one per kind, started on first use, stopped by :meth:`stop_all`.
+
+    ``kind=None`` (and the selected kind itself) starts what :func:`~kgroup.testing.start_broker`
+    picks with ``kind=None``, so ``$KGROUP_BOOTSTRAP_SERVERS`` and testcontainers' auto-detection
+    apply to it; a named kind starts exactly that kind. Thread-safe.
+    """
+
+    def __init__(self, log_dir_factory: pytest.TempPathFactory | None = None) -> None:
+        self._log_dirs = log_dir_factory
+        self._lock = threading.Lock()
+        self._handles: dict[str, BrokerHandle] = {}
+        self._failures: dict[str, BaseException] = {}
+
+    def get(self, kind: str | None = None) -> BrokerHandle:
+        """Return the running broker of ``kind``, starting it first if needed.
+
+        Raises:
+            ValueError: ``kind`` is not one of ``BROKER_KINDS`` (or ``"external"``).
+            pytest.skip.Exception: ``"apache-kafka"`` with Java or the jars missing (one line
+                naming the fetch command), unless ``KGROUP_REQUIRE_APACHE_KAFKA=1``.
+            kgroup.testing.BrokerStartError: the broker could not be started (also on every later
+                call for that kind: a failed start is not retried).
+
+        """
+        selected = selected_broker_kind()
+        wanted = selected if kind is None else kind
+        if wanted not in (*BROKER_KINDS, "external"):
+            raise ValueError(f"unknown broker kind {wanted!r}: one of {', '.join(BROKER_KINDS)}")
+        if wanted == "apache-kafka":
+            from kgroup.testing import apache_kafka
+
+            apache_kafka.skip_if_unavailable()
+        with self._lock:
+            if wanted in self._handles:
+                return self._handles[wanted]
+            if wanted in self._failures:
+                raise self._failures[wanted]
+            log_dir: Path | None = None
+            if self._log_dirs is not None:
+                log_dir = self._log_dirs.mktemp(f"kafka-broker-{wanted}")
+            try:
+                if wanted == selected:
+                    handle = start_broker(log_dir=log_dir)
+                else:
+                    handle = start_broker(kind=wanted, log_dir=log_dir)
+            except Exception as exc:
+                self._failures[wanted] = exc
+                raise
+            self._handles[wanted] = handle
+            return handle
+
+    def started(self) -> dict[str, BrokerHandle]:
+        """Kind -> handle of every broker started so far."""
+        with self._lock:
+            return dict(self._handles)
+
+    def stop_all(self) -> None:
+        """Stop every broker this pool started (external brokers are left alone)."""
+        with self._lock:
+            handles = list(self._handles.values())
+        for handle in handles:
+            handle.stop()
+
+
+def _external() -> bool:
+    return bool(os.environ.get(BOOTSTRAP_ENV_VAR))
+
+
+def _default_kind() -> str:
+    try:
+        return selected_broker_kind()
+    except ValueError:
+        return "invalid"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register kgroup's markers unless the project configuration already has them."""
     registered = {
@@ -96,61 +212,120 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, line in _MARKERS.items():
         if name not in registered:
             config.addinivalue_line("markers", line)
+    config.stash[_SECONDS_KEY] = defaultdict(lambda: [0.0, 0.0])
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``broker_kind`` over the kinds a ``broker_kinds`` mark names (session scope)."""
+    if "broker_kind" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("broker_kinds")  # a test's own mark wins
+    if marker is None or _external():
+        return
+    kinds = list(dict.fromkeys(marker.args))
+    unknown = [kind for kind in kinds if kind not in BROKER_KINDS]
+    if unknown or not kinds:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: broker_kinds{tuple(marker.args)!r}: name one or more of "
+            f"{', '.join(BROKER_KINDS)}"
+        )
+    metafunc.parametrize("broker_kind", kinds, indirect=True, scope="session", ids=kinds)
+
+
+def _item_kind(item: pytest.Item) -> str:
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "broker_kind" in callspec.params:
+        return str(callspec.params["broker_kind"])
+    return _default_kind()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On the embedded Tansu, ``tansu_deviation(reason)`` tests are strict xfails."""
-    marked: list[tuple[pytest.Item, pytest.Mark]] = []
+    """``tansu_deviation(reason)`` tests that run on the embedded Tansu become strict xfails."""
+    kinds: dict[str, str] = {}
     for item in items:
+        fixturenames = getattr(item, "fixturenames", ())
+        kind = _item_kind(item) if "broker_kind" in fixturenames else _NO_BROKER
+        kinds[item.nodeid] = kind
         marker = item.get_closest_marker("tansu_deviation")
-        if marker is not None:
-            marked.append((item, marker))
-    if not marked or selected_broker_kind() != "tansu":
-        return
-    for item, marker in marked:
+        if marker is None:
+            continue
         reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
         if not reason:
             raise pytest.UsageError(f"{item.nodeid}: tansu_deviation needs a reason naming the deviation")
-        item.add_marker(pytest.mark.xfail(reason=f"Tansu deviates: {reason}", strict=True))
+        if _item_kind(item) == "tansu":
+            item.add_marker(pytest.mark.xfail(reason=f"Tansu deviates: {reason}", strict=True))
+    config.stash[_KIND_OF_ITEM_KEY] = kinds
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Time each test (setup to teardown) for the per-kind totals in the terminal summary."""
+    started = time.monotonic()
+    try:
+        return (yield)
+    finally:
+        kind = item.config.stash.get(_KIND_OF_ITEM_KEY, {}).get(item.nodeid, _NO_BROKER)
+        totals = item.config.stash[_SECONDS_KEY][kind]
+        totals[0] += time.monotonic() - started
+        totals[1] += 1
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     """Name the broker the integration fixtures would use, without starting it."""
-    return describe_broker_selection()
+    line = describe_broker_selection()
+    if _external():
+        return f"{line}; broker_kinds marks ignored (every test runs once, on it)"
+    return f"{line}; tests marked broker_kinds run on each kind they name"
 
 
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
 ) -> None:
-    """Print the exact broker used, if a test started one."""
-    handle = config.stash.get(_BROKER_KEY, None)
-    if handle is not None:
-        terminalreporter.write_line(f"{handle.describe()} [used by this session]")
+    """Print the exact brokers used and the time the tests spent on each kind."""
+    pool = config.stash.get(_POOL_KEY, None)
+    if pool is not None:
+        for kind, handle in sorted(pool.started().items()):
+            terminalreporter.write_line(f"{handle.describe()} [used by this session as {kind!r}]")
+    totals = config.stash.get(_SECONDS_KEY, {})
+    if any(kind != _NO_BROKER for kind in totals):
+        parts = [
+            f"{kind} {seconds:.1f} s ({int(count)} tests)"
+            for kind, (seconds, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])
+        ]
+        terminalreporter.write_line("time per broker kind (setup+call+teardown): " + ", ".join(parts))
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(
+def kafka_brokers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[BrokerHandle]:
-    """Start the session's broker on first use and stop it when the session ends.
+) -> Iterator[BrokerPool]:
+    """The session's :class:`BrokerPool`; every broker it started is stopped when the session ends."""
+    pool = BrokerPool(tmp_path_factory)
+    request.config.stash[_POOL_KEY] = pool
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+@pytest.fixture(scope="session")
+def broker_kind(request: pytest.FixtureRequest) -> str:
+    """The broker kind of this test: its ``broker_kinds`` parameter, else the selected kind."""
+    param = getattr(request, "param", None)
+    return str(param) if param is not None else selected_broker_kind()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka_brokers: BrokerPool, broker_kind: str) -> BrokerHandle:
+    """The running broker of ``broker_kind`` (started on first use, stopped at session end).
 
     Raises:
-        kgroup.testing.BrokerStartError: the embedded broker failed to start, or
-            ``KGROUP_BROKER=apache-kafka`` with Java or the jars missing and
-            ``KGROUP_REQUIRE_APACHE_KAFKA=1``.
-        pytest.skip.Exception: ``KGROUP_BROKER=apache-kafka`` with Java or the jars missing.
+        kgroup.testing.BrokerStartError: the broker failed to start, or ``"apache-kafka"``
+            with Java or the jars missing and ``KGROUP_REQUIRE_APACHE_KAFKA=1``.
+        pytest.skip.Exception: ``"apache-kafka"`` with Java or the jars missing.
 
     """
-    if selected_broker_kind() == "apache-kafka":
-        from kgroup.testing import apache_kafka
-
-        apache_kafka.skip_if_unavailable()
-    handle = start_broker(log_dir=tmp_path_factory.mktemp("kafka-broker"))
-    request.config.stash[_BROKER_KEY] = handle
-    try:
-        yield handle
-    finally:
-        handle.stop()
+    return kafka_brokers.get(None if broker_kind == "external" else broker_kind)
 
 
 @pytest.fixture(scope="session")

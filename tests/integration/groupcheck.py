@@ -358,12 +358,68 @@ def ownership_gaps(sides: Iterable[Side], partitions: int) -> dict[int, float]:
     return out
 
 
-def describe_group(cluster: Any, group: str) -> Any:
-    """The coordinator model's DescribeGroups entry for ``group`` (state, members, assignments)."""
+class BareCoordinator:
+    """A broker's own group coordinator, no proxy in between (Apache Kafka's, or bare Tansu's).
+
+    ``describe(group)`` is DescribeGroups through ``kgroup.admin.GroupAdmin`` (Java
+    ``Admin.describeConsumerGroups``); it knows no generation and no leader (DescribeGroups
+    v0-v5 carries neither), so checks that need them run through the coordinator model only.
+    """
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap_servers = bootstrap
+        self._admin: Any = None
+
+    def describe(self, group: str) -> Any:
+        from kgroup.admin import GroupAdmin
+
+        if self._admin is None:
+            self._admin = GroupAdmin.connect(self.bootstrap_servers, timeout_ms=10000, client_id="groupcheck")
+        return self._admin.describe_group(group, timeout_ms=10000)
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def __repr__(self) -> str:
+        return f"BareCoordinator({self.bootstrap_servers})"
+
+
+def is_model(cluster: Any) -> bool:
+    """Whether ``cluster`` is a ``CoordinatorProxy`` (the coordinator model, inspectable)."""
+    return not isinstance(cluster, BareCoordinator)
+
+
+@attrs.frozen
+class Described:
+    """A group as its coordinator describes it, from the model or from DescribeGroups."""
+
+    state: str
+    protocol: str
+    #: (member id, group instance id, assigned partitions as (topic, partition))
+    members: tuple[tuple[str, str | None, frozenset[tuple[str, int]]], ...]
+
+
+def describe_group(cluster: Any, group: str) -> Described:
+    """``group`` as the coordinator under test describes it: the proxy's model, or the broker's
+    own DescribeGroups answer (``BareCoordinator``)."""
+    from kgroup.protocol.consumer_protocol import decode_assignment
     from kgroup.testing.coordinator import DescribeGroupsRequest
 
+    if not is_model(cluster):
+        d = cluster.describe(group)
+        return Described(d.state, d.protocol, tuple(
+            (m.member_id, m.group_instance_id, frozenset((tp.topic, tp.partition) for tp in m.assignment))
+            for m in d.members
+        ))
     request = DescribeGroupsRequest(api_version=5, groups=(group,))
-    return cluster.call(lambda model: model.describe_groups(request).response.groups[0])
+    d = cluster.call(lambda model: model.describe_groups(request).response.groups[0])
+    members = []
+    for m in d.members:
+        given = decode_assignment(m.member_assignment).partitions if m.member_assignment else ()
+        members.append((m.member_id, m.group_instance_id, frozenset((tp.topic, tp.partition) for tp in given)))
+    return Described(d.group_state, d.protocol_data, tuple(members))
 
 
 def settled(cluster: Any, group: str, sides: Sequence[Side], partitions: int) -> bool:
@@ -373,18 +429,15 @@ def settled(cluster: Any, group: str, sides: Sequence[Side], partitions: int) ->
     ``split_exactly`` alone can hold for an instant in the middle of a cooperative rebalance
     (the first round's assignment arrived, the revoke it calls for has not run yet).
     """
-    from kgroup.protocol.consumer_protocol import decode_assignment
-
     if not split_exactly(sides, partitions):
         return False
     described = describe_group(cluster, group)
-    if described.group_state != "Stable" or len(described.members) != len(sides):
+    if described.state != "Stable" or len(described.members) != len(sides):
         return False
     for side in sides:
-        mine = [m for m in described.members if m.member_id.startswith(side.name + "-")]
+        mine = [given for member_id, _, given in described.members if member_id.startswith(side.name + "-")]
         if len(mine) != 1:
             return False
-        given = decode_assignment(mine[0].member_assignment).partitions
-        if frozenset(tp.partition for tp in given) != side.owned():
+        if frozenset(p for _, p in mine[0]) != side.owned():
             return False
     return True

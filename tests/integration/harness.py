@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import pytest
 
 import kgroup
 from kgroup import TopicPartition
@@ -18,6 +19,12 @@ from kgroup import TopicPartition
 #: Tansu joins take session_timeout_ms / 2 (broker-notes.md S3b); 6000 is Kafka's minimum too
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_MS = 1000
+
+#: The broker kinds of the tests that must hold on both: Tansu (through the coordinator proxy
+#: where its coordinator deviates) and Apache Kafka (its own coordinator). ``pytestmark = BOTH``
+#: in a module, ``@BOTH`` on a test: ids ``[tansu]`` and ``[apache-kafka]``.
+BROKERS: tuple[str, ...] = ("tansu", "apache-kafka")
+BOTH = pytest.mark.broker_kinds(*BROKERS)
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.05) -> None:

@@ -11,7 +11,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from kgroup.testing import BrokerHandle, BrokerStartError, create_topic, produce, start_broker
-from kgroup.testing.broker import BOOTSTRAP_ENV_VAR
+from kgroup.testing.broker import BOOTSTRAP_ENV_VAR, BROKER_ENV_VAR
 
 
 def _pid_exists(pid: int) -> bool:
@@ -42,8 +42,10 @@ def _child_pids() -> set[int]:
 
 @pytest.fixture
 def no_external(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make start_broker start its own broker even if CI points at an external one."""
+    """Make start_broker pick its own broker by the default order (testcontainers when Docker
+    answers, else Tansu), even if the environment names an external cluster or a kind."""
     monkeypatch.delenv(BOOTSTRAP_ENV_VAR, raising=False)
+    monkeypatch.delenv(BROKER_ENV_VAR, raising=False)
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 Group semantics go through ``kafka_cluster`` (the coordinator proxy: Kafka's coordinator on the
 wire, Tansu serving the data, ListOffsets LATEST answered with the log end offset). The bare
 broker tests show what Tansu itself answers; where it deviates (broker-notes S9e, S11b) they
-are strict xfails naming the row. Consumers are polled from the test thread only; every wait
+are strict xfails naming the row, and those also run on Apache Kafka (``[apache-kafka]``), where
+they must pass. Consumers are polled from the test thread only; every wait
 has a deadline.
 """
 
@@ -24,7 +25,7 @@ from kgroup import TopicPartition
 from kgroup.cli import ENV_BOOTSTRAP, main
 from kgroup.testing import produce
 
-from .harness import HEARTBEAT_MS, SESSION_TIMEOUT_MS
+from .harness import BOTH, HEARTBEAT_MS, SESSION_TIMEOUT_MS
 
 WAIT_S = 40.0
 PER_PARTITION = 10  # N records produced per partition
@@ -260,6 +261,7 @@ def test_describe_on_the_bare_broker_reports_members_and_commits(bare_group) -> 
         (topic, 0, COMMITTED), (topic, 1, COMMITTED)}
 
 
+@BOTH
 @pytest.mark.tansu_deviation(S11B)
 def test_describe_on_the_bare_broker_decodes_member_details(bare_group) -> None:
     bootstrap, topic, group, _c = bare_group
@@ -270,6 +272,7 @@ def test_describe_on_the_bare_broker_decodes_member_details(bare_group) -> None:
     assert assigned(doc) == [{(topic, 0), (topic, 1)}]
 
 
+@BOTH
 @pytest.mark.tansu_deviation(S9E)
 def test_remove_static_member_on_the_bare_broker(kafka_bootstrap, topic_factory, group_id_factory) -> None:
     topic = topic_factory(1)

@@ -13,6 +13,7 @@ import pytest
 
 import kgroup
 from kgroup.assignors.validate import validate_plan
+from tests.integration.harness import BOTH
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "custom_assignor.py"
@@ -51,7 +52,9 @@ def test_bad_capacity_is_rejected_at_construction() -> None:
         load_example().CapacityAssignor(0)
 
 
+@BOTH
 def test_example_runs_against_the_broker(kafka_bootstrap: str) -> None:
+    """On the bare broker: Tansu's coordinator is enough for this example; Apache Kafka's too."""
     env = dict(os.environ, KGROUP_BOOTSTRAP_SERVERS=kafka_bootstrap, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

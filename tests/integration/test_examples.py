@@ -1,33 +1,82 @@
 """The examples run end to end as a user would run them: a subprocess, checked by its last line
-and exit code. They start their own broker (``kgroup.testing.start_broker()``), or use
-``KGROUP_BOOTSTRAP_SERVERS`` when it is set (inherited from this environment)."""
+and exit code, the example itself unchanged.
+
+On ``[tansu]`` an example starts its own embedded broker (``kgroup.testing.start_broker()``
+with ``KGROUP_BROKER=tansu``); on ``[apache-kafka]`` the quickstart starts its own Apache Kafka
+(``KGROUP_BROKER=apache-kafka python examples/quickstart.py``, as the README says) and the static
+membership example is pointed at the session's Apache Kafka with ``KGROUP_BOOTSTRAP_SERVERS``,
+so that Kafka's own coordinator, not the coordinator proxy the example puts in front of an
+embedded broker, serves its group. With ``KGROUP_BOOTSTRAP_SERVERS`` set for the whole run, every
+example uses that cluster (inherited from this environment).
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
+
+from kgroup.testing import apache_kafka
+from kgroup.testing.broker import BOOTSTRAP_ENV_VAR, BROKER_ENV_VAR
+
+from .harness import BOTH
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_example(name: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+def run_example(name: str, timeout_s: float, **env_vars: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.update(env_vars)
     return subprocess.run(
         [sys.executable, str(ROOT / "examples" / name)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s, check=False,
     )
 
 
-def test_static_membership_example_passes():
+def broker_env(broker_kind: str) -> dict[str, str]:
+    """What selects ``broker_kind`` in a child process (nothing when the run is external)."""
+    if broker_kind == "external":
+        return {}
+    if broker_kind == "apache-kafka":
+        apache_kafka.skip_if_unavailable()  # one line naming the fetch command, or fail with REQUIRE
+    return {BROKER_ENV_VAR: broker_kind}
+
+
+def report(result: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {result.returncode}\nstdout:\n{result.stdout[-4000:]}\nstderr:\n{result.stderr[-2000:]}"
+
+
+@BOTH
+def test_static_membership_example_passes(broker_kind, request):
     """examples/static_membership.py: a rolling restart of 3 static members, no rebalance."""
-    result = run_example("static_membership.py", timeout_s=120)
+    env = broker_env(broker_kind)
+    if broker_kind == "apache-kafka":  # Kafka's own coordinator, not the example's proxy
+        env = {BOOTSTRAP_ENV_VAR: request.getfixturevalue("kafka_bootstrap")}
+    result = run_example("static_membership.py", timeout_s=120, **env)
     lines = result.stdout.strip().splitlines()
-    report = f"stdout:\n{result.stdout[-4000:]}\nstderr:\n{result.stderr[-2000:]}"
-    assert result.returncode == 0, report
-    assert lines and lines[-1].startswith("PASS: "), report
+    assert result.returncode == 0, report(result)
+    assert lines and lines[-1].startswith("PASS: "), report(result)
     # the timeline names each restart and the generation it came back in
     for i in range(3):
-        assert any(f"static-{i}: back as member" in line and "generation" in line for line in lines), report
+        assert any(f"static-{i}: back as member" in line and "generation" in line for line in lines), report(result)
+
+
+@pytest.mark.broker_kinds("apache-kafka")
+def test_quickstart_passes_on_apache_kafka(broker_kind):
+    """``KGROUP_BROKER=apache-kafka python examples/quickstart.py``: the README's quickstart,
+    unchanged, on an Apache Kafka node of its own: 100,000 records, 3 members, one leaves and
+    one joins, nothing lost, no partition owned twice."""
+    started = time.monotonic()
+    result = run_example("quickstart.py", timeout_s=240, **broker_env(broker_kind))
+    took = time.monotonic() - started
+    lines = result.stdout.strip().splitlines()
+    assert result.returncode == 0, report(result)
+    assert lines and lines[-1].startswith("PASS: 100000/100000 records processed"), report(result)
+    if broker_kind == "apache-kafka":
+        assert any(line.startswith("kafka broker: apache kafka") for line in lines), report(result)
+    print(f"\nquickstart on {broker_kind}: {took:.1f} s; {lines[-1]}")

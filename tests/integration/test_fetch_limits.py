@@ -18,6 +18,9 @@ import pytest
 from kafka import KafkaProducer
 
 import kgroup
+from tests.integration.harness import BOTH
+
+pytestmark = BOTH
 
 PARTITIONS = 6
 PER_PARTITION = 300

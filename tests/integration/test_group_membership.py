@@ -1,7 +1,11 @@
-"""Consumer groups on a real broker (embedded Tansu by default, KGROUP_BOOTSTRAP_SERVERS to override).
+"""Consumer groups on a real broker: each test runs on Apache Kafka's own coordinator
+(``[apache-kafka]``) and on the coordinator proxy in front of the embedded Tansu (``[tansu]``),
+or once on ``KGROUP_BOOTSTRAP_SERVERS``.
 
 Every test sets session_timeout_ms explicitly (broker-notes.md: a Tansu join costs st/2) and
-waits on conditions with deadlines.
+waits on conditions with deadlines. On Apache Kafka a new group's first join waits
+``group.initial.rebalance.delay.ms`` (3 s, Kafka's default) and a rejoin completes when every
+member has rejoined (members learn of a rebalance at their next heartbeat).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from kgroup import TopicPartition
 from kgroup.testing import produce
 
 from .harness import (
+    BOTH,
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
     EventLog,
@@ -33,13 +38,14 @@ from .harness import (
 
 JOIN_BUDGET_S = 30.0
 
+pytestmark = BOTH
 
 
 @pytest.fixture
-def bootstrap(kafka_cluster) -> str:
-    """Group semantics run through the coordinator proxy (Kafka's coordinator, over the wire)
-    in front of the embedded broker, which serves the data path; see docs/testing.md."""
-    return kafka_cluster.bootstrap_servers
+def bootstrap(group_coordinator) -> str:
+    """Apache Kafka itself, or the coordinator proxy (Kafka's coordinator, over the wire) in front
+    of the embedded Tansu, which serves the data path; see docs/testing.md."""
+    return group_coordinator.bootstrap_servers
 
 def _produce_indexed(bootstrap: str, topic: str, partitions: int, per_partition: int) -> int:
     records = [

@@ -14,6 +14,7 @@ from kgroup._io.kafka_python import KafkaPythonTransport
 from kgroup.config import ConsumerConfig
 from kgroup.testing import produce
 from kgroup.types import TopicPartition
+from tests.integration.harness import BOTH
 
 LISTOFFSETS_LATEST = (
     "ListOffsets with timestamp -1 (LATEST) answers the base offset of the partition's last "
@@ -51,6 +52,7 @@ def test_bad_spec_is_a_typed_error(transport) -> None:
         transport.list_offsets([TopicPartition("t", 0)], "newest", 1000).result(5)
 
 
+@BOTH
 @pytest.mark.tansu_deviation(LISTOFFSETS_LATEST)
 def test_latest_offset_is_the_log_end_offset_on_the_bare_broker(transport, topic_factory, kafka_bootstrap) -> None:
     topic = topic_factory(1)
@@ -90,7 +92,6 @@ def test_latest_offset_is_the_log_end_offset_through_the_proxy(kafka_cluster, to
 
 def test_the_fix_can_be_switched_off(kafka_broker, topic_factory, kafka_bootstrap) -> None:
     from kgroup.testing import CoordinatorProxy
-    from kgroup.testing.broker import selected_broker_kind
 
     topic = topic_factory(1)
     produce(kafka_bootstrap, topic, [(0, None, b"x%d" % i) for i in range(7)])
@@ -103,4 +104,4 @@ def test_the_fix_can_be_switched_off(kafka_broker, topic_factory, kafka_bootstra
             t.close()
         assert {r.handled_by for r in proxy.requests("ListOffsets")} == {"upstream"}
     # forwarded as the broker answered it: the log end offset on Kafka, 0 + 1 on Tansu (LISTOFFSETS_LATEST)
-    assert latest[tp] == (1 if selected_broker_kind() == "tansu" else 7)
+    assert latest[tp] == (1 if kafka_broker.kind == "tansu" else 7)

@@ -27,13 +27,18 @@ Checked: no partition is ever owned by two members at once (listener timestamps:
 partition the intervals [assigned, revoked|lost) of different members never overlap), no
 member hands out a record of a partition it does not own, every produced record is consumed,
 the group never stops for long (each partition is unowned only briefly, during eager
-rebalances), the coordinator's chosen protocol per phase as in the table (model events), the
-eager members revoke everything on every rebalance and the cooperative ones only what moves.
+rebalances), the coordinator's chosen protocol per phase as in the table (DescribeGroups each
+time the group settles; through the model, every generation too), the eager members revoke
+everything on every rebalance and the cooperative ones only what moves.
+
+On Apache Kafka's own coordinator (``[apache-kafka]``) and through the coordinator proxy in
+front of the embedded Tansu (``[tansu]``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -45,14 +50,18 @@ from tests.integration.groupcheck import (
     consumed_offsets,
     consumed_outside_ownership,
     describe,
+    describe_group,
     generations,
+    is_model,
     moved_away,
     overlaps,
     ownership_gaps,
     revocations,
     settled,
 )
-from tests.integration.harness import EventLog, Member, wait_until
+from tests.integration.harness import BOTH, EventLog, Member, wait_until
+
+pytestmark = BOTH
 
 PARTITIONS = 6
 ST = 6000
@@ -78,8 +87,9 @@ def sides() -> Iterator[list[KgroupSide]]:
 
 
 def test_rolling_migration_from_range_to_cooperative_sticky_never_shares_a_partition(
-    kafka_cluster, kafka_bootstrap, topic_factory, group_id_factory, sides, caplog
+    group_coordinator, kafka_bootstrap, topic_factory, group_id_factory, sides, caplog
 ):
+    cluster = group_coordinator
     caplog.set_level(logging.INFO, logger="kgroup.membership.machine")
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     log = EventLog()
@@ -89,7 +99,7 @@ def test_rolling_migration_from_range_to_cooperative_sticky_never_shares_a_parti
     def launch(slot: int, step: int) -> None:
         name = f"m{slot}v{step}"
         member = Member(
-            name, kafka_cluster.bootstrap_servers, group, [topic], log,
+            name, cluster.bootstrap_servers, group, [topic], log,
             commit_on_revoke=True, commit_each_batch=True, assignors=ASSIGNORS[step],
             session_timeout_ms=ST, heartbeat_interval_ms=HB, max_poll_interval_ms=MPI,
         )
@@ -99,37 +109,48 @@ def test_rolling_migration_from_range_to_cooperative_sticky_never_shares_a_parti
         step_of[name] = step
         current[slot] = side
 
+    chosen: list[str] = []  # the coordinator's protocol each time the group settled
+
     def split() -> None:
         members = [current[s] for s in sorted(current)]
-        wait_until(lambda: settled(kafka_cluster, group, members, PARTITIONS), SPLIT_S, f"a split among {members}")
+        wait_until(lambda: settled(cluster, group, members, PARTITIONS), SPLIT_S, f"a split among {members}")
+        chosen.append(describe_group(cluster, group).protocol)
 
     producer = ContinuousProducer(kafka_bootstrap, topic, PARTITIONS, interval_s=0.1).start()
     try:
         for slot in (1, 2, 3):
             launch(slot, 1)
             split()
-        marks = {"formed": len(generations(kafka_cluster, group))}
+        # (generations completed, settled points, time) at each mark
+        marks = {"formed": (len(generations(cluster, group)) if is_model(cluster) else 0, len(chosen), 0.0)}
         for step in (2, 3):
             for slot in (1, 2, 3):
                 if step == 2 and slot == 3:
-                    marks["last range-only member leaves"] = len(generations(kafka_cluster, group))
+                    marks["last range-only member leaves"] = (
+                        len(generations(cluster, group)) if is_model(cluster) else 0, len(chosen), time.monotonic())
                 current.pop(slot).stop()
                 split()
                 launch(slot, step)
                 split()
-            marks[f"roll {step - 1} done"] = len(generations(kafka_cluster, group))
+            marks[f"roll {step - 1} done"] = (
+                len(generations(cluster, group)) if is_model(cluster) else 0, len(chosen), time.monotonic())
     finally:
         produced = producer.stop()
     wait_until(lambda: not set(produced) - set(consumed_offsets(sides)), SPLIT_S, "every record to be consumed")
     for side in list(current.values()):
         side.stop()
-    history = generations(kafka_cluster, group)
 
-    # the assignor the coordinator chose, phase by phase
-    protocols = [g.protocol for g in history]
-    cut = marks["last range-only member leaves"]
-    assert set(protocols[:cut]) == {"range"}, protocols
-    assert set(protocols[cut:]) == {"cooperative-sticky"}, protocols
+    # the assignor the coordinator chose, phase by phase: whenever the group settled ...
+    cut = marks["last range-only member leaves"][1]
+    assert set(chosen[:cut]) == {"range"}, chosen
+    assert set(chosen[cut:]) == {"cooperative-sticky"}, chosen
+    # ... and, through the model, in every generation
+    history = generations(cluster, group) if is_model(cluster) else []
+    if is_model(cluster):
+        protocols = [g.protocol for g in history]
+        cut = marks["last range-only member leaves"][0]
+        assert set(protocols[:cut]) == {"range"}, protocols
+        assert set(protocols[cut:]) == {"cooperative-sticky"}, protocols
     # ... and kgroup saw it: a roll-2 member's JoinGroup response named cooperative-sticky
     joined = [r.getMessage() for r in caplog.records if "joined generation" in r.getMessage()]
     assert any("'m3v3-" in m and m.endswith("protocol cooperative-sticky") for m in joined), joined
@@ -160,9 +181,11 @@ def test_rolling_migration_from_range_to_cooperative_sticky_never_shares_a_parti
     # the last join (m3v3) took one partition each from m1v3 and m2v3, which kept the rest
     assert cooperative_partial >= 2, describe(sides)
     # an eager rebalance after roll 1 still revoked everything: the cooperative-sticky plan ran EAGER
-    roll1_done = history[marks["roll 1 done"] - 1].t
+    # (from the model's generation, else from when the group had settled after roll 1)
+    roll1_done = history[marks["roll 1 done"][0] - 1].t if is_model(cluster) else marks["roll 1 done"][2]
     m2v2 = next(s for s in sides if s.name == "m2v2")
     eager_after_roll1 = [(c, h) for c, h in revocations(m2v2) if c.t > roll1_done and len(h) > 0]
     assert eager_after_roll1, describe(sides)
-    print(f"migration: {len(history)} generations, produced {len(produced)}, "
+    print(f"migration: {len(history) if is_model(cluster) else 'n/a (Kafka)'} generations, "
+          f"{len(chosen)} settled points, produced {len(produced)}, "
           f"max unowned per partition {max(gaps.values()):.3f} s")

@@ -5,6 +5,9 @@ own process, form groups through ``kgroup.testing.CoordinatorProxy`` (the ``kafk
 fixture) in front of the embedded broker. If the proxy's coordinator model behaves as Apache
 Kafka's does, these mature clients behave as they do against Kafka. Every scenario here is
 one that bare Tansu gets wrong (broker-notes.md row in each docstring).
+
+The scenarios with a ``bare`` variant also run on Apache Kafka's own coordinator
+(``[apache-kafka]``), where they must pass; the proxy runs, checks of the model, are Tansu's only.
 """
 
 from __future__ import annotations
@@ -16,29 +19,33 @@ from collections.abc import Iterator
 import pytest
 
 from kgroup.protocol.consumer_protocol import Subscription, encode_subscription
-from tests.integration.harness import wait_until
+from tests.integration.groupcheck import ContinuousProducer
+from tests.integration.harness import BOTH, wait_until
 from tests.integration.peers import Peer
 from tests.integration.raw_client import RawClient, heartbeat_body, join_body
+
+pytestmark = BOTH
 
 CLIENTS = ["kafka-python", "confluent"]
 PARTITIONS = 4
 ST = 6000  # Kafka's minimum session timeout
 
 
-class BareTansu:
-    """The embedded broker without the proxy: its own coordinator answers (broker-notes.md)."""
+class BareBroker:
+    """The broker without the proxy: its own coordinator answers (Tansu's, broker-notes.md, or
+    Apache Kafka's)."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap_servers = bootstrap
 
     def model_events(self, group: str) -> list[object]:
-        pytest.fail("bare Tansu has no coordinator model to inspect")
+        pytest.fail("a bare broker has no coordinator model to inspect")
 
 
 def on_bare_tansu_fails(deviation: str):
     """Run a scenario with both peers through the proxy, and with kafka-python on the bare broker,
     where on Tansu it must fail (the plugin makes ``tansu_deviation`` a strict xfail there: if
-    Tansu ever behaves as Kafka, the suite says so; on Apache Kafka it must pass)."""
+    Tansu ever behaves as Kafka, the suite says so) and on Apache Kafka it must pass."""
     return pytest.mark.parametrize(
         ("client", "where"),
         [
@@ -46,7 +53,7 @@ def on_bare_tansu_fails(deviation: str):
             ("confluent", "proxy"),
             pytest.param(
                 "kafka-python",
-                "bare-tansu",
+                "bare",
                 marks=[pytest.mark.tansu_deviation(deviation)],
             ),
         ],
@@ -55,14 +62,14 @@ def on_bare_tansu_fails(deviation: str):
 
 @pytest.fixture
 def cluster(request, where, kafka_bootstrap):
-    """The proxy (Kafka's coordinator semantics) or bare Tansu (its own coordinator)."""
+    """The proxy (Kafka's coordinator semantics) or the bare broker (its own coordinator)."""
     if where == "proxy":
         return request.getfixturevalue("kafka_cluster")
-    return BareTansu(kafka_bootstrap)
+    return BareBroker(kafka_bootstrap)
 
 
 def is_proxy(cluster) -> bool:
-    return not isinstance(cluster, BareTansu)
+    return not isinstance(cluster, BareBroker)
 
 
 @pytest.fixture
@@ -92,6 +99,7 @@ def generations(cluster, group: str) -> int:
     return len([e for e in cluster.model_events(group) if e.kind == "generation_completed"])
 
 
+@pytest.mark.broker_kinds("tansu")  # a check of the coordinator model
 @pytest.mark.parametrize("client", CLIENTS)
 def test_eager_group_forms_splits_and_takes_over_after_a_leave(client, kafka_cluster, topic_factory, group_id_factory,
                                                                peers):
@@ -109,6 +117,7 @@ def test_eager_group_forms_splits_and_takes_over_after_a_leave(client, kafka_clu
     assert a.errors() == [] or client == "confluent", a.errors()
 
 
+@pytest.mark.broker_kinds("tansu")  # a check of the coordinator model
 @pytest.mark.parametrize("client", CLIENTS)
 def test_cooperative_sticky_group_moves_only_what_changes_owner(client, kafka_cluster, topic_factory,
                                                                 group_id_factory, peers):
@@ -156,18 +165,34 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(client, 
 
 
 @on_bare_tansu_fails("broker-notes S9b/S9f: FENCED_INSTANCE_ID is never returned; the imposter joins as a new member")
-def test_duplicate_instance_id_is_fenced(client, cluster, topic_factory, group_id_factory, peers):
-    """KIP-345 fencing; broker-notes S9b/S9f: Tansu never returns FENCED_INSTANCE_ID."""
+def test_duplicate_instance_id_is_fenced(client, cluster, kafka_bootstrap, topic_factory, group_id_factory, peers):
+    """KIP-345 fencing; broker-notes S9b/S9f: Tansu never returns FENCED_INSTANCE_ID.
+
+    The members consume and commit what they consume, as a real application does: kafka-python's
+    heartbeat thread logs the FENCED_INSTANCE_ID a heartbeat gets and goes on, and only the next
+    OffsetCommit raises it to the application (from ``commit()``; Java's ``poll()`` would raise it
+    at once). Either counts as the first being told it was fenced.
+    """
+
+    def told_fenced(peer: Peer) -> bool:
+        return "FENCED_INSTANCE_ID" in peer.errors() or any(
+            e["name"] == "FencedInstanceIdError" for e in peer.of("commit_failed"))
+
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     boot = cluster.bootstrap_servers
-    first = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="dup", name="first")
-    peers.append(first)
-    wait_until(lambda: first.owned() == all_of(topic), 20, "the first to own every partition")
-    second = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="dup", name="second")
-    peers.append(second)
-    wait_until(lambda: "FENCED_INSTANCE_ID" in first.errors(), 20, f"the first to report it was fenced: {first}")
-    wait_until(lambda: second.owned() == all_of(topic), 20, f"the second to own every partition: {second}")
-    assert "FENCED_INSTANCE_ID" not in second.errors()
+    producer = ContinuousProducer(kafka_bootstrap, topic, PARTITIONS, interval_s=0.2).start()
+    try:
+        first = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="dup", name="first", commit=True)
+        peers.append(first)
+        wait_until(lambda: first.owned() == all_of(topic), 20, "the first to own every partition")
+        second = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="dup", name="second",
+                      commit=True)
+        peers.append(second)
+        wait_until(lambda: told_fenced(first), 20, f"the first to report it was fenced: {first}")
+        wait_until(lambda: second.owned() == all_of(topic), 20, f"the second to own every partition: {second}")
+        assert not told_fenced(second)
+    finally:
+        producer.close()
 
 
 @on_bare_tansu_fails("broker-notes S9c: a dead static member's partitions stay orphaned at the same generation")

@@ -2,10 +2,12 @@
 
 kgroup Consumers are the members; the coordinator is Apache Kafka's, modelled by the
 ``kafka_cluster`` proxy in front of the embedded broker. Each scenario also runs on the bare
-broker (``where="bare"``): there Tansu's own coordinator answers, and where it deviates from
-Kafka (``/work/shared/broker-notes.md``, row named in the mark) the plugin makes the bare run
-a strict xfail, so a Tansu that starts behaving like Kafka is noticed. Against Apache Kafka
-(``KGROUP_BOOTSTRAP_SERVERS``) every bare run must pass.
+broker (``where="bare"``), on Tansu and on Apache Kafka: on ``[tansu]`` Tansu's own coordinator
+answers, and where it deviates from Kafka (broker-notes.md, row named in the mark) the plugin
+makes the bare run a strict xfail, so a Tansu that starts behaving like Kafka is noticed; on
+``[apache-kafka]`` (and ``KGROUP_BOOTSTRAP_SERVERS``) Kafka's own coordinator answers and every
+bare run must pass. The proxy runs are Tansu's only (the model is the same whatever serves the
+data).
 
 What is checked, per docs/protocol.md and the Java client:
 
@@ -44,8 +46,10 @@ from kgroup import TopicPartition
 from kgroup.protocol.consumer_protocol import decode_assignment
 from kgroup.testing.coordinator._types import DescribeGroupsRequest
 
-from .harness import EventLog, RecordingListener, all_partitions, wait_until
+from .harness import BOTH, EventLog, RecordingListener, all_partitions, wait_until
 from .raw_client import RawClient
+
+pytestmark = BOTH
 
 ST = 6000  # session_timeout_ms: Kafka's minimum
 HB = 1000  # heartbeat_interval_ms
@@ -444,6 +448,7 @@ def test_duplicate_instance_id_fences_the_first_member_and_never_two_owners(
         assert [e.detail for e in events(cluster, group, "member_removed")] == ["fenced"]
 
 
+@pytest.mark.broker_kinds("tansu")  # the coordinator proxy's fault injection
 def test_fenced_offset_commit_raises_from_commit_names_the_instance_id_and_poisons(
     kafka_cluster, topic_factory, group_id_factory, consumers
 ):
