@@ -1,11 +1,17 @@
 """Test support for kgroup: a real Kafka-protocol broker for integration tests.
 
 :func:`start_broker` returns a :class:`BrokerHandle` for an external cluster
-(``KGROUP_BOOTSTRAP_SERVERS``), a testcontainers Apache Kafka, or the embedded Tansu
-broker, in that order of preference; :func:`create_topic` and :func:`produce` are small
-admin helpers built on kafka-python. The pytest plugin ``kgroup.testing.pytest_plugin``
-(registered as the ``kgroup`` pytest11 entry point) provides the ``kafka_broker``,
-``kafka_bootstrap``, ``topic_factory``, ``group_id_factory`` and ``kafka_cluster`` fixtures.
+(``KGROUP_BOOTSTRAP_SERVERS``), the kind named by ``KGROUP_BROKER`` or ``kind=``, a
+testcontainers Apache Kafka, or the embedded Tansu broker, in that order of preference. One kind,
+``"apache-kafka"``, is chosen only by name: Apache Kafka's own broker
+(:data:`kgroup.testing.apache_kafka.KAFKA_VERSION`, KRaft) run as JVM child processes from jars
+that ``python -m kgroup.testing.apache_kafka fetch`` resolves from Maven Central once, one node
+or three, whose handle can restart, kill, stop and start nodes (:mod:`kgroup.testing.apache_kafka`).
+:func:`create_topic` and :func:`produce` are small admin helpers built on kafka-python. The pytest
+plugin ``kgroup.testing.pytest_plugin`` (registered as the ``kgroup`` pytest11 entry point)
+provides the ``kafka_broker``, ``kafka_bootstrap``, ``topic_factory``, ``group_id_factory`` and
+``kafka_cluster`` fixtures, and the ``broker_kinds("tansu", "apache-kafka")`` mark that runs a
+test once per broker kind.
 
 :class:`CoordinatorProxy` puts a faithful model of Apache Kafka's classic group coordinator
 (:mod:`kgroup.testing.coordinator`) in front of the real broker: clients talk to the proxy, which
