@@ -229,7 +229,8 @@ class ConsumerConfig:
         if self.heartbeat_interval_ms * 3 > self.session_timeout_ms:
             warnings.warn(
                 f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) is above a third of "
-                f"session_timeout_ms ({self.session_timeout_ms}); seed 000 recommends at most a third",
+                f"session_timeout_ms ({self.session_timeout_ms}); the Kafka documentation "
+                "(heartbeat.interval.ms) recommends at most a third",
                 stacklevel=3,
             )
         if not self.assignors:

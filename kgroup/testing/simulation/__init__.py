@@ -8,7 +8,9 @@ record fetcher (in-memory partition logs) and the runtime (a mailbox that blocks
 deterministic scheduler, and the group thread's ``step`` pumped by it instead of an OS thread).
 Time is virtual and every choice comes from the seed, so a run replays exactly.
 
-Use ``run_seed(seed)`` for one run, ``campaign(seeds)`` for many, or the command line::
+To test your own listener and commit logic against a simulated group, use
+:class:`SimulatedGroup` (``examples/simulated_group.py``). To check kgroup itself, use
+``run_seed(seed)`` for one run, ``campaign(seeds)`` for many, or the command line::
 
     python -m kgroup.testing.simulation --seeds 2000          # a campaign
     python -m kgroup.testing.simulation --seed 1234 --trace   # replay one seed with its trace
@@ -18,6 +20,7 @@ against a simulated group are in ``docs/simulation.md``.
 """
 
 from kgroup.testing.simulation._campaign import CampaignResult, campaign, replay_command
+from kgroup.testing.simulation._group import App, SimulatedGroup
 from kgroup.testing.simulation._invariants import Checker, Violation
 from kgroup.testing.simulation._run import (
     MemberSpec,
@@ -31,11 +34,13 @@ from kgroup.testing.simulation._run import (
 )
 
 __all__ = [
+    "App",
     "CampaignResult",
     "Checker",
     "MemberSpec",
     "RunResult",
     "Scenario",
+    "SimulatedGroup",
     "Simulation",
     "Violation",
     "campaign",

@@ -28,7 +28,6 @@ import attrs
 
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
-    SendFindCoordinator,
     SendHeartbeat,
     SendJoinGroup,
     SendLeaveGroup,
@@ -101,10 +100,8 @@ class _Pending:
 class Connection:
     """A member's coordinator connection: FIFO, one request at a time at the broker (muting)."""
 
-    _ids = itertools.count(1)
-
     def __init__(self, cluster: SimCluster, owner: str) -> None:
-        self.id = next(self._ids)
+        self.id = next(cluster.connection_ids)
         self._cluster = cluster
         self.owner = owner
         self._queue: list[_Pending] = []
@@ -228,6 +225,7 @@ class SimCluster:
         self.on_commit: Callable[[str, mt.OffsetCommitRequest, mt.OffsetCommitResponse], None] | None = None
         self.on_sync: Callable[[str, int, str, bytes], None] | None = None
         self.faults_injected = 0
+        self.connection_ids = itertools.count(1)
         scheduler.pumps.append(self)
 
     # ------------------------------------------------------------------ the model's timers
