@@ -161,7 +161,7 @@ def scenario_for(seed: int) -> Scenario:
         max_poll_interval_ms=max_poll,
         metadata_max_age_ms=metadata_max_age,
         rebalance_delay_ms=rng.choice((0, 0, 3000)),
-        produce_every_s=rng.choice((0.01, 0.05, 0.2)),
+        produce_every_s=rng.choice((0.02, 0.05, 0.2)),
         fault_end_s=fault_end,
         quiet_s=liveness_bound_s(session, max_poll, metadata_max_age),
         profile=profile,
@@ -568,11 +568,15 @@ class Simulation:
         group = self.cluster.model._groups.get(GROUP_ID)
         if group is not None:
             owners: dict[TopicPartition, str] = {}
+            members, generation_id = group.members, group.generation_id
             for inc in self._live():
-                meta = inc.consumer.group_metadata()
-                if meta.member_id not in group.members or meta.generation_id != group.generation_id:
+                thread = inc.consumer._group
+                if thread is None:
                     continue
-                self.checker.member_is(meta.member_id, inc.name)
+                generation = thread.snapshot.generation
+                if generation.member_id not in members or generation.generation_id != generation_id:
+                    continue
+                self.checker.member_is(generation.member_id, inc.name)
                 for tp in inc.consumer.assignment():
                     other = owners.get(tp)
                     if other is not None:

@@ -314,8 +314,11 @@ class SimFetcher:
         self._woken = False
         self._rotate = 0
         self.mailbox: Mailbox | None = None
+        self._fetchable_key: object = None
+        self._fetchable_cache: list[TopicPartition] = []
 
     def assign(self, partitions: frozenset[TopicPartition]) -> None:
+        self._fetchable_key = None
         self._assigned = frozenset(partitions)
         self._positions = {tp: p for tp, p in self._positions.items() if tp in partitions}
         self._paused &= set(partitions)
@@ -337,15 +340,22 @@ class SimFetcher:
 
     def pause(self, tp: TopicPartition) -> None:
         self._paused.add(tp)
+        self._fetchable_key = None
 
     def resume(self, tp: TopicPartition) -> None:
         self._paused.discard(tp)
+        self._fetchable_key = None
 
     def paused(self) -> frozenset[TopicPartition]:
         return frozenset(self._paused)
 
     def _fetchable(self) -> list[TopicPartition]:
-        return sorted(tp for tp in self._assigned if tp not in self._paused and tp in self._positions)
+        key = (self._assigned, len(self._positions), len(self._paused))
+        if key != self._fetchable_key:
+            positions, paused = self._positions, self._paused
+            self._fetchable_cache = sorted(tp for tp in self._assigned if tp not in paused and tp in positions)
+            self._fetchable_key = key
+        return self._fetchable_cache
 
     def _available(self) -> bool:
         log_end = self._cluster.log_end
