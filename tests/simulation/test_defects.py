@@ -316,3 +316,49 @@ def test_s3_s4_a_commit_error_of_an_older_generation_while_rejoining_is_retriabl
     error = _client(current).error_for(Api.OFFSET_COMMIT, code, old)
     assert type(error).__name__ in ("FencedInstanceIdError", "CommitFailedError")
     assert len(current.posted) == 1  # the group thread resets or poisons
+
+
+# ------------------------------------------------------------------------------ D5, D10b
+@pytest.mark.parametrize("code", [-1, 69, 9999])
+def test_d5_an_unexpected_commit_error_fails_that_commit_only(code):
+    """Java OffsetCommitResponseHandler, final else: "Unexpected error in commit"; before the
+    fix the consumer was poisoned (FatalGroupError, partitions lost)."""
+    port = _Port(Generation(4, "m-2", "range"), kgroup.MemberState.STABLE)
+    error = _client(port).error_for(Api.OFFSET_COMMIT, code, port.snapshot.generation)
+    assert type(error) is kgroup.BrokerError
+    assert "unexpected" in str(error)
+    assert port.posted == []  # the group thread is not told: nothing is reset or poisoned
+
+
+def test_d10b_fetch_errors_are_kgroup_errors():
+    """kafka-python's Fetcher errors escaped poll() as kafka.errors.*; now kgroup's types."""
+    import kafka.errors as kerrors
+
+    from kgroup._io.kafka_python import KafkaFetcher
+
+    fetcher = KafkaFetcher.__new__(KafkaFetcher)
+
+    class _Failing:
+        def reset_offsets_if_needed(self) -> None:
+            return None
+
+        def fetch_records(self, *args, **kwargs):
+            raise self.error
+
+    fetcher._subscription = type("S", (), {"assignment": {"x": 1}})()
+    fetcher._fetcher = _Failing()
+    fetcher._fetcher.error = kerrors.OffsetOutOfRangeError({kafka_tp("t", 3): 10})
+    with pytest.raises(kgroup.OffsetOutOfRangeError) as raised:
+        fetcher.fetch(10, 0)
+    assert raised.value.topic_partition == TopicPartition("t", 3)
+    for error in (kerrors.CorruptRecordError("crc"), kerrors.TopicAuthorizationFailedError({"t"}),
+                  kerrors.MessageSizeTooLargeError("big")):
+        fetcher._fetcher.error = error
+        with pytest.raises(kgroup.FetchError):
+            fetcher.fetch(10, 0)
+
+
+def kafka_tp(topic: str, partition: int):
+    from kafka.structs import TopicPartition as KafkaTopicPartition
+
+    return KafkaTopicPartition(topic, partition)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kgroup.assignors.base import MemberSubscription
-from kgroup.errors import MalformedMetadata
+from kgroup.errors import KGroupError, MalformedMetadata
 from kgroup.membership import MemberState
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
@@ -360,3 +360,57 @@ def test_sync_malformed_assignment_rejoin_waits_for_backoff():
     assert kinds(cmds) == [Notify]
     assert of_kind(t.tick(m, t.now + 0.07), SendJoinGroup) == []
     assert len(of_kind(t.tick(m, t.now + 0.13), SendJoinGroup)) == 1
+
+
+# --------------------------------------------------------------------------- D8, D9 (correctness review)
+
+
+def test_assignment_naming_a_topic_unsubscribed_during_the_join_is_not_applied():
+    """Java onJoinComplete: an assignment that does not match the subscription is ignored and
+    the member rejoins; no callback runs for the unsubscribed topic (before: applied and
+    announced, and its records delivered)."""
+    t = Script()
+    m = _joining_with_member_id(t, frozenset({"a", "b"}))
+    cmds = t.handle(m, t.join_response(leader="the-leader"))
+    only(cmds, SendSyncGroup)
+    t.handle(m, ev.Subscribe(frozenset({"a"})))  # changed while the round runs
+    cmds = t.handle(m, t.sync_response([tp("a", 0), tp("b", 0)]))
+    assert of_kind(cmds, DeliverStep) == []
+    assert m.owned == frozenset()
+    joins = of_kind(cmds + t.tick(m, t.now + 1.0), SendJoinGroup)
+    assert len(joins) == 1
+    assert decode_subscription(joins[0].protocols[0][1]).topics == ("a",)
+
+
+def test_a_failed_leader_assignment_keeps_the_generation_and_loses_nothing():
+    """D9: the assignor raising (or its metadata failing) aborts the round, but a cooperative
+    member keeps its generation and its partitions: nothing is reported lost."""
+    t = Script(assignors=("cooperative-sticky",))
+    m = _joining_with_member_id(t)
+    t.join_and_sync(m, [tp("a", 0), tp("a", 1)])
+    t.handle(m, t.step_completed())
+    assert m.state is MemberState.STABLE
+    only(t.handle(m, ev.RequestRejoin("test")), SendJoinGroup)
+    cmds = t.handle(m, t.join_response(generation_id=2))
+    request = only(cmds, ComputeAssignment)
+    cmds = t.handle(m, ev.AssignmentFailed(request.request_id, KGroupError("metadata timed out")))
+    assert of_kind(cmds, DeliverStep) == []
+    assert only(cmds, Notify).error.args == ("metadata timed out",)
+    assert m.generation.generation_id == 2
+    assert m.owned == frozenset({tp("a", 0), tp("a", 1)})
+    later = t.tick(m, t.now + 5.0)
+    assert of_kind(later, DeliverStep) == []
+    join = only(later, SendJoinGroup)
+    owned = decode_subscription(join.protocols[0][1]).owned_partitions
+    assert set(owned) == {tp("a", 0), tp("a", 1)}
+
+
+def test_join_and_leave_reasons_are_cut_to_255_characters():
+    """D7: Java JoinGroupRequest.maybeTruncateReason; Kafka rejects strings over 32,767 bytes."""
+    topics = frozenset(f"topic-{i:05d}" for i in range(2000))
+    t = Script()
+    m = t.machine()
+    t.handle(m, ev.Subscribe(topics))
+    join = only(t.handle(m, t.coordinator_found()), SendJoinGroup)
+    assert len(join.reason) == 255
+    assert join.reason.startswith("subscription changed to [")
