@@ -172,6 +172,7 @@ class Consumer:
         self._next_auto_commit = float("inf")
         self._auto_commit: concurrent.futures.Future[None] | None = None
         self._position_lookup: _PositionLookup | None = None
+        self._missing_topics: frozenset[str] = frozenset()
         #: while close() runs: the deadline its revoke-step commit must respect (clock seconds)
         self._close_deadline: float | None = None
         self._rng = random.Random()
@@ -317,6 +318,7 @@ class Consumer:
                     self._config.max_poll_records, min(remaining_ms, self._runtime.fetch_slice_ms)
                 )
             parts.hold(records)
+            self._check_missing_topics()
             try:
                 records = self._drain_mailbox(records)
             finally:
@@ -335,6 +337,15 @@ class Consumer:
             elif parts.fetcher.idle():
                 # nothing in flight to wait on (no leader known yet, a reset pending): back off
                 self._mailbox.wait(min(deadline - now, self._config.retry_backoff_ms / 1000))
+
+    def _check_missing_topics(self) -> None:
+        """Tell the group thread once when an assigned topic disappears from metadata (S5)."""
+        assert self._parts is not None
+        missing = self._parts.fetcher.missing_topics()
+        if missing and missing != self._missing_topics:
+            assert self._group is not None
+            self._group.metadata_stale()
+        self._missing_topics = missing
 
     def _signal_polled(self, *, force: bool = False) -> None:
         now = self._clock.monotonic()

@@ -351,7 +351,7 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
     Api.OFFSET_COMMIT: {
         NONE: D.OK,
         COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
-        UNKNOWN_TOPIC_OR_PARTITION: D.RETRY,
+        UNKNOWN_TOPIC_OR_PARTITION: D.RAISE,  # Java: "Topic or Partition ... does not exist"
         **_COORDINATOR_MOVED,
         REQUEST_TIMED_OUT: D.REDISCOVER,
         REBALANCE_IN_PROGRESS: D.REJOIN,

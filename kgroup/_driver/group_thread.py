@@ -53,6 +53,7 @@ __all__ = ["GroupThread"]
 log = logging.getLogger(__name__)
 
 _STOP = object()
+_STALE = object()
 _MetadataFuture = concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]
 
 
@@ -87,6 +88,11 @@ class _MetadataCache:
         if not topics <= set(result):
             return age_ms < self._config.retry_backoff_max_ms
         return age_ms < self._config.metadata_max_age_ms
+
+    def invalidate(self) -> None:
+        """Forget the cached value: the next ``due``/``get`` asks the cluster."""
+        with self._lock:
+            self._value = None
 
     def due(self, topics: frozenset[str]) -> bool:
         """True when nothing fresh covers ``topics`` and no request for them is in flight."""
@@ -227,6 +233,14 @@ class GroupThread:
         """Clock seconds at which ``step(None)`` has timer work (heartbeat, session, watchdog)."""
         return self._machine.next_deadline(self._clock.monotonic())
 
+    def metadata_stale(self) -> None:
+        """Fetching found a topic deleted: refresh metadata now, not at ``metadata_max_age_ms`` (any thread).
+
+        Java's Fetcher requests a metadata update on UNKNOWN_TOPIC_OR_PARTITION; the leader then
+        sees the changed group subscription metadata and rejoins.
+        """
+        self._inbox.put(_STALE)
+
     def has_pending(self) -> bool:
         """True when items were posted and not yet stepped."""
         return not self._inbox.empty()
@@ -265,6 +279,8 @@ class GroupThread:
                 self._on_metadata_refreshed(item)
             elif isinstance(item, _Snapshot):
                 self._on_snapshot(item)
+            elif item is _STALE:
+                self._metadata.invalidate()
             elif item is not None:
                 commands += machine.handle(item, self._clock.monotonic())  # type: ignore[arg-type]
             if machine.state is not MemberState.FATAL:

@@ -975,6 +975,13 @@ class KafkaFetcher:
         """Interrupt a blocked ``fetch`` (any thread)."""
         self._net.wakeup()
 
+    def missing_topics(self) -> frozenset[str]:
+        """Assigned topics kafka-python's cluster metadata does not know (after its refresh)."""
+        if self._cluster._last_successful_refresh_ms <= 0:
+            return frozenset()  # no metadata yet: nothing is known missing
+        known = self._cluster.topics()
+        return frozenset(tp.topic for tp in self._subscription.assigned_partitions() if tp.topic not in known)
+
 
 # import aiokafka's C decoder (if installed) with this module, not when the first consumer starts
 KafkaFetcher._load_batch_decoder()

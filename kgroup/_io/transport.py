@@ -176,6 +176,14 @@ class RecordFetcher(Protocol):
         """Interrupt a blocked ``fetch`` (any thread)."""
         ...
 
+    def missing_topics(self) -> frozenset[str]:
+        """Topics of assigned partitions that cluster metadata no longer knows (deleted).
+
+        Fetch errors such as UNKNOWN_TOPIC_OR_PARTITION make the client refresh its metadata;
+        a topic still missing then was deleted (Java's Fetcher: ``metadata.requestUpdate``).
+        """
+        ...
+
 
 class Transport(Protocol):
     """The network port of the group thread and the poll thread."""

@@ -362,3 +362,24 @@ def kafka_tp(topic: str, partition: int):
     from kafka.structs import TopicPartition as KafkaTopicPartition
 
     return KafkaTopicPartition(topic, partition)
+
+
+# ------------------------------------------------------------------------------ S5
+def test_s5_a_deleted_topic_is_noticed_at_once_not_after_metadata_max_age():
+    """Java's Fetcher requests a metadata update on UNKNOWN_TOPIC_OR_PARTITION and the leader
+    rejoins; before the fix kgroup's leader waited for metadata_max_age_ms (here 5 minutes)."""
+    group = SimulatedGroup({"a": 2, "b": 2}, seed=10)
+    group.produce("a", 20)
+    group.produce("b", 20)
+    members = [group.add_member(n, _consume(["a", "b"]), metadata_max_age_ms=300000, **FAST) for n in "xy"]
+    _stable(group, *members, partitions=4)
+    group.run_for(2.0)
+    group.cluster.delete_topic("b")
+    deleted_at = group.now
+    assert group.run_until(
+        lambda: all(tp.topic == "a" for m in members for tp in m.assignment())
+        and sum(len(m.assignment()) for m in members) == 2,
+        timeout_s=20.0,
+    )
+    assert group.now - deleted_at < 10.0
+    group.check()

@@ -62,7 +62,7 @@ def test_scenarios_cover_the_workloads_and_faults() -> None:
     kinds = {fault.kind for s in scenarios for fault in s.faults}
     assert kinds >= {
         "crash", "restart", "close", "slow", "zombie", "move", "coordinator_restart", "black_hole",
-        "disconnect", "subscribe", "add_partitions", "wakeup", "commit_burst",
+        "disconnect", "subscribe", "add_partitions", "wakeup", "commit_burst", "delete_topic",
     }
     assert {m.commit_mode for s in scenarios for m in s.members} == {"auto", "sync", "async", "mixed"}
     assert {m.assignors for s in scenarios for m in s.members} >= set(sim_run.ASSIGNOR_LISTS)

@@ -216,7 +216,10 @@ class SimCluster:
         }
         ids = itertools.count(1)
         self.model = GroupCoordinatorModel(
-            coordinator_config, clock=self.clock, member_id_factory=lambda prefix: f"{prefix}-{next(ids)}"
+            coordinator_config,
+            clock=self.clock,
+            partition_exists=lambda topic, partition: TopicPartition(topic, partition) in self.log_end,
+            member_id_factory=lambda prefix: f"{prefix}-{next(ids)}",
         )
         self.coordinator_node = 1
         self.faults = FaultProfile()
@@ -269,6 +272,12 @@ class SimCluster:
         """Append ``count`` records to ``tp``."""
         if tp in self.log_end:
             self.log_end[tp] += count
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete ``topic``: its partitions and records are gone (Kafka ``DeleteTopics``)."""
+        self.topics.pop(topic, None)
+        for tp in [tp for tp in self.log_end if tp.topic == topic]:
+            del self.log_end[tp]
 
     def add_partitions(self, topic: str, total: int) -> None:
         """Grow ``topic`` to ``total`` partitions (Kafka ``CreatePartitions``)."""

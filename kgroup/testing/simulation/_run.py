@@ -139,7 +139,7 @@ def scenario_for(seed: int) -> Scenario:
     )
     kinds = (
         "crash", "restart", "close", "slow", "zombie", "move", "coordinator_restart", "black_hole",
-        "disconnect", "subscribe", "add_partitions", "wakeup", "commit_burst",
+        "disconnect", "subscribe", "add_partitions", "wakeup", "commit_burst", "delete_topic",
     )
     faults = []
     for _ in range(rng.randint(2, 8)):
@@ -480,6 +480,10 @@ class Simulation:
             topic, _ = self.scenario.topics[0]
             cluster.add_partitions(topic, cluster.topics[topic] + 1)
             self._added_at[TopicPartition(topic, cluster.topics[topic] - 1)] = self.scheduler.now
+        elif kind == "delete_topic" and len(cluster.topics) > 1:
+            topic = sorted(cluster.topics)[-1]
+            cluster.delete_topic(topic)
+            self.trace(f"topic {topic} deleted")
         elif kind == "wakeup" and inc is not None and inc.alive:
             inc.consumer.wakeup()
         elif kind == "commit_burst" and inc is not None and inc.alive:

@@ -397,5 +397,9 @@ class SimFetcher:
     def idle(self) -> bool:
         return False
 
+    def missing_topics(self) -> frozenset[str]:
+        topics = self._cluster.topics
+        return frozenset(tp.topic for tp in self._assigned if tp.topic not in topics)
+
     def wakeup(self) -> None:
         self._woken = True
