@@ -2,9 +2,10 @@
 
 kgroup ``Consumer`` members and Java ``org.apache.kafka.clients.consumer.KafkaConsumer``
 members (``tests/peers/JavaPeer.java``, ``group.protocol=classic``; kafka-python and
-confluent-kafka members too, as third members) in one group on an Apache Kafka 4.4.0 KRaft
-broker started for this module (``kgroup.testing.start_broker(kind="apache-kafka")`` with
-``group.initial.rebalance.delay.ms=0``). The clients talk to the broker directly: the
+confluent-kafka members too, as third members) in one group on the session's Apache Kafka
+4.4.0 KRaft broker (``kafka_brokers.get("apache-kafka")``, Kafka's default settings: an empty
+group's first join waits ``group.initial.rebalance.delay.ms`` 3 s). The clients talk to the
+broker directly: the
 coordinator is Kafka's ``GroupCoordinator`` for classic groups, no model in between. Whether a
 group has settled is read with DescribeGroups (Java ``Admin.describeConsumerGroups``; here
 ``kgroup.admin.GroupAdmin``): Stable, exactly the expected members (by ``client.id``), each
@@ -53,7 +54,8 @@ from typing import Any
 import pytest
 
 from kgroup.admin import AdminError, GroupAdmin
-from kgroup.testing import BrokerHandle, apache_kafka, create_topic, start_broker
+from kgroup.testing import BrokerHandle, create_topic
+from kgroup.testing.pytest_plugin import BrokerPool
 from kgroup.types import RebalanceProtocol
 from tests.integration.groupcheck import (
     ContinuousProducer,
@@ -85,19 +87,10 @@ JOIN_LOG = re.compile(r"joined generation (\d+) as '([^']*)' \((leader|follower)
 
 
 @pytest.fixture(scope="module")
-def apache_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerHandle]:
-    """Apache Kafka 4.4.0, one KRaft node, for this module; skip (or fail) when unavailable."""
-    apache_kafka.skip_if_unavailable()
-    handle = start_broker(
-        kind="apache-kafka",
-        overrides={"group.initial.rebalance.delay.ms": 0},
-        log_dir=tmp_path_factory.mktemp("apache-kafka-java-interop"),
-        startup_timeout_s=120,
-    )
-    try:
-        yield handle
-    finally:
-        handle.stop()
+def apache_broker(kafka_brokers: BrokerPool) -> BrokerHandle:
+    """The session's Apache Kafka 4.4.0 broker (kgroup's pytest plugin starts it on first use;
+    skip, or fail with ``KGROUP_REQUIRE_APACHE_KAFKA=1``, when Java or the jars are missing)."""
+    return kafka_brokers.get("apache-kafka")
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +64,9 @@ def connector() -> str:
 
 
 @pytest.fixture(scope="module")
-def apache_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from kgroup.testing import apache_kafka, start_broker
-
-    apache_kafka.skip_if_unavailable()
-    handle = start_broker(kind="apache-kafka", log_dir=tmp_path_factory.mktemp("apache-kafka-spark"),
-                          startup_timeout_s=120)
-    try:
-        yield handle.bootstrap_servers
-    finally:
-        handle.stop()
+def apache_bootstrap(kafka_brokers: Any) -> str:
+    """The session's Apache Kafka broker (kgroup's pytest plugin; skip or fail when unavailable)."""
+    return kafka_brokers.get("apache-kafka").bootstrap_servers
 
 
 def produce_rows(bootstrap: str, topic: str) -> set[tuple[Any, ...]]:
@@ -97,7 +89,7 @@ def produce_rows(bootstrap: str, topic: str) -> set[tuple[Any, ...]]:
         producer.close(5)
 
 
-def test_kgroup_and_spark_kafka_source_read_the_same_rows(connector, apache_bootstrap, tmp_path):
+def test_kgroup_and_spark_kafka_source_read_the_same_rows(apache_bootstrap, connector, tmp_path):
     topic = f"t-spark-kafka-{uuid.uuid4().hex[:10]}"
     from kgroup.testing import create_topic
 
