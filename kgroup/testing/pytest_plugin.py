@@ -8,7 +8,8 @@ files, and the time the tests spent on each kind, are printed in the terminal su
 
 Broker kinds per test
 ---------------------
-A test (or module, ``pytestmark``; a test's own mark wins over its module's) marked
+A test (or module, ``pytestmark``; a test's own mark wins over its module's, and a parameter's,
+``pytest.param(..., marks=pytest.mark.broker_kinds("tansu"))``, over both) marked
 ``broker_kinds("tansu", "apache-kafka")`` runs once per kind named, with ids ``[tansu]`` and
 ``[apache-kafka]``: its ``kafka_broker``,
 ``kafka_bootstrap``, ``kafka_cluster`` and ``topic_factory`` are that kind's (``broker_kind``
@@ -232,19 +233,35 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("broker_kind", kinds, indirect=True, scope="session", ids=kinds)
 
 
-def _item_kind(item: pytest.Item) -> str:
+def _item_kind(item: pytest.Item, default: str) -> str:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "broker_kind" in callspec.params:
         return str(callspec.params["broker_kind"])
-    return _default_kind()
+    return default
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``tansu_deviation(reason)`` tests that run on the embedded Tansu become strict xfails."""
+    """Deselect variants their parameter's ``broker_kinds`` mark leaves out; mark ``tansu_deviation``.
+
+    A ``tansu_deviation(reason)`` test that runs on the embedded Tansu becomes a strict xfail.
+    """
     kinds: dict[str, str] = {}
+    default = _default_kind()  # once: it may ping a Docker engine
+    kept: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        closest = item.get_closest_marker("broker_kinds")  # a parameter's mark comes first
+        if callspec is not None and "broker_kind" in callspec.params and closest is not None:
+            (kept if callspec.params["broker_kind"] in closest.args else deselected).append(item)
+        else:
+            kept.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
     for item in items:
         fixturenames = getattr(item, "fixturenames", ())
-        kind = _item_kind(item) if "broker_kind" in fixturenames else _NO_BROKER
+        kind = _item_kind(item, default) if "broker_kind" in fixturenames else _NO_BROKER
         kinds[item.nodeid] = kind
         marker = item.get_closest_marker("tansu_deviation")
         if marker is None:
@@ -252,7 +269,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
         if not reason:
             raise pytest.UsageError(f"{item.nodeid}: tansu_deviation needs a reason naming the deviation")
-        if _item_kind(item) == "tansu":
+        if _item_kind(item, default) == "tansu":
             item.add_marker(pytest.mark.xfail(reason=f"Tansu deviates: {reason}", strict=True))
     config.stash[_KIND_OF_ITEM_KEY] = kinds
 

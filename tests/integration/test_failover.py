@@ -69,7 +69,7 @@ RESTART_BOUND_S = ST / 1000 + 15.0
 #: after a broker restart; kafka-python's own KafkaConsumer hands such records out within a second.
 CONSUME_LAG_BOUND_S = 10.0
 #: How long the producer and the members get, in all, to be writing and consuming again.
-RECOVERY_S = 120.0
+RECOVERY_S = 60.0
 
 
 # --------------------------------------------------------------------------- the pieces

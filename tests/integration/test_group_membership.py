@@ -383,6 +383,7 @@ class _Exploding(kgroup.RebalanceListener):
         raise KeyError("boom in on_partitions_assigned")
 
 
+@pytest.mark.broker_kinds("tansu")  # the client alone: the coordinator plays no part
 def test_listener_exception_surfaces_from_poll_and_rebalance_completes(
     bootstrap, topic_factory, group_id_factory
 ):
@@ -503,6 +504,7 @@ class _ClosesInCallback(kgroup.RebalanceListener):
             self.raised.append(exc)
 
 
+@pytest.mark.broker_kinds("tansu")  # the client alone: the coordinator plays no part
 def test_close_inside_callback_raises_instead_of_deadlocking(bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(1)
     consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id_factory(),
