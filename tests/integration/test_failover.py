@@ -309,7 +309,7 @@ def create_replicated_topic(bootstrap: str, name: str, replicas: int) -> None:
 
 
 class Scenario:
-    """A topic, the producer, two workers and the monitor on one cluster; ``fault()`` in the middle."""
+    """A topic, the producer, two workers and the monitor on one cluster; the test brings the fault."""
 
     def __init__(self, broker: BrokerHandle, topic: str, group: str) -> None:
         self.broker = broker
