@@ -137,7 +137,7 @@ def select_protocol(assignors: tuple[Assignor, ...]) -> RebalanceProtocol:
 class ConsumerConfig:
     """Configuration of a ``kgroup.Consumer`` (names and defaults of Java's ConsumerConfig).
 
-    Group membership (seed 000 "Liveness and safety", seed 001, KIP-62, KIP-345):
+    Group membership (the Kafka documentation's consumer configs, KIP-62, KIP-345):
         group_id: the consumer group (required).
         group_instance_id: a static member's stable id (KIP-345), or None for a dynamic member.
         session_timeout_ms: the coordinator evicts a member silent this long (45000).

@@ -14,7 +14,7 @@ Rules:
    Java, so heartbeats never queue behind fetches.
 4. Records are fetched by kafka-python's ``Fetcher`` over a ``SubscriptionState`` in manual
    assignment mode: kgroup decides what is assigned (``KafkaFetcher.assign``); records of a
-   partition not assigned any more are never handed out (acquiesce, seed 001).
+   partition not assigned any more are never handed out (acquiesce, the classic protocol's first rebalance step).
 """
 
 from __future__ import annotations
@@ -609,7 +609,7 @@ class KafkaPythonTransport:
         """OffsetFetch with ``topics=null``: every partition ``group_id`` committed.
 
         Sent at v8+ only (``min_version=8``; the connection negotiates the rest): Tansu answers
-        the all-topics form malformed before v8 (broker-notes S10b), and Kafka 3.0+ speaks v8.
+        the all-topics form malformed before v8 (the embedded Tansu broker, docs/testing.md), and Kafka 3.0+ speaks v8.
         Partitions never committed are absent; the top-level error is the group's.
 
         A coordinator without v8 yields ``OffsetFetchResult(35, {})`` (UNSUPPORTED_VERSION).
@@ -721,7 +721,7 @@ class KafkaFetcher:
 
     Used only from the poll thread (kafka-python's own IO thread fills its buffers).
 
-    The consume hot path (issue 7): kafka-python's Fetcher still sends the fetches, checks
+    The consume hot path: kafka-python's Fetcher still sends the fetches, checks
     positions and handles errors, but the records of a fetched partition are decoded by
     ``_PartitionRecords`` a whole batch at a time straight into kgroup ``ConsumerRecord``s,
     instead of one generator step, one kafka-python record and one kafka-python

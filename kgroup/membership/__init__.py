@@ -1,7 +1,7 @@
 """The sans-IO membership core: the client half of Kafka's classic group protocol.
 
 ``GroupMachine`` takes events and ``now`` and returns commands; it does no IO, reads no
-clock and starts no thread (h11's shape, design.md 2.1). It is the semi-public low-level API:
+clock and starts no thread (h11's sans-IO shape). It is the semi-public low-level API:
 ``kgroup.Consumer`` drives it from one group thread.
 """
 

@@ -66,7 +66,7 @@ class DeliverStep:
 
 @attrs.frozen
 class SendFindCoordinator:
-    """FindCoordinator for the group (seed 001 "Find the group coordinator")."""
+    """FindCoordinator for the group (Kafka protocol guide: FindCoordinator)."""
 
     request_id: int
     timeout_ms: int

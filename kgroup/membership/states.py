@@ -1,4 +1,4 @@
-"""Member states of the membership machine (design.md 2.3).
+"""Member states of the membership machine (docs/protocol.md).
 
 | state       | meaning                                         | heartbeats          |
 |-------------|-------------------------------------------------|---------------------|
@@ -22,7 +22,7 @@ __all__ = ["HEARTBEAT_STATES", "MemberState"]
 
 
 class MemberState(enum.Enum):
-    """Where a member stands in the join/sync cycle (seed 001's steps)."""
+    """Where a member stands in the join/sync cycle (the classic protocol's join and sync steps)."""
 
     UNJOINED = "unjoined"
     PREPARING = "preparing"
