@@ -30,6 +30,7 @@ SUMMARY = re.compile(
 )
 
 
+@pytest.mark.timeout(900)
 def test_ci_seed_budget_finds_no_violation(capsys: pytest.CaptureFixture[str]) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "kgroup.testing.simulation", "--seeds", str(CI_SEEDS)],
