@@ -933,6 +933,12 @@ class KafkaFetcher:
             return []
         try:
             self._fetcher.reset_offsets_if_needed()
+            # KIP-320: positions whose leader epoch moved (a broker restart, a new leader) are
+            # validated with OffsetForLeaderEpoch before fetching resumes; without this kafka-python
+            # leaves them awaiting validation and the partitions are never fetched again (as
+            # kafka-python's own KafkaConsumer.poll does; a truncation raises from here)
+            self._fetcher.maybe_validate_positions()
+            self._fetcher.validate_offsets_if_needed()
             drained, self._idle = self._fetcher.fetch_records(
                 max_records, update_offsets=True, timeout_ms=timeout_ms
             )

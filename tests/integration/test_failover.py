@@ -414,20 +414,6 @@ class Scenario:
 # --------------------------------------------------------------------------- the tests
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "kafka-python 3.0.12's network client does not come back after the only broker restarts "
-        "(connection refused while it is down, then no reconnect): kafka-python's own "
-        "KafkaProducer in this test stalls the same way as kgroup's members, which use that "
-        "client; the fix belongs in the adapter's reconnect handling (next session). And once "
-        "the client is back, kgroup's fetcher still stays idle: the restart bumps the partitions' "
-        "leader epoch, kafka-python marks their positions awaiting validation (KIP-320), and the "
-        "adapter's KafkaFetcher.fetch calls reset_offsets_if_needed() but never kafka-python's "
-        "maybe_validate_positions()/validate_offsets_if_needed() (KafkaConsumer.poll does), so "
-        "the partitions never become fetchable again"
-    ),
-)
 def test_single_broker_restart_keeps_records_and_commits_and_members_resume(
     jvm_kafka: None, tmp_path: Path, topic_name: str, group_id_factory
 ) -> None:
