@@ -342,6 +342,12 @@ def test_d10b_fetch_errors_are_kgroup_errors():
         def reset_offsets_if_needed(self) -> None:
             return None
 
+        def maybe_validate_positions(self) -> None:
+            return None
+
+        def validate_offsets_if_needed(self) -> None:
+            return None
+
         def fetch_records(self, *args, **kwargs):
             raise self.error
 
