@@ -36,7 +36,7 @@ def instance_id_from_env(variable: str = "HOSTNAME", *, environ: Mapping[str, st
     """Read a static member's ``group_instance_id`` from the environment.
 
     Kubernetes sets ``HOSTNAME`` to the pod name; a StatefulSet's pod names (``app-0``,
-    ``app-1``) are stable across restarts, which is what KIP-345 needs (seed 003, "Kafka Static
+    ``app-1``) are stable across restarts, which is what KIP-345 needs (KIP-345, "Kafka Static
     Membership"). Pass ``variable`` to read another variable, e.g. one set from the downward
     API (``metadata.name``).
 

@@ -8,17 +8,17 @@ The contract (Java's ``ConsumerRebalanceListener``, stated as franz-go states it
 * Heartbeats keep flowing while a callback runs (up to the rebalance timeout): the group
   thread is independent of the poll thread.
 * Within one step the order is lost, then revoked, then assigned.
-* EAGER (seed 000 "Rebalancing"): ``on_partitions_revoked(everything owned)`` runs before
+* EAGER (the classic protocol: Rebalancing): ``on_partitions_revoked(everything owned)`` runs before
   JoinGroup; ``on_partitions_assigned(everything assigned)`` runs after SyncGroup, also when
   the assignment is empty. COOPERATIVE (KIP-429): ``on_partitions_revoked`` only for
   partitions that really go away (and only when non-empty); ``on_partitions_assigned`` for the
   new ones, always.
 * Across members, every revoke of a rebalance completes before any assign of it: nobody
-  passes JoinGroup before everybody finished revoking (seed 001 "Rebalances as Double Barriers").
+  passes JoinGroup before everybody finished revoking (the classic protocol: Rebalances as Double Barriers).
 * ``commit()`` works inside ``on_partitions_revoked`` (the generation is still valid) and inside
   ``on_partitions_assigned``; inside ``on_partitions_lost`` it raises ``CommitFailedError``,
   because the partitions may already belong to someone else.
-* No record of a partition is handed out once its revocation starts (acquiesce, seed 001).
+* No record of a partition is handed out once its revocation starts (acquiesce).
 * If a callback raises, the rebalance still completes and the exception surfaces from that
   ``poll()`` as ``ListenerError`` with the user's exception as ``__cause__``.
 * ``close()`` from inside a callback raises ``IllegalStateError`` instead of deadlocking.

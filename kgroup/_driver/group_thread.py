@@ -1,6 +1,6 @@
 """GroupThread: the one thread that owns the membership machine (and is its heartbeat thread).
 
-Rules (design.md 2.5):
+Rules (docs/protocol.md):
 
 1. ``GroupMachine`` is touched only here. Other threads talk to it by ``post(event)`` into a
    ``queue.SimpleQueue``; it talks back through the ``Mailbox`` (steps, errors) and a published

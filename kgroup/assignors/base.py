@@ -1,11 +1,11 @@
 """The assignor API: pure objects that turn subscriptions into a partition plan.
 
-Rules (design.md 2.3, franz-go's sticky balancer):
+Rules (franz-go's sticky balancer):
 
 1. An assignor is pure. ``assign`` depends only on its arguments; anything from the past
    (owned partitions, generations) arrives in ``MemberSubscription``. Nothing is remembered
    between calls, so one assignor object may serve many consumers and threads.
-2. An assignor runs on the group thread of the elected leader (seed 001, "Sync group members
+2. An assignor runs on the group thread of the elected leader ("Sync group members
    and assign partitions"). It must be fast and must not block or do IO.
 3. Members are ordered as Java's ``AbstractPartitionAssignor.MemberInfo.compareTo`` orders them:
    static members (with a ``group_instance_id``) first, by instance id, then dynamic members by

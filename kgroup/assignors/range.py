@@ -1,10 +1,10 @@
 """The range assignor: per topic, contiguous partition ranges over the sorted subscribers.
 
-Semantics of Java's ``RangeAssignor`` (seed 000, "Range assignor"; rack awareness of KIP-881):
+Semantics of Java's ``RangeAssignor`` ("Range assignor"; rack awareness of KIP-881):
 for each topic, its subscribers are taken in ``member_sort_key`` order (static members by
 instance id first, then dynamic members by member id; KIP-345), partitions ``0..n-1`` are cut
 into contiguous ranges of ``n // m`` and the first ``n % m`` subscribers get one more. Topics
-are independent, so with several small topics the first members are favoured (seed 000).
+are independent, so with several small topics the first members are favoured.
 
 Racks (KIP-881, Java ``RangeAssignor.assignPartitions``): when members send a ``client_rack``
 and a topic's partitions do not all have replicas in the same racks, each member first takes,
@@ -69,7 +69,7 @@ class _TopicState:
 class RangeAssignor(Assignor):
     """Java's ``RangeAssignor`` (protocol name ``"range"``), EAGER only, rack-aware (KIP-881).
 
-    Example (seed 000): one topic with 8 partitions and members C0, C1, C2 gives
+    Example: one topic with 8 partitions and members C0, C1, C2 gives
     C0 = P0-P2, C1 = P3-P5, C2 = P6-P7.
     """
 
@@ -83,7 +83,7 @@ class RangeAssignor(Assignor):
     ) -> Plan:
         """Assign contiguous ranges of each topic to its subscribers.
 
-        Source: Java ``RangeAssignor.assignPartitions``; seed 000.
+        Source: Java ``RangeAssignor.assignPartitions``.
 
         Args:
             partitions_per_topic: topic -> partition count (int); topics missing here are

@@ -1,6 +1,6 @@
 """The round-robin assignor: all partitions of all topics dealt to the sorted members in turn.
 
-Semantics of Java's ``RoundRobinAssignor`` (seed 000, "Round-robin assignor"): every partition
+Semantics of Java's ``RoundRobinAssignor`` ("Round-robin assignor"): every partition
 of every subscribed topic, sorted by (topic, partition), is dealt in turn over the members in
 ``member_sort_key`` order (static members by instance id first, then dynamic members by member
 id; KIP-345). The deal uses one circular cursor: a member not subscribed to the partition's
@@ -22,7 +22,7 @@ __all__ = ["RoundRobinAssignor"]
 class RoundRobinAssignor(Assignor):
     """Java's ``RoundRobinAssignor`` (protocol name ``"roundrobin"``), EAGER only.
 
-    Example (seed 000): one topic with 8 partitions and members C0, C1, C2 gives
+    Example: one topic with 8 partitions and members C0, C1, C2 gives
     C0 = P0, P3, P6; C1 = P1, P4, P7; C2 = P2, P5.
     """
 
@@ -37,7 +37,7 @@ class RoundRobinAssignor(Assignor):
         """Deal every subscribed partition round-robin over the sorted members.
 
         Source: Java ``RoundRobinAssignor.assign`` (``CircularIterator`` over the sorted
-        ``MemberInfo`` list); seed 000.
+        ``MemberInfo`` list).
 
         Args:
             partitions_per_topic: topic -> partition count (int); topics missing here are

@@ -1,6 +1,6 @@
 """``validate_plan``: refuse an assignor's plan that would break partition exclusivity.
 
-The leader runs it after every ``assign`` (design.md 2.3), and every property test runs it.
+The leader runs it after every ``assign``, and every property test runs it.
 Java checks only the cooperative rule, and only for non-builtin cooperative assignors
 (``ConsumerCoordinator.validateCooperativeAssignment``); kgroup checks every rule for every
 assignor, because a plan that drops or doubles a partition is never right.
@@ -24,7 +24,7 @@ Which protocol's rules apply is ``validation_protocol``: the leader's own protoc
 an EAGER leader planning for members that report owned partitions checks the COOPERATIVE
 rules. An EAGER member revokes everything before JoinGroup and reports nothing; a member that
 reports partitions runs COOPERATIVE and keeps consuming them through the rebalance. That
-happens in the middle of an online migration (seed 000, KIP-429 "upgrade"): members on
+happens in the middle of an online migration (KIP-429 "upgrade"): members on
 ``("cooperative-sticky", "range")`` run EAGER, members already on ``("cooperative-sticky",)``
 run COOPERATIVE, and the group's cooperative-sticky plan correctly leaves out partitions such
 members are giving up. Java's EAGER leader checks nothing there; kgroup still refuses a
@@ -70,7 +70,7 @@ def validate_plan(
     """Check that ``plan`` is a valid assignment of ``partitions_per_topic`` to ``members``.
 
     Source: KIP-429 (cooperative rebalancing) and Java
-    ``ConsumerCoordinator.validateCooperativeAssignment``; design.md 2.3.
+    ``ConsumerCoordinator.validateCooperativeAssignment``.
 
     Args:
         plan: member id -> frozenset[TopicPartition], as an ``Assignor.assign`` returned it.

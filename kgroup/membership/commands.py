@@ -74,7 +74,7 @@ class SendFindCoordinator:
 
 @attrs.frozen(kw_only=True)
 class SendJoinGroup:
-    """JoinGroup at the highest version both sides support (seed 001 "Join or rejoin")."""
+    """JoinGroup at the highest version both sides support (the classic protocol: Join or rejoin)."""
 
     request_id: int
     node_id: int
@@ -111,7 +111,7 @@ class WatchGroupTopics:
 
 @attrs.frozen(kw_only=True)
 class SendSyncGroup:
-    """SyncGroup; the leader's carries every member's assignment (seed 001 "Sync group")."""
+    """SyncGroup; the leader's carries every member's assignment (the classic protocol: Sync group)."""
 
     request_id: int
     node_id: int

@@ -9,7 +9,7 @@ Rule 4: every response carries the request id of the command that caused it. A r
         id is not in flight any more, or whose generation is no longer current, is dropped
         (Java's ``generationUnchanged()``, generalised).
 
-The protocol steps, in seed 001's order ("A little more detail"), and where they live:
+The protocol steps, in the classic protocol's order ("A little more detail"), and where they live:
 
 1. acquiesce -- a ``DeliverStep`` with ``revoked`` goes to the poll thread *before* JoinGroup
    (state PREPARING); the poll thread stops handing out those partitions' records,
@@ -23,7 +23,7 @@ The protocol steps, in seed 001's order ("A little more detail"), and where they
 7. heartbeats -- ``SendHeartbeat`` every heartbeat_interval_ms while a generation is held,
 8. leave -- ``SendLeaveGroup`` on close (dynamic members) or when the poll watchdog fires.
 
-Eager (seed 000 "Rebalancing"): revoke everything before JoinGroup; after SyncGroup assign
+Eager (the classic protocol: Rebalancing): revoke everything before JoinGroup; after SyncGroup assign
 all. Cooperative (KIP-429): before JoinGroup revoke only partitions of topics no longer
 subscribed; after SyncGroup revoke ``owned - assigned`` and assign ``assigned - owned``; a
 non-empty revocation triggers a second JoinGroup at once.

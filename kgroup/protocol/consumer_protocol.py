@@ -6,7 +6,7 @@ never looks inside them; every client in a group must agree on them, so this cod
 Apache Kafka's Java ``ConsumerProtocol`` (schemas ``ConsumerProtocolSubscription.json`` and
 ``ConsumerProtocolAssignment.json``, versions 0-3, not flexible). kgroup owns this codec
 rather than importing kafka-python's generated classes, which are not public API
-(design.md 2.3 "Wire"); ``tests/compat`` checks it against them.
+(docs/protocol.md); ``tests/compat`` checks it against them.
 
 Wire format (big-endian)::
 

@@ -250,7 +250,7 @@ class GroupCoordinatorModel:
         and assignments stored when the last SyncGroup completed, or Empty), pending members and
         in-flight rebalances are lost, committed offsets are kept. ``onLoaded`` then arms each
         member's session timer and rebalances a group that is over ``group_max_size``. Until
-        ``load_ms`` have passed, requests are answered COORDINATOR_LOAD_IN_PROGRESS (seed 002
+        ``load_ms`` have passed, requests are answered COORDINATOR_LOAD_IN_PROGRESS (the classic protocol
         "Group Coordinator Failover"), except Heartbeat, which Kafka ``GroupCoordinatorService.heartbeat``
         answers NONE while the group loads.
 
@@ -411,7 +411,7 @@ class GroupCoordinatorModel:
         From CompletingRebalance, parked SyncGroups are answered REBALANCE_IN_PROGRESS and every
         assignment is cleared (``resetAndPropagateAssignmentWithError``); a pending-sync timer is
         cancelled. From Empty this is the *initial* rebalance: KIP-134 delays it by
-        ``group_initial_rebalance_delay_ms`` (seed 000 "Delayed rebalance"); the join phase then
+        ``group_initial_rebalance_delay_ms`` (the classic protocol "Delayed rebalance"); the join phase then
         completes only from that timer.
         """
         if group.state is _COMPLETING:
@@ -463,7 +463,7 @@ class GroupCoordinatorModel:
             self._schedule(("join", gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
 
     def _maybe_complete_join_phase(self, group: Group) -> None:
-        """Kafka ``maybeCompleteJoinPhase``: the join barrier (seed 001 "Rebalances as Double Barriers").
+        """Kafka ``maybeCompleteJoinPhase``: the join barrier (the classic protocol "Rebalances as Double Barriers").
 
         Completes only in PreparingRebalance, never during the initial (delayed) rebalance, and
         only once every member has rejoined and no MEMBER_ID_REQUIRED member is pending.
@@ -771,7 +771,7 @@ class GroupCoordinatorModel:
     def _update_static_member(
         self, group: Group, request: JoinGroupRequest, old_member_id: str, new_member_id: str
     ) -> Reply[JoinGroupResponse]:
-        """Kafka ``updateStaticMemberThenRebalanceOrCompleteJoin`` (KIP-345, seed 004 "Server Side Changes").
+        """Kafka ``updateStaticMemberThenRebalanceOrCompleteJoin`` (KIP-345, "Server Side Changes").
 
         A known instance id joining with an empty member id replaces the old member id: the old
         id is fenced (its parked JoinGroup/SyncGroup answered FENCED_INSTANCE_ID) and the member
@@ -859,7 +859,7 @@ class GroupCoordinatorModel:
         fenced instance -> FENCED_INSTANCE_ID, wrong generation -> ILLEGAL_GENERATION, protocol
         type/name (v5) different from the group's -> INCONSISTENT_GROUP_PROTOCOL, PreparingRebalance
         -> REBALANCE_IN_PROGRESS. In CompletingRebalance the reply is parked until the leader's
-        SyncGroup (seed 000 "State synchronisation"); members missing from the leader's assignments
+        SyncGroup (the classic protocol "State synchronisation"); members missing from the leader's assignments
         get ``b""``. In Stable the stored assignment is returned at once.
         """
         if request.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
