@@ -39,6 +39,7 @@ from kgroup.errors import (
     UnknownTopicOrPartitionError,
     WakeupError,
 )
+from kgroup.health import HealthReport
 from kgroup.instance_id import UnstableInstanceIdWarning, instance_id_from_env
 from kgroup.listener import RebalanceListener
 from kgroup.membership.states import MemberState
@@ -68,6 +69,7 @@ __all__ = [
     "FetchError",
     "GroupMetadata",
     "GroupThreadCrashed",
+    "HealthReport",
     "IllegalStateError",
     "KGroupError",
     "ListenerError",

@@ -56,11 +56,13 @@ from kgroup.errors import (
     NoOffsetForPartitionError,
     WakeupError,
 )
+from kgroup.health import HealthReport, HealthServer
 from kgroup.listener import RebalanceListener
 from kgroup.membership import events as ev
 from kgroup.membership.commands import RebalanceStep
 from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
+from kgroup.metrics import Recorder
 from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, TopicPartition
 
 __all__ = ["Consumer"]
@@ -176,6 +178,9 @@ class Consumer:
         #: while close() runs: the deadline its revoke-step commit must respect (clock seconds)
         self._close_deadline: float | None = None
         self._rng = random.Random()
+        self._metrics = Recorder(self._clock)
+        self._health_servers: list[HealthServer] = []
+        self._subscribed_at: float | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -213,8 +218,10 @@ class Consumer:
             transport = kp
         self._transport = transport
         self._parts = PartitionState(transport.fetcher(), self._config.group_id)
-        self._group = GroupThread(self._config, transport, self._mailbox, self._clock, self._rng)
-        self._offsets = OffsetsClient(self._config, transport, self._group, self._mailbox, self._clock, self._rng)
+        self._group = GroupThread(self._config, transport, self._mailbox, self._clock, self._rng, self._metrics)
+        self._offsets = OffsetsClient(
+            self._config, transport, self._group, self._mailbox, self._clock, self._rng, self._metrics
+        )
         self._runtime.start(self._group)
         if self._config.enable_auto_commit:
             self._next_auto_commit = self._clock.monotonic() + self._config.auto_commit_interval_ms / 1000
@@ -262,6 +269,8 @@ class Consumer:
             self._listener = listener
         self._ensure_started()
         assert self._group is not None
+        if self._subscribed_at is None:
+            self._subscribed_at = self._clock.monotonic()
         self._group.post(ev.Subscribe(wanted))
 
     def subscription(self) -> frozenset[str]:
@@ -301,6 +310,7 @@ class Consumer:
         deadline = self._clock.monotonic() + timeout_ms / 1000
         parts = self._parts
         assert parts is not None
+        self._metrics.polled()
         first = True
         while True:
             self._signal_polled(force=first)  # once per poll() resets the watchdog (KIP-62)
@@ -327,6 +337,9 @@ class Consumer:
                 # errors that arrived with records wait for the next poll(): no record is lost
                 if self._fatal is not None:
                     raise self._fatal
+                self._metrics.consumed(
+                    len(records), sum(len(r.key or b"") + len(r.value or b"") for r in records)
+                )
                 return records
             self._raise_pending()
             now = self._clock.monotonic()
@@ -413,6 +426,7 @@ class Consumer:
 
     def _invoke(self, callback: str, partitions: frozenset[TopicPartition]) -> None:
         self._in_callback = True
+        started = self._clock.monotonic()
         try:
             getattr(self._listener, callback)(partitions)
         except Exception as exc:
@@ -427,6 +441,7 @@ class Consumer:
                 self._interrupt = exc
         finally:
             self._in_callback = False
+            self._metrics.listener(callback, self._clock.monotonic() - started)
 
     def _raise_interrupt(self) -> None:
         interrupt, self._interrupt = self._interrupt, None
@@ -801,6 +816,137 @@ class Consumer:
         if fetcher is not None:
             fetcher.wakeup()
 
+    # ------------------------------------------------------------------ observability
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark of ``tp`` from its last fetch response, or None before one.
+
+        No request is sent (as Java's ``currentLag`` and franz-go's per-partition high
+        watermark): the value is as fresh as the last fetch of ``tp``.
+
+        Raises:
+            IllegalStateError: ``tp`` is not assigned to this consumer.
+
+        """
+        self._require_assigned(tp)
+        assert self._parts is not None
+        return self._parts.fetcher.highwater(tp)
+
+    def current_lag(self, tp: TopicPartition) -> int | None:
+        """``highwater(tp)`` minus the position of ``tp``, or None while either is unknown.
+
+        Java ``KafkaConsumer.currentLag`` (KIP-695): no request is sent.
+
+        Raises:
+            IllegalStateError: ``tp`` is not assigned to this consumer.
+
+        """
+        self._require_assigned(tp)
+        assert self._parts is not None
+        fetcher = self._parts.fetcher
+        high, position = fetcher.highwater(tp), fetcher.position(tp)
+        if high is None or position is None:
+            return None
+        return max(0, high - position)
+
+    def _lags(self) -> dict[tuple[str, int], int]:
+        if self._parts is None:
+            return {}
+        fetcher = self._parts.fetcher
+        lags = {}
+        for tp in self._assignment:
+            high, position = fetcher.highwater(tp), fetcher.position(tp)
+            if high is not None and position is not None:
+                lags[(tp.topic, tp.partition)] = max(0, high - position)
+        return lags
+
+    def metrics(self) -> dict[str, float]:
+        """A snapshot of the consumer's metrics, keyed by the Java consumer's metric names.
+
+        Returns:
+            ``{name: value}`` for every name of ``kgroup.metrics.METRICS`` (its table gives
+            each metric's unit: latencies in ms, ``*-seconds-ago`` in s, rates per second or
+            per hour; NaN for a windowed statistic with no sample in the last 60 s), plus
+            ``records-lag{topic=T,partition=P}`` for each assigned partition whose lag is known.
+
+        Safe from any thread (a probe's or a metrics exporter's). Never blocks on the network.
+
+        """
+        return self._metrics.snapshot(len(self._assignment), self._lags())
+
+    def health(self) -> HealthReport:
+        """Liveness and readiness verdicts for probes (``kgroup.health`` explains each).
+
+        Returns:
+            A ``HealthReport``: ``state``, ``live``, ``ready``, ``reasons`` (why not).
+
+        Safe from any thread; never blocks.
+
+        """
+        now = self._clock.monotonic()
+        snap = self._snapshot()
+        state = MemberState.CLOSED if self._closed else (snap.state if snap is not None else MemberState.UNJOINED)
+        reasons: list[str] = []
+        live = True
+        if self._closed:
+            live = False
+            reasons.append("the consumer is closed")
+        fatal = self._fatal or (snap.fatal if snap is not None else None)
+        if fatal is not None or (self._group is not None and self._group.crashed is not None):
+            live = False
+            reasons.append(f"fatal error: {fatal if fatal is not None else self._group.crashed}")  # type: ignore[union-attr]
+        last_poll = self._metrics.last_poll()
+        since = self._subscribed_at if last_poll is None else last_poll
+        max_poll_s = self._config.max_poll_interval_ms / 1000
+        if not self._closed and since is not None and now - since > max_poll_s:
+            live = False
+            reasons.append(
+                f"poll() not called for {now - since:.1f} s (max_poll_interval_ms is "
+                f"{self._config.max_poll_interval_ms})"
+            )
+        ready = live
+        if live:
+            if snap is None or snap.state is not MemberState.STABLE or snap.generation.generation_id < 0:
+                ready = False
+                reasons.append(f"not a stable member of a generation yet (state {state.name})")
+            ok_at = self._metrics.last_group_ok
+            session_s = self._config.session_timeout_ms / 1000
+            if ok_at is None or now - ok_at > session_s:
+                ready = False
+                ago = "never" if ok_at is None else f"{now - ok_at:.1f} s ago"
+                reasons.append(
+                    f"no successful response from the group coordinator within session_timeout_ms "
+                    f"({self._config.session_timeout_ms} ms; last: {ago})"
+                )
+        return HealthReport(
+            state=state,
+            live=live,
+            ready=ready,
+            reasons=tuple(reasons),
+            last_poll_seconds_ago=-1.0 if last_poll is None else now - last_poll,
+            assigned_partitions=len(self._assignment),
+        )
+
+    def serve_health(self, port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
+        """Serve ``/livez``, ``/readyz`` and ``/metrics`` over HTTP until ``close()``.
+
+        Args:
+            port: TCP port (0: any free one; read ``HealthServer.port``).
+            host: the address to bind (default all interfaces, as probes come from the kubelet).
+
+        Returns:
+            The running ``HealthServer`` (``kgroup.health`` documents the answers).
+
+        Raises:
+            OSError: the port is taken.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        if self._closed:
+            raise ConsumerClosedError("the consumer is closed")
+        server = HealthServer(self, host, port)
+        self._health_servers.append(server)
+        return server
+
     # ------------------------------------------------------------------ close
     def close(
         self,
@@ -871,6 +1017,8 @@ class Consumer:
         finally:
             self._closed = True
             self._close_deadline = None
+            for server in self._health_servers:
+                server.close()
             if group is not None:
                 self._runtime.stop(group, _GROUP_STOP_S)
             if self._transport is not None and self._transport_arg is None:

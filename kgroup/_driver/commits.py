@@ -23,7 +23,7 @@ import concurrent.futures
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import tenacity
 
@@ -49,6 +49,7 @@ from kgroup.membership import events as ev
 from kgroup.membership.backoff import next_backoff_s
 from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
+from kgroup.metrics import Recorder
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
 
 __all__ = ["OffsetsClient", "Retriable"]
@@ -72,11 +73,14 @@ class Retriable(Exception):
         self.code = code
 
 
-class _GroupPort:
+class _GroupPort(Protocol):
     """What the offsets client needs from the group thread (duck-typed: ``GroupThread``)."""
 
-    snapshot: MemberSnapshot
-    crashed: Exception | None
+    @property
+    def snapshot(self) -> MemberSnapshot: ...
+
+    @property
+    def crashed(self) -> Exception | None: ...
 
     def post(self, event: object) -> None: ...
 
@@ -102,8 +106,10 @@ class OffsetsClient:
         mailbox: Mailbox,
         clock: Clock,
         rng: random.Random,
+        metrics: Recorder | None = None,
     ) -> None:
         self._config = config
+        self._metrics = metrics
         self._transport = transport
         self._group = group
         self._mailbox = mailbox
@@ -262,18 +268,30 @@ class OffsetsClient:
             snap = self._snapshot()
             generation = self._commit_generation(snap)
             node = self._coordinator(snap)
-            codes = self._await(
-                Api.OFFSET_COMMIT,
-                self._transport.offset_commit(
-                    self._config.group_id, generation, self._config.group_instance_id,
-                    offsets, node, self._config.request_timeout_ms,
-                ),
-                deadline,
-            )
+            codes = self._await(Api.OFFSET_COMMIT, self._send_commit(generation, offsets, node), deadline)
             self._raise_first(Api.OFFSET_COMMIT, codes.values(), generation)
             log.debug("group %s: committed %d offsets", self._config.group_id, len(offsets))
 
         self._retrying(Api.OFFSET_COMMIT, attempt, timeout_ms)
+
+    def _send_commit(
+        self, generation: Generation, offsets: Mapping[TopicPartition, OffsetAndMetadata], node: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+        """Send one OffsetCommit; its round trip is recorded as ``commit-latency``."""
+        sent = self._clock.monotonic()
+        future = self._transport.offset_commit(
+            self._config.group_id, generation, self._config.group_instance_id,
+            offsets, node, self._config.request_timeout_ms,
+        )
+        metrics = self._metrics
+        if metrics is not None:
+
+            def timed(f: concurrent.futures.Future[dict[TopicPartition, int]]) -> None:
+                if f.exception() is None:  # a response arrived (Java times responses only)
+                    metrics.commit(self._clock.monotonic() - sent)
+
+            future.add_done_callback(timed)
+        return future
 
     def _raise_first(self, api: Api, codes: Iterable[int], sent: Generation | None) -> None:
         """Raise the error of the first non-retriable code, else of a retriable one."""
@@ -300,10 +318,7 @@ class OffsetsClient:
         except KGroupError as exc:
             result.set_exception(exc)
             return result
-        request = self._transport.offset_commit(
-            self._config.group_id, generation, self._config.group_instance_id,
-            offsets, node, self._config.request_timeout_ms,
-        )
+        request = self._send_commit(generation, offsets, node)
         self._pending_async[result] = None
 
         def done(f: concurrent.futures.Future[dict[TopicPartition, int]]) -> None:

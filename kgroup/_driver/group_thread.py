@@ -45,6 +45,7 @@ from kgroup.membership.commands import (
 )
 from kgroup.membership.machine import GroupMachine, MemberSnapshot
 from kgroup.membership.states import MemberState
+from kgroup.metrics import Recorder
 from kgroup.protocol.consumer_protocol import Assignment, encode_assignment
 from kgroup.types import PartitionInfo
 
@@ -156,6 +157,10 @@ class _Snapshot:
     future: _MetadataFuture
 
 
+#: the group requests ``Consumer.metrics()`` times, by the name the recorder knows them by
+_METRIC_APIS: dict[type, str] = {SendJoinGroup: "join", SendSyncGroup: "sync", SendHeartbeat: "heartbeat"}
+
+
 class GroupThread:
     """Runs a ``GroupMachine`` on a daemon thread named ``kgroup-<group_id>``.
 
@@ -175,8 +180,11 @@ class GroupThread:
         mailbox: Mailbox,
         clock: Clock,
         rng: random.Random | None = None,
+        metrics: Recorder | None = None,
     ) -> None:
         self._config = config
+        #: where group requests and rebalances are recorded (``Consumer.metrics()``)
+        self.metrics = metrics if metrics is not None else Recorder(clock)
         self._transport = transport
         self._mailbox = mailbox
         self._clock = clock
@@ -282,6 +290,7 @@ class GroupThread:
             elif item is _STALE:
                 self._metadata.invalidate()
             elif item is not None:
+                self._record_response(item)
                 commands += machine.handle(item, self._clock.monotonic())  # type: ignore[arg-type]
             if machine.state is not MemberState.FATAL:
                 commands += machine.tick(self._clock.monotonic())
@@ -312,6 +321,9 @@ class GroupThread:
     def _execute(self, commands: list[Command]) -> None:
         for command in commands:
             if isinstance(command, (SendFindCoordinator, SendJoinGroup, SendSyncGroup, SendHeartbeat, SendLeaveGroup)):
+                api = _METRIC_APIS.get(type(command))
+                if api is not None:
+                    self.metrics.request_sent(api, command.request_id)
                 future = self._transport.send(command, self._config.group_id)
                 future.add_done_callback(self._on_response)
                 if isinstance(command, SendJoinGroup):
@@ -327,6 +339,12 @@ class GroupThread:
                 self._publish()
                 self._mailbox.post(command.error)
         self._publish()
+
+    def _record_response(self, item: object) -> None:
+        if isinstance(item, (ev.JoinGroupResponded, ev.SyncGroupResponded, ev.HeartbeatResponded)):
+            self.metrics.response(item.request_id, item.error_code)
+        elif isinstance(item, ev.RequestFailed):
+            self.metrics.response(item.request_id, None)
 
     def _on_response(self, future: concurrent.futures.Future[ev.Event]) -> None:
         # runs on kafka-python's IO thread: only hand the event over

@@ -910,6 +910,11 @@ class KafkaFetcher:
         pos = self._subscription.assignment[_ktp(tp)].position
         return None if pos is None else int(pos.offset)
 
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark from ``tp``'s last fetch response, or None before one."""
+        state = self._subscription.assignment.get(_ktp(tp))
+        return None if state is None or state.highwater is None else int(state.highwater)
+
     def has_position(self, tp: TopicPartition) -> bool:
         """True when the position is known."""
         return bool(self._subscription.has_valid_position(_ktp(tp)))

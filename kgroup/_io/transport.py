@@ -148,6 +148,10 @@ class RecordFetcher(Protocol):
         """The offset of the next record to hand out, or None while unknown."""
         ...
 
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark of ``tp`` from its last fetch response, or None before one."""
+        ...
+
     def has_position(self, tp: TopicPartition) -> bool:
         """True when ``tp``'s position is known (not awaiting a reset)."""
         ...

@@ -335,6 +335,10 @@ class SimFetcher:
     def position(self, tp: TopicPartition) -> int | None:
         return self._positions.get(tp)
 
+    def highwater(self, tp: TopicPartition) -> int | None:
+        # the simulated log has no replication lag: its end is the high watermark
+        return self._cluster.log_end.get(tp) if tp in self._assigned else None
+
     def has_position(self, tp: TopicPartition) -> bool:
         return tp in self._positions
 

@@ -1,0 +1,294 @@
+"""Consumer metrics: the Java consumer's names, units and windows, as a plain snapshot.
+
+``Consumer.metrics()`` returns ``dict[str, float]``: one entry per name in ``METRICS`` (the
+names of the Java ``KafkaConsumer``'s metrics, documented in the Kafka documentation's
+"Monitoring" section, groups ``consumer-coordinator-metrics``, ``consumer-fetch-manager-metrics``
+and ``consumer-metrics``), plus one ``records-lag{topic=T,partition=P}`` entry per assigned
+partition whose lag is known. Units are in the table: latencies in ms, ``*-seconds-ago`` in s,
+``*-rate`` per second, ``*-rate-per-hour`` per hour, ``*-total`` counts since the consumer
+started. A windowed statistic (``-avg``, ``-max``, ``-rate``) covers the last two 30-second
+samples, as Java's defaults (``metrics.num.samples`` = 2, ``metrics.sample.window.ms`` =
+30000); with no sample in the window it is NaN (Java's ``Avg``/``Max`` likewise). A
+``*-seconds-ago`` value is -1 before the first event (Java's ``last-rebalance-seconds-ago``).
+
+Where kgroup measures differently from Java, the table says so. docs/production.md shows the
+Prometheus collector (``kgroup.prometheus``) and an OpenTelemetry bridge.
+
+Threads: the group thread records group requests and rebalances, the poll thread records
+polls, records, listener callbacks and commits; a lock makes ``snapshot()`` safe from any
+thread (a probe's HTTP thread included).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+from collections.abc import Mapping
+
+import attrs
+
+from kgroup._clock import Clock
+
+__all__ = ["METRICS", "MetricInfo"]
+
+#: Java's defaults: ``metrics.sample.window.ms`` and ``metrics.num.samples``
+_WINDOW_S = 30.0
+_SAMPLES = 2
+
+
+@attrs.frozen
+class MetricInfo:
+    """One metric: its Java group, unit and meaning."""
+
+    group: str
+    unit: str
+    description: str
+
+
+_COORD = "consumer-coordinator-metrics"
+_FETCH = "consumer-fetch-manager-metrics"
+_CONSUMER = "consumer-metrics"
+
+#: Every member-level name ``Consumer.metrics()`` returns, with its group, unit and meaning.
+METRICS: Mapping[str, MetricInfo] = {
+    "rebalance-total": MetricInfo(_COORD, "count", "rebalances this member completed (SyncGroup succeeded)"),
+    "rebalance-latency-avg": MetricInfo(
+        _COORD, "ms", "average time from the first JoinGroup of a rebalance to its SyncGroup response"
+    ),
+    "rebalance-latency-max": MetricInfo(_COORD, "ms", "longest rebalance, as above"),
+    "rebalance-latency-total": MetricInfo(_COORD, "ms", "time spent in completed rebalances"),
+    "rebalance-rate-per-hour": MetricInfo(_COORD, "1/h", "completed rebalances per hour"),
+    "failed-rebalance-total": MetricInfo(
+        _COORD,
+        "count",
+        "JoinGroup/SyncGroup attempts that failed (an error code or no response); "
+        "as in Java, a new dynamic member's MEMBER_ID_REQUIRED round counts",
+    ),
+    "failed-rebalance-rate-per-hour": MetricInfo(_COORD, "1/h", "failed rebalance attempts per hour"),
+    "last-rebalance-seconds-ago": MetricInfo(_COORD, "s", "since the last completed rebalance; -1 before the first"),
+    "last-heartbeat-seconds-ago": MetricInfo(_COORD, "s", "since the last Heartbeat was sent; -1 before the first"),
+    "heartbeat-response-time-max": MetricInfo(_COORD, "ms", "longest Heartbeat round trip"),
+    "heartbeat-rate": MetricInfo(_COORD, "1/s", "Heartbeat responses per second"),
+    "heartbeat-total": MetricInfo(_COORD, "count", "Heartbeat responses"),
+    "join-time-avg": MetricInfo(
+        _COORD, "ms", "average JoinGroup round trip (a parked JoinGroup waits for the other members)"
+    ),
+    "join-time-max": MetricInfo(_COORD, "ms", "longest JoinGroup round trip"),
+    "join-rate": MetricInfo(_COORD, "1/s", "JoinGroup responses per second"),
+    "join-total": MetricInfo(_COORD, "count", "JoinGroup responses"),
+    "sync-time-avg": MetricInfo(_COORD, "ms", "average SyncGroup round trip"),
+    "sync-time-max": MetricInfo(_COORD, "ms", "longest SyncGroup round trip"),
+    "sync-rate": MetricInfo(_COORD, "1/s", "SyncGroup responses per second"),
+    "sync-total": MetricInfo(_COORD, "count", "SyncGroup responses"),
+    "commit-latency-avg": MetricInfo(_COORD, "ms", "average OffsetCommit round trip (sync, async and auto commits)"),
+    "commit-latency-max": MetricInfo(_COORD, "ms", "longest OffsetCommit round trip"),
+    "commit-rate": MetricInfo(_COORD, "1/s", "OffsetCommit responses per second"),
+    "commit-total": MetricInfo(_COORD, "count", "OffsetCommit responses"),
+    "partition-assigned-latency-avg": MetricInfo(_COORD, "ms", "average time on_partitions_assigned took"),
+    "partition-assigned-latency-max": MetricInfo(_COORD, "ms", "longest on_partitions_assigned"),
+    "partition-revoked-latency-avg": MetricInfo(_COORD, "ms", "average time on_partitions_revoked took"),
+    "partition-revoked-latency-max": MetricInfo(_COORD, "ms", "longest on_partitions_revoked"),
+    "partition-lost-latency-avg": MetricInfo(_COORD, "ms", "average time on_partitions_lost took"),
+    "partition-lost-latency-max": MetricInfo(_COORD, "ms", "longest on_partitions_lost"),
+    "assigned-partitions": MetricInfo(_COORD, "count", "partitions this member owns now"),
+    "records-consumed-total": MetricInfo(_FETCH, "count", "records poll() returned"),
+    "records-consumed-rate": MetricInfo(_FETCH, "1/s", "records poll() returned per second"),
+    "bytes-consumed-total": MetricInfo(
+        _FETCH, "bytes", "key and value bytes of the records poll() returned (Java counts batch bytes)"
+    ),
+    "bytes-consumed-rate": MetricInfo(_FETCH, "bytes/s", "as above, per second"),
+    "records-lag-max": MetricInfo(
+        _FETCH, "count", "the largest records-lag of an assigned partition now (Java: the maximum over the window)"
+    ),
+    "last-poll-seconds-ago": MetricInfo(_CONSUMER, "s", "since the last poll() call; -1 before the first"),
+    "time-between-poll-avg": MetricInfo(_CONSUMER, "ms", "average time between poll() calls"),
+    "time-between-poll-max": MetricInfo(_CONSUMER, "ms", "longest time between poll() calls"),
+}
+
+#: The per-partition metric: ``records-lag{topic=T,partition=P}`` (the fetch high watermark
+#: minus the position, from the last fetch response of that partition).
+RECORDS_LAG = MetricInfo(_FETCH, "count", "high watermark of the last fetch minus the position")
+
+
+class _Windowed:
+    """Java's sampled statistics over the last ``_SAMPLES`` windows of ``_WINDOW_S``."""
+
+    __slots__ = ("_values", "count", "total")
+
+    def __init__(self) -> None:
+        self._values: collections.deque[tuple[float, float]] = collections.deque()
+        self.count = 0
+        self.total = 0.0
+
+    def record(self, now: float, value: float) -> None:
+        self._values.append((now, value))
+        self.count += 1
+        self.total += value
+        self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        horizon = now - _WINDOW_S * _SAMPLES
+        values = self._values
+        while values and values[0][0] < horizon:
+            values.popleft()
+
+    def avg(self, now: float) -> float:
+        self._prune(now)
+        if not self._values:
+            return math.nan
+        return sum(v for _, v in self._values) / len(self._values)
+
+    def max(self, now: float) -> float:
+        self._prune(now)
+        return max((v for _, v in self._values), default=math.nan)
+
+    def rate(self, now: float, started: float, per: float = 1.0, *, of_values: bool = False) -> float:
+        """Events (or summed values) per ``per`` seconds over the window (Java's ``Rate``)."""
+        self._prune(now)
+        amount = sum(v for _, v in self._values) if of_values else len(self._values)
+        # Java's window: at least (samples - 1) full windows, at most all of them
+        elapsed = min(max(now - started, _WINDOW_S * (_SAMPLES - 1)), _WINDOW_S * _SAMPLES)
+        return amount * per / elapsed
+
+
+class Recorder:
+    """Where the consumer's threads record what the metrics are computed from (internal)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._started = clock.monotonic()
+        self._sent: dict[int, tuple[str, float]] = {}
+        self._rebalance_started: float | None = None
+        self._last_rebalance: float | None = None
+        self._last_heartbeat_sent: float | None = None
+        #: when the coordinator last answered a Heartbeat/JoinGroup/SyncGroup without error
+        self.last_group_ok: float | None = None
+        self._last_poll: float | None = None
+        self._stats: dict[str, _Windowed] = collections.defaultdict(_Windowed)
+
+    # ------------------------------------------------------------------ group thread
+    def request_sent(self, api: str, request_id: int) -> None:
+        """A group request (``"join"``, ``"sync"``, ``"heartbeat"``, ...) left."""
+        now = self._clock.monotonic()
+        with self._lock:
+            self._sent[request_id] = (api, now)
+            if api == "heartbeat":
+                self._last_heartbeat_sent = now
+            elif api == "join" and self._rebalance_started is None:
+                self._rebalance_started = now
+
+    def response(self, request_id: int, error_code: int | None) -> None:
+        """The response of a group request; ``error_code`` None: no response (disconnect, timeout)."""
+        now = self._clock.monotonic()
+        with self._lock:
+            sent = self._sent.pop(request_id, None)
+            if sent is None:
+                return
+            api, at = sent
+            # Java records a heartbeat's round trip for every response, a JoinGroup's and a
+            # SyncGroup's only for a successful one (AbstractCoordinator's response handlers)
+            if (api == "heartbeat" and error_code is not None) or (api in ("join", "sync") and error_code == 0):
+                self._stats[api].record(now, (now - at) * 1000)
+            if error_code == 0 and api in ("join", "sync", "heartbeat"):
+                self.last_group_ok = now
+            if api in ("join", "sync") and error_code != 0:
+                self._stats["failed-rebalance"].record(now, 1)
+            elif api == "sync" and self._rebalance_started is not None:
+                self._stats["rebalance"].record(now, (now - self._rebalance_started) * 1000)
+                self._rebalance_started = None
+                self._last_rebalance = now
+
+    # ------------------------------------------------------------------ poll thread
+    def polled(self) -> None:
+        now = self._clock.monotonic()
+        with self._lock:
+            if self._last_poll is not None:
+                self._stats["time-between-poll"].record(now, (now - self._last_poll) * 1000)
+            self._last_poll = now
+
+    def consumed(self, records: int, size: int) -> None:
+        now = self._clock.monotonic()
+        with self._lock:
+            self._stats["records-consumed"].record(now, records)
+            self._stats["bytes-consumed"].record(now, size)
+
+    def listener(self, callback: str, seconds: float) -> None:
+        """``callback``: ``on_partitions_assigned`` / ``revoked`` / ``lost``."""
+        name = {"on_partitions_assigned": "partition-assigned", "on_partitions_revoked": "partition-revoked"}.get(
+            callback, "partition-lost"
+        )
+        with self._lock:
+            self._stats[name].record(self._clock.monotonic(), seconds * 1000)
+
+    def commit(self, seconds: float) -> None:
+        """An OffsetCommit response arrived ``seconds`` after its request left (any thread)."""
+        with self._lock:
+            self._stats["commit"].record(self._clock.monotonic(), seconds * 1000)
+
+    def last_poll(self) -> float | None:
+        with self._lock:
+            return self._last_poll
+
+    # ------------------------------------------------------------------ the snapshot
+    def snapshot(self, assigned: int, lags: Mapping[tuple[str, int], int]) -> dict[str, float]:
+        """Every name of ``METRICS`` plus ``records-lag{topic=T,partition=P}`` per known lag."""
+        now = self._clock.monotonic()
+        started = self._started
+        hour = 3600.0
+        with self._lock:
+            s = self._stats
+
+            def ago(at: float | None) -> float:
+                return -1.0 if at is None else now - at
+
+            out: dict[str, float] = {
+                "rebalance-total": float(s["rebalance"].count),
+                "rebalance-latency-avg": s["rebalance"].avg(now),
+                "rebalance-latency-max": s["rebalance"].max(now),
+                "rebalance-latency-total": s["rebalance"].total,
+                "rebalance-rate-per-hour": s["rebalance"].rate(now, started, hour),
+                "failed-rebalance-total": float(s["failed-rebalance"].count),
+                "failed-rebalance-rate-per-hour": s["failed-rebalance"].rate(now, started, hour),
+                "last-rebalance-seconds-ago": ago(self._last_rebalance),
+                "last-heartbeat-seconds-ago": ago(self._last_heartbeat_sent),
+                "heartbeat-response-time-max": s["heartbeat"].max(now),
+                "heartbeat-rate": s["heartbeat"].rate(now, started),
+                "heartbeat-total": float(s["heartbeat"].count),
+                "join-time-avg": s["join"].avg(now),
+                "join-time-max": s["join"].max(now),
+                "join-rate": s["join"].rate(now, started),
+                "join-total": float(s["join"].count),
+                "sync-time-avg": s["sync"].avg(now),
+                "sync-time-max": s["sync"].max(now),
+                "sync-rate": s["sync"].rate(now, started),
+                "sync-total": float(s["sync"].count),
+                "commit-latency-avg": s["commit"].avg(now),
+                "commit-latency-max": s["commit"].max(now),
+                "commit-rate": s["commit"].rate(now, started),
+                "commit-total": float(s["commit"].count),
+                "partition-assigned-latency-avg": s["partition-assigned"].avg(now),
+                "partition-assigned-latency-max": s["partition-assigned"].max(now),
+                "partition-revoked-latency-avg": s["partition-revoked"].avg(now),
+                "partition-revoked-latency-max": s["partition-revoked"].max(now),
+                "partition-lost-latency-avg": s["partition-lost"].avg(now),
+                "partition-lost-latency-max": s["partition-lost"].max(now),
+                "assigned-partitions": float(assigned),
+                "records-consumed-total": s["records-consumed"].total,
+                "records-consumed-rate": s["records-consumed"].rate(now, started, of_values=True),
+                "bytes-consumed-total": s["bytes-consumed"].total,
+                "bytes-consumed-rate": s["bytes-consumed"].rate(now, started, of_values=True),
+                "records-lag-max": float(max(lags.values())) if lags else math.nan,
+                "last-poll-seconds-ago": ago(self._last_poll),
+                "time-between-poll-avg": s["time-between-poll"].avg(now),
+                "time-between-poll-max": s["time-between-poll"].max(now),
+            }
+        for (topic, partition), lag in sorted(lags.items()):
+            out[lag_key(topic, partition)] = float(lag)
+        return out
+
+
+def lag_key(topic: str, partition: int) -> str:
+    """The ``Consumer.metrics()`` key of one partition's ``records-lag``."""
+    return f"records-lag{{topic={topic},partition={partition}}}"
