@@ -212,3 +212,11 @@ def test_prometheus_collector_registers_in_a_registry() -> None:
     )
     assert b"kafka_consumer_join_time_avg" in generate_latest(registry)
     group.check()
+
+
+def test_docs_production_lists_every_metric() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "production.md").read_text()
+    for name, info in METRICS.items():
+        assert f"| `{name}` | {info.unit} |" in text, name
