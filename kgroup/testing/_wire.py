@@ -1,9 +1,9 @@
 """Wire bodies (dicts) <-> the coordinator model's request and response types.
 
-The proxy (:mod:`kgroup.testing.proxy`) decodes a request frame with the kafka-python adapter
-(:func:`kgroup._io.kafka_python.decode_request_body`) into a dict with Kafka's snake_case field
+The proxy (:mod:`kgroup.testing.proxy`) decodes a request frame with the frame codec
+(:func:`kgroup._io.kafka_frames.decode_request_body`) into a dict with Kafka's snake_case field
 names, maps it here to the model's types (:mod:`kgroup.testing.coordinator._types`), and maps the
-model's answer back to a dict for :func:`~kgroup._io.kafka_python.encode_response`. Nothing here
+model's answer back to a dict for :func:`~kgroup._io.kafka_frames.encode_response`. Nothing here
 imports ``kafka``.
 
 Every function takes the ``api_version`` the message travels at. Dicts produced here carry every

@@ -43,7 +43,7 @@ from typing import Final, Literal
 import attrs
 
 from kgroup._clock import Clock, MonotonicClock
-from kgroup._io.kafka_python import api_key_of, api_name, api_version_range, response_has_field
+from kgroup._io.kafka_frames import api_key_of, api_name, api_version_range, response_has_field
 
 __all__ = ["BlackHole", "FaultDecision", "FaultFired", "FaultRule", "Faults", "RequestContext"]
 

@@ -73,7 +73,7 @@ from typing import Any, Final, TypeVar
 import attrs
 
 from kgroup._clock import Clock, MonotonicClock
-from kgroup._io import kafka_python as kp
+from kgroup._io import kafka_frames as frames
 from kgroup.testing import _wire
 from kgroup.testing.coordinator import CoordinatorConfig, CoordinatorEvent, GroupCoordinatorModel
 from kgroup.testing.coordinator._types import ListGroupsResponse, OffsetCommitRequest, Reply
@@ -313,7 +313,7 @@ class CoordinatorProxy:
         self._start_timeout_s = start_timeout_s
         self._fix_list_offsets = fix_list_offsets
         self._fix_fetch_limits = fix_fetch_limits
-        self._advertised = {kp.api_key_of(name): r for name, r in (advertised_versions or {}).items()}
+        self._advertised = {frames.api_key_of(name): r for name, r in (advertised_versions or {}).items()}
         self._upstream_versions: dict[int, tuple[int, int]] = {}
         self._side: dict[tuple[str, int], _Upstream] = {}
         self.faults = Faults(self._wall)
@@ -429,7 +429,7 @@ class CoordinatorProxy:
 
     def requests(self, api: str | int | None = None) -> list[RequestRecord]:
         """Copies of the request records so far, oldest first (optionally of one API)."""
-        key = kp.api_key_of(api) if isinstance(api, str) else api
+        key = frames.api_key_of(api) if isinstance(api, str) else api
         with self._lock:
             return [attrs.evolve(r) for r in self._records if key is None or r.api_key == key]
 
@@ -509,7 +509,7 @@ class CoordinatorProxy:
         served: dict[int, tuple[int, int]] = {}
         wanted = {**_wire.MODEL_VERSIONS, _FIND_COORDINATOR: _FIND_COORDINATOR_VERSIONS}
         for key, (low, high) in wanted.items():
-            kp_range = kp.api_version_range(key)
+            kp_range = frames.api_version_range(key)
             if kp_range is not None and max(low, kp_range[0]) <= min(high, kp_range[1]):
                 served[key] = (max(low, kp_range[0]), min(high, kp_range[1]))
         return served
@@ -522,7 +522,7 @@ class CoordinatorProxy:
         _, versions = await self._control_request(_API_VERSIONS, 0, {})
         ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in versions["api_keys"]}
         self._upstream_versions = ranges
-        kp_metadata = kp.api_version_range(_METADATA) or (0, 0)
+        kp_metadata = frames.api_version_range(_METADATA) or (0, 0)
         up_metadata = ranges.get(_METADATA, (0, 0))
         self._metadata_version = max(up_metadata[0], min(up_metadata[1], kp_metadata[1], 12))
         _, metadata = await self._control_request(_METADATA, self._metadata_version, {"topics": []})
@@ -559,11 +559,11 @@ class CoordinatorProxy:
             self._control = _Upstream(host, port)
             await self._control.open()
         correlation_id = next(self._correlation_ids)
-        data = kp.encode_request(api_key, version, correlation_id, "kgroup-coordinator-proxy", body)
+        data = frames.encode_request(api_key, version, correlation_id, "kgroup-coordinator-proxy", body)
         future = self._control.send(data, True)
         assert future is not None
         raw = await asyncio.wait_for(future, 30.0)
-        return kp.decode_response(api_key, version, raw[4:])
+        return frames.decode_response(api_key, version, raw[4:])
 
     async def _ensure_listener(self, node_id: int, host: str, port: int, *, virtual: bool) -> _Listener:
         listener = self._listeners.get(node_id)
@@ -699,7 +699,7 @@ class CoordinatorProxy:
                 return
 
     def _on_request(self, conn: _Conn, frame: bytes) -> None:
-        info = kp.peek_request_header(frame)
+        info = frames.peek_request_header(frame)
         conn.client_id = info.client_id or ""
         node_id = conn.listener.node_id
         ctx = RequestContext(
@@ -714,7 +714,7 @@ class CoordinatorProxy:
             node_id=node_id,
             client_id=conn.client_id,
             api_key=info.api_key,
-            api_name=kp.api_name(info.api_key),
+            api_name=frames.api_name(info.api_key),
             api_version=info.api_version,
             correlation_id=info.correlation_id,
             received_at=self._wall.monotonic(),
@@ -732,7 +732,7 @@ class CoordinatorProxy:
             self._close_conn(conn)
             return
         slot: asyncio.Future[bytes] | None = None
-        if kp.request_expects_response(frame):
+        if frames.request_expects_response(frame):
             slot = asyncio.get_running_loop().create_future()
             slot.add_done_callback(lambda f: self._mark_ready(f, record))
             conn.slots.put_nowait((slot, record))
@@ -755,7 +755,7 @@ class CoordinatorProxy:
     async def _process(
         self,
         conn: _Conn,
-        info: kp.RequestHeaderInfo,
+        info: frames.RequestHeaderInfo,
         frame: bytes,
         slot: asyncio.Future[bytes] | None,
         record: RequestRecord,
@@ -802,7 +802,7 @@ class CoordinatorProxy:
     async def _serve_model(
         self,
         conn: _Conn,
-        info: kp.RequestHeaderInfo,
+        info: frames.RequestHeaderInfo,
         frame: bytes,
         slot: asyncio.Future[bytes] | None,
         record: RequestRecord,
@@ -811,7 +811,7 @@ class CoordinatorProxy:
         while conn.model_pending is not None and not conn.model_pending.done():
             await asyncio.wait([conn.model_pending])
         api, version = info.api_key, info.api_version
-        body = kp.decode_request_body(api, version, frame)
+        body = frames.decode_request_body(api, version, frame)
         try:
             _wire.check_string_lengths(body)
         except _wire.MalformedRequestError as exc:
@@ -857,7 +857,7 @@ class CoordinatorProxy:
             try:
                 data = self._encode_model(info, answers, requests)
             except Exception:
-                log.exception("cannot encode the model's %s answer", kp.api_name(api))
+                log.exception("cannot encode the model's %s answer", frames.api_name(api))
                 self._close_conn(conn)
                 return
             self._answer(slot, data)
@@ -868,18 +868,20 @@ class CoordinatorProxy:
             on_done(None)
 
     @staticmethod
-    def _encode_model(info: kp.RequestHeaderInfo, responses: Sequence[Any], requests: Sequence[Any]) -> bytes:
+    def _encode_model(info: frames.RequestHeaderInfo, responses: Sequence[Any], requests: Sequence[Any]) -> bytes:
         body = _wire.responses_to_dict(info.api_key, info.api_version, responses, requests)
-        return kp.encode_response(info.api_key, info.api_version, info.correlation_id, body)
+        return frames.encode_response(info.api_key, info.api_version, info.correlation_id, body)
 
     @staticmethod
-    def _find_coordinator_key_type(info: kp.RequestHeaderInfo, frame: bytes) -> int:
+    def _find_coordinator_key_type(info: frames.RequestHeaderInfo, frame: bytes) -> int:
         if info.api_version == 0:
             return 0
-        return int(kp.decode_request_body(info.api_key, info.api_version, frame).get("key_type", 0))
+        return int(frames.decode_request_body(info.api_key, info.api_version, frame).get("key_type", 0))
 
-    def _find_coordinator_response(self, conn: _Conn, info: kp.RequestHeaderInfo, frame: bytes, error: int) -> bytes:
-        body = kp.decode_request_body(info.api_key, info.api_version, frame)
+    def _find_coordinator_response(
+        self, conn: _Conn, info: frames.RequestHeaderInfo, frame: bytes, error: int
+    ) -> bytes:
+        body = frames.decode_request_body(info.api_key, info.api_version, frame)
         listener = self._listeners[self._coordinator_node]
         if error:
             node_id, host, port = -1, "", -1
@@ -909,24 +911,25 @@ class CoordinatorProxy:
                     for key in body.get("coordinator_keys") or ()
                 ],
             }
-        return kp.encode_response(info.api_key, info.api_version, info.correlation_id, out)
+        return frames.encode_response(info.api_key, info.api_version, info.correlation_id, out)
 
-    def _error_response(self, conn: _Conn, info: kp.RequestHeaderInfo, frame: bytes, error: int) -> bytes:
+    def _error_response(self, conn: _Conn, info: frames.RequestHeaderInfo, frame: bytes, error: int) -> bytes:
         api, version = info.api_key, info.api_version
         if api in _wire.MODEL_METHODS:
-            body = kp.decode_request_body(api, version, frame)
+            body = frames.decode_request_body(api, version, frame)
             requests = _wire.requests_from_dict(api, version, body, client_id=conn.client_id, client_host=conn.host)
             return self._encode_model(info, _wire.error_responses(requests, error), requests)
         if api == _FIND_COORDINATOR:
             return self._find_coordinator_response(conn, info, frame, error)
         body_out = {"error_code": error}
-        return kp.encode_response(api, kp.response_version_of(api, version, body_out), info.correlation_id, body_out)
+        version_out = frames.response_version_of(api, version, body_out)
+        return frames.encode_response(api, version_out, info.correlation_id, body_out)
 
     # ------------------------------------------------------------------ forwarding
     async def _forward(
         self,
         conn: _Conn,
-        info: kp.RequestHeaderInfo,
+        info: frames.RequestHeaderInfo,
         frame: bytes,
         slot: asyncio.Future[bytes] | None,
         dispatched: asyncio.Future[None],
@@ -965,7 +968,7 @@ class CoordinatorProxy:
         self._answer(slot, raw)
 
     # ------------------------------------------------------------------ Fetch limits
-    def _trim_fetch(self, info: kp.RequestHeaderInfo, frame: bytes, raw: bytes) -> bytes | None:
+    def _trim_fetch(self, info: frames.RequestHeaderInfo, frame: bytes, raw: bytes) -> bytes | None:
         """A Fetch response cut to the request's byte limits (Kafka ``ReplicaManager.readFromLog``).
 
         Per partition, in response order: at most ``min(partition_max_bytes, what is left of
@@ -974,12 +977,12 @@ class CoordinatorProxy:
         or a version kafka-python cannot decode (forwarded unchanged).
         """
         version = info.api_version
-        kp_range = kp.api_version_range(_FETCH)
+        kp_range = frames.api_version_range(_FETCH)
         if kp_range is None or not kp_range[0] <= version <= kp_range[1] or version < 3:
             return None
         try:
-            request = kp.decode_request_body(_FETCH, version, frame)
-            correlation_id, body = kp.decode_response(_FETCH, version, raw[4:])
+            request = frames.decode_request_body(_FETCH, version, frame)
+            correlation_id, body = frames.decode_response(_FETCH, version, raw[4:])
         except Exception:
             log.warning("cannot decode Fetch v%s; forwarded unchanged", version, exc_info=True)
             return None
@@ -1005,11 +1008,11 @@ class CoordinatorProxy:
                 if cut:
                     first = False
                     remaining -= cut
-        return kp.encode_response(_FETCH, version, correlation_id, body) if changed else None
+        return frames.encode_response(_FETCH, version, correlation_id, body) if changed else None
 
     # ------------------------------------------------------------------ ListOffsets LATEST
     async def _fix_latest_offsets(
-        self, listener: _Listener, info: kp.RequestHeaderInfo, frame: bytes, raw: bytes
+        self, listener: _Listener, info: frames.RequestHeaderInfo, frame: bytes, raw: bytes
     ) -> bytes | None:
         """Rewrite a ListOffsets response with Kafka's LATEST answers.
 
@@ -1019,11 +1022,11 @@ class CoordinatorProxy:
         lookup failed (the answer is forwarded).
         """
         version = info.api_version
-        kp_range = kp.api_version_range(_LIST_OFFSETS)
+        kp_range = frames.api_version_range(_LIST_OFFSETS)
         if kp_range is None or not kp_range[0] <= version <= kp_range[1]:
             return None
         try:
-            request = kp.decode_request_body(_LIST_OFFSETS, version, frame)
+            request = frames.decode_request_body(_LIST_OFFSETS, version, frame)
             latest = {
                 (topic["name"], part["partition_index"])
                 for topic in request.get("topics") or ()
@@ -1032,7 +1035,7 @@ class CoordinatorProxy:
             }
             if not latest:
                 return None
-            correlation_id, body = kp.decode_response(_LIST_OFFSETS, version, raw[4:])
+            correlation_id, body = frames.decode_response(_LIST_OFFSETS, version, raw[4:])
         except Exception:
             log.warning("cannot decode ListOffsets v%s; forwarded unchanged", version, exc_info=True)
             return None
@@ -1054,14 +1057,14 @@ class CoordinatorProxy:
             return None
         for key, end in ends.items():
             entries[key]["offset"] = end
-        return kp.encode_response(_LIST_OFFSETS, version, correlation_id, body)
+        return frames.encode_response(_LIST_OFFSETS, version, correlation_id, body)
 
     async def _log_end_offsets(
         self, listener: _Listener, offsets: Mapping[tuple[str, int], int], isolation: int
     ) -> dict[tuple[str, int], int]:
         """``(topic, partition) -> log end offset`` from one Fetch (max 1 byte, 1 ms wait) at ``offsets``."""
         up_low, up_high = self._upstream_versions.get(_FETCH, (0, -1))
-        kp_range = kp.api_version_range(_FETCH) or (0, -1)
+        kp_range = frames.api_version_range(_FETCH) or (0, -1)
         version = min(up_high, kp_range[1], _FETCH_NAMED_MAX)
         if version < max(up_low, kp_range[0]):
             return {}
@@ -1121,18 +1124,18 @@ class CoordinatorProxy:
             side = _Upstream(*key)
             self._side[key] = side
         await side.open()
-        data = kp.encode_request(api_key, version, next(self._correlation_ids), "kgroup-coordinator-proxy", body)
+        data = frames.encode_request(api_key, version, next(self._correlation_ids), "kgroup-coordinator-proxy", body)
         future = side.send(data, True)
         assert future is not None
         raw = await asyncio.wait_for(future, _SIDE_REQUEST_TIMEOUT_S)
-        return kp.decode_response(api_key, version, raw[4:])
+        return frames.decode_response(api_key, version, raw[4:])
 
-    async def _rewrite(self, info: kp.RequestHeaderInfo, raw: bytes) -> bytes:
+    async def _rewrite(self, info: frames.RequestHeaderInfo, raw: bytes) -> bytes:
         api, version = info.api_key, info.api_version
         try:
-            correlation_id, body = kp.decode_response(api, version, raw[4:])
+            correlation_id, body = frames.decode_response(api, version, raw[4:])
         except Exception:
-            log.warning("cannot decode %s v%s from upstream; forwarded unchanged", kp.api_name(api), version)
+            log.warning("cannot decode %s v%s from upstream; forwarded unchanged", frames.api_name(api), version)
             return raw
         if api == _API_VERSIONS:
             self._rewrite_api_versions(body)
@@ -1150,7 +1153,7 @@ class CoordinatorProxy:
             for coordinator in body.get("coordinators") or ():
                 if coordinator.get("error_code", 0) == 0:
                     await self._rewrite_node(coordinator, "node_id")
-        return kp.encode_response(api, kp.response_version_of(api, version, body), correlation_id, body)
+        return frames.encode_response(api, frames.response_version_of(api, version, body), correlation_id, body)
 
     async def _rewrite_node(self, entry: dict[str, Any], id_field: str) -> None:
         listener = await self._ensure_listener(entry[id_field], entry["host"], entry["port"], virtual=False)
@@ -1165,7 +1168,7 @@ class CoordinatorProxy:
             keys[key] = {"api_key": key, "min_version": low, "max_version": high}
         for key in _CLAMPED_APIS:
             entry = keys.get(key)
-            kp_range = kp.api_version_range(key)
+            kp_range = frames.api_version_range(key)
             if entry is None or kp_range is None:
                 continue
             low, high = max(entry["min_version"], kp_range[0]), min(entry["max_version"], kp_range[1])

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgroup._io import kafka_python as kp
+from kgroup._io import kafka_frames as frames
 from kgroup.testing import _wire
 from kgroup.testing.coordinator import CoordinatorConfig, GroupCoordinatorModel, Reply
 
@@ -244,7 +244,7 @@ class ManualClock:
 
 def check_request(api_key: int, version: int, frame: bytes) -> dict[str, Any] | Closed:
     """Decode a request frame as the proxy does; :data:`CLOSED` where Kafka closes the connection."""
-    body = kp.decode_request_body(api_key, version, frame)
+    body = frames.decode_request_body(api_key, version, frame)
     try:
         _wire.check_string_lengths(body)
     except _wire.MalformedRequestError:
@@ -295,7 +295,7 @@ class KafkaConnection:
 
     def send(self, api_key: int, version: int, body: Mapping[str, Any]) -> float:
         correlation_id = next(self._ids)
-        data = kp.encode_request(api_key, version, correlation_id, self.client_id, body)
+        data = frames.encode_request(api_key, version, correlation_id, self.client_id, body)
         sent = self._ms()
         self._pending.append((correlation_id, api_key, version, sent))
         try:
@@ -319,7 +319,7 @@ class KafkaConnection:
             self._frames.put((at, None))  # stays closed
             return at, CLOSED
         correlation_id, api_key, version, _ = self._pending.pop(0)
-        got, body = kp.decode_response(api_key, version, frame)
+        got, body = frames.decode_response(api_key, version, frame)
         if got != correlation_id:
             raise Mismatch(f"Kafka answered correlation id {got}, expected {correlation_id}")
         return at, body
@@ -360,7 +360,7 @@ class ModelConnection:
 
     def send(self, api_key: int, version: int, body: Mapping[str, Any]) -> _ModelCall:
         correlation_id = next(self._ids)
-        frame = kp.encode_request(api_key, version, correlation_id, self.client_id, body)[4:]
+        frame = frames.encode_request(api_key, version, correlation_id, self.client_id, body)[4:]
         decoded = check_request(api_key, version, frame)
         if isinstance(decoded, Closed):
             call = _ModelCall(api_key, version, correlation_id, (), [], self._clock.now_ms, self._clock.now_ms, CLOSED)
@@ -384,8 +384,8 @@ class ModelConnection:
             return
         call.done_ms = self._clock.now_ms
         body = _wire.responses_to_dict(call.api_key, call.version, [r.response for r in call.replies], call.requests)
-        frame = kp.encode_response(call.api_key, call.version, call.correlation_id, body)[4:]
-        correlation_id, decoded = kp.decode_response(call.api_key, call.version, frame)
+        frame = frames.encode_response(call.api_key, call.version, call.correlation_id, body)[4:]
+        correlation_id, decoded = frames.decode_response(call.api_key, call.version, frame)
         assert correlation_id == call.correlation_id
         call.answer = decoded
 

@@ -8,7 +8,7 @@ import select
 import socket
 from collections import deque
 
-from kgroup._io import kafka_python as kp
+from kgroup._io import kafka_frames as frames
 
 from .harness import SESSION_TIMEOUT_MS
 
@@ -33,7 +33,7 @@ class RawClient:
 
     def send(self, api_key: int, version: int, body: dict) -> int:
         correlation_id = next(self._ids)
-        self.sock.sendall(kp.encode_request(api_key, version, correlation_id, self.client_id, body))
+        self.sock.sendall(frames.encode_request(api_key, version, correlation_id, self.client_id, body))
         self._pending.append((correlation_id, api_key, version))
         return correlation_id
 
@@ -51,7 +51,7 @@ class RawClient:
         size = int.from_bytes(self._read(4), "big")
         frame = self._read(size)
         expected, api_key, version = self._pending.popleft()
-        correlation_id, body = kp.decode_response(api_key, version, frame)
+        correlation_id, body = frames.decode_response(api_key, version, frame)
         assert correlation_id == expected, (correlation_id, expected)
         return correlation_id, body
 

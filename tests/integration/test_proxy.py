@@ -12,7 +12,7 @@ import pytest
 
 import kgroup
 from kgroup import TopicPartition
-from kgroup._io import kafka_python as kp
+from kgroup._io import kafka_frames as frames
 from kgroup.testing import CoordinatorProxy, FakeClock, produce
 from kgroup.testing.coordinator import CoordinatorConfig
 
@@ -172,7 +172,7 @@ def test_api_versions_advertise_what_the_model_serves(kafka_cluster):
             assert ranges[15] == (0, 5)
             assert ranges[16] == (0, 5)
             assert not {42, 47, 68, 69} & ranges.keys()
-            assert ranges[METADATA][1] <= kp.api_version_range(METADATA)[1]
+            assert ranges[METADATA][1] <= frames.api_version_range(METADATA)[1]
             assert 0 in ranges and 1 in ranges  # Produce and Fetch come from the broker
     finally:
         client.close()

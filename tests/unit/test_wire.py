@@ -12,6 +12,7 @@ import re
 import attrs
 import pytest
 
+from kgroup._io import kafka_frames as frames
 from kgroup._io import kafka_python as kp
 from kgroup.membership.commands import SendHeartbeat, SendJoinGroup, SendLeaveGroup, SendSyncGroup
 from kgroup.testing import _wire
@@ -54,12 +55,12 @@ HOST = "/127.0.0.1"
 
 def served_versions(api_key):
     low, high = _wire.MODEL_VERSIONS[api_key]
-    kp_low, kp_high = kp.api_version_range(api_key)
+    kp_low, kp_high = frames.api_version_range(api_key)
     return list(range(max(low, kp_low), min(high, kp_high) + 1))
 
 
 def versions_of(api_key):
-    return [pytest.param(api_key, v, id=f"{kp.api_name(api_key)}-v{v}") for v in served_versions(api_key)]
+    return [pytest.param(api_key, v, id=f"{frames.api_name(api_key)}-v{v}") for v in served_versions(api_key)]
 
 
 ALL_VERSIONS = [p for key in sorted(_wire.MODEL_VERSIONS) for p in versions_of(key)]
@@ -368,12 +369,12 @@ def project_response(resp, v):
 @pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
 def test_request_round_trip_through_kafka_python(api_key, version):
     requests = sample_requests(api_key, version)
-    frame = kp.encode_request(api_key, version, 123, CLIENT, _wire.requests_to_dict(api_key, version, requests))
+    frame = frames.encode_request(api_key, version, 123, CLIENT, _wire.requests_to_dict(api_key, version, requests))
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
-    header = kp.peek_request_header(frame[4:])
+    header = frames.peek_request_header(frame[4:])
     assert header == (api_key, version, 123, CLIENT)
-    assert kp.request_expects_response(frame[4:])
-    body = kp.decode_request_body(api_key, version, frame[4:])
+    assert frames.request_expects_response(frame[4:])
+    body = frames.decode_request_body(api_key, version, frame[4:])
     back = _wire.requests_from_dict(api_key, version, body, client_id=CLIENT, client_host=HOST)
     assert back == tuple(project_request(r, version) for r in requests)
 
@@ -383,8 +384,8 @@ def test_response_round_trip_through_kafka_python(api_key, version):
     requests = sample_requests(api_key, version)
     responses = sample_responses(api_key, version)
     body = _wire.responses_to_dict(api_key, version, responses, requests)
-    frame = kp.encode_response(api_key, version, 77, body)
-    correlation_id, decoded = kp.decode_response(api_key, version, frame[4:])
+    frame = frames.encode_response(api_key, version, 77, body)
+    correlation_id, decoded = frames.decode_response(api_key, version, frame[4:])
     assert correlation_id == 77
     back = _wire.responses_from_dict(api_key, version, decoded)
     assert back == tuple(project_response(r, version) for r in responses)
@@ -394,8 +395,8 @@ def test_response_round_trip_through_kafka_python(api_key, version):
 def test_error_responses_encode_at_every_version(api_key, version):
     requests = sample_requests(api_key, version)
     responses = _wire.error_responses(requests, 16)
-    frame = kp.encode_response(api_key, version, 5, _wire.responses_to_dict(api_key, version, responses, requests))
-    _, decoded = kp.decode_response(api_key, version, frame[4:])
+    frame = frames.encode_response(api_key, version, 5, _wire.responses_to_dict(api_key, version, responses, requests))
+    _, decoded = frames.decode_response(api_key, version, frame[4:])
     back = _wire.responses_from_dict(api_key, version, decoded)
     codes = set()
     for resp in back:
@@ -415,15 +416,16 @@ def test_error_responses_encode_at_every_version(api_key, version):
 def test_offset_fetch_v1_spreads_a_group_error_over_the_requested_partitions():
     (req,) = sample_requests(_wire.OFFSET_FETCH, 1)
     body = _wire.responses_to_dict(_wire.OFFSET_FETCH, 1, (OffsetFetchResponse(error_code=14),), (req,))
-    assert "error_code" not in kp.decode_response(_wire.OFFSET_FETCH, 1, kp.encode_response(9, 1, 1, body)[4:])[1]
+    _, decoded = frames.decode_response(_wire.OFFSET_FETCH, 1, frames.encode_response(9, 1, 1, body)[4:])
+    assert "error_code" not in decoded
     spread = [(t["name"], [(p["partition_index"], p["error_code"]) for p in t["partitions"]]) for t in body["topics"]]
     assert spread == [("t", [(0, 14), (2, 14)]), ("u", [(1, 14)])]
 
 
 def test_offset_fetch_v2_all_topics_is_none():
     req = OffsetFetchRequest(api_version=2, group_id="g", topics=None)
-    frame = kp.encode_request(9, 2, 1, CLIENT, _wire.requests_to_dict(9, 2, (req,)))
-    assert _wire.requests_from_dict(9, 2, kp.decode_request_body(9, 2, frame[4:])) == (req,)
+    frame = frames.encode_request(9, 2, 1, CLIENT, _wire.requests_to_dict(9, 2, (req,)))
+    assert _wire.requests_from_dict(9, 2, frames.decode_request_body(9, 2, frame[4:])) == (req,)
 
 
 @pytest.mark.parametrize("version", range(0, 10))
@@ -444,7 +446,7 @@ def test_kgroup_join_builder_maps_to_the_model_type(version):
     request.with_header(correlation_id=9, client_id=CLIENT)
     frame = request.encode(version=version, header=True)
     (got,) = _wire.requests_from_dict(
-        _wire.JOIN_GROUP, version, kp.decode_request_body(_wire.JOIN_GROUP, version, frame), client_id=CLIENT
+        _wire.JOIN_GROUP, version, frames.decode_request_body(_wire.JOIN_GROUP, version, frame), client_id=CLIENT
     )
     assert (got.group_id, got.member_id, got.protocols, got.session_timeout_ms) == (
         "g", "m", (("range", b"\x00\x01"),), 6000
@@ -474,7 +476,7 @@ def test_kgroup_sync_heartbeat_leave_builders_map_to_the_model_types():
         for v in served_versions(key):
             request.with_header(correlation_id=1, client_id=CLIENT)
             frame = request.encode(version=v, header=True)
-            (got,) = _wire.requests_from_dict(key, v, kp.decode_request_body(key, v, frame))
+            (got,) = _wire.requests_from_dict(key, v, frames.decode_request_body(key, v, frame))
             assert got.group_id == "g"
             if key == 13:
                 assert [m.member_id for m in got.members] == ["m"]
@@ -491,45 +493,45 @@ def test_kgroup_sync_heartbeat_leave_builders_map_to_the_model_types():
 @pytest.mark.parametrize("version", range(3, 14))
 def test_produce_acks_zero_expects_no_response(version):
     for acks, transactional_id in ((0, None), (0, "tx-1"), (1, None), (-1, "tx")):
-        frame = kp.encode_request(
+        frame = frames.encode_request(
             0,
             version,
             1,
             CLIENT,
             {"transactional_id": transactional_id, "acks": acks, "timeout_ms": 100, "topic_data": []},
         )
-        assert kp.request_expects_response(frame[4:]) is (acks != 0)
+        assert frames.request_expects_response(frame[4:]) is (acks != 0)
 
 
 def test_api_versions_response_header_is_never_flexible():
     body = {"error_code": 0, "api_keys": [{"api_key": 11, "min_version": 0, "max_version": 9}], "throttle_time_ms": 0}
-    frame = kp.encode_response(18, 3, 42, body)
+    frame = frames.encode_response(18, 3, 42, body)
     # size, correlation id, then straight into the body's error_code (no tagged-field byte in the header)
     assert frame[4:8] == (42).to_bytes(4, "big")
     assert frame[8:10] == b"\x00\x00"
-    correlation_id, decoded = kp.decode_response(18, 3, frame[4:])
+    correlation_id, decoded = frames.decode_response(18, 3, frame[4:])
     assert correlation_id == 42
     assert decoded["api_keys"] == [{"api_key": 11, "min_version": 0, "max_version": 9}]
 
 
 def test_api_versions_error_is_encoded_as_v0():
     body = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 3}]}
-    version = kp.response_version_of(18, 4, body)
+    version = frames.response_version_of(18, 4, body)
     assert version == 0
-    _, decoded = kp.decode_response(18, 4, kp.encode_response(18, version, 1, body)[4:])
+    _, decoded = frames.decode_response(18, 4, frames.encode_response(18, version, 1, body)[4:])
     assert decoded["error_code"] == 35
 
 
 def test_api_names_and_ranges():
-    assert kp.api_name(12) == "Heartbeat"
-    assert kp.api_key_of("JoinGroup") == 11
-    assert kp.api_name(9999) == "Api9999"
+    assert frames.api_name(12) == "Heartbeat"
+    assert frames.api_key_of("JoinGroup") == 11
+    assert frames.api_name(9999) == "Api9999"
     with pytest.raises(ValueError):
-        kp.api_key_of("NoSuchApi")
-    assert kp.api_version_range(8)[0] == 2
-    assert kp.api_version_range(10) == (0, 6)
-    assert kp.response_has_field(12, 0, "error_code")
-    assert not kp.response_has_field(0, 9, "error_code")
+        frames.api_key_of("NoSuchApi")
+    assert frames.api_version_range(8)[0] == 2
+    assert frames.api_version_range(10) == (0, 6)
+    assert frames.response_has_field(12, 0, "error_code")
+    assert not frames.response_has_field(0, 9, "error_code")
 
 
 @pytest.mark.parametrize("version", range(0, 7))
@@ -538,7 +540,7 @@ def test_find_coordinator_response_round_trip(version):
         body = {"error_code": 0, "error_message": None, "node_id": 3, "host": "127.0.0.1", "port": 9}
     else:
         body = {"coordinators": [{"key": "g", "node_id": 3, "host": "127.0.0.1", "port": 9, "error_code": 0}]}
-    _, decoded = kp.decode_response(10, version, kp.encode_response(10, version, 1, body)[4:])
+    _, decoded = frames.decode_response(10, version, frames.encode_response(10, version, 1, body)[4:])
     entry = decoded if version < 4 else decoded["coordinators"][0]
     assert (entry["node_id"], entry["host"], entry["port"]) == (3, "127.0.0.1", 9)
 
@@ -553,13 +555,13 @@ def test_delete_groups_round_trip(version):
     assert _wire.DELETE_GROUPS not in _wire.MODEL_METHODS  # the proxy forwards DeleteGroups
     assert _wire.ALL_MODEL_METHODS[_wire.DELETE_GROUPS] == "delete_groups"
     req = DeleteGroupsRequest(api_version=version, groups=("a", "", "b"))
-    frame = kp.encode_request(42, version, 1, CLIENT, _wire.requests_to_dict(42, version, (req,)))
-    assert _wire.requests_from_dict(42, version, kp.decode_request_body(42, version, frame[4:])) == (req,)
+    frame = frames.encode_request(42, version, 1, CLIENT, _wire.requests_to_dict(42, version, (req,)))
+    assert _wire.requests_from_dict(42, version, frames.decode_request_body(42, version, frame[4:])) == (req,)
     resp = DeleteGroupsResponse(
         results=(DeletedGroupResult(group_id="a", error_code=68), DeletedGroupResult(group_id="b"))
     )
     body = _wire.responses_to_dict(42, version, (resp,), (req,))
-    _, decoded = kp.decode_response(42, version, kp.encode_response(42, version, 1, body)[4:])
+    _, decoded = frames.decode_response(42, version, frames.encode_response(42, version, 1, body)[4:])
     assert _wire.responses_from_dict(42, version, decoded) == (resp,)
     (errors,) = _wire.error_responses((req,), 14)
     assert [r.error_code for r in errors.results] == [14, 14, 14]
@@ -567,8 +569,8 @@ def test_delete_groups_round_trip(version):
 
 def test_describe_groups_v6_error_message_and_authorized_operations_round_trip():
     req = DescribeGroupsRequest(api_version=6, groups=("g",), include_authorized_operations=True)
-    frame = kp.encode_request(15, 6, 1, CLIENT, _wire.requests_to_dict(15, 6, (req,)))
-    assert _wire.requests_from_dict(15, 6, kp.decode_request_body(15, 6, frame[4:])) == (req,)
+    frame = frames.encode_request(15, 6, 1, CLIENT, _wire.requests_to_dict(15, 6, (req,)))
+    assert _wire.requests_from_dict(15, 6, frames.decode_request_body(15, 6, frame[4:])) == (req,)
     group = DescribedGroup(
         error_code=69,
         error_message="Group g not found.",
@@ -585,7 +587,7 @@ def test_describe_groups_v6_error_message_and_authorized_operations_round_trip()
         (2, attrs.evolve(group, error_message=None, authorized_operations=None)),
     ):
         body = _wire.responses_to_dict(15, version, (DescribeGroupsResponse(groups=(group,)),))
-        _, decoded = kp.decode_response(15, version, kp.encode_response(15, version, 1, body)[4:])
+        _, decoded = frames.decode_response(15, version, frames.encode_response(15, version, 1, body)[4:])
         assert _wire.responses_from_dict(15, version, decoded) == (DescribeGroupsResponse(groups=(expected,)),)
 
 
@@ -615,8 +617,8 @@ def test_a_compact_string_over_the_limit_decodes_and_is_then_refused():
     req = JoinGroupRequest(
         api_version=8, group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, reason="x" * 40000
     )
-    frame = kp.encode_request(11, 8, 1, CLIENT, _wire.requests_to_dict(11, 8, (req,)))
-    body = kp.decode_request_body(11, 8, frame[4:])
+    frame = frames.encode_request(11, 8, 1, CLIENT, _wire.requests_to_dict(11, 8, (req,)))
+    body = frames.decode_request_body(11, 8, frame[4:])
     assert len(body["reason"]) == 40000
     with pytest.raises(_wire.MalformedRequestError, match="reason had invalid length 40000"):
         _wire.check_string_lengths(body)
