@@ -1,147 +1,168 @@
-"""Kafka protocol error codes: code -> (name, retriable).
+"""Kafka protocol error codes: one named constant per code, the only place kgroup spells one.
 
-Protocol constants from the Kafka protocol guide (``Errors`` in the Java client).
-Data only; kgroup classifies them in ``kgroup.errors.classify``.
+The names are those of the Kafka protocol guide's error table
+(https://kafka.apache.org/protocol#protocol_error_codes, Java's ``org.apache.kafka.common.protocol.Errors``)
+as kafka-python 3.0 spells them; ``NONE`` and ``UNKNOWN_SERVER_ERROR`` are Java's names for
+kafka-python's ``NO_ERROR`` and ``UNKNOWN``.
+
+Rules:
+
+1. Code elsewhere in kgroup (client, admin, coordinator model, proxy, simulator) imports these
+   names; it never writes an error code as a number (``codes.FENCED_INSTANCE_ID``, not ``82``).
+2. This module is data only: no kafka-python import, so the pure membership machine can use
+   it. ``tests/compat/test_error_codes.py`` checks every constant against kafka-python's
+   ``kafka.errors`` (``<Error>.errno``) and that no code kafka-python knows is missing.
+3. What a code *means* for each API is decided in one place, ``kgroup.errors.classify``.
 """
 
 from __future__ import annotations
 
-ERROR_CODES: dict[int, tuple[str, bool]] = {
-    -1: ('UNKNOWN', False),
-    0: ('NO_ERROR', False),
-    1: ('OFFSET_OUT_OF_RANGE', False),
-    2: ('CORRUPT_MESSAGE', False),
-    3: ('UNKNOWN_TOPIC_OR_PARTITION', True),
-    4: ('INVALID_FETCH_SIZE', False),
-    5: ('LEADER_NOT_AVAILABLE', True),
-    6: ('NOT_LEADER_FOR_PARTITION', True),
-    7: ('REQUEST_TIMED_OUT', True),
-    8: ('BROKER_NOT_AVAILABLE', False),
-    9: ('REPLICA_NOT_AVAILABLE', True),
-    10: ('MESSAGE_SIZE_TOO_LARGE', False),
-    11: ('STALE_CONTROLLER_EPOCH', False),
-    12: ('OFFSET_METADATA_TOO_LARGE', False),
-    13: ('NETWORK_EXCEPTION', True),
-    14: ('COORDINATOR_LOAD_IN_PROGRESS', True),
-    15: ('COORDINATOR_NOT_AVAILABLE', True),
-    16: ('NOT_COORDINATOR', True),
-    17: ('INVALID_TOPIC', False),
-    18: ('RECORD_LIST_TOO_LARGE', False),
-    19: ('NOT_ENOUGH_REPLICAS', True),
-    20: ('NOT_ENOUGH_REPLICAS_AFTER_APPEND', True),
-    21: ('INVALID_REQUIRED_ACKS', False),
-    22: ('ILLEGAL_GENERATION', False),
-    23: ('INCONSISTENT_GROUP_PROTOCOL', False),
-    24: ('INVALID_GROUP_ID', False),
-    25: ('UNKNOWN_MEMBER_ID', False),
-    26: ('INVALID_SESSION_TIMEOUT', False),
-    27: ('REBALANCE_IN_PROGRESS', False),
-    28: ('INVALID_COMMIT_OFFSET_SIZE', False),
-    29: ('TOPIC_AUTHORIZATION_FAILED', False),
-    30: ('GROUP_AUTHORIZATION_FAILED', False),
-    31: ('CLUSTER_AUTHORIZATION_FAILED', False),
-    32: ('INVALID_TIMESTAMP', False),
-    33: ('UNSUPPORTED_SASL_MECHANISM', False),
-    34: ('ILLEGAL_SASL_STATE', False),
-    35: ('UNSUPPORTED_VERSION', False),
-    36: ('TOPIC_ALREADY_EXISTS', False),
-    37: ('INVALID_PARTITIONS', False),
-    38: ('INVALID_REPLICATION_FACTOR', False),
-    39: ('INVALID_REPLICATION_ASSIGNMENT', False),
-    40: ('INVALID_CONFIG', False),
-    41: ('NOT_CONTROLLER', True),
-    42: ('INVALID_REQUEST', False),
-    43: ('UNSUPPORTED_FOR_MESSAGE_FORMAT', False),
-    44: ('POLICY_VIOLATION', False),
-    45: ('OUT_OF_ORDER_SEQUENCE_NUMBER', False),
-    46: ('DUPLICATE_SEQUENCE_NUMBER', False),
-    47: ('INVALID_PRODUCER_EPOCH', False),
-    48: ('INVALID_TXN_STATE', False),
-    49: ('INVALID_PRODUCER_ID_MAPPING', False),
-    50: ('INVALID_TRANSACTION_TIMEOUT', False),
-    51: ('CONCURRENT_TRANSACTIONS', True),
-    52: ('TRANSACTION_COORDINATOR_FENCED', False),
-    53: ('TRANSACTIONAL_ID_AUTHORIZATION_FAILED', False),
-    54: ('SECURITY_DISABLED', False),
-    55: ('OPERATION_NOT_ATTEMPTED', False),
-    56: ('KAFKA_STORAGE_ERROR', True),
-    57: ('LOG_DIR_NOT_FOUND', False),
-    58: ('SASL_AUTHENTICATION_FAILED', False),
-    59: ('UNKNOWN_PRODUCER_ID', False),
-    60: ('REASSIGNMENT_IN_PROGRESS', False),
-    61: ('DELEGATION_TOKEN_AUTH_DISABLED', False),
-    62: ('DELEGATION_TOKEN_NOT_FOUND', False),
-    63: ('DELEGATION_TOKEN_OWNER_MISMATCH', False),
-    64: ('DELEGATION_TOKEN_REQUEST_NOT_ALLOWED', False),
-    65: ('DELEGATION_TOKEN_AUTHORIZATION_FAILED', False),
-    66: ('DELEGATION_TOKEN_EXPIRED', False),
-    67: ('INVALID_PRINCIPAL_TYPE', False),
-    68: ('NON_EMPTY_GROUP', False),
-    69: ('GROUP_ID_NOT_FOUND', False),
-    70: ('FETCH_SESSION_ID_NOT_FOUND', True),
-    71: ('INVALID_FETCH_SESSION_EPOCH', True),
-    72: ('LISTENER_NOT_FOUND', True),
-    73: ('TOPIC_DELETION_DISABLED', False),
-    74: ('FENCED_LEADER_EPOCH', True),
-    75: ('UNKNOWN_LEADER_EPOCH', True),
-    76: ('UNSUPPORTED_COMPRESSION_TYPE', False),
-    77: ('STALE_BROKER_EPOCH', False),
-    78: ('OFFSET_NOT_AVAILABLE', True),
-    79: ('MEMBER_ID_REQUIRED', False),
-    80: ('PREFERRED_LEADER_NOT_AVAILABLE', True),
-    81: ('GROUP_MAX_SIZE_REACHED', False),
-    82: ('FENCED_INSTANCE_ID', False),
-    83: ('ELIGIBLE_LEADERS_NOT_AVAILABLE', True),
-    84: ('ELECTION_NOT_NEEDED', True),
-    85: ('NO_REASSIGNMENT_IN_PROGRESS', False),
-    86: ('GROUP_SUBSCRIBED_TO_TOPIC', False),
-    87: ('INVALID_RECORD', False),
-    88: ('UNSTABLE_OFFSET_COMMIT', True),
-    89: ('THROTTLING_QUOTA_EXCEEDED', True),
-    90: ('PRODUCER_FENCED', False),
-    91: ('RESOURCE_NOT_FOUND', False),
-    92: ('DUPLICATE_RESOURCE', False),
-    93: ('UNACCEPTABLE_CREDENTIAL', False),
-    94: ('INCONSISTENT_VOTER_SET', False),
-    95: ('INVALID_UPDATE_VERSION', False),
-    96: ('FEATURE_UPDATE_FAILED', False),
-    97: ('PRINCIPAL_DESERIALIZATION_FAILURE', False),
-    98: ('SNAPSHOT_NOT_FOUND', False),
-    99: ('POSITION_OUT_OF_RANGE', False),
-    100: ('UNKNOWN_TOPIC_ID', True),
-    101: ('DUPLICATE_BROKER_REGISTRATION', False),
-    102: ('BROKER_ID_NOT_REGISTERED', False),
-    103: ('INCONSISTENT_TOPIC_ID', True),
-    104: ('INCONSISTENT_CLUSTER_ID', False),
-    105: ('TRANSACTIONAL_ID_NOT_FOUND', False),
-    106: ('FETCH_SESSION_TOPIC_ID_ERROR', True),
-    107: ('INELIGIBLE_REPLICA', False),
-    108: ('NEW_LEADER_ELECTED', False),
-    109: ('OFFSET_MOVED_TO_TIERED_STORAGE', False),
-    110: ('FENCED_MEMBER_EPOCH', False),
-    111: ('UNRELEASED_INSTANCE_ID', False),
-    112: ('UNSUPPORTED_ASSIGNOR', False),
-    113: ('STALE_MEMBER_EPOCH', False),
-    114: ('MISMATCHED_ENDPOINT_TYPE', False),
-    115: ('UNSUPPORTED_ENDPOINT_TYPE', False),
-    116: ('UNKNOWN_CONTROLLER_ID', False),
-    117: ('UNKNOWN_SUBSCRIPTION_ID', False),
-    118: ('TELEMETRY_TOO_LARGE', False),
-    119: ('INVALID_REGISTRATION', False),
-    120: ('TRANSACTION_ABORTABLE', False),
-    121: ('INVALID_RECORD_STATE', False),
-    122: ('SHARE_SESSION_NOT_FOUND', True),
-    123: ('INVALID_SHARE_SESSION_EPOCH', True),
-    124: ('FENCED_STATE_EPOCH', False),
-    125: ('INVALID_VOTER_KEY', False),
-    126: ('DUPLICATE_VOTER', False),
-    127: ('VOTER_NOT_FOUND', False),
-}
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
 
+UNKNOWN_SERVER_ERROR: Final = -1
+NONE: Final = 0
+OFFSET_OUT_OF_RANGE: Final = 1
+CORRUPT_MESSAGE: Final = 2
+UNKNOWN_TOPIC_OR_PARTITION: Final = 3
+INVALID_FETCH_SIZE: Final = 4
+LEADER_NOT_AVAILABLE: Final = 5
+NOT_LEADER_FOR_PARTITION: Final = 6
+REQUEST_TIMED_OUT: Final = 7
+BROKER_NOT_AVAILABLE: Final = 8
+REPLICA_NOT_AVAILABLE: Final = 9
+MESSAGE_SIZE_TOO_LARGE: Final = 10
+STALE_CONTROLLER_EPOCH: Final = 11
+OFFSET_METADATA_TOO_LARGE: Final = 12
+NETWORK_EXCEPTION: Final = 13
+COORDINATOR_LOAD_IN_PROGRESS: Final = 14
+COORDINATOR_NOT_AVAILABLE: Final = 15
+NOT_COORDINATOR: Final = 16
+INVALID_TOPIC: Final = 17
+RECORD_LIST_TOO_LARGE: Final = 18
+NOT_ENOUGH_REPLICAS: Final = 19
+NOT_ENOUGH_REPLICAS_AFTER_APPEND: Final = 20
+INVALID_REQUIRED_ACKS: Final = 21
+ILLEGAL_GENERATION: Final = 22
+INCONSISTENT_GROUP_PROTOCOL: Final = 23
+INVALID_GROUP_ID: Final = 24
+UNKNOWN_MEMBER_ID: Final = 25
+INVALID_SESSION_TIMEOUT: Final = 26
+REBALANCE_IN_PROGRESS: Final = 27
+INVALID_COMMIT_OFFSET_SIZE: Final = 28
+TOPIC_AUTHORIZATION_FAILED: Final = 29
+GROUP_AUTHORIZATION_FAILED: Final = 30
+CLUSTER_AUTHORIZATION_FAILED: Final = 31
+INVALID_TIMESTAMP: Final = 32
+UNSUPPORTED_SASL_MECHANISM: Final = 33
+ILLEGAL_SASL_STATE: Final = 34
+UNSUPPORTED_VERSION: Final = 35
+TOPIC_ALREADY_EXISTS: Final = 36
+INVALID_PARTITIONS: Final = 37
+INVALID_REPLICATION_FACTOR: Final = 38
+INVALID_REPLICATION_ASSIGNMENT: Final = 39
+INVALID_CONFIG: Final = 40
+NOT_CONTROLLER: Final = 41
+INVALID_REQUEST: Final = 42
+UNSUPPORTED_FOR_MESSAGE_FORMAT: Final = 43
+POLICY_VIOLATION: Final = 44
+OUT_OF_ORDER_SEQUENCE_NUMBER: Final = 45
+DUPLICATE_SEQUENCE_NUMBER: Final = 46
+INVALID_PRODUCER_EPOCH: Final = 47
+INVALID_TXN_STATE: Final = 48
+INVALID_PRODUCER_ID_MAPPING: Final = 49
+INVALID_TRANSACTION_TIMEOUT: Final = 50
+CONCURRENT_TRANSACTIONS: Final = 51
+TRANSACTION_COORDINATOR_FENCED: Final = 52
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED: Final = 53
+SECURITY_DISABLED: Final = 54
+OPERATION_NOT_ATTEMPTED: Final = 55
+KAFKA_STORAGE_ERROR: Final = 56
+LOG_DIR_NOT_FOUND: Final = 57
+SASL_AUTHENTICATION_FAILED: Final = 58
+UNKNOWN_PRODUCER_ID: Final = 59
+REASSIGNMENT_IN_PROGRESS: Final = 60
+DELEGATION_TOKEN_AUTH_DISABLED: Final = 61
+DELEGATION_TOKEN_NOT_FOUND: Final = 62
+DELEGATION_TOKEN_OWNER_MISMATCH: Final = 63
+DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: Final = 64
+DELEGATION_TOKEN_AUTHORIZATION_FAILED: Final = 65
+DELEGATION_TOKEN_EXPIRED: Final = 66
+INVALID_PRINCIPAL_TYPE: Final = 67
+NON_EMPTY_GROUP: Final = 68
+GROUP_ID_NOT_FOUND: Final = 69
+FETCH_SESSION_ID_NOT_FOUND: Final = 70
+INVALID_FETCH_SESSION_EPOCH: Final = 71
+LISTENER_NOT_FOUND: Final = 72
+TOPIC_DELETION_DISABLED: Final = 73
+FENCED_LEADER_EPOCH: Final = 74
+UNKNOWN_LEADER_EPOCH: Final = 75
+UNSUPPORTED_COMPRESSION_TYPE: Final = 76
+STALE_BROKER_EPOCH: Final = 77
+OFFSET_NOT_AVAILABLE: Final = 78
+MEMBER_ID_REQUIRED: Final = 79
+PREFERRED_LEADER_NOT_AVAILABLE: Final = 80
+GROUP_MAX_SIZE_REACHED: Final = 81
+FENCED_INSTANCE_ID: Final = 82
+ELIGIBLE_LEADERS_NOT_AVAILABLE: Final = 83
+ELECTION_NOT_NEEDED: Final = 84
+NO_REASSIGNMENT_IN_PROGRESS: Final = 85
+GROUP_SUBSCRIBED_TO_TOPIC: Final = 86
+INVALID_RECORD: Final = 87
+UNSTABLE_OFFSET_COMMIT: Final = 88
+THROTTLING_QUOTA_EXCEEDED: Final = 89
+PRODUCER_FENCED: Final = 90
+RESOURCE_NOT_FOUND: Final = 91
+DUPLICATE_RESOURCE: Final = 92
+UNACCEPTABLE_CREDENTIAL: Final = 93
+INCONSISTENT_VOTER_SET: Final = 94
+INVALID_UPDATE_VERSION: Final = 95
+FEATURE_UPDATE_FAILED: Final = 96
+PRINCIPAL_DESERIALIZATION_FAILURE: Final = 97
+SNAPSHOT_NOT_FOUND: Final = 98
+POSITION_OUT_OF_RANGE: Final = 99
+UNKNOWN_TOPIC_ID: Final = 100
+DUPLICATE_BROKER_REGISTRATION: Final = 101
+BROKER_ID_NOT_REGISTERED: Final = 102
+INCONSISTENT_TOPIC_ID: Final = 103
+INCONSISTENT_CLUSTER_ID: Final = 104
+TRANSACTIONAL_ID_NOT_FOUND: Final = 105
+FETCH_SESSION_TOPIC_ID_ERROR: Final = 106
+INELIGIBLE_REPLICA: Final = 107
+NEW_LEADER_ELECTED: Final = 108
+OFFSET_MOVED_TO_TIERED_STORAGE: Final = 109
+FENCED_MEMBER_EPOCH: Final = 110
+UNRELEASED_INSTANCE_ID: Final = 111
+UNSUPPORTED_ASSIGNOR: Final = 112
+STALE_MEMBER_EPOCH: Final = 113
+MISMATCHED_ENDPOINT_TYPE: Final = 114
+UNSUPPORTED_ENDPOINT_TYPE: Final = 115
+UNKNOWN_CONTROLLER_ID: Final = 116
+UNKNOWN_SUBSCRIPTION_ID: Final = 117
+TELEMETRY_TOO_LARGE: Final = 118
+INVALID_REGISTRATION: Final = 119
+TRANSACTION_ABORTABLE: Final = 120
+INVALID_RECORD_STATE: Final = 121
+SHARE_SESSION_NOT_FOUND: Final = 122
+INVALID_SHARE_SESSION_EPOCH: Final = 123
+FENCED_STATE_EPOCH: Final = 124
+INVALID_VOTER_KEY: Final = 125
+DUPLICATE_VOTER: Final = 126
+VOTER_NOT_FOUND: Final = 127
+
+
+def _by_code() -> dict[int, str]:
+    return {value: name for name, value in globals().items() if name.isupper() and type(value) is int}
+
+
+#: code -> name, for every constant above
+ERROR_NAMES: Final[Mapping[int, str]] = MappingProxyType(_by_code())
 
 
 def error_name(code: int) -> str:
-    """The protocol name of an error code, e.g. ``error_name(27) == "REBALANCE_IN_PROGRESS"``."""
-    entry = ERROR_CODES.get(code)
-    return entry[0] if entry else f"UNKNOWN_ERROR_CODE_{code}"
+    """The protocol name of an error code, e.g. ``error_name(27) == "REBALANCE_IN_PROGRESS"``.
 
+    A code this table does not know is named ``UNKNOWN_ERROR_CODE_<code>``.
+    """
+    return ERROR_NAMES.get(code, f"UNKNOWN_ERROR_CODE_{code}")

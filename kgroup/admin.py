@@ -31,6 +31,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
+from kgroup import _error_codes as codes
 from kgroup._error_codes import error_name
 from kgroup._io.transport import DescribedGroup, DescribedMember, OffsetFetchResult, Transport
 from kgroup.errors import KGroupError, MalformedMetadata
@@ -58,15 +59,10 @@ T = TypeVar("T")
 #: Java ``KafkaAdminClient.DEFAULT_LEAVE_GROUP_REASON`` (KIP-800)
 DEFAULT_REMOVE_REASON: Final = "member was removed by an admin"
 
-_NONE: Final = 0
-_COORDINATOR_LOAD_IN_PROGRESS: Final = 14
-_COORDINATOR_NOT_AVAILABLE: Final = 15
-_NOT_COORDINATOR: Final = 16
-_UNKNOWN_MEMBER_ID: Final = 25
-_UNSUPPORTED_VERSION: Final = 35
-_GROUP_ID_NOT_FOUND: Final = 69
-_UNSTABLE_OFFSET_COMMIT: Final = 88
-_RETRIABLE: Final = frozenset({_COORDINATOR_LOAD_IN_PROGRESS, _COORDINATOR_NOT_AVAILABLE, _NOT_COORDINATOR})
+#: a coordinator moving or loading: find it again and retry (Java ``AdminApiDriver``)
+_RETRIABLE: Final = frozenset(
+    {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR}
+)
 _CONSUMER_PROTOCOL_TYPE: Final = "consumer"
 
 
@@ -221,7 +217,7 @@ class MemberRemoval:
     @property
     def error_name(self) -> str | None:
         """The error's protocol name, or None when removed."""
-        return None if self.error_code == _NONE else error_name(self.error_code)
+        return None if self.error_code == codes.NONE else error_name(self.error_code)
 
 
 # ---------------------------------------------------------------------------------- deadline
@@ -373,7 +369,7 @@ class GroupAdmin:
             raise _Retry(f"FindCoordinator: {getattr(event, 'reason', event)}")
         if event.error_code in _RETRIABLE:
             raise _Retry(f"FindCoordinator: {error_name(event.error_code)}")
-        if event.error_code != _NONE:
+        if event.error_code != codes.NONE:
             raise AdminError(
                 f"FindCoordinator for group {group_id!r} failed with {error_name(event.error_code)} "
                 f"({event.error_code})",
@@ -387,14 +383,14 @@ class GroupAdmin:
     @staticmethod
     def _check(api: str, group_id: str, code: int) -> None:
         """Raise for a non-zero group-level ``code``: ``_Retry`` for coordinator moves."""
-        if code == _NONE:
+        if code == codes.NONE:
             return
         if code in _RETRIABLE:
             raise _Retry(f"{api}: {error_name(code)}")
         text = f"{api} for group {group_id!r} failed with {error_name(code)} ({code})"
-        if code == _GROUP_ID_NOT_FOUND:
+        if code == codes.GROUP_ID_NOT_FOUND:
             raise GroupNotFoundError(f"{text}: the group does not exist", api=api, code=code)
-        if code == _UNSUPPORTED_VERSION:
+        if code == codes.UNSUPPORTED_VERSION:
             raise UnsupportedVersionError(text, api=api, code=code)
         raise AdminError(text, api=api, code=code)
 
@@ -461,9 +457,9 @@ class GroupAdmin:
             self._check("OffsetFetch", group_id, result.error_code)
             out: dict[TopicPartition, OffsetAndMetadata] = {}
             for tp, committed in sorted(result.partitions.items()):
-                if committed.error_code == _UNSTABLE_OFFSET_COMMIT:
+                if committed.error_code == codes.UNSTABLE_OFFSET_COMMIT:
                     raise _Retry(f"OffsetFetch: UNSTABLE_OFFSET_COMMIT for {tp}", rediscover=False)
-                if committed.error_code != _NONE:
+                if committed.error_code != codes.NONE:
                     raise AdminError(
                         f"OffsetFetch for group {group_id!r} failed for {tp} with "
                         f"{error_name(committed.error_code)} ({committed.error_code})",
@@ -593,19 +589,19 @@ class GroupAdmin:
                 deadline,
                 "LeaveGroup",
             )
-            if result.error_code == _UNSUPPORTED_VERSION:
+            if result.error_code == codes.UNSUPPORTED_VERSION:
                 raise UnsupportedVersionError(
                     f"the coordinator of group {group_id!r} cannot remove members by group_instance_id: "
                     "LeaveGroup v3+ (Kafka 2.4+, KIP-345) is needed",
                     api="LeaveGroup",
-                    code=_UNSUPPORTED_VERSION,
+                    code=codes.UNSUPPORTED_VERSION,
                 )
-            if result.error_code == _UNKNOWN_MEMBER_ID:
+            if result.error_code == codes.UNKNOWN_MEMBER_ID:
                 raise GroupNotFoundError(
-                    f"LeaveGroup for group {group_id!r} failed with UNKNOWN_MEMBER_ID (25) for the whole "
-                    "request: the group does not exist",
+                    f"LeaveGroup for group {group_id!r} failed with UNKNOWN_MEMBER_ID ({result.error_code}) "
+                    "for the whole request: the group does not exist",
                     api="LeaveGroup",
-                    code=_UNKNOWN_MEMBER_ID,
+                    code=codes.UNKNOWN_MEMBER_ID,
                 )
             self._check("LeaveGroup", group_id, result.error_code)
             answered: Mapping[str | None, Any] = {m.group_instance_id: m for m in result.members}

@@ -22,6 +22,7 @@ The exception tree::
     ├── AssignmentError                           an assignor produced an invalid plan
     ├── IllegalStateError(KGroupError, RuntimeError)  a call the consumer's state forbids
     ├── WakeupError                               Consumer.wakeup() interrupted a blocking call
+    ├── KafkaTimeoutError(KGroupError, TimeoutError)  timeout_ms passed before the cluster answered
     └── ConsumerClosedError                       the consumer is closed
 
 Rule: ``classify(api, code)`` is a data table, distilled from the response handlers of
@@ -42,7 +43,32 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from kgroup._error_codes import error_name
+from kgroup._error_codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_INSTANCE_ID,
+    GROUP_AUTHORIZATION_FAILED,
+    GROUP_ID_NOT_FOUND,
+    GROUP_MAX_SIZE_REACHED,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_COMMIT_OFFSET_SIZE,
+    INVALID_GROUP_ID,
+    INVALID_REQUEST,
+    INVALID_SESSION_TIMEOUT,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    NOT_COORDINATOR,
+    OFFSET_METADATA_TOO_LARGE,
+    REBALANCE_IN_PROGRESS,
+    REQUEST_TIMED_OUT,
+    TOPIC_AUTHORIZATION_FAILED,
+    UNKNOWN_MEMBER_ID,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    UNSTABLE_OFFSET_COMMIT,
+    UNSUPPORTED_VERSION,
+    error_name,
+)
 
 __all__ = [
     "Api",
@@ -59,6 +85,7 @@ __all__ = [
     "GroupThreadCrashed",
     "IllegalStateError",
     "KGroupError",
+    "KafkaTimeoutError",
     "ListenerError",
     "MalformedMetadata",
     "NoOffsetForPartitionError",
@@ -219,6 +246,10 @@ class WakeupError(KGroupError):
     """``Consumer.wakeup()`` interrupted ``poll()`` (Java ``WakeupException``)."""
 
 
+class KafkaTimeoutError(KGroupError, TimeoutError):
+    """A call's ``timeout_ms`` passed before the cluster answered it (Java ``TimeoutException``)."""
+
+
 class ConsumerClosedError(KGroupError):
     """The consumer was closed; it cannot be used again."""
 
@@ -261,33 +292,7 @@ class Disposition(enum.Enum):
     FATAL = "fatal"
 
 
-# Error codes by name, so the table below reads like Java's handlers.
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-REQUEST_TIMED_OUT = 7
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-INVALID_COMMIT_OFFSET_SIZE = 28
-TOPIC_AUTHORIZATION_FAILED = 29
-GROUP_AUTHORIZATION_FAILED = 30
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_INSTANCE_ID = 82
-UNSTABLE_OFFSET_COMMIT = 88
-
-D = Disposition
-_COORDINATOR_MOVED = {COORDINATOR_NOT_AVAILABLE: D.REDISCOVER, NOT_COORDINATOR: D.REDISCOVER}
+_COORDINATOR_MOVED = {COORDINATOR_NOT_AVAILABLE: Disposition.REDISCOVER, NOT_COORDINATOR: Disposition.REDISCOVER}
 
 #: The table. Rows: API -> {error code -> disposition}. Sources are Java's response handlers
 #: (``AbstractCoordinator.FindCoordinatorResponseHandler``, ``JoinGroupResponseHandler``,
@@ -295,88 +300,87 @@ _COORDINATOR_MOVED = {COORDINATOR_NOT_AVAILABLE: D.REDISCOVER, NOT_COORDINATOR: 
 #: ``ConsumerCoordinator.OffsetCommitResponseHandler`` and ``OffsetFetchResponseHandler``).
 TABLE: Mapping[Api, Mapping[int, Disposition]] = {
     Api.FIND_COORDINATOR: {
-        NONE: D.OK,
-        COORDINATOR_NOT_AVAILABLE: D.RETRY,
-        COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
-        NOT_COORDINATOR: D.RETRY,
-        REQUEST_TIMED_OUT: D.RETRY,
-        GROUP_AUTHORIZATION_FAILED: D.FATAL,
-        INVALID_REQUEST: D.FATAL,
-        UNSUPPORTED_VERSION: D.FATAL,
+        NONE: Disposition.OK,
+        COORDINATOR_NOT_AVAILABLE: Disposition.RETRY,
+        COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
+        NOT_COORDINATOR: Disposition.RETRY,
+        REQUEST_TIMED_OUT: Disposition.RETRY,
+        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+        INVALID_REQUEST: Disposition.FATAL,
+        UNSUPPORTED_VERSION: Disposition.FATAL,
     },
     Api.JOIN_GROUP: {
-        NONE: D.OK,
-        COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
+        NONE: Disposition.OK,
+        COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
         **_COORDINATOR_MOVED,
-        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
-        ILLEGAL_GENERATION: D.RESET_GENERATION,
-        MEMBER_ID_REQUIRED: D.ADOPT_MEMBER_ID,
-        REBALANCE_IN_PROGRESS: D.RETRY_NOW,
-        FENCED_INSTANCE_ID: D.FATAL,
-        INCONSISTENT_GROUP_PROTOCOL: D.FATAL,
-        INVALID_SESSION_TIMEOUT: D.FATAL,
-        INVALID_GROUP_ID: D.FATAL,
-        GROUP_AUTHORIZATION_FAILED: D.FATAL,
-        GROUP_MAX_SIZE_REACHED: D.FATAL,
-        UNSUPPORTED_VERSION: D.FATAL,
+        UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
+        ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
+        MEMBER_ID_REQUIRED: Disposition.ADOPT_MEMBER_ID,
+        REBALANCE_IN_PROGRESS: Disposition.RETRY_NOW,
+        FENCED_INSTANCE_ID: Disposition.FATAL,
+        INCONSISTENT_GROUP_PROTOCOL: Disposition.FATAL,
+        INVALID_SESSION_TIMEOUT: Disposition.FATAL,
+        INVALID_GROUP_ID: Disposition.FATAL,
+        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+        GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
+        UNSUPPORTED_VERSION: Disposition.FATAL,
     },
     Api.SYNC_GROUP: {
-        NONE: D.OK,
-        REBALANCE_IN_PROGRESS: D.REJOIN,
+        NONE: Disposition.OK,
+        REBALANCE_IN_PROGRESS: Disposition.REJOIN,
         **_COORDINATOR_MOVED,
-        ILLEGAL_GENERATION: D.RESET_GENERATION,
-        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
-        FENCED_INSTANCE_ID: D.FATAL,
-        GROUP_AUTHORIZATION_FAILED: D.FATAL,
-        INCONSISTENT_GROUP_PROTOCOL: D.FATAL,
+        ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
+        UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
+        FENCED_INSTANCE_ID: Disposition.FATAL,
+        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+        INCONSISTENT_GROUP_PROTOCOL: Disposition.FATAL,
     },
     Api.HEARTBEAT: {
-        NONE: D.OK,
+        NONE: Disposition.OK,
         **_COORDINATOR_MOVED,
         # REJOIN when Stable; while already rebalancing the machine treats it as a success.
-        REBALANCE_IN_PROGRESS: D.REJOIN,
-        ILLEGAL_GENERATION: D.RESET_GENERATION,
-        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
-        FENCED_INSTANCE_ID: D.FATAL,
-        GROUP_AUTHORIZATION_FAILED: D.FATAL,
+        REBALANCE_IN_PROGRESS: Disposition.REJOIN,
+        ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
+        UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
+        FENCED_INSTANCE_ID: Disposition.FATAL,
+        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
     },
     Api.LEAVE_GROUP: {
-        NONE: D.OK,
-        **{code: D.IGNORE for code in (
+        NONE: Disposition.OK,
+        **{code: Disposition.IGNORE for code in (
             COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
             UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
             GROUP_ID_NOT_FOUND, GROUP_AUTHORIZATION_FAILED, REQUEST_TIMED_OUT,
         )},
     },
     Api.OFFSET_COMMIT: {
-        NONE: D.OK,
-        COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
-        UNKNOWN_TOPIC_OR_PARTITION: D.RAISE,  # Java: "Topic or Partition ... does not exist"
+        NONE: Disposition.OK,
+        COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
+        UNKNOWN_TOPIC_OR_PARTITION: Disposition.RAISE,  # Java: "Topic or Partition ... does not exist"
         **_COORDINATOR_MOVED,
-        REQUEST_TIMED_OUT: D.REDISCOVER,
-        REBALANCE_IN_PROGRESS: D.REJOIN,
-        ILLEGAL_GENERATION: D.RESET_GENERATION,
-        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
-        OFFSET_METADATA_TOO_LARGE: D.RAISE,
-        INVALID_COMMIT_OFFSET_SIZE: D.RAISE,
-        TOPIC_AUTHORIZATION_FAILED: D.RAISE,
-        FENCED_INSTANCE_ID: D.FATAL,
-        GROUP_AUTHORIZATION_FAILED: D.FATAL,
+        REQUEST_TIMED_OUT: Disposition.REDISCOVER,
+        REBALANCE_IN_PROGRESS: Disposition.REJOIN,
+        ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
+        UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
+        OFFSET_METADATA_TOO_LARGE: Disposition.RAISE,
+        INVALID_COMMIT_OFFSET_SIZE: Disposition.RAISE,
+        TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+        FENCED_INSTANCE_ID: Disposition.FATAL,
+        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
     },
     Api.OFFSET_FETCH: {
-        NONE: D.OK,
-        COORDINATOR_LOAD_IN_PROGRESS: D.RETRY,
-        UNSTABLE_OFFSET_COMMIT: D.RETRY,
+        NONE: Disposition.OK,
+        COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
+        UNSTABLE_OFFSET_COMMIT: Disposition.RETRY,
         **_COORDINATOR_MOVED,
-        UNKNOWN_TOPIC_OR_PARTITION: D.RAISE,
-        TOPIC_AUTHORIZATION_FAILED: D.RAISE,
-        GROUP_AUTHORIZATION_FAILED: D.FATAL,
-        UNKNOWN_MEMBER_ID: D.RESET_MEMBER,
-        ILLEGAL_GENERATION: D.RESET_GENERATION,
-        FENCED_INSTANCE_ID: D.FATAL,
+        UNKNOWN_TOPIC_OR_PARTITION: Disposition.RAISE,
+        TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+        UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
+        ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
+        FENCED_INSTANCE_ID: Disposition.FATAL,
     },
 }
-del D
 
 
 #: what a code missing from an API's row does (the Java response handlers' final ``else``)

@@ -35,6 +35,7 @@ import logging
 import random
 from collections.abc import Callable
 
+from kgroup._error_codes import FENCED_INSTANCE_ID
 from kgroup.assignors.base import MemberSubscription
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
@@ -93,8 +94,6 @@ def truncate_reason(reason: str) -> str:
 
 log = logging.getLogger(__name__)
 
-S = MemberState
-
 
 class MemberSnapshot:
     """An immutable view of the machine, published to other threads after every call."""
@@ -151,7 +150,7 @@ class GroupMachine:
         self._rng = rng or random.Random()
         self._protocol = config.protocol
         self._group_instance_id = config.group_instance_id
-        self._state = S.UNJOINED
+        self._state = MemberState.UNJOINED
         self._generation = Generation()
         self._owned: frozenset[TopicPartition] = frozenset()
         # the last assignment and its generation, for Assignor.subscription_user_data: Java's
@@ -218,7 +217,7 @@ class GroupMachine:
 
     def next_deadline(self, now: float) -> float:
         """The earliest time after ``now`` at which ``tick`` has something to do (inf: none)."""
-        if self._state in (S.CLOSED, S.FATAL):
+        if self._state in (MemberState.CLOSED, MemberState.FATAL):
             return float("inf")
         deadlines = []
         if not self._awaiting_poll and self._closing is None and self._subscription:
@@ -265,7 +264,7 @@ class GroupMachine:
             self._started = True
             self._last_poll = now
         out: list[Command] = []
-        if self._state in (S.CLOSED, S.FATAL):
+        if self._state in (MemberState.CLOSED, MemberState.FATAL):
             return out
         self._check_poll_watchdog(now, out)
         self._check_session(now, out)
@@ -280,7 +279,7 @@ class GroupMachine:
     def _poison(self, error: Exception, out: list[Command]) -> None:
         log.error("group %s member %r: fatal: %s", self._config.group_id, self._generation.member_id, error)
         self._fatal = error
-        self._state = S.FATAL
+        self._state = MemberState.FATAL
         self._in_flight.clear()
         out.append(Fail(error))
 
@@ -346,8 +345,8 @@ class GroupMachine:
         for rid, (api, _) in list(self._in_flight.items()):
             if api in (Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT):
                 del self._in_flight[rid]
-        if self._state in (S.JOINING, S.SYNCING, S.ASSIGNING):
-            self._state = S.UNJOINED
+        if self._state in (MemberState.JOINING, MemberState.SYNCING, MemberState.ASSIGNING):
+            self._state = MemberState.UNJOINED
             self._request_rejoin(f"coordinator lost during rebalance: {reason}")
         self._coordinator_retry_at = max(self._coordinator_retry_at, now + self._backoff(self._coordinator_attempts))
 
@@ -364,8 +363,8 @@ class GroupMachine:
             if api in (Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT):
                 del self._in_flight[rid]
         self._request_rejoin(reason)
-        if self._state not in (S.PREPARING, S.RECONCILING):
-            self._state = S.UNJOINED
+        if self._state not in (MemberState.PREPARING, MemberState.RECONCILING):
+            self._state = MemberState.UNJOINED
         self._deliver_lost_if_needed(reason, out)
 
     def _deliver_lost_if_needed(self, reason: str, out: list[Command]) -> None:
@@ -374,16 +373,16 @@ class GroupMachine:
             lost = self._owned
             self._owned = frozenset()
             out.append(DeliverStep(self._new_step(lost=lost, owned=frozenset(), reason=reason)))
-            self._state = S.PREPARING
+            self._state = MemberState.PREPARING
 
     # ---------------------------------------------------------------- the drive loop
     def _drive(self, now: float, out: list[Command]) -> None:
         """Issue whatever the current state calls for (find coordinator, join, heartbeat)."""
-        if self._state in (S.CLOSED, S.FATAL, S.LEAVING):
+        if self._state in (MemberState.CLOSED, MemberState.FATAL, MemberState.LEAVING):
             return
         if self._closing is not None:
             self._drive_close(now, out)
-            if self._state not in (S.LEAVING, S.CLOSED):
+            if self._state not in (MemberState.LEAVING, MemberState.CLOSED):
                 # the close revoke step may run long: keep the generation alive meanwhile
                 self._maybe_heartbeat(now, out)
             return
@@ -397,7 +396,7 @@ class GroupMachine:
         if (
             self._pending_step is None
             and self._rejoin_needed
-            and self._state in (S.UNJOINED, S.STABLE)
+            and self._state in (MemberState.UNJOINED, MemberState.STABLE)
             and self._subscription
             and not self._awaiting_poll
             and now >= self._join_retry_at
@@ -430,14 +429,14 @@ class GroupMachine:
         if revoked and self._generation.is_valid():
             self._owned = self._owned - revoked
             step = self._new_step(revoked=revoked, owned=self._owned, reason=self._rejoin_reason)
-            self._state = S.PREPARING
+            self._state = MemberState.PREPARING
             out.append(DeliverStep(step))
             return
         if revoked:
             # no valid generation: the partitions cannot be committed; they are lost
             self._owned = self._owned - revoked
             step = self._new_step(lost=revoked, owned=self._owned, reason=self._rejoin_reason)
-            self._state = S.PREPARING
+            self._state = MemberState.PREPARING
             out.append(DeliverStep(step))
             return
         self._send_join(now, out)
@@ -461,7 +460,7 @@ class GroupMachine:
             protocols.append((assignor.name, encode_subscription(sub)))
         rebalance_ms = self._config.effective_rebalance_timeout_ms
         rid = self._request_id(Api.JOIN_GROUP)
-        self._state = S.JOINING
+        self._state = MemberState.JOINING
         reason = truncate_reason(self._rejoin_reason or "joining the group")
         log.info(
             "group %s member %r: JoinGroup (%s)", self._config.group_id, self._generation.member_id, reason
@@ -507,9 +506,9 @@ class GroupMachine:
                     timeout_ms=self._config.request_timeout_ms,
                 )
             )
-            self._state = S.LEAVING
+            self._state = MemberState.LEAVING
         else:
-            self._state = S.CLOSED
+            self._state = MemberState.CLOSED
         self._generation = Generation()
         for rid_, (api, _) in list(self._in_flight.items()):
             if api is not Api.LEAVE_GROUP:
@@ -522,7 +521,8 @@ class GroupMachine:
             return
         if now < self._poll_deadline():
             return
-        if not (self._generation.is_valid() or self._state in (S.JOINING, S.ASSIGNING, S.SYNCING)):
+        rebalancing = (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING)
+        if not (self._generation.is_valid() or self._state in rebalancing):
             return
         reason = (
             f"consumer poll timeout has expired: poll() was not called within "
@@ -579,11 +579,11 @@ class GroupMachine:
         self._pending_step = None
         if self._closing is not None:
             return
-        if self._state is S.PREPARING:
+        if self._state is MemberState.PREPARING:
             # the drive loop sends JoinGroup next (or delivers lost partitions first)
-            self._state = S.STABLE if self._generation.is_valid() else S.UNJOINED
-        elif self._state is S.RECONCILING:
-            self._state = S.STABLE
+            self._state = MemberState.STABLE if self._generation.is_valid() else MemberState.UNJOINED
+        elif self._state is MemberState.RECONCILING:
+            self._state = MemberState.STABLE
             if step.revoked and self._protocol is RebalanceProtocol.COOPERATIVE:
                 self._request_rejoin("cooperative: partitions were revoked; second round")
                 self._second_round_after = step.generation.generation_id
@@ -598,8 +598,8 @@ class GroupMachine:
         for rid, (api, _) in list(self._in_flight.items()):
             if api in (Api.JOIN_GROUP, Api.SYNC_GROUP):
                 del self._in_flight[rid]
-        if self._state in (S.JOINING, S.ASSIGNING, S.SYNCING):
-            self._state = S.UNJOINED
+        if self._state in (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING):
+            self._state = MemberState.UNJOINED
 
     def _on_request_rejoin(self, event: ev.RequestRejoin, now: float, out: list[Command]) -> None:
         self._request_rejoin(event.reason)
@@ -620,7 +620,7 @@ class GroupMachine:
         elif disposition is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(f"{event.api} returned {name}", now)
         elif disposition is Disposition.REJOIN:
-            if self._state is S.STABLE:
+            if self._state is MemberState.STABLE:
                 self._request_rejoin(f"{event.api} returned {name}")
         elif disposition in (Disposition.RESET_GENERATION, Disposition.RESET_MEMBER) and unchanged:
             self._reset_generation(
@@ -638,7 +638,7 @@ class GroupMachine:
 
     def _fatal_response(self, api: Api, code: int, out: list[Command]) -> None:
         message = self._context()
-        if code == 82:  # FENCED_INSTANCE_ID
+        if code == FENCED_INSTANCE_ID:
             message = (
                 f"group_instance_id {self._group_instance_id!r} was fenced: another consumer with "
                 f"the same instance id joined the group, so two processes share it ({message})"
@@ -670,7 +670,7 @@ class GroupMachine:
     def _on_join(self, event: ev.JoinGroupResponded, now: float, out: list[Command]) -> None:
         if not self._take(event.request_id, Api.JOIN_GROUP):
             return
-        if self._state is not S.JOINING:
+        if self._state is not MemberState.JOINING:
             raise ProtocolViolation(f"JoinGroup response in state {self._state}")
         disposition = classify(Api.JOIN_GROUP, event.error_code)
         name = error_name(event.error_code)
@@ -702,20 +702,20 @@ class GroupMachine:
         elif disposition is Disposition.RETRY_NOW:
             self._send_join(now, out)
         elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):
-            self._state = S.UNJOINED
+            self._state = MemberState.UNJOINED
             self._reset_generation(
                 f"JoinGroup returned {name}", out, reset_member_id=disposition is Disposition.RESET_MEMBER
             )
         elif disposition is Disposition.REDISCOVER:
-            self._state = S.UNJOINED
+            self._state = MemberState.UNJOINED
             self._mark_coordinator_unknown(f"JoinGroup returned {name}", now)
         elif disposition is Disposition.RETRY:
-            self._state = S.UNJOINED
+            self._state = MemberState.UNJOINED
             self._join_attempts += 1
             self._join_retry_at = now + self._backoff(self._join_attempts)
         elif disposition is Disposition.RAISE:
             # Java JoinGroupResponseHandler, final else: raised from poll(), joined again
-            self._state = S.UNJOINED
+            self._state = MemberState.UNJOINED
             self._join_attempts += 1
             self._join_retry_at = now + self._backoff(self._join_attempts)
             out.append(Notify(broker_error(Api.JOIN_GROUP, event.error_code, self._context())))
@@ -752,7 +752,7 @@ class GroupMachine:
             error = MalformedMetadata(f"member {member.member_id!r} sent an undecodable Subscription: {exc}")
             self._abort_round(error, out, now)
             return
-        self._state = S.ASSIGNING
+        self._state = MemberState.ASSIGNING
         rid = self._request_id(Api.SYNC_GROUP)  # the assignment result is matched like a response
         out.append(ComputeAssignment(rid, event.protocol_name or "", tuple(members)))
 
@@ -762,7 +762,7 @@ class GroupMachine:
         out.append(Notify(error))
         # Java: a failed onLeaderElected/onJoinComplete raises from poll() and the member joins
         # again; the generation is not reset and owned partitions stay owned (not lost)
-        self._state = S.UNJOINED
+        self._state = MemberState.UNJOINED
         self._join_attempts += 1
         self._request_rejoin(str(error))
         self._join_retry_at = now + self._backoff(self._join_attempts)
@@ -770,7 +770,7 @@ class GroupMachine:
     def _on_assignment_computed(self, event: ev.AssignmentComputed, now: float, out: list[Command]) -> None:
         if not self._take(event.request_id, Api.SYNC_GROUP):
             return
-        if self._state is not S.ASSIGNING:
+        if self._state is not MemberState.ASSIGNING:
             raise ProtocolViolation(f"AssignmentComputed in state {self._state}")
         self._send_sync(event.assignments, out)
 
@@ -783,7 +783,7 @@ class GroupMachine:
     def _send_sync(self, assignments: tuple[tuple[str, bytes], ...], out: list[Command]) -> None:
         assert self._coordinator is not None
         rid = self._request_id(Api.SYNC_GROUP)
-        self._state = S.SYNCING
+        self._state = MemberState.SYNCING
         out.append(
             SendSyncGroup(
                 request_id=rid,
@@ -800,7 +800,7 @@ class GroupMachine:
     def _on_sync(self, event: ev.SyncGroupResponded, now: float, out: list[Command]) -> None:
         if not self._take(event.request_id, Api.SYNC_GROUP):
             return
-        if self._state is not S.SYNCING:
+        if self._state is not MemberState.SYNCING:
             raise ProtocolViolation(f"SyncGroup response in state {self._state}")
         disposition = classify(Api.SYNC_GROUP, event.error_code)
         name = error_name(event.error_code)
@@ -816,15 +816,15 @@ class GroupMachine:
                 return
             self._on_assignment(frozenset(assignment.partitions), out)
         elif disposition is Disposition.REJOIN:
-            self._state = S.UNJOINED
+            self._state = MemberState.UNJOINED
             self._request_rejoin(f"SyncGroup returned {name}")
         elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):
-            self._state = S.UNJOINED
+            self._state = MemberState.UNJOINED
             self._reset_generation(
                 f"SyncGroup returned {name}", out, reset_member_id=disposition is Disposition.RESET_MEMBER
             )
         elif disposition is Disposition.REDISCOVER:
-            self._state = S.UNJOINED
+            self._state = MemberState.UNJOINED
             self._mark_coordinator_unknown(f"SyncGroup returned {name}", now)
             self._request_rejoin(f"SyncGroup returned {name}")
         elif disposition is Disposition.RAISE:
@@ -844,7 +844,7 @@ class GroupMachine:
                 "group %s: assignment names topics no longer subscribed %s; not applied, rejoining",
                 self._config.group_id, sorted(unsubscribed),
             )
-            self._state = S.STABLE
+            self._state = MemberState.STABLE
             self._request_rejoin(f"assigned topics no longer subscribed: {sorted(unsubscribed)}")
             self._join_retry_at = 0.0
             return
@@ -866,7 +866,7 @@ class GroupMachine:
             revoked=revoked, assigned=added, owned=assigned, invoke_assigned=True,
             reason=f"generation {self._generation.generation_id} assigned",
         )
-        self._state = S.RECONCILING
+        self._state = MemberState.RECONCILING
         out.append(DeliverStep(step))
         if self._second_round_after is not None:
             # The join after a cooperative revocation brought no new generation: a static member
@@ -886,7 +886,7 @@ class GroupMachine:
             self._last_heartbeat_ok = now
         elif disposition is Disposition.REJOIN:
             self._last_heartbeat_ok = now
-            if self._state in (S.STABLE, S.RECONCILING):
+            if self._state in (MemberState.STABLE, MemberState.RECONCILING):
                 self._request_rejoin(f"Heartbeat returned {name}")
         elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):
             self._reset_generation(
@@ -906,8 +906,8 @@ class GroupMachine:
             return
         if event.error_code:
             log.info("group %s: LeaveGroup returned %s (ignored)", self._config.group_id, error_name(event.error_code))
-        if self._state is S.LEAVING:
-            self._state = S.CLOSED
+        if self._state is MemberState.LEAVING:
+            self._state = MemberState.CLOSED
 
     def _on_request_failed(self, event: ev.RequestFailed, now: float, out: list[Command]) -> None:
         entry = self._in_flight.get(event.request_id)
@@ -920,9 +920,9 @@ class GroupMachine:
             self._coordinator_attempts += 1
             self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
         elif api is Api.LEAVE_GROUP:
-            if self._state is S.LEAVING:
-                self._state = S.CLOSED
-        elif api is Api.SYNC_GROUP and self._state is S.ASSIGNING:
+            if self._state is MemberState.LEAVING:
+                self._state = MemberState.CLOSED
+        elif api is Api.SYNC_GROUP and self._state is MemberState.ASSIGNING:
             self._abort_round(KGroupError(event.reason), out, now)
         else:
             if api is Api.HEARTBEAT and entry[1] != self._generation.generation_id:

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kgroup.testing.coordinator import _codes as codes
+from kgroup import _error_codes as codes
 
 from .harness import ASSIGN_ALL, CLOSED, Await, Close, Gen, Group, M, Send, Topic, Until
 

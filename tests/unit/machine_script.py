@@ -21,8 +21,8 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from kgroup._error_codes import MEMBER_ID_REQUIRED
 from kgroup.config import ConsumerConfig
-from kgroup.errors import MEMBER_ID_REQUIRED
 from kgroup.membership import GroupMachine, MemberState
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (

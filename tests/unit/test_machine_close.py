@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.errors import COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID
+from kgroup._error_codes import COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID
 from kgroup.membership import MemberState
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (

@@ -12,8 +12,8 @@ The rules under test, in Java's ``ConsumerCoordinator`` terms:
 
 from __future__ import annotations
 
+from kgroup._error_codes import ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID
 from kgroup.assignors import RangeAssignor
-from kgroup.errors import ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID
 from kgroup.membership import MemberState
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (

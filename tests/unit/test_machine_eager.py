@@ -3,7 +3,7 @@ assign everything after SyncGroup."""
 
 from __future__ import annotations
 
-from kgroup.errors import REBALANCE_IN_PROGRESS
+from kgroup._error_codes import REBALANCE_IN_PROGRESS
 from kgroup.membership import MemberState
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (

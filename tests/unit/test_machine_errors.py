@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
+from kgroup._error_codes import FENCED_INSTANCE_ID, MEMBER_ID_REQUIRED
 from kgroup.errors import (
-    FENCED_INSTANCE_ID,
-    MEMBER_ID_REQUIRED,
     TABLE,
     Api,
     BrokerError,
@@ -51,7 +50,7 @@ UNKNOWN_CODE = 9999
 #: change to the table fails here until this copy is updated on purpose.
 EXPECTED: dict[Api, dict[str, Disposition]] = {
     Api.FIND_COORDINATOR: {
-        "NO_ERROR": D.OK,
+        "NONE": D.OK,
         "COORDINATOR_NOT_AVAILABLE": D.RETRY,
         "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
         "NOT_COORDINATOR": D.RETRY,
@@ -61,7 +60,7 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "UNSUPPORTED_VERSION": D.FATAL,
     },
     Api.JOIN_GROUP: {
-        "NO_ERROR": D.OK,
+        "NONE": D.OK,
         "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
         "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
         "NOT_COORDINATOR": D.REDISCOVER,
@@ -78,7 +77,7 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "UNSUPPORTED_VERSION": D.FATAL,
     },
     Api.SYNC_GROUP: {
-        "NO_ERROR": D.OK,
+        "NONE": D.OK,
         "REBALANCE_IN_PROGRESS": D.REJOIN,
         "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
         "NOT_COORDINATOR": D.REDISCOVER,
@@ -89,7 +88,7 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "INCONSISTENT_GROUP_PROTOCOL": D.FATAL,
     },
     Api.HEARTBEAT: {
-        "NO_ERROR": D.OK,
+        "NONE": D.OK,
         "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
         "NOT_COORDINATOR": D.REDISCOVER,
         "REBALANCE_IN_PROGRESS": D.REJOIN,
@@ -99,7 +98,7 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "GROUP_AUTHORIZATION_FAILED": D.FATAL,
     },
     Api.LEAVE_GROUP: {
-        "NO_ERROR": D.OK,
+        "NONE": D.OK,
         **{
             name: D.IGNORE
             for name in (
@@ -117,7 +116,7 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         },
     },
     Api.OFFSET_COMMIT: {
-        "NO_ERROR": D.OK,
+        "NONE": D.OK,
         "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
         "UNKNOWN_TOPIC_OR_PARTITION": D.RAISE,
         "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
@@ -133,7 +132,7 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "GROUP_AUTHORIZATION_FAILED": D.FATAL,
     },
     Api.OFFSET_FETCH: {
-        "NO_ERROR": D.OK,
+        "NONE": D.OK,
         "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
         "UNSTABLE_OFFSET_COMMIT": D.RETRY,
         "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
@@ -189,7 +188,7 @@ EXPECTED_UNLISTED = {
 
 
 @pytest.mark.parametrize("api", list(Api), ids=[a.value for a in Api])
-@pytest.mark.parametrize("code", [UNKNOWN_CODE, 1, -1], ids=["9999", "OFFSET_OUT_OF_RANGE", "UNKNOWN"])
+@pytest.mark.parametrize("code", [UNKNOWN_CODE, 1, -1], ids=["9999", "OFFSET_OUT_OF_RANGE", "UNKNOWN_SERVER_ERROR"])
 def test_classify_code_not_in_row_takes_the_apis_unlisted_disposition(api, code):
     assert classify(api, code) is EXPECTED_UNLISTED[api]
     err = broker_error(api, code)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.errors import FENCED_INSTANCE_ID, Api, FencedInstanceIdError
+from kgroup._error_codes import FENCED_INSTANCE_ID
+from kgroup.errors import Api, FencedInstanceIdError
 from kgroup.membership import GroupMachine, MemberState
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.errors import GROUP_AUTHORIZATION_FAILED, FatalGroupError, ProtocolViolation
+from kgroup._error_codes import GROUP_AUTHORIZATION_FAILED
+from kgroup.errors import FatalGroupError, ProtocolViolation
 from kgroup.membership import MemberState
 from kgroup.membership import events as ev
 from kgroup.membership.commands import Fail, SendHeartbeat

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.errors import ILLEGAL_GENERATION, NOT_COORDINATOR, UNKNOWN_MEMBER_ID
+from kgroup._error_codes import ILLEGAL_GENERATION, NOT_COORDINATOR, UNKNOWN_MEMBER_ID
 from kgroup.membership import GroupMachine
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (

@@ -13,7 +13,7 @@ from typing import Final
 
 import attrs
 
-from kgroup.testing.coordinator import _codes as codes
+from kgroup import _error_codes as codes
 from kgroup.testing.coordinator._protocol import select_protocol
 from kgroup.testing.coordinator._types import JoinGroupMember, JoinGroupResponse, Reply, SyncGroupResponse
 

@@ -38,8 +38,8 @@ from typing import Final
 
 import attrs
 
+from kgroup import _error_codes as codes
 from kgroup._clock import Clock
-from kgroup.testing.coordinator import _codes as codes
 from kgroup.testing.coordinator import _events as ev
 from kgroup.testing.coordinator._config import NEW_MEMBER_JOIN_TIMEOUT_MS, OFFSET_METADATA_MAX_BYTES, CoordinatorConfig
 from kgroup.testing.coordinator._events import CoordinatorEvent

@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from kgroup import _error_codes as codes
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
     SendHeartbeat,
@@ -43,23 +44,46 @@ __all__ = ["API_ERRORS", "CLOSE", "Connection", "FaultProfile", "SimCluster"]
 #: Kafka's limit for a protocol string (int16 length prefix)
 MAX_STRING_BYTES = 0x7FFF
 
-#: error codes a coordinator can answer per API (plus -1 UNKNOWN_SERVER_ERROR and an unknown
-#: code, 9999), from Kafka's classic group coordinator and OffsetMetadataManager
+#: error codes a coordinator can answer per API (plus UNKNOWN_SERVER_ERROR and an unknown code,
+#: 9999), from Kafka's classic group coordinator and OffsetMetadataManager
+_UNKNOWN_CODE = 9999
 API_ERRORS: Mapping[str, tuple[int, ...]] = {
-    "FindCoordinator": (15, -1),
-    "JoinGroup": (14, 15, 16, 25, 27),
-    "SyncGroup": (15, 16, 22, 25, 27),
-    "Heartbeat": (15, 16, 22, 25, 27, -1, 9999),
-    "LeaveGroup": (15, 16, 25, -1),
-    "OffsetCommit": (3, 7, 12, 14, 15, 16, 22, 25, 27, 69, -1, 9999),
-    "OffsetFetch": (14, 15, 16, -1, 9999),
+    "FindCoordinator": (codes.COORDINATOR_NOT_AVAILABLE, codes.UNKNOWN_SERVER_ERROR),
+    "JoinGroup": (
+        codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR,
+        codes.UNKNOWN_MEMBER_ID, codes.REBALANCE_IN_PROGRESS,
+    ),
+    "SyncGroup": (
+        codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR, codes.ILLEGAL_GENERATION,
+        codes.UNKNOWN_MEMBER_ID, codes.REBALANCE_IN_PROGRESS,
+    ),
+    "Heartbeat": (
+        codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR, codes.ILLEGAL_GENERATION,
+        codes.UNKNOWN_MEMBER_ID, codes.REBALANCE_IN_PROGRESS, codes.UNKNOWN_SERVER_ERROR, _UNKNOWN_CODE,
+    ),
+    "LeaveGroup": (
+        codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR, codes.UNKNOWN_MEMBER_ID, codes.UNKNOWN_SERVER_ERROR,
+    ),
+    "OffsetCommit": (
+        codes.UNKNOWN_TOPIC_OR_PARTITION, codes.REQUEST_TIMED_OUT, codes.OFFSET_METADATA_TOO_LARGE,
+        codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR,
+        codes.ILLEGAL_GENERATION, codes.UNKNOWN_MEMBER_ID, codes.REBALANCE_IN_PROGRESS, codes.GROUP_ID_NOT_FOUND,
+        codes.UNKNOWN_SERVER_ERROR, _UNKNOWN_CODE,
+    ),
+    "OffsetFetch": (
+        codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR,
+        codes.UNKNOWN_SERVER_ERROR, _UNKNOWN_CODE,
+    ),
 }
 #: codes that stop a member for good when injected (FATAL per the Java handlers)
 FATAL_ERRORS: Mapping[str, tuple[int, ...]] = {
-    "JoinGroup": (23, 26, 30, 81),
-    "SyncGroup": (30,),
-    "Heartbeat": (30,),
-    "OffsetCommit": (30,),
+    "JoinGroup": (
+        codes.INCONSISTENT_GROUP_PROTOCOL, codes.INVALID_SESSION_TIMEOUT, codes.GROUP_AUTHORIZATION_FAILED,
+        codes.GROUP_MAX_SIZE_REACHED,
+    ),
+    "SyncGroup": (codes.GROUP_AUTHORIZATION_FAILED,),
+    "Heartbeat": (codes.GROUP_AUTHORIZATION_FAILED,),
+    "OffsetCommit": (codes.GROUP_AUTHORIZATION_FAILED,),
 }
 
 
@@ -305,7 +329,7 @@ class SimCluster:
         if self.black_holed():
             return  # no answer: the client times out
         if node != self.coordinator_node:
-            answer(_error_response(api, request, 16))
+            answer(_error_response(api, request, codes.NOT_COORDINATOR))
             return
         if api in ("JoinGroup", "LeaveGroup") and _too_long(request):
             answer(CLOSE)

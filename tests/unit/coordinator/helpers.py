@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from kgroup import _error_codes as codes
 from kgroup.testing import FakeClock
 from kgroup.testing.coordinator import (
     CommitPartition,
@@ -39,7 +40,6 @@ from kgroup.testing.coordinator import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kgroup.testing.coordinator import _codes as codes
 
 G = "g"
 RANGE = (("range", b"range-meta"),)

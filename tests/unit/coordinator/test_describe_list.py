@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import DescribedGroup, DescribedMember, DescribeGroupsRequest, LeaveMember, ListedGroup
-from kgroup.testing.coordinator import _codes as codes
 from tests.unit.coordinator.helpers import Harness
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import (
     CommitPartition,
     CommitPartitionResult,
@@ -12,7 +13,6 @@ from kgroup.testing.coordinator import (
     FetchPartitionResult,
     FetchTopicResult,
 )
-from kgroup.testing.coordinator import _codes as codes
 from kgroup.testing.coordinator import _events as ev
 from tests.unit.coordinator.helpers import Harness
 

@@ -10,8 +10,8 @@ import attrs
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import JoinGroupResponse, LeaveMember, Reply, SyncGroupResponse
-from kgroup.testing.coordinator import _codes as codes
 from kgroup.testing.coordinator._group import GroupState
 from tests.unit.coordinator.helpers import G, Harness
 
