@@ -11,19 +11,10 @@ speaking the Kafka protocol that clients use instead of the broker:
   FindCoordinator for transaction keys, ...) is forwarded to the upstream broker byte for byte.
   Each client connection gets its own upstream connection; requests are pipelined and responses
   matched first in, first out.
-* ListOffsets LATEST (timestamp -1) gets Apache Kafka's answer, the log end offset (the high
-  watermark under read_uncommitted, the last stable offset under read_committed), instead of
-  Tansu's "base offset of the last batch + 1": the request is forwarded, then a Fetch of those
-  partitions (max 1 byte, 1 ms wait) on a side connection to the same broker reads the high
-  watermark / last stable offset, which Tansu reports correctly, and the response is rewritten
-  (``fix_list_offsets=False`` turns this off; such requests are recorded with ``handled_by``
-  ``"upstream-fixed"``).
-* Fetch responses honour the request's byte limits as Kafka's ``ReplicaManager`` does
-  (KIP-74): each partition gets at most ``partition_max_bytes``, the response at most
-  ``max_bytes``, cut at record-batch boundaries, except that the first non-empty partition
-  always keeps its first batch so a consumer makes progress. Tansu ignores both limits and
-  returns whole segments (``fix_fetch_limits=False`` forwards them unchanged; trimmed responses
-  are recorded as ``"upstream-fixed"``).
+* Two Tansu answers are rewritten into Apache Kafka's (:mod:`kgroup.testing._tansu_workarounds`):
+  ListOffsets LATEST gets the log end offset (``fix_list_offsets``) and Fetch responses honour
+  the request's byte limits (``fix_fetch_limits``, KIP-74). Such requests are recorded with
+  ``handled_by == "upstream-fixed"``; against Apache Kafka nothing changes.
 * Broker addresses never leak: the proxy opens one listener per upstream broker node (keyed by
   node id, created when a Metadata response first names the node) and rewrites Metadata,
   DescribeCluster and transaction FindCoordinator responses to point at its listeners.
@@ -74,6 +65,7 @@ import attrs
 
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._io import kafka_frames as frames
+from kgroup.testing import _tansu_workarounds as tansu
 from kgroup.testing import _wire
 from kgroup.testing.coordinator import CoordinatorConfig, CoordinatorEvent, GroupCoordinatorModel
 from kgroup.testing.coordinator._types import ListGroupsResponse, OffsetCommitRequest, Reply
@@ -93,25 +85,6 @@ _METADATA: Final = 3
 _DESCRIBE_CLUSTER: Final = 60
 _FIND_COORDINATOR: Final = _wire.FIND_COORDINATOR
 _FIND_COORDINATOR_VERSIONS: Final = (0, 6)
-_FETCH: Final = 1
-_LIST_OFFSETS: Final = 2
-_LATEST_TIMESTAMP: Final = -1
-_FETCH_NAMED_MAX: Final = 12  # Fetch v13+ names topics by id
-
-
-def _whole_batches(records: bytes, budget: int, *, keep_first: bool) -> int:
-    """Length of the longest prefix of whole record batches within ``budget`` bytes.
-
-    Batches (and legacy message sets) start with an int64 offset and an int32 length of the
-    rest. ``keep_first``: the first batch counts even when larger than ``budget`` (KIP-74).
-    """
-    pos = 0
-    while pos + 12 <= len(records):
-        size = 12 + int.from_bytes(records[pos + 8 : pos + 12], "big", signed=True)
-        if pos + size > len(records) or (pos + size > budget and not (keep_first and pos == 0)):
-            break
-        pos += size
-    return pos
 _SIDE_REQUEST_TIMEOUT_S: Final = 10.0
 _HIDDEN_APIS: Final = frozenset({42, 47, 68, 69})  # DeleteGroups, OffsetDelete, KIP-848 heartbeat/describe
 _CLAMPED_APIS: Final = (_METADATA, _DESCRIBE_CLUSTER)
@@ -955,164 +928,25 @@ class CoordinatorProxy:
             return
         if info.api_key in (_API_VERSIONS, _METADATA, _DESCRIBE_CLUSTER, _FIND_COORDINATOR):
             raw = await self._rewrite(info, raw)
-        elif info.api_key == _LIST_OFFSETS and self._fix_list_offsets:
-            fixed = await self._fix_latest_offsets(conn.listener, info, frame, raw)
+        elif info.api_key == tansu.LIST_OFFSETS and self._fix_list_offsets:
+            fixed = await self._fix_latest_offsets(conn.listener, info.api_version, frame, raw)
             if fixed is not None:
                 raw = fixed
                 record.handled_by = "upstream-fixed"
-        elif info.api_key == _FETCH and self._fix_fetch_limits:
-            trimmed = self._trim_fetch(info, frame, raw)
+        elif info.api_key == tansu.FETCH and self._fix_fetch_limits:
+            trimmed = tansu.trim_fetch(info.api_version, frame, raw)
             if trimmed is not None:
                 raw = trimmed
                 record.handled_by = "upstream-fixed"
         self._answer(slot, raw)
 
-    # ------------------------------------------------------------------ Fetch limits
-    def _trim_fetch(self, info: frames.RequestHeaderInfo, frame: bytes, raw: bytes) -> bytes | None:
-        """A Fetch response cut to the request's byte limits (Kafka ``ReplicaManager.readFromLog``).
+    async def _fix_latest_offsets(self, listener: _Listener, version: int, frame: bytes, raw: bytes) -> bytes | None:
+        async def fetch(fetch_version: int, body: Mapping[str, Any]) -> dict[str, Any]:
+            _, response = await self._side_request(listener, tansu.FETCH, fetch_version, body)
+            return response
 
-        Per partition, in response order: at most ``min(partition_max_bytes, what is left of
-        max_bytes)`` bytes of whole record batches; the first partition with data keeps its
-        first batch even when it is larger (``minOneMessage``, KIP-74). None: nothing to cut,
-        or a version kafka-python cannot decode (forwarded unchanged).
-        """
-        version = info.api_version
-        kp_range = frames.api_version_range(_FETCH)
-        if kp_range is None or not kp_range[0] <= version <= kp_range[1] or version < 3:
-            return None
-        try:
-            request = frames.decode_request_body(_FETCH, version, frame)
-            correlation_id, body = frames.decode_response(_FETCH, version, raw[4:])
-        except Exception:
-            log.warning("cannot decode Fetch v%s; forwarded unchanged", version, exc_info=True)
-            return None
-        limits: dict[tuple[Any, int], int] = {}
-        for topic in request.get("topics") or ():
-            key = topic.get("topic", topic.get("topic_id"))
-            for part in topic.get("partitions") or ():
-                limits[(key, part["partition"])] = int(part.get("partition_max_bytes", 0))
-        remaining = int(request.get("max_bytes", 0x7FFFFFFF))
-        first = True
-        changed = False
-        for topic in body.get("responses") or ():
-            key = topic.get("topic", topic.get("topic_id"))
-            for part in topic.get("partitions") or ():
-                records = part.get("records")
-                if not records:
-                    continue
-                budget = max(0, min(limits.get((key, part["partition_index"]), 0x7FFFFFFF), remaining))
-                cut = _whole_batches(bytes(records), budget, keep_first=first)
-                if cut < len(records):
-                    part["records"] = bytes(records[:cut])
-                    changed = True
-                if cut:
-                    first = False
-                    remaining -= cut
-        return frames.encode_response(_FETCH, version, correlation_id, body) if changed else None
-
-    # ------------------------------------------------------------------ ListOffsets LATEST
-    async def _fix_latest_offsets(
-        self, listener: _Listener, info: frames.RequestHeaderInfo, frame: bytes, raw: bytes
-    ) -> bytes | None:
-        """Rewrite a ListOffsets response with Kafka's LATEST answers.
-
-        Each LATEST partition answered without error gets the log end offset the broker's Fetch
-        reports (Kafka ``UnifiedLog.fetchOffsetByTimestamp`` for ``LATEST_TIMESTAMP``: the high
-        watermark, or the last stable offset under read_committed). None: nothing to fix, or the
-        lookup failed (the answer is forwarded).
-        """
-        version = info.api_version
-        kp_range = frames.api_version_range(_LIST_OFFSETS)
-        if kp_range is None or not kp_range[0] <= version <= kp_range[1]:
-            return None
-        try:
-            request = frames.decode_request_body(_LIST_OFFSETS, version, frame)
-            latest = {
-                (topic["name"], part["partition_index"])
-                for topic in request.get("topics") or ()
-                for part in topic.get("partitions") or ()
-                if part.get("timestamp") == _LATEST_TIMESTAMP
-            }
-            if not latest:
-                return None
-            correlation_id, body = frames.decode_response(_LIST_OFFSETS, version, raw[4:])
-        except Exception:
-            log.warning("cannot decode ListOffsets v%s; forwarded unchanged", version, exc_info=True)
-            return None
-        entries: dict[tuple[str, int], dict[str, Any]] = {}
-        for topic in body.get("topics") or ():
-            for part in topic.get("partitions") or ():
-                key = (topic["name"], part["partition_index"])
-                if key in latest and part.get("error_code", 0) == 0 and part.get("offset", -1) >= 0:
-                    entries[key] = part
-        if not entries:
-            return None
-        isolation = int(request.get("isolation_level", 0) or 0)
-        try:
-            ends = await self._log_end_offsets(listener, {k: e["offset"] for k, e in entries.items()}, isolation)
-        except Exception:
-            log.warning("high watermark lookup for ListOffsets LATEST failed; Tansu's answer forwarded", exc_info=True)
-            return None
-        if not ends:
-            return None
-        for key, end in ends.items():
-            entries[key]["offset"] = end
-        return frames.encode_response(_LIST_OFFSETS, version, correlation_id, body)
-
-    async def _log_end_offsets(
-        self, listener: _Listener, offsets: Mapping[tuple[str, int], int], isolation: int
-    ) -> dict[tuple[str, int], int]:
-        """``(topic, partition) -> log end offset`` from one Fetch (max 1 byte, 1 ms wait) at ``offsets``."""
-        up_low, up_high = self._upstream_versions.get(_FETCH, (0, -1))
-        kp_range = frames.api_version_range(_FETCH) or (0, -1)
-        version = min(up_high, kp_range[1], _FETCH_NAMED_MAX)
-        if version < max(up_low, kp_range[0]):
-            return {}
-        by_topic: dict[str, list[tuple[int, int]]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append((partition, offset))
-        request = {
-            "replica_id": -1,
-            # Tansu answers a Fetch with max_wait_ms=0 with no partitions at all; 1 ms is the least wait
-            "max_wait_ms": 1,
-            "min_bytes": 0,
-            "max_bytes": 1,
-            "isolation_level": isolation,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {
-                            "partition": partition,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": offset,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1,
-                        }
-                        for partition, offset in parts
-                    ],
-                }
-                for topic, parts in by_topic.items()
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        }
-        _, response = await self._side_request(listener, _FETCH, version, request)
-        out: dict[tuple[str, int], int] = {}
-        for topic in response.get("responses") or ():
-            for part in topic.get("partitions") or ():
-                if part.get("error_code", 0) != 0:
-                    continue
-                end = part.get("high_watermark", -1)
-                stable = part.get("last_stable_offset", -1)
-                if isolation == 1 and stable is not None and stable >= 0:
-                    end = stable
-                if end is not None and end >= 0:
-                    out[(topic["topic"], part["partition_index"])] = int(end)
-        return out
+        upstream = self._upstream_versions.get(tansu.FETCH, (0, -1))
+        return await tansu.fix_latest_offsets(version, frame, raw, fetch, upstream)
 
     async def _side_request(
         self, listener: _Listener, api_key: int, version: int, body: Mapping[str, Any]
