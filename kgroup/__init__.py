@@ -3,54 +3,118 @@
 Built on kafka-python's network client (3.0 line). See the README for the quickstart and the
 listener contract; ``kgroup.membership`` is the sans-IO protocol core; ``kgroup.testing``
 provides a real broker for tests.
+
+The public names are imported on first use (PEP 562), so ``import kgroup`` (and the pytest
+plugin, which lives in this package) loads neither kafka-python nor the consumer's machinery
+until a name such as ``kgroup.Consumer`` is looked up.
 """
 
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
 from kgroup._version import __version__
-from kgroup.assignors import (
-    Assignor,
-    CooperativeStickyAssignor,
-    MemberSubscription,
-    RangeAssignor,
-    RoundRobinAssignor,
-    StickyAssignor,
-)
-from kgroup.config import ConsumerConfig
-from kgroup.consumer import Consumer
-from kgroup.errors import (
-    AssignmentError,
-    BrokerError,
-    CommitFailedError,
-    ConfigError,
-    ConsumerClosedError,
-    CoordinatorUnavailable,
-    FatalGroupError,
-    FencedInstanceIdError,
-    FetchError,
-    GroupThreadCrashed,
-    IllegalStateError,
-    KGroupError,
-    ListenerError,
-    MalformedMetadata,
-    NoOffsetForPartitionError,
-    OffsetOutOfRangeError,
-    ProtocolViolation,
-    RebalanceInProgressError,
-    RetriableCommitFailedError,
-    UnknownTopicOrPartitionError,
-    WakeupError,
-)
-from kgroup.health import HealthReport
-from kgroup.instance_id import UnstableInstanceIdWarning, instance_id_from_env
-from kgroup.listener import RebalanceListener
-from kgroup.membership.states import MemberState
-from kgroup.types import (
-    ConsumerRecord,
-    GroupMetadata,
-    OffsetAndMetadata,
-    PartitionInfo,
-    RebalanceProtocol,
-    TopicPartition,
-)
+
+if TYPE_CHECKING:
+    from kgroup.assignors import (
+        Assignor,
+        CooperativeStickyAssignor,
+        MemberSubscription,
+        RangeAssignor,
+        RoundRobinAssignor,
+        StickyAssignor,
+    )
+    from kgroup.config import ConsumerConfig
+    from kgroup.consumer import Consumer
+    from kgroup.errors import (
+        AssignmentError,
+        BrokerError,
+        CommitFailedError,
+        ConfigError,
+        ConsumerClosedError,
+        CoordinatorUnavailable,
+        FatalGroupError,
+        FencedInstanceIdError,
+        FetchError,
+        GroupThreadCrashed,
+        IllegalStateError,
+        KafkaTimeoutError,
+        KGroupError,
+        ListenerError,
+        MalformedMetadata,
+        NoOffsetForPartitionError,
+        OffsetOutOfRangeError,
+        ProtocolViolation,
+        RebalanceInProgressError,
+        RetriableCommitFailedError,
+        UnknownTopicOrPartitionError,
+        WakeupError,
+    )
+    from kgroup.health import HealthReport
+    from kgroup.instance_id import UnstableInstanceIdWarning, instance_id_from_env
+    from kgroup.listener import RebalanceListener
+    from kgroup.membership.states import MemberState
+    from kgroup.types import (
+        ConsumerRecord,
+        GroupMetadata,
+        OffsetAndMetadata,
+        OffsetAndTimestamp,
+        PartitionInfo,
+        RebalanceProtocol,
+        TopicPartition,
+    )
+
+#: module -> the public names it defines; imported on first attribute access
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "kgroup.assignors": (
+        "Assignor",
+        "CooperativeStickyAssignor",
+        "MemberSubscription",
+        "RangeAssignor",
+        "RoundRobinAssignor",
+        "StickyAssignor",
+    ),
+    "kgroup.config": ("ConsumerConfig",),
+    "kgroup.consumer": ("Consumer",),
+    "kgroup.errors": (
+        "AssignmentError",
+        "BrokerError",
+        "CommitFailedError",
+        "ConfigError",
+        "ConsumerClosedError",
+        "CoordinatorUnavailable",
+        "FatalGroupError",
+        "FencedInstanceIdError",
+        "FetchError",
+        "GroupThreadCrashed",
+        "IllegalStateError",
+        "KGroupError",
+        "KafkaTimeoutError",
+        "ListenerError",
+        "MalformedMetadata",
+        "NoOffsetForPartitionError",
+        "OffsetOutOfRangeError",
+        "ProtocolViolation",
+        "RebalanceInProgressError",
+        "RetriableCommitFailedError",
+        "UnknownTopicOrPartitionError",
+        "WakeupError",
+    ),
+    "kgroup.health": ("HealthReport",),
+    "kgroup.instance_id": ("UnstableInstanceIdWarning", "instance_id_from_env"),
+    "kgroup.listener": ("RebalanceListener",),
+    "kgroup.membership.states": ("MemberState",),
+    "kgroup.types": (
+        "ConsumerRecord",
+        "GroupMetadata",
+        "OffsetAndMetadata",
+        "OffsetAndTimestamp",
+        "PartitionInfo",
+        "RebalanceProtocol",
+        "TopicPartition",
+    ),
+}
+_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "AssignmentError",
@@ -72,12 +136,14 @@ __all__ = [
     "HealthReport",
     "IllegalStateError",
     "KGroupError",
+    "KafkaTimeoutError",
     "ListenerError",
     "MalformedMetadata",
     "MemberState",
     "MemberSubscription",
     "NoOffsetForPartitionError",
     "OffsetAndMetadata",
+    "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
     "PartitionInfo",
     "ProtocolViolation",
@@ -95,3 +161,24 @@ __all__ = [
     "__version__",
     "instance_id_from_env",
 ]
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above; a module __getattr__ would hide typos
+
+    def __getattr__(name: str) -> Any:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    """The public names and the submodules imported so far (not this module's own imports)."""
+    submodules = {
+        name
+        for name, value in globals().items()
+        if isinstance(value, ModuleType) and value.__name__.startswith("kgroup.")
+    }
+    return sorted(set(__all__) | submodules)

@@ -22,3 +22,25 @@ def test_public_api_exceptions_share_one_base():
         # warnings are categories for the warnings module, not errors to catch
         if isinstance(obj, type) and issubclass(obj, BaseException) and not issubclass(obj, Warning):
             assert issubclass(obj, kgroup.KGroupError), name
+
+
+def test_public_api_lazy_names_match_the_type_checking_imports():
+    """``kgroup`` imports its names on first use; type checkers read the TYPE_CHECKING imports.
+
+    Both lists, and ``__all__``, must name the same things from the same modules.
+    """
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(kgroup))
+    block = next(
+        node for node in tree.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    )
+    typed = {
+        alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
+    assert typed == kgroup._MODULE_OF
+    assert set(typed) == set(kgroup.__all__) - {"__version__"}
+    for name, module in typed.items():
+        assert getattr(kgroup, name) is getattr(__import__(module, fromlist=[name]), name)

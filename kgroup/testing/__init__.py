@@ -23,6 +23,9 @@ Tansu deviates from Apache Kafka in its group coordinator; see the
 :mod:`kgroup.testing.broker` docstring. Tests must set ``session_timeout_ms`` explicitly.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kgroup.testing._fake_clock import FakeClock
 from kgroup.testing.broker import (
     BrokerHandle,
@@ -31,8 +34,22 @@ from kgroup.testing.broker import (
     produce,
     start_broker,
 )
-from kgroup.testing.faults import BlackHole, FaultFired, FaultRule, Faults
-from kgroup.testing.proxy import CoordinatorProxy, RequestRecord
+
+if TYPE_CHECKING:
+    from kgroup.testing.faults import BlackHole, FaultFired, FaultRule, Faults
+    from kgroup.testing.proxy import CoordinatorProxy, RequestRecord
+
+#: names imported on first use (PEP 562): the proxy and the fault rules load kafka-python and
+#: the coordinator model, which the pytest plugin (imported by every pytest run where kgroup is
+#: installed) must not load before a fixture needs them
+_LAZY: dict[str, str] = {
+    "BlackHole": "kgroup.testing.faults",
+    "FaultFired": "kgroup.testing.faults",
+    "FaultRule": "kgroup.testing.faults",
+    "Faults": "kgroup.testing.faults",
+    "CoordinatorProxy": "kgroup.testing.proxy",
+    "RequestRecord": "kgroup.testing.proxy",
+}
 
 __all__ = [
     "BlackHole",
@@ -48,3 +65,14 @@ __all__ = [
     "produce",
     "start_broker",
 ]
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value

@@ -832,7 +832,9 @@ def create_topic(
         TimeoutError: the partitions did not all have leaders before the deadline.
 
     """
-    from kafka import KafkaAdminClient
+    from kgroup._io import import_kafka_python  # kafka-python, without its import-time warning
+
+    KafkaAdminClient = import_kafka_python().KafkaAdminClient
 
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions!r}")
@@ -919,7 +921,9 @@ def produce(
         kafka.errors.KafkaError: the broker rejected a record (e.g. unknown partition).
 
     """
-    from kafka import KafkaProducer
+    from kgroup._io import import_kafka_python  # kafka-python, without its import-time warning
+
+    KafkaProducer = import_kafka_python().KafkaProducer
 
     deadline = time.monotonic() + timeout_s
     producer = KafkaProducer(

@@ -65,7 +65,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import pytest
 
@@ -78,8 +78,11 @@ from kgroup.testing.broker import (
     selected_broker_kind,
     start_broker,
 )
-from kgroup.testing.coordinator import CoordinatorConfig
-from kgroup.testing.proxy import CoordinatorProxy
+
+if TYPE_CHECKING:
+    # imported by the kafka_cluster fixture: pytest loads this plugin in every project where
+    # kgroup is installed, which must not pay for kafka-python and the coordinator model
+    from kgroup.testing.proxy import CoordinatorProxy
 
 __all__ = [
     "BrokerPool",
@@ -396,6 +399,9 @@ def kafka_cluster(kafka_broker: BrokerHandle) -> Iterator[CoordinatorProxy]:
     Its coordinator model has ``group_initial_rebalance_delay_ms=0``; the proxy is stopped
     after the test.
     """
+    from kgroup.testing.coordinator import CoordinatorConfig
+    from kgroup.testing.proxy import CoordinatorProxy
+
     proxy = CoordinatorProxy(
         kafka_broker.bootstrap_servers, config=CoordinatorConfig(group_initial_rebalance_delay_ms=0)
     )
