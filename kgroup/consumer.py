@@ -28,9 +28,9 @@ import concurrent.futures
 import logging
 import math
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._driver.commits import OffsetsClient, Retriable
@@ -51,6 +51,7 @@ from kgroup.errors import (
     FatalGroupError,
     GroupThreadCrashed,
     IllegalStateError,
+    KafkaTimeoutError,
     KGroupError,
     ListenerError,
     NoOffsetForPartitionError,
@@ -59,15 +60,18 @@ from kgroup.errors import (
 from kgroup.health import HealthReport, HealthServer
 from kgroup.listener import RebalanceListener
 from kgroup.membership import events as ev
+from kgroup.membership.backoff import next_backoff_s
 from kgroup.membership.commands import RebalanceStep
 from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
-from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, TopicPartition
+from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 __all__ = ["Consumer"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: longest a single fetch wait blocks before the poll loop looks at its mailbox again: a
 #: rebalance step (revoke, assign) posted meanwhile waits at most this long for its callback,
@@ -303,7 +307,7 @@ class Consumer:
         self._check_open()
         if self._in_callback:
             raise IllegalStateError("poll() must not be called from a rebalance listener callback")
-        if self._group is None:
+        if self._group is None or self._subscribed_at is None:
             raise IllegalStateError("poll() before subscribe(): the consumer is not subscribed to any topic")
         if timeout_ms < 0:
             raise ValueError("timeout_ms must be >= 0")
@@ -759,6 +763,177 @@ class Consumer:
             raise ValueError("offset must be >= 0")
         assert self._parts is not None
         self._parts.seek(tp, offset)
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Fetch each of ``partitions`` from its log start on the next ``poll()``/``position()``.
+
+        Lazy, as Java's ``seekToBeginning``: the ListOffsets request goes out now and the
+        position is known once it answers. A later ``seek`` or rebalance overrides it; a
+        partition revoked meanwhile is not fetched again (the seek applies only while owned).
+
+        Args:
+            partitions: assigned partitions (default: every assigned partition).
+
+        Raises:
+            IllegalStateError: a partition is not assigned to this consumer.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._reset(partitions, "earliest")
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Fetch each of ``partitions`` from its log end on the next ``poll()`` (Java ``seekToEnd``).
+
+        The log end is the high watermark, or the last stable offset with
+        ``isolation_level="read_committed"``. Same rules as ``seek_to_beginning``.
+
+        Raises:
+            IllegalStateError: a partition is not assigned to this consumer.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._reset(partitions, "latest")
+
+    def _reset(self, partitions: Iterable[TopicPartition] | None, strategy: str) -> None:
+        self._check_open()
+        chosen = sorted(self._assignment if partitions is None else set(partitions))
+        for tp in chosen:
+            self._require_assigned(tp)
+        assert self._parts is not None or not chosen
+        for tp in chosen:
+            self._parts.reset(tp, strategy)  # type: ignore[union-attr]
+
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], *, timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """The first offset of each partition's log (ListOffsets, Java ``beginningOffsets``).
+
+        Any partition, assigned or not. Retries partitions whose leader is unknown or moving
+        until ``timeout_ms``.
+
+        Args:
+            partitions: the partitions to look up.
+            timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
+
+        Returns:
+            ``{TopicPartition: offset}`` for every partition asked for.
+
+        Raises:
+            KafkaTimeoutError: not every offset was found within ``timeout_ms`` (an unknown
+                topic or partition ends here too, as in Java).
+            WakeupError: ``wakeup()`` interrupted the call.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        return self._list_offsets(partitions, "earliest", timeout_ms)
+
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], *, timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """The log end offset of each partition (the high watermark; Java ``endOffsets``).
+
+        With ``isolation_level="read_committed"`` the last stable offset. Same rules and
+        errors as ``beginning_offsets``.
+        """
+        return self._list_offsets(partitions, "latest", timeout_ms)
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], *, timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each partition, the earliest offset whose record timestamp is >= the one given.
+
+        ListOffsets by timestamp (Java ``offsetsForTimes``); no position changes.
+
+        Args:
+            timestamps: ``{TopicPartition: timestamp in ms since the epoch (>= 0)}``.
+            timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
+
+        Returns:
+            ``{TopicPartition: OffsetAndTimestamp | None}``: None where no record is that late.
+
+        Raises:
+            ValueError: a negative timestamp.
+            KafkaTimeoutError: no answer within ``timeout_ms``.
+            WakeupError: ``wakeup()`` interrupted the call.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._check_open()
+        wanted = dict(timestamps)
+        for tp, ts in wanted.items():
+            if not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"the target time for partition {tp} must be an int >= 0, got {ts!r}")
+        if not wanted:
+            return {}
+        transport = self._ensure_transport()
+        timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
+        found = self._await_lookup(
+            "offsets_for_times", lambda ms: transport.offsets_for_times(wanted, ms), timeout
+        )
+        return {
+            tp: OffsetAndTimestamp(*found[tp]) if tp in found else None for tp in wanted
+        }
+
+    def _list_offsets(
+        self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int | None
+    ) -> dict[TopicPartition, int]:
+        self._check_open()
+        wanted = set(partitions)
+        if not wanted:
+            return {}
+        transport = self._ensure_transport()
+        timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
+        deadline = self._clock.monotonic() + timeout / 1000
+        out: dict[TopicPartition, int] = {}
+        attempt = 0
+        while True:
+            missing = wanted - set(out)
+            remaining_ms = max(0, int((deadline - self._clock.monotonic()) * 1000))
+            asked = frozenset(missing)
+
+            def send(ms: int) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+                return transport.list_offsets(asked, spec, ms)  # noqa: B023 - called in this iteration
+
+            found: dict[TopicPartition, int] = self._await_lookup(f"{spec} offsets", send, remaining_ms)
+            out.update(found)
+            missing = wanted - set(out)
+            if not missing:
+                return {tp: out[tp] for tp in wanted}
+            attempt += 1
+            wait_s = next_backoff_s(
+                attempt, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
+            )
+            if self._clock.monotonic() + wait_s >= deadline:
+                raise KafkaTimeoutError(
+                    f"{spec} offsets of {sorted(map(str, missing))} not found within {timeout} ms "
+                    "(no leader, or the topic or partition does not exist)"
+                )
+            if self._mailbox.sleep(wait_s):
+                self._mailbox.consume_wakeup()
+                raise WakeupError(f"{spec} offsets interrupted by wakeup()")
+
+    def _await_lookup(
+        self, what: str, send: Callable[[int], concurrent.futures.Future[T]], timeout_ms: int
+    ) -> T:
+        """Send a lookup with ``timeout_ms`` and wait for it, honouring ``wakeup()``."""
+        future = send(max(1, timeout_ms))
+        if not self._mailbox.wait_future(future, timeout_ms / 1000):
+            if self._mailbox.consume_wakeup():
+                raise WakeupError(f"{what} interrupted by wakeup()")
+            raise KafkaTimeoutError(f"{what}: no answer within {timeout_ms} ms")
+        exc = future.exception()
+        if exc is not None:
+            if isinstance(exc, KGroupError):
+                raise exc
+            raise KafkaTimeoutError(f"{what} failed: {exc}") from exc
+        return future.result()
+
+    def _ensure_transport(self) -> Transport:
+        """The transport, for lookups that need no group membership (also before subscribe)."""
+        if self._transport is None:
+            self._ensure_started()
+        assert self._transport is not None
+        return self._transport
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching ``partitions`` (they stay assigned; no rebalance).

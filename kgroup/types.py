@@ -68,6 +68,20 @@ class OffsetAndMetadata:
 
 
 @attrs.frozen
+class OffsetAndTimestamp:
+    """A ``Consumer.offsets_for_times`` answer (Java ``OffsetAndTimestamp``).
+
+    Attributes:
+        offset: the earliest offset whose record timestamp is >= the one asked for (int).
+        timestamp: that record's timestamp, in ms since the epoch (int).
+
+    """
+
+    offset: int
+    timestamp: int
+
+
+@attrs.frozen
 class PartitionInfo:
     """One partition as cluster metadata describes it (Java ``PartitionInfo``).
 

@@ -125,6 +125,12 @@ class PartitionState:
         self.needs_position.discard(tp)
         self._held.pop(tp, None)
 
+    def reset(self, tp: TopicPartition, strategy: str) -> None:
+        """Fetch ``tp`` from its log start ("earliest") or end ("latest") next (ListOffsets)."""
+        self._fetcher.request_reset(tp, strategy)
+        self.needs_position.discard(tp)
+        self._held.pop(tp, None)
+
     def pause(self, tp: TopicPartition) -> None:
         """Stop fetching ``tp``."""
         self.paused.add(tp)

@@ -23,7 +23,7 @@ import concurrent.futures
 import importlib
 import logging
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 import kafka.errors as KErrors
@@ -457,18 +457,37 @@ class KafkaPythonTransport:
             ValueError: ``spec`` is neither "earliest" nor "latest".
 
         """
-        wanted = sorted(set(partitions))
         if spec not in ("earliest", "latest"):
             failed: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
             failed.set_exception(ValueError(f"spec must be 'earliest' or 'latest', not {spec!r}"))
             return failed
         timestamp = -2 if spec == "earliest" else -1
+        return self._run_on_io(
+            self._list_offsets({tp: timestamp for tp in partitions}, timeout_ms),
+            lambda found: {tp: offset for tp, (offset, _) in found.items()},
+        )
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, tuple[int, int]]]:
+        """ListOffsets by timestamp: the earliest offset whose record timestamp is >= the one given.
+
+        Yields ``{tp: (offset, timestamp)}``; a partition with no such record (or no leader, or
+        an error code) is absent (Java ``KafkaConsumer.offsetsForTimes``: null).
+        """
+        return self._run_on_io(self._list_offsets(dict(timestamps), timeout_ms), lambda found: found)
+
+    def _list_offsets(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int
+    ) -> Callable[[], Coroutine[Any, Any, dict[TopicPartition, tuple[int, int]]]]:
+        """One Metadata request for the leaders, then one ListOffsets per leader."""
+        wanted = sorted(timestamps)
         isolation = 1 if self._config.isolation_level == "read_committed" else 0
         Topic = ListOffsetsRequest.ListOffsetsTopic
         Partition = Topic.ListOffsetsPartition
         manager = self._manager
 
-        async def go() -> dict[TopicPartition, int]:
+        async def go() -> dict[TopicPartition, tuple[int, int]]:
             node = manager.least_loaded_node()
             if node is None:
                 raise KErrors.NodeNotReadyError("no broker available")
@@ -484,13 +503,18 @@ class KafkaPythonTransport:
                 leader = leaders.get(tp, -1)
                 if leader >= 0:
                     by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(tp.partition)
-            out: dict[TopicPartition, int] = {}
+            out: dict[TopicPartition, tuple[int, int]] = {}
             for leader, by_topic in by_leader.items():
                 request = ListOffsetsRequest(
                     replica_id=-1,
                     isolation_level=isolation,
                     topics=[
-                        Topic(name=t, partitions=[Partition(partition_index=p, timestamp=timestamp) for p in ps])
+                        Topic(
+                            name=t,
+                            partitions=[
+                                Partition(partition_index=p, timestamp=timestamps[TopicPartition(t, p)]) for p in ps
+                            ],
+                        )
                         for t, ps in by_topic.items()
                     ],
                     max_version=LIST_OFFSETS_MAX,
@@ -501,10 +525,10 @@ class KafkaPythonTransport:
                 for topic in response.topics:
                     for part in topic.partitions:
                         if part.error_code == 0 and part.offset >= 0:
-                            out[TopicPartition(topic.name, part.partition_index)] = part.offset
+                            out[TopicPartition(topic.name, part.partition_index)] = (part.offset, part.timestamp)
             return out
 
-        return self._run_on_io(go, lambda offsets: offsets)
+        return go
 
     # ------------------------------------------------------------------ offsets
     def offset_commit(

@@ -212,6 +212,12 @@ class Transport(Protocol):
         """ListOffsets from each leader: ``spec`` "earliest" or "latest" (the log end offset)."""
         ...
 
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, tuple[int, int]]]:
+        """ListOffsets by timestamp (ms): ``{tp: (offset, timestamp)}``, absent where no record is that late."""
+        ...
+
     def offset_commit(
         self,
         group_id: str,

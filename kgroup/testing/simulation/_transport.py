@@ -209,6 +209,12 @@ class SimTransport:
         parts = list(partitions)
         return self._later(lambda: {tp: 0 if spec == "earliest" else self._cluster.log_end.get(tp, 0) for tp in parts})
 
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, tuple[int, int]]]:
+        """Simulated records carry no timestamp: no partition has a record that late."""
+        return self._later(dict)
+
     def _later(self, value: Callable[[], Any]) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
