@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
-import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Final, TypeVar
@@ -32,8 +31,10 @@ from typing import Any, Final, TypeVar
 import attrs
 
 from kgroup import _error_codes as codes
+from kgroup._clock import Clock, MonotonicClock
 from kgroup._error_codes import error_name
 from kgroup._io.transport import DescribedGroup, DescribedMember, OffsetFetchResult, Transport
+from kgroup._retry import Deadline, retry_until
 from kgroup.errors import KGroupError, MalformedMetadata
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.events import FindCoordinatorResponded
@@ -220,19 +221,7 @@ class MemberRemoval:
         return None if self.error_code == codes.NONE else error_name(self.error_code)
 
 
-# ---------------------------------------------------------------------------------- deadline
-class _Deadline:
-    def __init__(self, timeout_ms: int, clock: Callable[[], float]) -> None:
-        self._clock = clock
-        self._end = clock() + timeout_ms / 1000
-
-    def remaining_ms(self) -> int:
-        return max(0, int((self._end - self._clock()) * 1000))
-
-    def expired(self) -> bool:
-        return self._clock() >= self._end
-
-
+# ---------------------------------------------------------------------------------- retries
 class _Retry(Exception):
     """A retriable failure inside an attempt (internal)."""
 
@@ -250,7 +239,8 @@ class GroupAdmin:
         timeout_ms: the default deadline of each call (ms).
         retry_backoff_ms: the pause before retrying a retriable failure (ms).
         owns_transport: close the transport in :meth:`close`.
-        clock: monotonic seconds (tests inject one).
+        clock: the ``Clock`` deadlines and retry waits run on (tests inject a ``FakeClock``);
+            default the monotonic clock.
 
     Use :meth:`connect` to build one over kafka-python from ``bootstrap_servers``.
 
@@ -263,7 +253,7 @@ class GroupAdmin:
         timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
         owns_transport: bool = False,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         if timeout_ms <= 0:
             raise ValueError("timeout_ms must be positive")
@@ -271,7 +261,7 @@ class GroupAdmin:
         self.timeout_ms = timeout_ms
         self._backoff_s = retry_backoff_ms / 1000
         self._owns = owns_transport
-        self._clock = clock
+        self._clock: Clock = clock if clock is not None else MonotonicClock()
         self._request_ids = itertools.count(1)
         self._coordinators: dict[str, Coordinator] = {}
         self._closed = False
@@ -329,10 +319,10 @@ class GroupAdmin:
         self.close()
 
     # ------------------------------------------------------------------ plumbing
-    def _deadline(self, timeout_ms: int | None) -> _Deadline:
-        return _Deadline(self.timeout_ms if timeout_ms is None else timeout_ms, self._clock)
+    def _deadline(self, timeout_ms: int | None) -> Deadline:
+        return Deadline.after_ms(self._clock, self.timeout_ms if timeout_ms is None else timeout_ms)
 
-    def _wait(self, future: concurrent.futures.Future[T], deadline: _Deadline, what: str) -> T:
+    def _wait(self, future: concurrent.futures.Future[T], deadline: Deadline, what: str) -> T:
         """The future's value; its exception as ``_Retry`` (a lost connection is retriable)."""
         try:
             return future.result(deadline.remaining_ms() / 1000 + 2.0)
@@ -344,22 +334,31 @@ class GroupAdmin:
         except Exception as exc:
             raise _Retry(f"{what}: {type(exc).__name__}: {exc}") from exc
 
-    def _retrying(self, group_id: str, what: str, deadline: _Deadline, attempt: Callable[[Coordinator], T]) -> T:
+    def _retry(self, attempt: Callable[[], T], deadline: Deadline, failed: str) -> T:
+        """Run ``attempt()`` until it returns or raises an AdminError; ``_Retry`` is retried.
+
+        Waits ``retry_backoff_ms`` on the admin's clock between attempts; ``AdminTimeoutError``
+        (naming ``failed`` and the last failure) once the deadline would pass.
+        """
+        try:
+            return retry_until(attempt, deadline, retry_on=_Retry, backoff_s=lambda _: self._backoff_s)
+        except _Retry as last:
+            raise AdminTimeoutError(f"{failed} did not complete in time; last: {last}") from None
+
+    def _retrying(self, group_id: str, what: str, deadline: Deadline, attempt: Callable[[Coordinator], T]) -> T:
         """Run ``attempt(coordinator)`` until it returns, raises an AdminError, or time runs out."""
-        last = "no attempt"
-        while True:
+
+        def on_coordinator() -> T:
             try:
-                coordinator = self._coordinator(group_id, deadline)
-                return attempt(coordinator)
+                return attempt(self._coordinator(group_id, deadline))
             except _Retry as retry:
-                last = str(retry)
                 if retry.rediscover:
                     self._coordinators.pop(group_id, None)
-            if deadline.remaining_ms() <= self._backoff_s * 1000:
-                raise AdminTimeoutError(f"{what} for group {group_id!r} did not complete in time; last: {last}")
-            time.sleep(self._backoff_s)
+                raise
 
-    def _coordinator(self, group_id: str, deadline: _Deadline) -> Coordinator:
+        return self._retry(on_coordinator, deadline, f"{what} for group {group_id!r}")
+
+    def _coordinator(self, group_id: str, deadline: Deadline) -> Coordinator:
         known = self._coordinators.get(group_id)
         if known is not None:
             return known
@@ -485,19 +484,13 @@ class GroupAdmin:
         if not wanted:
             return {}
         deadline = self._deadline(timeout_ms)
-        last = ""
-        while True:
-            try:
-                return self._wait(
-                    self._transport.list_offsets(wanted, "latest", max(deadline.remaining_ms(), 1)),
-                    deadline,
-                    "ListOffsets",
-                )
-            except _Retry as retry:
-                last = str(retry)
-            if deadline.remaining_ms() <= self._backoff_s * 1000:
-                raise AdminTimeoutError(f"ListOffsets did not complete in time; last: {last}")
-            time.sleep(self._backoff_s)
+        return self._retry(
+            lambda: self._wait(
+                self._transport.list_offsets(wanted, "latest", max(deadline.remaining_ms(), 1)), deadline, "ListOffsets"
+            ),
+            deadline,
+            "ListOffsets",
+        )
 
     def lag(
         self,

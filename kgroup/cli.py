@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import click
 
+from kgroup._clock import MonotonicClock
+from kgroup._retry import Deadline
 from kgroup._version import __version__
 from kgroup.admin import (
     GroupAdmin,
@@ -74,15 +75,21 @@ def _default_factory(bootstrap_servers: str, timeout_ms: int) -> AdminLike:
     return GroupAdmin.connect(bootstrap_servers, timeout_ms=timeout_ms)
 
 
-class _Deadline:
-    def __init__(self, timeout_ms: int) -> None:
-        self._end = time.monotonic() + timeout_ms / 1000
+def _remaining_ms(deadline: Deadline) -> int:
+    """What is left of the whole command's deadline, for the next admin call."""
+    remaining = deadline.remaining_ms()
+    if remaining <= 0:
+        raise click.ClickException("the command's deadline (--timeout-ms) passed")
+    return remaining
 
-    def remaining_ms(self) -> int:
-        remaining = int((self._end - time.monotonic()) * 1000)
-        if remaining <= 0:
-            raise click.ClickException("the command's deadline (--timeout-ms) passed")
-        return remaining
+
+def _describe_existing(admin: AdminLike, group: str, deadline: Deadline) -> GroupDescription:
+    """DescribeGroups; a group the coordinator does not know (state Dead) is an error."""
+    description = admin.describe_group(group, _remaining_ms(deadline))
+    if description.state == "Dead":
+        raise GroupNotFoundError(f"group {group!r} does not exist (the coordinator reports state Dead)",
+                                 api="DescribeGroups")
+    return description
 
 
 def _connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -265,14 +272,11 @@ def describe(ctx: click.Context, group: str, bootstrap_servers: str | None, time
 
     A group the coordinator does not know (state Dead) is an error (exit 1).
     """
-    deadline = _Deadline(timeout_ms)
+    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
     admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
     try:
-        description = admin.describe_group(group, deadline.remaining_ms())
-        if description.state == "Dead":
-            raise GroupNotFoundError(f"group {group!r} does not exist (the coordinator reports state Dead)",
-                                     api="DescribeGroups")
-        offsets = admin.lag(group, description, deadline.remaining_ms())
+        description = _describe_existing(admin, group, deadline)
+        offsets = admin.lag(group, description, _remaining_ms(deadline))
     except KGroupError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
@@ -313,15 +317,12 @@ def remove_members(
     """
     if any(not i.strip() for i in instance_ids):
         raise click.BadParameter("an instance id must not be empty", ctx, param_hint="--instance-id")
-    deadline = _Deadline(timeout_ms)
+    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
     admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
     try:
-        description = admin.describe_group(group, deadline.remaining_ms())
-        if description.state == "Dead":
-            raise GroupNotFoundError(f"group {group!r} does not exist (the coordinator reports state Dead)",
-                                     api="DescribeGroups")
+        description = _describe_existing(admin, group, deadline)
         member_ids = {m.group_instance_id: m.member_id for m in description.members if m.group_instance_id}
-        results = admin.remove_members_by_instance_id(group, instance_ids, reason, deadline.remaining_ms())
+        results = admin.remove_members_by_instance_id(group, instance_ids, reason, _remaining_ms(deadline))
     except KGroupError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

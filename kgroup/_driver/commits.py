@@ -6,8 +6,9 @@ Rules:
    the group (:meth:`OffsetsClient.error_for`), after Java's ``ConsumerCoordinator``
    ``OffsetCommitResponseHandler`` / ``OffsetFetchResponseHandler``: which error is raised,
    and whether the group thread is told (coordinator dead, rejoin, generation reset, fatal).
-2. A synchronous call retries retriable errors until its deadline, never past it: every wait
-   is bounded by the deadline and interrupted by ``wakeup()`` (Java ``commitSync(timeout)``,
+2. A synchronous call retries retriable errors until its deadline, never past it
+   (``kgroup._retry.retry_until``: no attempt starts that the next backoff would push past the
+   deadline); every wait is interrupted by ``wakeup()`` (Java ``commitSync(timeout)``,
    ``committed(timeout)``). Waits go through the mailbox, so the deterministic simulator runs
    this code on its virtual clock.
 3. ``commit_async`` sends one OffsetCommit with the generation the member holds *at send
@@ -25,11 +26,11 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol, TypeVar
 
-import tenacity
-
+from kgroup import _error_codes as codes
 from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
 from kgroup._io.transport import OffsetFetchResult, Transport
+from kgroup._retry import Deadline, retry_until
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
@@ -62,13 +63,12 @@ T = TypeVar("T")
 REBALANCING = (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING)
 #: Java's PREPARING_REBALANCE: the member is on its way into a new generation
 _REJOINING = (MemberState.PREPARING, MemberState.UNJOINED, *REBALANCING)
-_COORDINATOR_NOT_AVAILABLE = 15
 
 
 class Retriable(Exception):
     """Internal: a retriable failure inside a retry loop (the last error code, if any)."""
 
-    def __init__(self, message: str, code: int = _COORDINATOR_NOT_AVAILABLE) -> None:
+    def __init__(self, message: str, code: int = codes.COORDINATOR_NOT_AVAILABLE) -> None:
         super().__init__(message)
         self.code = code
 
@@ -205,25 +205,24 @@ class OffsetsClient:
     # ------------------------------------------------------------------ retry loop
     def _retrying(self, api: Api, fn: Callable[[float], T], timeout_ms: int) -> T:
         """Run ``fn(deadline)`` until it stops raising ``Retriable`` or ``timeout_ms`` passes."""
-        deadline = self._clock.monotonic() + timeout_ms / 1000
+        deadline = Deadline.after_ms(self._clock, timeout_ms)
 
         def sleep(seconds: float) -> None:
-            if self._mailbox.sleep(min(seconds, max(0.0, deadline - self._clock.monotonic()))):
+            if self._mailbox.sleep(seconds):
                 self._mailbox.consume_wakeup()
                 raise WakeupError(f"{api.value} interrupted by wakeup()")
 
-        retrying = tenacity.Retrying(
-            stop=lambda _state: self._clock.monotonic() >= deadline,
-            # Java's ExponentialBackoff (KIP-580) on the injected clock and random generator
-            wait=lambda state: next_backoff_s(
-                state.attempt_number, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
-            ),
-            retry=tenacity.retry_if_exception_type(Retriable),
-            sleep=sleep,
-            reraise=True,
-        )
         try:
-            return retrying(fn, deadline)
+            return retry_until(
+                lambda: fn(deadline.at),
+                deadline,
+                retry_on=Retriable,
+                # Java's ExponentialBackoff (KIP-580) on the injected random generator
+                backoff_s=lambda attempts: next_backoff_s(
+                    attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
+                ),
+                sleep=sleep,
+            )
         except Retriable as exc:
             raise CoordinatorUnavailable(api, exc.code, f"gave up after {timeout_ms} ms: {exc}") from exc
 
@@ -246,7 +245,8 @@ class OffsetsClient:
     def _commit_generation(self, snap: MemberSnapshot) -> Generation:
         if snap.state in REBALANCING:
             raise RebalanceInProgressError(
-                Api.OFFSET_COMMIT, 27, "the group is rebalancing; call poll() to complete it, then retry"
+                Api.OFFSET_COMMIT, codes.REBALANCE_IN_PROGRESS,
+                "the group is rebalancing; call poll() to complete it, then retry",
             )
         if not snap.generation.is_valid():
             raise CommitFailedError(

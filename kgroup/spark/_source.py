@@ -34,7 +34,6 @@ Arrow record batches in the schema of Spark's own Kafka source.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -53,7 +52,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kgroup._clock import MonotonicClock
 from kgroup._io.kafka_python import KafkaPythonTransport
+from kgroup._retry import Deadline
 from kgroup.config import ConsumerConfig
 from kgroup.consumer import Consumer
 from kgroup.errors import KGroupError
@@ -86,6 +87,8 @@ SCHEMA = StructType(
 _ARROW_BATCH_ROWS = 10_000
 #: records asked of the fetcher per call on an executor
 _FETCH_RECORDS = 10_000
+#: the fetch deadline and the ListOffsets failure clock (``kgroup._clock``: the one real clock)
+_CLOCK = MonotonicClock()
 
 
 class RangePartition(InputPartition):
@@ -151,11 +154,11 @@ def read_range(
         fetcher = transport.fetcher()
         fetcher.assign(frozenset({tp}))
         fetcher.seek(tp, rng.start)
-        deadline = time.monotonic() + options.fetch_timeout_ms / 1000
+        deadline = Deadline.after_ms(_CLOCK, options.fetch_timeout_ms)
         pending: list[ConsumerRecord] = []
         position = rng.start
         while position < rng.end:
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 raise KGroupError(
                     f"kgroup.spark: read of {tp} [{rng.start}, {rng.end}) stopped at offset {position} after "
                     f"{options.fetch_timeout_ms} ms (fetchTimeoutMs)"
@@ -345,7 +348,7 @@ class KGroupStreamReader(DataSourceStreamReader):
             latest = self._list_offsets(owned, "latest") if owned else {}
         except Exception as exc:
             # transient (leader moving, broker restarting): no batch this trigger, unless it lasts
-            now = time.monotonic()
+            now = _CLOCK.monotonic()
             self._failing_since = self._failing_since or now
             if now - self._failing_since > self._config.default_api_timeout_ms / 1000:
                 raise KGroupError(

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from kgroup import _error_codes as codes
 from kgroup._io.transport import (
     CommittedOffset,
     DescribedGroup,
@@ -25,6 +26,7 @@ from kgroup.admin import (
 )
 from kgroup.membership import events as ev
 from kgroup.protocol.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from kgroup.testing import FakeClock
 from kgroup.types import TopicPartition
 
 T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
@@ -136,6 +138,31 @@ def test_lost_connection_is_retried_until_the_deadline():
     with pytest.raises(AdminTimeoutError, match="refused"):
         GroupAdmin(t, timeout_ms=300, retry_backoff_ms=20).describe_group("g")
     assert time.monotonic() - start < 2
+
+
+def test_retries_wait_on_the_injected_clock_not_the_real_one():
+    # COORDINATOR_NOT_AVAILABLE 9 times: 9 waits of retry_backoff_ms (1 s) on the fake clock
+    answers = [lambda: done(ev.FindCoordinatorResponded(1, codes.COORDINATOR_NOT_AVAILABLE))] * 9 + [found()]
+    t = ScriptedTransport(find=answers, describe=[group()])
+    clock = FakeClock()
+    start = time.monotonic()
+    d = GroupAdmin(t, timeout_ms=30_000, retry_backoff_ms=1000, clock=clock).describe_group("g")
+    assert d.state == "Stable"
+    assert clock.monotonic() == 9.0
+    assert [c[0] for c in t.calls] == ["find"] * 10 + ["describe"]
+    assert time.monotonic() - start < 1.0
+
+
+def test_the_deadline_is_on_the_injected_clock():
+    t = ScriptedTransport(find=[lambda: done(ev.FindCoordinatorResponded(1, codes.NOT_COORDINATOR))])
+    clock = FakeClock()
+    start = time.monotonic()
+    with pytest.raises(AdminTimeoutError, match="NOT_COORDINATOR"):
+        GroupAdmin(t, timeout_ms=60_000, retry_backoff_ms=5000, clock=clock).committed_offsets("g")
+    # attempts at 0, 5, ..., 55 s; a 13th would start at the deadline (60 s): none is made
+    assert len(t.calls) == 12
+    assert clock.monotonic() == 55.0
+    assert time.monotonic() - start < 1.0
 
 
 def test_a_future_that_never_completes_hits_the_deadline():
