@@ -30,7 +30,9 @@ import math
 import random
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol
+
+from typing_extensions import TypeVar
 
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._driver.commits import OffsetsClient, Retriable
@@ -42,7 +44,8 @@ from kgroup._driver.partitions import PartitionState
 # take ~0.2 s to import, which a joining member would otherwise add to its JoinGroup
 from kgroup._io.kafka_python import KafkaPythonTransport
 from kgroup._io.transport import OffsetFetchResult, Transport
-from kgroup.config import ConsumerConfig
+from kgroup.config import ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
+from kgroup.deserializers import DeserializerLike, as_function
 from kgroup.errors import (
     Api,
     CommitFailedError,
@@ -55,6 +58,7 @@ from kgroup.errors import (
     KGroupError,
     ListenerError,
     NoOffsetForPartitionError,
+    RecordDeserializationError,
     WakeupError,
 )
 from kgroup.health import HealthReport, HealthServer
@@ -65,7 +69,20 @@ from kgroup.membership.commands import RebalanceStep
 from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
-from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from kgroup.types import (
+    ConsumerRecord,
+    GroupMetadata,
+    K,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+    V,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from kgroup.config import ConsumerArgs
 
 __all__ = ["Consumer"]
 
@@ -123,7 +140,7 @@ class _PositionLookup:
         self.future = future
 
 
-class Consumer:
+class Consumer(Generic[K, V]):
     """A member of a Kafka consumer group (the Java ``KafkaConsumer``'s group semantics).
 
     ``Consumer(bootstrap_servers="host:9092", group_id="billing", **config)`` or
@@ -132,12 +149,18 @@ class Consumer:
 
     Args:
         config: a ``ConsumerConfig``; or pass its fields as keywords instead.
+        key_deserializer, value_deserializer: ``bytes -> K``/``V`` callables, or objects with
+            Java's ``deserialize(topic, headers, data)`` (``kgroup.deserializers``); records
+            then carry ``K``/``V`` (``Consumer[K, V]``), else raw ``bytes``. Null keys and
+            values stay None.
         transport: a ``Transport`` (tests); default: kafka-python's network client.
         clock: a ``Clock`` (tests); default: the monotonic clock.
         **kwargs: ``ConsumerConfig`` fields.
 
     Raises:
-        ConfigError: a bad or unknown configuration value, naming the field.
+        ConfigError: a bad or unknown configuration value, naming the field; or no
+            ``bootstrap_servers`` host resolves ("No resolvable bootstrap urls given in
+            bootstrap.servers", as Java's constructor; unresolvable ones are logged and skipped).
 
     Use it from one thread (the "poll thread"); ``wakeup()`` is the only method safe to call
     from another thread.
@@ -149,16 +172,25 @@ class Consumer:
         config: ConsumerConfig | None = None,
         /,
         *,
+        key_deserializer: DeserializerLike[K] | None = None,
+        value_deserializer: DeserializerLike[V] | None = None,
         transport: Transport | None = None,
         clock: Clock | None = None,
         _runtime: _Runtime | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[ConsumerArgs],
     ) -> None:
         if config is None:
             config = ConsumerConfig.from_kwargs(**kwargs)
         elif kwargs:
             raise TypeError("pass either a ConsumerConfig or keyword arguments, not both")
+        if transport is None and _runtime is None:
+            # Java's KafkaConsumer resolves bootstrap.servers in its constructor (ClientUtils)
+            resolve_bootstrap_servers(config.bootstrap_servers)
         self._config = config
+        self._key_fn = as_function(key_deserializer)
+        self._value_fn = as_function(value_deserializer)
+        #: a deserialization failure raised by the next poll() while the position is still there
+        self._bad_records: dict[TopicPartition, RecordDeserializationError] = {}
         self._clock = clock or MonotonicClock()
         self._runtime: _Runtime = _runtime or _Threads()
         self._transport_arg = transport
@@ -236,7 +268,7 @@ class Consumer:
         if self._fatal is not None:
             raise self._fatal.with_traceback(None)  # raised again and again: no growing traceback
 
-    def __enter__(self) -> Consumer:
+    def __enter__(self) -> Consumer[K, V]:
         return self
 
     def __exit__(
@@ -283,7 +315,7 @@ class Consumer:
         return snap.subscription if snap is not None else frozenset()
 
     # ------------------------------------------------------------------ poll
-    def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord]:
+    def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord[K, V]]:
         """Run due rebalance callbacks and return records of owned partitions.
 
         Args:
@@ -299,6 +331,8 @@ class Consumer:
                 continue.
             NoOffsetForPartitionError: auto_offset_reset="none" and no committed offset.
             OffsetOutOfRangeError, FetchError: fetching failed.
+            RecordDeserializationError: a deserializer raised; the records before it were
+                returned by the previous call, the position stays at the record.
             WakeupError: ``wakeup()`` was called.
             IllegalStateError: not subscribed, or called from a listener callback.
             ConsumerClosedError: after ``close()``.
@@ -321,6 +355,7 @@ class Consumer:
             first = False
             self._drain_mailbox(records=None)
             self._raise_pending()
+            self._raise_bad_record()
             if self._mailbox.consume_wakeup():
                 raise WakeupError("poll() interrupted by wakeup()")
             self._maybe_auto_commit()
@@ -341,10 +376,13 @@ class Consumer:
                 # errors that arrived with records wait for the next poll(): no record is lost
                 if self._fatal is not None:
                     raise self._fatal
-                self._metrics.consumed(
-                    len(records), sum(len(r.key or b"") + len(r.value or b"") for r in records)
-                )
-                return records
+                size = sum(len(r.key or b"") + len(r.value or b"") for r in records)
+                if self._key_fn is not None or self._value_fn is not None:
+                    records = self._deserialize(records)
+                    if not records:
+                        self._raise_bad_record()
+                self._metrics.consumed(len(records), size)
+                return records  # type: ignore[return-value]  # raw: K = V = bytes
             self._raise_pending()
             now = self._clock.monotonic()
             if now >= deadline:
@@ -354,6 +392,47 @@ class Consumer:
             elif parts.fetcher.idle():
                 # nothing in flight to wait on (no leader known yet, a reset pending): back off
                 self._mailbox.wait(min(deadline - now, self._config.retry_backoff_ms / 1000))
+
+    def _deserialize(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
+        """Apply the deserializers; a failing record and its partition's later ones stay unread."""
+        key_fn, value_fn = self._key_fn, self._value_fn
+        out = []
+        failed: dict[tuple[str, int], RecordDeserializationError] = {}
+        for record in records:
+            where = (record.topic, record.partition)
+            if where in failed:
+                continue
+            origin = "key"
+            key: Any
+            value: Any
+            try:
+                key = record.key
+                if key_fn is not None and key is not None:
+                    key = key_fn(record.topic, record.headers, key)
+                origin = "value"
+                value = record.value
+                if value_fn is not None and value is not None:
+                    value = value_fn(record.topic, record.headers, value)
+            except Exception as exc:
+                error = RecordDeserializationError(record.topic_partition, record.offset, origin, repr(exc))
+                error.__cause__ = exc
+                failed[where] = error
+                continue
+            out.append(record._replace(key=key, value=value))
+        assert self._parts is not None
+        for error in failed.values():
+            tp = error.topic_partition
+            assert isinstance(tp, TopicPartition)
+            self._parts.seek(tp, error.offset)  # the position stays at the record that failed
+            self._bad_records[tp] = error
+        return out
+
+    def _raise_bad_record(self) -> None:
+        """Raise a deserialization failure whose partition still sits at that record."""
+        for tp, error in list(self._bad_records.items()):
+            del self._bad_records[tp]
+            if tp in self._assignment and self._parts is not None and self._parts.position(tp) == error.offset:
+                raise error
 
     def _check_missing_topics(self) -> None:
         """Tell the group thread once when an assigned topic disappears from metadata (S5)."""
@@ -1127,7 +1206,7 @@ class Consumer:
         self,
         timeout_ms: int = 30000,
         *,
-        group_membership: str = "default",
+        group_membership: GroupMembershipOperation = "default",
         reason: str = "the consumer is being closed",
     ) -> None:
         """Leave the group (or not) and release resources, within ``timeout_ms``.

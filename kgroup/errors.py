@@ -23,6 +23,7 @@ The exception tree::
     ├── IllegalStateError(KGroupError, RuntimeError)  a call the consumer's state forbids
     ├── WakeupError                               Consumer.wakeup() interrupted a blocking call
     ├── KafkaTimeoutError(KGroupError, TimeoutError)  timeout_ms passed before the cluster answered
+    ├── RecordDeserializationError                a key/value deserializer raised (.topic_partition, .offset)
     └── ConsumerClosedError                       the consumer is closed
 
 Rule: ``classify(api, code)`` is a data table, distilled from the response handlers of
@@ -92,6 +93,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "ProtocolViolation",
     "RebalanceInProgressError",
+    "RecordDeserializationError",
     "RetriableCommitFailedError",
     "UnknownTopicOrPartitionError",
     "WakeupError",
@@ -244,6 +246,28 @@ class IllegalStateError(KGroupError, RuntimeError):
 
 class WakeupError(KGroupError):
     """``Consumer.wakeup()`` interrupted ``poll()`` (Java ``WakeupException``)."""
+
+
+class RecordDeserializationError(KGroupError):
+    """A key or value deserializer raised (Java ``RecordDeserializationException``).
+
+    The position of ``topic_partition`` stays at ``offset``: every ``poll()`` raises this again
+    until the application seeks past the record (``consumer.seek(e.topic_partition, e.offset +
+    1)``). Records of the same ``poll()`` before it were returned first; ``__cause__`` is the
+    deserializer's exception.
+
+    Attributes:
+        topic_partition: the record's ``TopicPartition``.
+        offset: the record's offset.
+        origin: ``"key"`` or ``"value"``: which deserializer failed.
+
+    """
+
+    def __init__(self, topic_partition: object, offset: int, origin: str, message: str) -> None:
+        super().__init__(f"{topic_partition} offset {offset}: the {origin} deserializer failed: {message}")
+        self.topic_partition = topic_partition
+        self.offset = offset
+        self.origin = origin
 
 
 class KafkaTimeoutError(KGroupError, TimeoutError):

@@ -66,7 +66,7 @@ class HealthReport:
 class HealthServer:
     """A running probe endpoint: ``port``, ``url`` and ``close()`` (idempotent)."""
 
-    def __init__(self, consumer: Consumer, host: str, port: int) -> None:
+    def __init__(self, consumer: Consumer[Any, Any], host: str, port: int) -> None:
         self._consumer = consumer
         owner = self
 
@@ -130,7 +130,7 @@ class HealthServer:
         self._thread.join(5.0)
 
 
-def serve_health(consumer: Consumer, port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
+def serve_health(consumer: Consumer[Any, Any], port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
     """Serve ``/livez``, ``/readyz`` and ``/metrics`` for ``consumer`` until it closes.
 
     Args:

@@ -15,7 +15,7 @@ Raises ImportError on import when prometheus-client is not installed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -34,7 +34,7 @@ PREFIX = "kafka_consumer_"
 class ConsumerCollector:
     """A prometheus-client collector reading one consumer's ``metrics()`` at each scrape."""
 
-    def __init__(self, consumer: Consumer) -> None:
+    def __init__(self, consumer: Consumer[Any, Any]) -> None:
         self._consumer = consumer
 
     def collect(self) -> Iterator[Metric]:
@@ -66,14 +66,14 @@ class ConsumerCollector:
         yield lag
 
 
-def register(consumer: Consumer, registry: CollectorRegistry = REGISTRY) -> ConsumerCollector:
+def register(consumer: Consumer[Any, Any], registry: CollectorRegistry = REGISTRY) -> ConsumerCollector:
     """Register a ``ConsumerCollector`` for ``consumer`` (unregister it after ``close()``)."""
     collector = ConsumerCollector(consumer)
     registry.register(collector)
     return collector
 
 
-def exposition(consumer: Consumer) -> tuple[str, str]:
+def exposition(consumer: Consumer[Any, Any]) -> tuple[str, str]:
     """``consumer``'s metrics in Prometheus' text format, and its content type."""
     registry = CollectorRegistry()
     registry.register(ConsumerCollector(consumer))

@@ -9,10 +9,12 @@ Rule 2: nothing here imports kafka-python; the adapter (``kgroup._io.kafka_pytho
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
 import attrs
+from typing_extensions import TypeVar
 
 __all__ = [
     "NO_GENERATION",
@@ -132,38 +134,58 @@ class GroupMetadata:
     group_instance_id: str | None
 
 
-class ConsumerRecord(NamedTuple):
-    """One record handed to the application by ``Consumer.poll()``.
+#: the types of a record's key and value (``Consumer[K, V]``); raw bytes without a deserializer
+K = TypeVar("K", default=bytes)
+V = TypeVar("V", default=bytes)
 
-    Attributes:
-        topic, partition, offset: where the record lives.
-        key, value: raw bytes (or None).
-        headers: tuple of ``(key: str, value: bytes | None)``.
-        timestamp: record timestamp in ms since the epoch.
-        timestamp_type: 0 = CreateTime, 1 = LogAppendTime.
-        leader_epoch: the partition leader epoch of the record's batch, if known.
 
-    The one exception to rule 1: a ``NamedTuple``, not ``attrs.frozen``. One is built per
-    record on the consume hot path, and a tuple costs about a sixth of a frozen attrs instance
-    to create (issue 7, ``benchmarks/results.md``). It is just as immutable; fields are read by
-    name as before; ``_replace`` makes a changed copy.
+if TYPE_CHECKING or sys.version_info >= (3, 11):  # a generic NamedTuple needs Python 3.11
 
-    """
+    class ConsumerRecord(NamedTuple, Generic[K, V]):
+        """One record handed to the application by ``Consumer.poll()``.
 
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-    timestamp: int = -1
-    timestamp_type: int = 0
-    leader_epoch: int | None = None
+        Attributes:
+            topic, partition, offset: where the record lives.
+            key, value: as the consumer's deserializers made them (``K``/``V``), raw ``bytes``
+                without one; None for a null key or value (a tombstone), which no
+                deserializer sees.
+            headers: tuple of ``(key: str, value: bytes | None)``.
+            timestamp: record timestamp in ms since the epoch.
+            timestamp_type: 0 = CreateTime, 1 = LogAppendTime.
+            leader_epoch: the partition leader epoch of the record's batch, if known.
 
-    @property
-    def topic_partition(self) -> TopicPartition:
-        """The record's partition as a ``TopicPartition``."""
-        return TopicPartition(self.topic, self.partition)
+        The one exception to rule 1: a ``NamedTuple``, not ``attrs.frozen``. One is built per
+        record on the consume hot path, and a tuple costs about a sixth of a frozen attrs
+        instance to create (``benchmarks/results.md``). It is just as immutable; fields are read
+        by name; ``_replace`` makes a changed copy.
+
+        """
+
+        topic: str
+        partition: int
+        offset: int
+        key: K | None
+        value: V | None
+        headers: tuple[tuple[str, bytes | None], ...] = ()
+        timestamp: int = -1
+        timestamp_type: int = 0
+        leader_epoch: int | None = None
+
+        @property
+        def topic_partition(self) -> TopicPartition:
+            """The record's partition as a ``TopicPartition``."""
+            return TopicPartition(self.topic, self.partition)
+
+else:  # Python 3.10: the same tuple, subscriptable (ConsumerRecord[str, dict]) but not generic
+    _FIELDS = [
+        ("topic", str), ("partition", int), ("offset", int), ("key", Any), ("value", Any),
+        ("headers", tuple), ("timestamp", int), ("timestamp_type", int), ("leader_epoch", Any),
+    ]
+    ConsumerRecord = NamedTuple("ConsumerRecord", _FIELDS)
+    ConsumerRecord.__new__.__defaults__ = ((), -1, 0, None)
+    ConsumerRecord.__doc__ = "One record handed to the application by ``Consumer.poll()``."
+    ConsumerRecord.topic_partition = property(lambda self: TopicPartition(self.topic, self.partition))
+    ConsumerRecord.__class_getitem__ = classmethod(lambda cls, item: cls)
 
 
 def tp_key(tp: TopicPartition) -> tuple[str, int]:

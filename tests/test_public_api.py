@@ -9,7 +9,7 @@ def test_public_api_all_is_sorted_and_complete():
     public = {name for name in dir(kgroup) if not name.startswith(("_", "@"))} - {
         # submodules and subpackages are reachable as attributes but are not re-exports
         "assignors", "config", "consumer", "errors", "instance_id", "listener", "membership", "protocol", "types",
-        "testing", "admin", "cli", "spark", "health", "metrics",
+        "testing", "admin", "cli", "spark", "health", "metrics", "deserializers",
     }
     exported = set(kgroup.__all__) - {"__version__"}
     assert exported == public

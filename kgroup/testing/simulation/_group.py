@@ -37,11 +37,15 @@ _DEFAULTS: Mapping[str, Any] = {
 
 
 class _Member:
-    def __init__(self, group: SimulatedGroup, name: str, app: App, config: ConsumerConfig) -> None:
+    def __init__(
+        self, group: SimulatedGroup, name: str, app: App, config: ConsumerConfig, extra: Mapping[str, Any]
+    ) -> None:
         self.name = name
         self.transport = SimTransport(group.cluster, name, config.client_id)
         self.runtime = SimRuntime(group.scheduler)
-        self.consumer = Consumer(config, transport=self.transport, clock=group.cluster.clock, _runtime=self.runtime)
+        self.consumer: Consumer[Any, Any] = Consumer(
+            config, transport=self.transport, clock=group.cluster.clock, _runtime=self.runtime, **extra
+        )
         self.consumer._rng.seed(group.rng.random())
         self.transport.fetcher().mailbox = self.consumer._mailbox
         self.running = True
@@ -140,6 +144,8 @@ class SimulatedGroup:
     def add_member(self, name: str, app: App, **config: Any) -> Consumer:
         """Start a member process running ``app(consumer, running)`` (``ConsumerConfig`` keywords).
 
+        ``key_deserializer``/``value_deserializer`` go to the ``Consumer`` as in production.
+
         Defaults differ from Kafka's where a test wants speed: session 10 s, heartbeat 3 s,
         ``auto_offset_reset="earliest"``. Returns the member's consumer (for assertions).
 
@@ -152,7 +158,8 @@ class SimulatedGroup:
             raise ValueError(f"member {name!r} is alive; crash() or stop() it first")
         settings = {**_DEFAULTS, "bootstrap_servers": "simulated:9092", "group_id": self.group_id,
                     "client_id": name.split("#")[0], **config}
-        member = _Member(self, name, app, ConsumerConfig.from_kwargs(**settings))
+        extra = {k: settings.pop(k) for k in ("key_deserializer", "value_deserializer") if k in settings}
+        member = _Member(self, name, app, ConsumerConfig.from_kwargs(**settings), extra)
         self.members[name] = member
         self._trace(f"{name}: started")
         return member.consumer
