@@ -217,6 +217,7 @@ class Consumer(Generic[K, V]):
         self._metrics = Recorder(self._clock)
         self._health_servers: list[HealthServer] = []
         self._subscribed_at: float | None = None
+        self._rebalance_reason = ""
 
     # ------------------------------------------------------------------ properties
     @property
@@ -308,6 +309,36 @@ class Consumer(Generic[K, V]):
         if self._subscribed_at is None:
             self._subscribed_at = self._clock.monotonic()
         self._group.post(ev.Subscribe(wanted))
+
+    def enforce_rebalance(self, reason: str | None = None) -> None:
+        """Make the member rejoin the group on the next ``poll()`` (Java ``enforceRebalance``, KIP-568).
+
+        Non-blocking. The reason travels with the JoinGroup (KIP-800; cut to 255 characters) and
+        is ``rebalance_reason`` in the listener callbacks of that rebalance. A no-op while a
+        rebalance is already under way. Use it when the assignment must be recomputed for a reason
+        the group cannot see (a custom assignor's inputs changed).
+
+        Args:
+            reason: why (default "rebalance enforced by user", Java's).
+
+        Raises:
+            IllegalStateError: not subscribed.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._check_open()
+        if self._group is None or self._subscribed_at is None:
+            raise IllegalStateError("enforce_rebalance() is only supported for subscribed consumers")
+        self._group.post(ev.RequestRejoin(reason or "rebalance enforced by user"))
+
+    @property
+    def rebalance_reason(self) -> str:
+        """Why the current (or last) rebalance happened: read it inside a listener callback.
+
+        The reason of the rebalance step being run (a rejoin's reason, "generation N assigned",
+        the close reason, ...); empty before the first rebalance.
+        """
+        return self._rebalance_reason
 
     def subscription(self) -> frozenset[str]:
         """The subscribed topics (empty before ``subscribe``)."""
@@ -532,6 +563,7 @@ class Consumer(Generic[K, V]):
             raise interrupt
 
     def _run_step(self, step: RebalanceStep) -> None:
+        self._rebalance_reason = step.reason
         try:
             self._apply_step(step)
         finally:
