@@ -5,17 +5,34 @@ Rules:
 1. Every duration is an int in milliseconds with a ``_ms`` suffix, as in Kafka.
 2. Defaults are the Java ``KafkaConsumer``'s (Kafka 3.x/4.x ``ConsumerConfig``).
 3. A bad value or combination raises ``kgroup.ConfigError`` naming the field, at construction.
-   Unknown keys are rejected (contrast kafka-python, which silently drops them).
+   Unknown keys are rejected, with the closest known key as a suggestion (kafka-python 3.0
+   rejects them too; Java only logs them). ``bootstrap_servers`` entries must be ``host:port``
+   (Java's ``ClientUtils.parseAndValidateAddresses``); the ``Consumer`` resolves them when it
+   is constructed, as Java's does.
 4. ``rebalance_timeout_ms`` defaults to ``max_poll_interval_ms`` (Java sends
    ``max.poll.interval.ms`` as the JoinGroup rebalance timeout).
+5. Secrets (``ssl_password``, ``sasl_plain_password``, ``sasl_oauth_token_provider``) print as
+   ``[hidden]`` in ``repr()`` and in error messages, as Java prints password-type configs.
+
+``ConsumerConfig.from_properties`` reads Java's dotted names, from a mapping or from a Java
+``consumer.properties`` file: Java's assignor class names, its SSL and SASL keys, and its
+client-side-only keys (ignored, with a warning when they ask for something kgroup does not do).
+``docs/configuration.md`` has the table.
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
+import os
 import re
+import socket
+import ssl
+import sys
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import attrs
 
@@ -23,11 +40,48 @@ from kgroup.assignors import ASSIGNORS, Assignor
 from kgroup.errors import ConfigError
 from kgroup.types import RebalanceProtocol
 
-__all__ = ["ConsumerConfig", "select_protocol"]
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Required, Unpack
+    else:
+        from typing_extensions import Required, Unpack
+
+__all__ = [
+    "ConsumerArgs",
+    "ConsumerConfig",
+    "ConsumerConfigArgs",
+    "GroupMembershipOperation",
+    "resolve_bootstrap_servers",
+    "select_protocol",
+    "suggest",
+]
+
+log = logging.getLogger(__name__)
 
 _INSTANCE_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 _OFFSET_RESET = ("earliest", "latest", "none")
 _SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: the mechanisms kafka-python's client implements and kgroup passes settings for
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+#: Java's ``Utils.HOST_PORT_PATTERN``: an optional ``scheme://``, a host (IPv6 in brackets), a port
+_HOST_PORT = re.compile(r"^(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)$")
+_SASL_FIELDS = ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "sasl_oauth_token_provider")
+_SSL_FIELDS = ("ssl_context", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_crlfile")
+#: how secrets print (Java prints password-type configs as ``[hidden]``)
+HIDDEN = "[hidden]"
+
+#: what ``Consumer.close(group_membership=...)`` accepts (KIP-1092's GroupMembershipOperation)
+GroupMembershipOperation = Literal["default", "remain", "leave"]
+
+
+def suggest(key: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``known`` to a misspelled ``key``, or ``""``."""
+    match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def _hidden_repr(value: Any) -> str:
+    return "None" if value is None else repr(HIDDEN)
 
 
 def _positive(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -64,9 +118,84 @@ def _one_of(choices: tuple[str, ...]) -> Any:
 
 
 def _bootstrap(value: Any) -> str:
+    """A list of ``host:port`` strings, or a comma-separated string, as one string (spaces dropped)."""
     if isinstance(value, (list, tuple)):
         value = ",".join(str(v) for v in value)
+    if isinstance(value, str):
+        value = ",".join(entry.strip() for entry in value.split(",") if entry.strip())
     return value  # type: ignore[no-any-return]
+
+
+def _bootstrap_entries(value: str) -> list[tuple[str, str, int]]:
+    """``(entry, host, port)`` for each entry, as Java's ``ClientUtils.parseAndValidateAddresses``.
+
+    Raises:
+        ConfigError: an entry that is not ``host:port`` (an optional ``scheme://`` prefix is
+            allowed, as in Java), or a port outside 0-65535.
+
+    """
+    out = []
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        match = _HOST_PORT.match(entry)
+        if match is None or not match.group(1):
+            raise ConfigError(
+                "bootstrap_servers",
+                f"invalid url {entry!r}: expected host:port, e.g. 'broker1:9092' "
+                "(Java: Invalid url in bootstrap.servers)",
+            )
+        port = int(match.group(2))
+        if port > 65535:
+            raise ConfigError(
+                "bootstrap_servers", f"invalid port in {entry!r} (Java: Invalid port in bootstrap.servers)"
+            )
+        out.append((entry, match.group(1), port))
+    return out
+
+
+def _bootstrap_servers(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    _non_empty_str(inst, attribute, value)
+    _bootstrap_entries(value)
+
+
+def resolve_bootstrap_servers(bootstrap_servers: str) -> list[tuple[str, int]]:
+    """Resolve each ``host:port`` entry, as Java's consumer does at construction.
+
+    Java's ``ClientUtils.parseAndValidateAddresses`` (with ``bootstrap.resolve.timeout.ms=0``,
+    its default): an entry whose host does not resolve is logged with a warning and skipped;
+    if none resolves, construction fails.
+
+    Returns:
+        ``(host, port)`` of the entries whose host resolved.
+
+    Raises:
+        ConfigError: an entry is malformed, or no entry resolves ("No resolvable bootstrap urls
+            given in bootstrap.servers", Java's message).
+
+    """
+    resolved: list[tuple[str, int]] = []
+    failed: list[str] = []
+    for entry, host, port in _bootstrap_entries(bootstrap_servers):
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as exc:
+            log.warning(
+                "Couldn't resolve server %s from bootstrap_servers as DNS resolution failed for %s: %s",
+                entry,
+                host,
+                exc,
+            )
+            failed.append(entry)
+            continue
+        resolved.append((host, port))
+    if not resolved:
+        raise ConfigError(
+            "bootstrap_servers",
+            f"No resolvable bootstrap urls given in bootstrap.servers (unresolvable: {', '.join(failed)})",
+        )
+    return resolved
 
 
 def _instance_id(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -133,7 +262,34 @@ def select_protocol(assignors: tuple[Assignor, ...]) -> RebalanceProtocol:
     return max(common)
 
 
-@attrs.frozen(kw_only=True)
+def _optional_str(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(attribute.name, f"must be a string or None, got {type(value).__name__}")
+
+
+def _optional_file(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """A PEM file kafka-python will load when it connects: it must exist now (Java checks too)."""
+    _optional_str(inst, attribute, value)
+    if value is not None and not os.path.isfile(value):
+        raise ConfigError(attribute.name, f"no such file: {value!r}")
+
+
+def _optional_secret(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(attribute.name, f"must be a string or None, got {type(value).__name__} (value hidden)")
+
+
+def _ssl_context(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, ssl.SSLContext):
+        raise ConfigError(attribute.name, f"must be an ssl.SSLContext or None, got {type(value).__name__}")
+
+
+def _sasl_mechanism(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value not in _SASL_MECHANISMS:
+        raise ConfigError(attribute.name, f"must be one of {_SASL_MECHANISMS} or None, got {value!r}")
+
+
+@attrs.frozen(kw_only=True, init=False)
 class ConsumerConfig:
     """Configuration of a ``kgroup.Consumer`` (names and defaults of Java's ConsumerConfig).
 
@@ -160,18 +316,28 @@ class ConsumerConfig:
         fetch_max_bytes (52428800), max_partition_fetch_bytes (1048576), check_crcs (True),
         isolation_level ("read_uncommitted").
 
-    Network: bootstrap_servers, client_id ("kgroup"), request_timeout_ms (30000),
+    Network: bootstrap_servers (``"host:port,host:port"`` or a list of ``host:port``),
+        client_id ("kgroup"), request_timeout_ms (30000),
         default_api_timeout_ms (60000), retry_backoff_ms (100), retry_backoff_max_ms (1000),
         reconnect_backoff_ms (50), reconnect_backoff_max_ms (1000), metadata_max_age_ms (300000),
-        connections_max_idle_ms (540000), and kafka-python's security settings
-        (security_protocol, ssl_*, sasl_*), passed through unchanged.
+        connections_max_idle_ms (540000).
+
+    Security (kafka-python's settings, checked here and passed through): security_protocol
+        ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"); ssl_context (an ``ssl.SSLContext``,
+        or kafka-python builds one from ssl_check_hostname, ssl_cafile, ssl_certfile,
+        ssl_keyfile, ssl_password, ssl_crlfile, PEM files that must exist); sasl_mechanism
+        ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512" with sasl_plain_username and
+        sasl_plain_password; "OAUTHBEARER" with sasl_oauth_token_provider, a kafka-python
+        ``AbstractTokenProvider``; "GSSAPI" with sasl_kerberos_service_name ("kafka"),
+        sasl_kerberos_name, sasl_kerberos_domain_name). ssl_password, sasl_plain_password and
+        sasl_oauth_token_provider print as ``[hidden]``.
 
     Raises:
-        ConfigError: a bad value or combination, naming the field.
+        ConfigError: a bad value or combination, or an unknown key, naming the field.
 
     """
 
-    bootstrap_servers: str = attrs.field(converter=_bootstrap, validator=_non_empty_str)
+    bootstrap_servers: str = attrs.field(converter=_bootstrap, validator=_bootstrap_servers)
     group_id: str = attrs.field(validator=_non_empty_str)
     client_id: str = attrs.field(default="kgroup", validator=_non_empty_str)
     group_instance_id: str | None = attrs.field(default=None, validator=_instance_id)
@@ -204,20 +370,32 @@ class ConsumerConfig:
     metadata_max_age_ms: int = attrs.field(default=300000, validator=_positive)
     connections_max_idle_ms: int = attrs.field(default=540000, validator=_positive)
     security_protocol: str = attrs.field(default="PLAINTEXT", validator=_one_of(_SECURITY))
-    ssl_context: Any = None
-    ssl_check_hostname: bool = True
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-    ssl_password: str | None = None
-    ssl_crlfile: str | None = None
-    sasl_mechanism: str | None = None
-    sasl_plain_username: str | None = None
-    sasl_plain_password: str | None = None
-    sasl_kerberos_name: str | None = None
-    sasl_kerberos_service_name: str = "kafka"
-    sasl_kerberos_domain_name: str | None = None
-    sasl_oauth_token_provider: Any = None
+    ssl_context: ssl.SSLContext | None = attrs.field(default=None, validator=_ssl_context)
+    ssl_check_hostname: bool = attrs.field(default=True, validator=_bool)
+    ssl_cafile: str | None = attrs.field(default=None, validator=_optional_file)
+    ssl_certfile: str | None = attrs.field(default=None, validator=_optional_file)
+    ssl_keyfile: str | None = attrs.field(default=None, validator=_optional_file)
+    ssl_password: str | None = attrs.field(default=None, validator=_optional_secret, repr=_hidden_repr)
+    ssl_crlfile: str | None = attrs.field(default=None, validator=_optional_file)
+    sasl_mechanism: str | None = attrs.field(default=None, validator=_sasl_mechanism)
+    sasl_plain_username: str | None = attrs.field(default=None, validator=_optional_str)
+    sasl_plain_password: str | None = attrs.field(default=None, validator=_optional_secret, repr=_hidden_repr)
+    #: a str, or a gssapi.Name (kafka-python accepts both)
+    sasl_kerberos_name: Any = None
+    sasl_kerberos_service_name: str = attrs.field(default="kafka", validator=_non_empty_str)
+    sasl_kerberos_domain_name: str | None = attrs.field(default=None, validator=_optional_str)
+    sasl_oauth_token_provider: Any = attrs.field(default=None, repr=_hidden_repr)
+
+    def __init__(self, **config: Unpack[ConsumerConfigArgs]) -> None:
+        """Validate the keys (unknown or missing ones raise ``ConfigError``), then the values."""
+        known = _FIELD_NAMES
+        for key in config:
+            if key not in known:
+                raise ConfigError(key, "unknown configuration key" + suggest(key, known))
+        for key in ("bootstrap_servers", "group_id"):
+            if key not in config:
+                raise ConfigError(key, "is required")
+        self.__attrs_init__(**config)
 
     def __attrs_post_init__(self) -> None:
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
@@ -245,6 +423,39 @@ class ConsumerConfig:
             )
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise ConfigError("retry_backoff_max_ms", "must be >= retry_backoff_ms")
+        self._check_security()
+
+    def _check_security(self) -> None:
+        """What kafka-python would reject (or silently not use) when it connects, now."""
+        sasl = self.security_protocol.startswith("SASL_")
+        mechanism = self.sasl_mechanism
+        if sasl and mechanism is None:
+            raise ConfigError(
+                "sasl_mechanism",
+                f"is required with security_protocol={self.security_protocol!r}: one of {_SASL_MECHANISMS}",
+            )
+        if sasl and mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            for name in ("sasl_plain_username", "sasl_plain_password"):
+                if not getattr(self, name):
+                    raise ConfigError(name, f"is required with sasl_mechanism={mechanism!r}")
+        provider = self.sasl_oauth_token_provider
+        if sasl and mechanism == "OAUTHBEARER" and not callable(getattr(provider, "token", None)):
+            raise ConfigError(
+                "sasl_oauth_token_provider",
+                "is required with sasl_mechanism='OAUTHBEARER': an object with a token() method "
+                "(kafka-python's kafka.net.sasl.oauth.AbstractTokenProvider)",
+            )
+        unused = []
+        if not sasl:
+            unused += [name for name in _SASL_FIELDS if getattr(self, name) is not None]
+        if self.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            unused += [name for name in _SSL_FIELDS if getattr(self, name) is not None]
+        if unused:
+            warnings.warn(
+                f"{', '.join(unused)} set but security_protocol is {self.security_protocol!r}, which does not "
+                "use them: did you mean SASL_SSL, SSL or SASL_PLAINTEXT?",
+                stacklevel=4,
+            )
 
     @property
     def effective_rebalance_timeout_ms(self) -> int:
@@ -258,38 +469,138 @@ class ConsumerConfig:
 
     @classmethod
     def from_kwargs(cls, **config: Any) -> ConsumerConfig:
-        """Build a config from keyword arguments, rejecting unknown keys with ``ConfigError``."""
-        known = {a.name for a in attrs.fields(cls)}
-        for key in config:
-            if key not in known:
-                raise ConfigError(key, "unknown configuration key")
-        missing = [k for k in ("bootstrap_servers", "group_id") if k not in config]
-        if missing:
-            raise ConfigError(missing[0], "is required")
+        """Build a config from keyword arguments, rejecting unknown keys with ``ConfigError``.
+
+        The same as ``ConsumerConfig(**config)``, for callers whose keywords are not typed.
+        """
         return cls(**config)
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, Any]) -> ConsumerConfig:
-        """Build a config from Kafka property names (``{"session.timeout.ms": "45000"}``).
+    def from_properties(cls, source: Mapping[str, Any] | str | os.PathLike[str]) -> ConsumerConfig:
+        """Build a config from Java's property names, or from a Java ``consumer.properties`` file.
 
-        Numeric strings are converted for ``*_ms`` and count fields; unknown keys raise
-        ``ConfigError``.
+        ``source`` is a mapping (``{"session.timeout.ms": "45000"}``) or the path of a
+        ``.properties`` file (``java.util.Properties`` format, ISO-8859-1, as Kafka's tools read
+        it). Numbers and booleans may be strings. Beyond kgroup's own names:
+
+        * ``partition.assignment.strategy`` takes Java's class names
+          (``org.apache.kafka.clients.consumer.CooperativeStickyAssignor``, ...) or kgroup's;
+        * ``group.protocol=classic`` is accepted; ``consumer`` (KIP-848) raises ``ConfigError``;
+        * Java's SSL and SASL keys are translated where kafka-python can do the same
+          (``ssl.truststore.location`` with ``ssl.truststore.type=PEM`` -> ``ssl_cafile``,
+          ``sasl.jaas.config`` of PlainLoginModule/ScramLoginModule -> username and password,
+          ``ssl.endpoint.identification.algorithm`` -> ``ssl_check_hostname``, ...) and raise
+          ``ConfigError`` where it cannot (a JKS store, a Java login class);
+        * Java's client-side-only keys (``key.deserializer``, ``interceptor.classes``,
+          ``metric.reporters``, ``allow.auto.create.topics``, ``client.dns.lookup``, ...) are
+          ignored; one warning names those whose value asks for something kgroup does not do.
+
+        ``docs/configuration.md`` lists every key.
+
+        Raises:
+            ConfigError: an unknown key (with the closest known one), or a value kgroup cannot
+                honour, naming the key.
+
         """
+        from kgroup._java_properties import parse_properties, translate
+
+        if isinstance(source, (str, os.PathLike)):
+            properties: Mapping[str, Any] = parse_properties(Path(source).read_text(encoding="iso-8859-1"))
+        else:
+            properties = source
         fields = {a.name: a for a in attrs.fields(cls)}
+        translated = translate(properties, set(fields))
+        if translated.ignored:
+            listed = "; ".join(f"{key}: {why}" for key, why in sorted(translated.ignored.items()))
+            warnings.warn(f"Java consumer properties ignored by kgroup: {listed}", stacklevel=2)
         kwargs: dict[str, Any] = {}
-        for key, value in properties.items():
-            name = key.replace(".", "_")
-            if name == "partition_assignment_strategy":
-                name = "assignors"
-                value = tuple(v.strip() for v in str(value).split(",")) if isinstance(value, str) else value
-            if name not in fields:
-                raise ConfigError(key, "unknown configuration key")
-            if isinstance(value, str) and fields[name].type in ("int", "int | None"):
-                try:
-                    value = int(value)
-                except ValueError:
-                    raise ConfigError(name, f"must be an int, got {value!r}") from None
-            if isinstance(value, str) and fields[name].type == "bool":
-                value = {"true": True, "false": False}.get(value.lower(), value)
-            kwargs[name] = value
-        return cls.from_kwargs(**kwargs)
+        for name, value in translated.fields.items():
+            kwargs[name] = _from_property(name, str(fields[name].type), value)
+        return cls(**kwargs)
+
+
+def _from_property(name: str, annotation: str, value: Any) -> Any:
+    """A property's value as the field's type: ``int`` and ``bool`` from strings, strings trimmed.
+
+    As Java's ``ConfigDef``: values are trimmed; an empty value of an optional field is "unset".
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    kind = annotation.replace("Optional[int]", "int | None").replace(" ", "")
+    if kind.endswith("|None") and text == "":
+        return None
+    if kind in ("int", "int|None"):
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(name, f"must be an int, got {value!r}") from None
+    if kind == "bool":
+        return {"true": True, "false": False}.get(text.lower(), value)
+    return text
+
+
+_FIELD_NAMES: frozenset[str] = frozenset(a.name for a in attrs.fields(ConsumerConfig))
+
+
+class _ConfigOptions(TypedDict, total=False):
+    """The optional ``ConsumerConfig`` keywords, with the types they accept."""
+
+    client_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    rebalance_timeout_ms: int | None
+    assignors: str | Assignor | Sequence[str | Assignor]
+    client_rack: str | None
+    enable_auto_commit: bool
+    auto_commit_interval_ms: int
+    auto_offset_reset: Literal["earliest", "latest", "none"]
+    max_poll_records: int
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
+    fetch_max_bytes: int
+    max_partition_fetch_bytes: int
+    check_crcs: bool
+    isolation_level: Literal["read_uncommitted", "read_committed"]
+    request_timeout_ms: int
+    default_api_timeout_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+    metadata_max_age_ms: int
+    connections_max_idle_ms: int
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+    ssl_context: ssl.SSLContext | None
+    ssl_check_hostname: bool
+    ssl_cafile: str | None
+    ssl_certfile: str | None
+    ssl_keyfile: str | None
+    ssl_password: str | None
+    ssl_crlfile: str | None
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"] | None
+    sasl_plain_username: str | None
+    sasl_plain_password: str | None
+    sasl_kerberos_name: Any
+    sasl_kerberos_service_name: str
+    sasl_kerberos_domain_name: str | None
+    sasl_oauth_token_provider: Any
+
+
+class ConsumerConfigArgs(_ConfigOptions):
+    """``ConsumerConfig``'s keywords (PEP 692): ``bootstrap_servers`` and ``group_id`` required."""
+
+    bootstrap_servers: Required[str | Sequence[str]]
+    group_id: Required[str]
+
+
+class ConsumerArgs(_ConfigOptions, total=False):
+    """``Consumer``'s configuration keywords: ``ConsumerConfig``'s, none required by the type.
+
+    (``Consumer(config)`` passes none; without a config, missing ones raise ``ConfigError``.)
+    """
+
+    bootstrap_servers: str | Sequence[str]
+    group_id: str

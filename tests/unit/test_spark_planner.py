@@ -228,7 +228,7 @@ def test_options_kafka_properties_and_source_options():
 
 
 def test_options_assign():
-    opts = parse_options({"bootstrap.servers": "h", "group.id": "g", "assign": '{"t": [1, 0]}'})
+    opts = parse_options({"bootstrap.servers": "h:9092", "group.id": "g", "assign": '{"t": [1, 0]}'})
     assert opts.assign == (TopicPartition("t", 0), TopicPartition("t", 1))
     assert opts.topics is None
 
@@ -237,14 +237,14 @@ def test_options_assign():
     ("options", "field"),
     [
         ({"group.id": "g", "subscribe": "t"}, "bootstrap.servers"),
-        ({"bootstrap.servers": "h", "subscribe": "t"}, "group.id"),
-        ({"bootstrap.servers": "h", "group.id": " ", "subscribe": "t"}, "group.id"),
+        ({"bootstrap.servers": "h:9092", "subscribe": "t"}, "group.id"),
+        ({"bootstrap.servers": "h:9092", "group.id": " ", "subscribe": "t"}, "group.id"),
         ({**BASE, "colour": "blue"}, "colour"),
         ({**BASE, "assign": '{"t": [0]}'}, "assign"),
-        ({"bootstrap.servers": "h", "group.id": "g"}, "subscribe"),
+        ({"bootstrap.servers": "h:9092", "group.id": "g"}, "subscribe"),
         ({**BASE, "subscribe": " , "}, "subscribe"),
-        ({"bootstrap.servers": "h", "group.id": "g", "assign": "[0]"}, "assign"),
-        ({"bootstrap.servers": "h", "group.id": "g", "assign": '{"t": ["x"]}'}, "assign"),
+        ({"bootstrap.servers": "h:9092", "group.id": "g", "assign": "[0]"}, "assign"),
+        ({"bootstrap.servers": "h:9092", "group.id": "g", "assign": '{"t": ["x"]}'}, "assign"),
         ({**BASE, "maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger"),
         ({**BASE, "startingOffsets": "oldest"}, "startingOffsets"),
         ({**BASE, "endingOffsets": "earliest"}, "endingOffsets"),
