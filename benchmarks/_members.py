@@ -24,43 +24,29 @@ Input: ``close`` on stdin (or end of stdin) closes the consumer. A static member
 
 ``"client": "java"`` is Apache Kafka's own ``KafkaConsumer`` (classic protocol), a JVM running
 ``tests/peers/JavaPeer.java --mode bench`` with the same configuration and the same events
-(:func:`java_argv` builds its command; this module does not run it). ``"start"`` then comes
-after the JVM started and loaded the class, so "spawn -> start" includes the JVM's start.
+(:func:`java_argv` builds its command with :mod:`tests.peers.java`; this module does not run
+it). ``"start"`` then comes after the JVM started and loaded the class, so "spawn -> start"
+includes the JVM's start.
 ``"java_clients"`` names the kafka-clients version (default: the Apache Kafka jars, 4.4.0; on
-Tansu the benchmarks pass :data:`TANSU_JAVA_CLIENTS`).
+Tansu the benchmarks pass ``tests.peers.java.TANSU_JAVA_CLIENTS``).
+
+The line protocol and its helpers are the peer harness's (:mod:`tests.peers`), which the tests'
+peers use too; ``PYTHONPATH`` must hold the repository root (``benchmarks/rebalance.py`` sets it).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import queue
-import shutil
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
+from tests.peers.child import commands, emitter
+from tests.peers.java import java_command
 
-def emit(event: str, **fields: Any) -> None:
-    sys.stdout.write(json.dumps({"event": event, "t": time.time(), **fields}) + "\n")
-    sys.stdout.flush()
-
-
-def _commands() -> queue.Queue[str]:
-    q: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        for line in sys.stdin:
-            q.put(line.strip())
-        q.put("close")
-
-    threading.Thread(target=read, daemon=True).start()
-    return q
+emit = emitter(time.time)
 
 
 class Tracker:
@@ -278,101 +264,6 @@ def run_producer(cfg: dict[str, Any], cmds: queue.Queue[str]) -> None:
     emit("closed", count=sent)
 
 
-JAVA_PEER = Path(__file__).resolve().parent.parent / "tests" / "peers" / "JavaPeer.java"
-
-
-#: kafka-clients for the Java member on Tansu: Tansu v0.6.0 drops the connection when kafka-clients
-#: 4.x sends ApiVersions v5 (its log: "failed to fill whole buffer"), 3.9 speaks v4 (KIP-511)
-TANSU_JAVA_CLIENTS = "3.9.1"
-_CACHE = Path.home() / ".cache" / "kgroup" / "java-peer"
-
-
-def java_classpath(clients_version: str | None = None) -> str:
-    """The classpath of the Java member: the Apache Kafka jars, or kafka-clients ``clients_version``.
-
-    ``None`` (or the Apache Kafka version) means the jars of ``python -m kgroup.testing.apache_kafka
-    fetch`` (kafka-clients 4.4.0). Another version is resolved once with Maven
-    (``dependency:copy-dependencies`` of a throwaway pom naming ``org.apache.kafka:kafka-clients``)
-    into ``~/.cache/kgroup/java-peer/kafka-clients-<version>/libs``.
-
-    Raises:
-        SystemExit: Java, the jars or Maven are missing, or Maven fails.
-
-    """
-    from kgroup.testing import apache_kafka
-
-    if clients_version is None or clients_version == apache_kafka.KAFKA_VERSION:
-        reason = apache_kafka.unavailable_reason()
-        if reason is not None:
-            raise SystemExit(f"the java client needs {reason}")
-        return f"{apache_kafka.libs_dir()}/*"
-    home = _CACHE / f"kafka-clients-{clients_version}"
-    if not (home / "done").exists():
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise SystemExit(f"kafka-clients {clients_version} is resolved with Maven: mvn is not on PATH")
-        home.mkdir(parents=True, exist_ok=True)
-        (home / "pom.xml").write_text(
-            '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-            "<groupId>kgroup.bench</groupId><artifactId>java-peer</artifactId><version>1</version>"
-            "<dependencies><dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId>"
-            f"<version>{clients_version}</version></dependency></dependencies></project>"
-        )
-        proc = subprocess.run([mvn, "-q", "-B", "dependency:copy-dependencies", "-DoutputDirectory=libs"],
-                              cwd=home, capture_output=True, text=True, timeout=900)
-        if proc.returncode != 0:
-            raise SystemExit(f"Maven could not resolve kafka-clients {clients_version}:\n{proc.stdout[-2000:]}")
-        (home / "done").touch()
-    return f"{home / 'libs'}/*"
-
-
-def _compiled_java_peer(java: str, classpath: str) -> Path | None:
-    """``JavaPeer.java`` compiled once with the JDK's ``javac`` (cached by source and classpath), or None.
-
-    Benchmarks run the compiled class so that a member's process start is the JVM's start, not
-    the single-file launcher's in-memory compilation (about 2 s of CPU on two cores). Without
-    ``javac`` next to ``java`` the source file is launched as the tests do.
-    """
-    javac = Path(java).with_name("javac")
-    if not javac.exists():
-        return None
-    digest = hashlib.sha256(JAVA_PEER.read_bytes() + classpath.encode()).hexdigest()[:16]
-    out = _CACHE / digest
-    if not (out / "JavaPeer.class").exists():
-        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-        subprocess.run([str(javac), "-nowarn", "-cp", classpath, "-d", str(tmp), str(JAVA_PEER)],
-                       check=True, capture_output=True)
-        try:
-            tmp.rename(out)
-        except OSError:  # another process got there first
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
-
-
-def java_command(args: list[str], clients_version: str | None = None) -> list[str]:
-    """The JVM command running ``tests/peers/JavaPeer.java`` with ``args``, HotSpot's default flags.
-
-    The classpath is :func:`java_classpath`; log4j2's default configuration (the Apache Kafka
-    jars carry log4j), at WARN, writes to stderr. The class is compiled once
-    (:func:`_compiled_java_peer`).
-
-    Raises:
-        SystemExit: Java or the jars are missing (the message names the fetch command).
-
-    """
-    from kgroup.testing import apache_kafka
-
-    java = apache_kafka.find_java()
-    if java is None:
-        raise SystemExit("the java client needs java 17+ (JAVA_HOME or PATH)")
-    libs = java_classpath(clients_version)
-    compiled = _compiled_java_peer(java, libs)
-    flags = [java, "-Dorg.apache.logging.log4j.level=WARN"]
-    if compiled is None:
-        return [*flags, "-cp", libs, str(JAVA_PEER), *args]
-    return [*flags, "-cp", f"{compiled}{os.pathsep}{libs}", "JavaPeer", *args]
-
-
 def java_argv(cfg: dict[str, Any]) -> list[str]:
     """The Java member's command for ``cfg`` (the JSON object this module takes)."""
     args = [
@@ -384,12 +275,12 @@ def java_argv(cfg: dict[str, Any]) -> list[str]:
     ]
     if cfg.get("instance_id"):
         args += ["--instance-id", cfg["instance_id"]]
-    return java_command(args, cfg.get("java_clients"))
+    return java_command(args, compiled=True, clients_version=cfg.get("java_clients"))
 
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
-    cmds = _commands()
+    cmds = commands()
     runner = {
         "kgroup": run_kgroup,
         "kafka-python": run_kafka_python,

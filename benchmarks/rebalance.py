@@ -69,11 +69,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -88,9 +85,11 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._members import TANSU_JAVA_CLIENTS, java_argv  # noqa: E402
+from benchmarks._members import java_argv  # noqa: E402
 from kgroup.testing import CoordinatorProxy, create_topic, start_broker  # noqa: E402
 from kgroup.testing.coordinator import CoordinatorConfig  # noqa: E402
+from tests.peers.java import TANSU_JAVA_CLIENTS  # noqa: E402
+from tests.peers.process import PeerProcess  # noqa: E402
 
 WORKER = HERE / "_members.py"
 CLIENTS = ("kgroup", "kafka-python", "confluent", "java")
@@ -106,63 +105,21 @@ ROLLING_TITLE = (
 )
 
 
-class Proc:
-    """One child process (``_members.py``) and its JSON events, read on a thread."""
+class Proc(PeerProcess):
+    """One member process (``_members.py``, or the Java member) and its JSON events (``tests.peers``)."""
 
     def __init__(self, slot: str, cfg: dict[str, Any]) -> None:
         self.slot = slot
         self.cfg = cfg
-        self.events: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        argv = java_argv(cfg) if cfg["client"] == "java" else [sys.executable, str(WORKER), json.dumps(cfg)]
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__(java_argv(cfg) if cfg["client"] == "java" else [sys.executable, str(WORKER), json.dumps(cfg)])
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            event["slot"] = self.slot
-            with self._lock:
-                self.events.append(event)
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return list(self.events)
+    def on_event(self, event: dict[str, Any]) -> bool:
+        event["slot"] = self.slot
+        return True
 
     def close(self, timeout_s: float = 40.0) -> bool:
         """Ask the member to close; True when it exited in time (else it is killed)."""
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write("close\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass
-        try:
-            self.proc.wait(timeout_s)
-            ok = True
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            ok = False
-        self._reader.join(5)
-        return ok
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        return super().close(timeout_s)
 
 
 # --- ownership from the event logs ------------------------------------------------------------

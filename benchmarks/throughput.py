@@ -318,13 +318,14 @@ def child(args: argparse.Namespace) -> None:
 
 def run_child(client: str, bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
     if client == "java":
-        from benchmarks._members import java_command
+        from tests.peers.java import java_command
 
         group = f"bench-java-{uuid.uuid4().hex[:8]}"
         cmd = java_command(["--mode", "throughput", "--bootstrap", bootstrap, "--group", group, "--topic", topic,
                             "--records", str(args.records), "--max-poll-records", str(MAX_POLL_RECORDS),
                             "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
-                            "--heartbeat-interval-ms", str(HEARTBEAT_MS)], args.java_clients)
+                            "--heartbeat-interval-ms", str(HEARTBEAT_MS)],
+                           compiled=True, clients_version=args.java_clients)
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", client, "--bootstrap", bootstrap,
                "--topic", topic, "--records", str(args.records)]
@@ -407,7 +408,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     with broker_cm as broker:
         print(broker.describe(), flush=True)
         if args.java_clients is None and broker.kind == "tansu" and "java" in clients:
-            from benchmarks._members import TANSU_JAVA_CLIENTS
+            from tests.peers.java import TANSU_JAVA_CLIENTS
 
             args.java_clients = TANSU_JAVA_CLIENTS
         if "java" in clients:

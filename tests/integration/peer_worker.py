@@ -1,6 +1,7 @@
 """A peer consumer in its own process: kafka-python's KafkaConsumer or confluent-kafka's Consumer.
 
-Run by ``tests/integration/peers.py`` (not a test module). A separate process makes a crash
+Run by ``tests/integration/peers.py`` (not a test module), on the peer harness of
+:mod:`tests.peers` (its ``PYTHONPATH`` holds the repository root). A separate process makes a crash
 real: SIGKILL leaves no LeaveGroup and no heartbeats, as a dead host would.
 
 Argument: one JSON object with ``client`` (``kafka-python`` or ``confluent``), ``bootstrap``,
@@ -41,30 +42,16 @@ from __future__ import annotations
 import json
 import queue
 import sys
-import threading
 import time
 from typing import Any
 
+from tests.peers.child import commands, emitter
 
-def emit(event: str, **fields: object) -> None:
-    sys.stdout.write(json.dumps({"event": event, "t": time.monotonic(), **fields}) + "\n")
-    sys.stdout.flush()
+emit = emitter(time.monotonic)
 
 
 def parts(tps: object) -> list[list[object]]:
     return sorted([tp.topic, tp.partition] for tp in tps)  # type: ignore[attr-defined]
-
-
-def commands() -> queue.Queue[str]:
-    q: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        for line in sys.stdin:
-            q.put(line.strip())
-        q.put("close")
-
-    threading.Thread(target=read, daemon=True).start()
-    return q
 
 
 def run_kafka_python(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
@@ -127,8 +114,7 @@ def run_kafka_python(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
             returned = time.monotonic()
             if batches and opts.get("record"):
                 records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
-                sys.stdout.write(json.dumps({"event": "records", "t": returned, "records": records}) + "\n")
-                sys.stdout.flush()
+                emit("records", t=returned, records=records)
             if batches and opts.get("commit"):
                 try:
                     consumer.commit()
@@ -238,8 +224,7 @@ def run_confluent(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
                     emit("error", name=err.name(), fatal=err.fatal(), message=text)
         if good and opts.get("record"):
             records = [[m.partition(), m.offset()] for m in good]
-            sys.stdout.write(json.dumps({"event": "records", "t": returned, "records": records}) + "\n")
-            sys.stdout.flush()
+            emit("records", t=returned, records=records)
         if good and opts.get("commit"):
             try:
                 consumer.commit(asynchronous=False)

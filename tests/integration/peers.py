@@ -1,5 +1,5 @@
 """Peer consumers (kafka-python, confluent-kafka, Apache Kafka's Java ``KafkaConsumer``) as
-child processes, for cross-checks.
+child processes, for cross-checks (on the peer harness of :mod:`tests.peers`).
 
 ``Peer`` starts ``peer_worker.py`` (the Python clients) or ``tests/peers/JavaPeer.java`` (Java's
 ``org.apache.kafka.clients.consumer.KafkaConsumer`` with ``group.protocol=classic``, run by
@@ -16,55 +16,23 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from tests.integration.harness import wait_until
+from tests.peers.java import java_command, java_unavailable_reason
+from tests.peers.process import PeerProcess
+
+__all__ = ["CLIENTS", "WORKER", "Peer", "java_unavailable_reason"]
 
 WORKER = Path(__file__).with_name("peer_worker.py")
-#: Apache Kafka's consumer as a peer (see its header for the arguments and events)
-JAVA_PEER = Path(__file__).resolve().parents[1] / "peers" / "JavaPeer.java"
 #: every client kind a ``Peer`` can run
 CLIENTS = ("kafka-python", "confluent", "java")
 
 
-def java_unavailable_reason() -> str | None:
-    """One line naming what is missing to run the Java peer (Java, the Apache Kafka jars), or None."""
-    from kgroup.testing import apache_kafka
-
-    return apache_kafka.unavailable_reason()
-
-
-def java_command(args: list[str], *, quick_start: bool = True) -> list[str]:
-    """``java -cp '<Apache Kafka libs>/*' tests/peers/JavaPeer.java <args>``.
-
-    ``quick_start`` (tests) runs the JVM with the serial collector and C1 only, which starts
-    sooner on a small machine; benchmarks pass ``False`` for HotSpot's defaults. The JVM's own
-    logging (log4j2's default configuration at ``$KGROUP_JAVA_PEER_LOG_LEVEL``, default WARN)
-    goes to stderr; the peer keeps stdout for its events.
-
-    Raises:
-        RuntimeError: Java or the jars are missing (the message names the fetch command).
-
-    """
-    from kgroup.testing import apache_kafka
-
-    reason = java_unavailable_reason()
-    java = apache_kafka.find_java()
-    if reason is not None or java is None:
-        raise RuntimeError(reason or "java not found")
-    level = os.environ.get("KGROUP_JAVA_PEER_LOG_LEVEL", "WARN")
-    flags = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if quick_start else []
-    return [java, *flags, f"-Dorg.apache.logging.log4j.level={level}",
-            "-cp", f"{apache_kafka.libs_dir()}/*", str(JAVA_PEER), *args]
-
-
-class Peer:
+class Peer(PeerProcess):
     """One peer consumer process."""
 
     def __init__(
@@ -112,26 +80,14 @@ class Peer:
             "instance_id": instance_id, "client_id": client_id, "record": record, "commit": commit,
         }
         if client == "java":
-            argv = java_command(self._java_args(opts))
+            argv = java_command(self._java_args(opts), quick_start=True)
         elif client in CLIENTS:
             argv = [sys.executable, str(WORKER), json.dumps(opts)]
         else:
             raise ValueError(f"unknown peer client {client!r}; one of {CLIENTS}")
-        self._lock = threading.Lock()
-        self.events: list[dict[str, Any]] = []
         #: (t, partition, offset) of every record handed out, with ``record=True``
         self.consumed: list[tuple[float, int, int]] = []
-        self._log: IO[str] | None = open(log_path, "a") if log_path is not None else None  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log if self._log is not None else subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__(argv, log_path=log_path)
 
     @staticmethod
     def _java_args(opts: dict[str, Any]) -> list[str]:
@@ -145,24 +101,13 @@ class Peer:
             args += ["--client-id", opts["client_id"]]
         return args + (["--record"] if opts["record"] else []) + (["--commit"] if opts["commit"] else [])
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            event["t_read"] = time.monotonic()
-            event.setdefault("t", event["t_read"])
-            with self._lock:
-                if event["event"] == "records":
-                    self.consumed.extend((event["t"], p, o) for p, o in event["records"])
-                else:
-                    self.events.append(event)
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        with self._lock:
-            return [e for e in self.events if e["event"] == kind]
+    def on_event(self, event: dict[str, Any]) -> bool:
+        event["t_read"] = time.monotonic()
+        event.setdefault("t", event["t_read"])
+        if event["event"] == "records":
+            self.consumed.extend((event["t"], p, o) for p, o in event["records"])
+            return False
+        return True
 
     def owned(self) -> frozenset[tuple[str, int]]:
         """What the peer holds now, replaying its callbacks."""
@@ -195,28 +140,17 @@ class Peer:
     def errors(self) -> list[str]:
         return [e["name"] for e in self.of("error")]
 
-    def send(self, command: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
+    def close(self, timeout_s: float = 30.0) -> bool:
+        """Close the consumer cleanly (a dynamic member sends LeaveGroup; a static one does not).
 
-    def close(self, timeout_s: float = 30.0) -> None:
-        """Close the consumer cleanly (a dynamic member sends LeaveGroup; a static one does not)."""
-        if self.proc.poll() is None:
-            self.send("close")
-            wait_until(lambda: self.proc.poll() is not None, timeout_s, f"{self.name} to close")
-        if self._log is not None:
-            self._log.close()
-
-    def kill(self) -> None:
-        """SIGKILL: no LeaveGroup, no more heartbeats."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-        if self._log is not None:
-            self._log.close()
+        Fails the test when the peer did not exit within ``timeout_s`` (it is killed then).
+        """
+        if not super().close(timeout_s):
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {self.name} to close")
+        return True
 
     def stop(self) -> None:
+        """Close, or kill if that takes more than 10 s."""
         try:
             self.close(timeout_s=10)
         except AssertionError:
