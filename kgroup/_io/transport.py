@@ -132,10 +132,6 @@ class RecordFetcher(Protocol):
         """Fetch exactly ``partitions`` from now on; buffered records of others are dropped."""
         ...
 
-    def assigned(self) -> frozenset[TopicPartition]:
-        """What is being fetched."""
-        ...
-
     def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
         """Fetch ``tp`` from ``offset`` next."""
         ...
@@ -164,10 +160,6 @@ class RecordFetcher(Protocol):
         """Fetch ``tp`` again."""
         ...
 
-    def paused(self) -> frozenset[TopicPartition]:
-        """Paused partitions."""
-        ...
-
     def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` records of fetchable partitions, waiting at most ``timeout_ms``."""
         ...
@@ -194,10 +186,6 @@ class Transport(Protocol):
 
     def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[Event]:
         """Send a group request; the future yields the matching response event."""
-        ...
-
-    def partitions_for(self, topics: Iterable[str], timeout_ms: int) -> concurrent.futures.Future[dict[str, int]]:
-        """Partition counts of ``topics`` (absent: the topic does not exist)."""
         ...
 
     def describe_topics(

@@ -37,7 +37,6 @@ def test_describe_topics_lists_every_partition_with_its_leader(transport, topic_
     parts = described[topic]
     assert [p.partition for p in parts] == [0, 1, 2]
     assert all(p.leader >= 0 for p in parts)
-    assert transport.partitions_for([topic], 10_000).result(15) == {topic: 3}
 
 
 def test_earliest_offsets_of_a_new_topic_are_zero(transport, topic_factory, kafka_bootstrap) -> None:

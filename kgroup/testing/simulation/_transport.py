@@ -185,10 +185,6 @@ class SimTransport:
         self._send(api, command.node_id, request, command.timeout_ms, answer, fail)
         return future
 
-    def partitions_for(self, topics: Iterable[str], timeout_ms: int) -> concurrent.futures.Future[dict[str, int]]:
-        """Partition counts of ``topics``."""
-        return self._later(lambda: {t: n for t, n in self._cluster.topics.items() if t in set(topics)})
-
     def describe_topics(
         self, topics: Iterable[str], timeout_ms: int
     ) -> concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]:
@@ -329,9 +325,6 @@ class SimFetcher:
         self._positions = {tp: p for tp, p in self._positions.items() if tp in partitions}
         self._paused &= set(partitions)
 
-    def assigned(self) -> frozenset[TopicPartition]:
-        return self._assigned
-
     def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
         self._positions[tp] = offset
 
@@ -355,9 +348,6 @@ class SimFetcher:
     def resume(self, tp: TopicPartition) -> None:
         self._paused.discard(tp)
         self._fetchable_key = None
-
-    def paused(self) -> frozenset[TopicPartition]:
-        return frozenset(self._paused)
 
     def _fetchable(self) -> list[TopicPartition]:
         key = (self._assigned, len(self._positions), len(self._paused))
