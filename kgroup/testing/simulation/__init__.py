@@ -20,7 +20,7 @@ against a simulated group are in ``docs/simulation.md``.
 """
 
 from kgroup.testing.simulation._campaign import CampaignResult, campaign, replay_command
-from kgroup.testing.simulation._group import App, SimulatedGroup
+from kgroup.testing.simulation._group import App, AsyncApp, SimulatedGroup
 from kgroup.testing.simulation._invariants import Checker, Violation
 from kgroup.testing.simulation._run import (
     MemberSpec,
@@ -35,6 +35,7 @@ from kgroup.testing.simulation._run import (
 
 __all__ = [
     "App",
+    "AsyncApp",
     "CampaignResult",
     "Checker",
     "MemberSpec",

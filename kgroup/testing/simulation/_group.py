@@ -10,23 +10,28 @@ owners, liveness) and raises with the trace when one breaks. See ``docs/simulati
 
 from __future__ import annotations
 
+import inspect
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from kgroup import aio
 from kgroup.config import ConsumerConfig
 from kgroup.consumer import Consumer
 from kgroup.testing.coordinator import CoordinatorConfig
+from kgroup.testing.simulation._aio import run_coroutine
 from kgroup.testing.simulation._cluster import SimCluster
 from kgroup.testing.simulation._invariants import Checker, Violation
 from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
 from kgroup.testing.simulation._transport import SimRuntime, SimTransport
 from kgroup.types import ConsumerRecord, TopicPartition
 
-__all__ = ["App", "SimulatedGroup"]
+__all__ = ["App", "AsyncApp", "SimulatedGroup"]
 
 #: your application: ``app(consumer, running)``; loop while ``running()``, then return
 App = Callable[[Consumer, Callable[[], bool]], None]
+#: an asyncio application: ``async def app(consumer, running)`` with a ``kgroup.aio.Consumer``
+AsyncApp = Callable[["aio.Consumer[Any, Any]", Callable[[], bool]], Awaitable[None]]
 
 _DEFAULTS: Mapping[str, Any] = {
     "session_timeout_ms": 10000,
@@ -38,9 +43,10 @@ _DEFAULTS: Mapping[str, Any] = {
 
 class _Member:
     def __init__(
-        self, group: SimulatedGroup, name: str, app: App, config: ConsumerConfig, extra: Mapping[str, Any]
+        self, group: SimulatedGroup, name: str, app: App | AsyncApp, config: ConsumerConfig, extra: Mapping[str, Any]
     ) -> None:
         self.name = name
+        self.scheduler = group.scheduler
         self.transport = SimTransport(group.cluster, name, config.client_id)
         self.runtime = SimRuntime(group.scheduler)
         self.consumer: Consumer[Any, Any] = Consumer(
@@ -50,8 +56,16 @@ class _Member:
         self.transport.fetcher().mailbox = self.consumer._mailbox
         self.running = True
         self.alive = True
+        #: the asyncio member's consumer; its worker thread is a simulated thread of this member
+        self.aio: aio.Consumer[Any, Any] | None = None
+        self.threads: list[SimThread] = []
+        if inspect.iscoroutinefunction(app):
+            self.aio = aio.Consumer._wrapping(self.consumer, self._spawn)
         self._instrument(group.checker)
         self.thread: SimThread = group.scheduler.spawn(name, lambda: self._main(app))
+
+    def _spawn(self, what: str, target: Callable[[], None]) -> None:
+        self.threads.append(self.scheduler.spawn(f"{self.name}:{what}", target))
 
     def _instrument(self, checker: Checker) -> None:
         consumer, name = self.consumer, self.name
@@ -67,12 +81,19 @@ class _Member:
                 checker.excuse(name, partitions, "lost")
             invoke(callback, partitions)
 
-        consumer.poll = recorded_poll  # type: ignore[method-assign]
+        if self.aio is not None:
+            # what the asyncio application receives, not what the worker fetched for it
+            self.aio._handed_out = lambda records: checker.handed_out(name, records)  # type: ignore[method-assign]
+        else:
+            consumer.poll = recorded_poll  # type: ignore[method-assign]
         consumer._invoke = recorded_invoke  # type: ignore[method-assign]
 
-    def _main(self, app: App) -> None:
+    def _main(self, app: App | AsyncApp) -> None:
         try:
-            app(self.consumer, lambda: self.running)
+            if self.aio is not None:
+                run_coroutine(self.scheduler, app(self.aio, lambda: self.running))  # type: ignore[arg-type]
+            else:
+                app(self.consumer, lambda: self.running)  # type: ignore[arg-type, unused-ignore]
         finally:
             self.alive = False
 
@@ -141,8 +162,11 @@ class SimulatedGroup:
         for i in range(count):
             self.cluster.produce(TopicPartition(topic, i % partitions))
 
-    def add_member(self, name: str, app: App, **config: Any) -> Consumer:
+    def add_member(self, name: str, app: App | AsyncApp, **config: Any) -> Consumer:
         """Start a member process running ``app(consumer, running)`` (``ConsumerConfig`` keywords).
+
+        An ``async def`` app gets a ``kgroup.aio.Consumer`` and runs on an event loop on the
+        virtual clock (``docs/asyncio.md``); its hand-outs are the records it receives.
 
         ``key_deserializer``/``value_deserializer`` go to the ``Consumer`` as in production.
 
@@ -158,7 +182,9 @@ class SimulatedGroup:
             raise ValueError(f"member {name!r} is alive; crash() or stop() it first")
         settings = {**_DEFAULTS, "bootstrap_servers": "simulated:9092", "group_id": self.group_id,
                     "client_id": name.split("#")[0], **config}
-        extra = {k: settings.pop(k) for k in ("key_deserializer", "value_deserializer") if k in settings}
+        extra: dict[str, Any] = {
+            k: settings.pop(k) for k in ("key_deserializer", "value_deserializer") if k in settings
+        }
         member = _Member(self, name, app, ConsumerConfig.from_kwargs(**settings), extra)
         self.members[name] = member
         self._trace(f"{name}: started")
@@ -171,6 +197,8 @@ class SimulatedGroup:
         member.alive = False
         self.checker.excuse(name, None, "crash")
         self.scheduler.kill(member.thread)
+        for thread in member.threads:
+            self.scheduler.kill(thread)
         member.runtime.stopped = True
         member.transport.dead = True
         member.transport.disconnect("process crashed")
