@@ -541,11 +541,12 @@ def run(
 
 
 def seed000() -> list[dict[str, Any]]:
-    """Seed 000's worked example: one topic "T" of 8 partitions, consumers C0.. grown 1 -> 4.
+    """The worked example of the book chapter "Group Membership and Partition Assignment": one topic "T" of 8
+    partitions, consumers C0.. grown 1 -> 4.
 
     Every assignor chains its own plans (the plan at k consumers is the previous plan at k + 1).
-    The seed gives the optimum for each step (4, 2, 2 moves); it is recomputed here. The
-    shrink 4 -> 1 (the highest consumer leaves) is not in the seed.
+    The chapter gives the optimum for each step (4, 2, 2 moves); it is recomputed here. The
+    shrink 4 -> 1 (the highest consumer leaves) is not in the chapter.
     """
     topics = {"T": 8}
     out: list[dict[str, Any]] = []
@@ -628,7 +629,7 @@ def _num(o: Mapping[str, Any] | None, key: str) -> str:
 
 
 def render_markdown(result: Mapping[str, Any]) -> str:
-    """The timing table, the moves/balance table and the seed 000 table, as Markdown."""
+    """The timing table, the moves/balance table and the worked-example table, as Markdown."""
     lines = [
         "### Wall time of one `assign` (ms, best of N; N in parentheses)",
         "",
@@ -671,7 +672,8 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         )
     lines += [
         "",
-        "### Seed 000's example: topic T, 8 partitions, consumers grown 1 → 4 (then shrunk, not in the seed)",
+        "### The worked example of the book chapter \"Group Membership and Partition Assignment\": topic T, "
+        "8 partitions, consumers grown 1 → 4 (then shrunk, not in the chapter)",
         "",
         "| client | assignor | step | optimum | moves | revoked r1 / r2 | balance | plan after |",
         "|---|---|---|---:|---:|---:|---:|---|",
@@ -725,7 +727,7 @@ def targets(result: Mapping[str, Any]) -> list[str]:
     ]
     bad = [r for r in seed_rows if r.get("moves") != r["optimum"]]
     out.append(
-        "seed 000 examples, kgroup sticky and cooperative-sticky moves == optimum: "
+        "the chapter's worked examples, kgroup sticky and cooperative-sticky moves == optimum: "
         + (
             "met"
             if not bad

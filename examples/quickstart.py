@@ -32,8 +32,9 @@ What it demonstrates
 
 Why revoke-before-assign means no double ownership
 --------------------------------------------------
-Seed 001 ("Kafka consumer rebalances in excruciating detail"), section "Rebalances as Double
-Barriers": a rebalance acts like ZooKeeper's double barrier. Members *enter* the barrier with
+"Kafka consumer rebalances in excruciating detail" (a guide for client library authors),
+section "Rebalances as Double Barriers": a rebalance acts like ZooKeeper's double barrier.
+Members *enter* the barrier with
 JoinGroup, and no JoinGroup response is sent until every member has rejoined; they *leave*
 it with SyncGroup, and no one gets its new assignment before the leader's SyncGroup. An eager
 member revokes (and commits) everything it owns *before* it sends JoinGroup, so by the time
@@ -44,7 +45,7 @@ last commit. This script checks that property from the outside, with wall-clock 
 written by separate processes on the same host.
 
 The embedded Tansu broker does not enforce the JoinGroup half of the barrier (each JoinGroup
-simply returns after session_timeout_ms / 2, see /work/shared/broker-notes.md, S4a), so there
+simply returns after session_timeout_ms / 2; docs/testing.md, row S4a), so there
 the property rests on timing: members revoke within about a heartbeat interval of the
 rebalance starting, while every join takes ~3 s. On Apache Kafka the broker guarantees it.
 
@@ -80,7 +81,7 @@ NUM_PARTITIONS = 12
 NUM_RECORDS = 100_000
 VALUE_SIZE = 100
 
-SESSION_TIMEOUT_MS = 6000  # Tansu: every join takes session_timeout_ms / 2 (broker notes)
+SESSION_TIMEOUT_MS = 6000  # Tansu: every join takes session_timeout_ms / 2 (docs/testing.md)
 HEARTBEAT_INTERVAL_MS = 1000
 POLL_TIMEOUT_MS = 500
 COMMIT_TIMEOUT_MS = 10_000

@@ -10,7 +10,7 @@ Where it runs
   ``kgroup.testing.CoordinatorProxy``, which answers the group APIs with Apache Kafka's
   coordinator semantics. The proxy is needed because the embedded broker (Tansu) cannot
   replace a static member: it parks a static rejoin for session_timeout_ms / 2 and can
-  rebalance on it (``/work/shared/broker-notes.md`` rows S9a, S9d, S9g). The proxy's model
+  rebalance on it (``docs/testing.md``, rows S9a-S9g). The proxy's model
   also logs what the coordinator did, which this script prints.
 
 What it does
@@ -19,7 +19,8 @@ What it does
    one record per partition every 100 ms while the scenario runs.
 2. Starts three consumers with ``group_instance_id`` ``static-0``, ``static-1``,
    ``static-2`` (``session_timeout_ms=10000``: sized for the longest restart to ride out,
-   seed 003 "Kafka Static Membership"). Each polls on its own thread, "processes" each record
+   KIP-345; "Kafka Static Membership" in the field report "Solving My Weird Kafka
+   Rebalancing Problems"). Each polls on its own thread, "processes" each record
    for 2 ms and commits automatically (every 500 ms, and on revoke, so at close()).
 3. Once the group is stable and every member has consumed, restarts them one at a time,
    like a rolling deploy: ``close()`` with the default policy (a static member sends no

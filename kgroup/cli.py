@@ -1,6 +1,7 @@
 """The ``kgroup`` command line (``kgroup ...`` or ``python -m kgroup ...``).
 
-A thin layer over :class:`kgroup.admin.GroupAdmin`. Reference: ``docs/cli.md``.
+A thin layer over :class:`kgroup.admin.GroupAdmin`. Reference: ``docs/cli.md`` (in kgroup's
+source distribution and repository).
 
 Commands:
 
@@ -258,7 +259,7 @@ def main() -> None:
     """Inspect and administer Kafka consumer groups (classic protocol).
 
     Exit codes: 0 success, 1 the cluster answered with an error or did not answer in time,
-    2 usage error. Reference: docs/cli.md.
+    2 usage error. Reference: docs/cli.md in kgroup's source distribution.
     """
 
 

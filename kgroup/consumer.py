@@ -466,7 +466,10 @@ class Consumer(Generic[K, V]):
                 raise error
 
     def _check_missing_topics(self) -> None:
-        """Tell the group thread once when an assigned topic disappears from metadata (S5)."""
+        """Tell the group thread once when an assigned topic disappears from metadata.
+
+        As Java's Fetcher, which asks for a metadata update then.
+        """
         assert self._parts is not None
         missing = self._parts.fetcher.missing_topics()
         if missing and missing != self._missing_topics:

@@ -1,6 +1,7 @@
 """A stable ``group_instance_id`` for orchestrated services (KIP-345 static membership).
 
-Seed 003 ("Kafka Static Membership") maps ``group.instance.id`` to the Kubernetes pod name,
+The field report "Solving My Weird Kafka Rebalancing Problems" (section "Kafka Static
+Membership") maps ``group.instance.id`` to the Kubernetes pod name,
 which survives restarts only for a StatefulSet (``orders-0``, ``orders-1`` ...). A Deployment's
 pods get a fresh random suffix on every restart (``orders-7d4b9c6f8d-x2k9p``), so a static
 member named after one would come back as a *new* member: the old one lingers for the whole

@@ -38,10 +38,10 @@ the pytest fixtures skip instead, with one line naming the fetch command, unless
 Tansu is a real broker (produce, fetch, offsets and the group APIs work over the wire), but
 its classic group coordinator deviates from Apache Kafka in many measured ways: every
 JoinGroup takes about ``session_timeout_ms / 2``, generations start at 0, several error
-codes are never produced, DescribeGroups/ListGroups report little, and so on. The full
-fidelity table and the rules a test suite must follow are in the project's broker notes
-("The test broker: Tansu, and where it differs from Apache Kafka"; summarised in
-``docs/testing.md``). Tests that cannot pass on Tansu are marked ``tansu_deviation(reason)``.
+codes are never produced, DescribeGroups/ListGroups report little, and so on. The table of
+every measured deviation, and the rules a test suite must follow, are in ``docs/testing.md``
+("Tansu is not Apache Kafka", "Each Tansu deviation and the proxy"). Tests that cannot pass
+on Tansu are marked ``tansu_deviation(reason)``.
 
 **Tests must set ``session_timeout_ms`` explicitly.** With the kafka-python/Java default of
 45000 ms every join takes about 23 s on Tansu; 6000 ms (the smallest value Apache Kafka

@@ -1,7 +1,8 @@
 """``CoordinatorProxy``: Kafka's classic group coordinator, faithfully modelled, in front of a real broker.
 
 The embedded test broker (Tansu) stores and serves records well, but its group coordinator
-deviates from Apache Kafka (``/work/shared/broker-notes.md``). The proxy is a loopback TCP server
+deviates from Apache Kafka (``docs/testing.md``, "Each Tansu deviation and the proxy"). The
+proxy is a loopback TCP server
 speaking the Kafka protocol that clients use instead of the broker:
 
 * FindCoordinator (group keys), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,

@@ -125,7 +125,7 @@ def test_well_formed_bootstrap_servers_are_accepted(servers, normalised):
 
 
 def test_consumer_construction_fails_like_java_when_no_bootstrap_host_resolves():
-    with pytest.raises(ConfigError, match="No resolvable bootstrap urls given in bootstrap.servers") as info:
+    with pytest.raises(ConfigError, match=r"No resolvable bootstrap urls given in bootstrap\.servers") as info:
         kgroup.Consumer(bootstrap_servers="nosuchhost.invalid:9092,other.invalid:9092", group_id="g")
     assert info.value.field == "bootstrap_servers"
 

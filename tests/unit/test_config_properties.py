@@ -109,7 +109,7 @@ def test_group_protocol_consumer_says_kip_848_is_not_supported():
     assert info.value.field == "group.protocol"
     # Java's values are case-insensitive
     assert ConsumerConfig.from_properties({**BASE, "group.protocol": "CLASSIC"}).group_id == "g"
-    with pytest.raises(ConfigError, match="group.remote.assignor cannot be set|cannot be set when"):
+    with pytest.raises(ConfigError, match=r"group\.remote\.assignor cannot be set|cannot be set when"):
         ConsumerConfig.from_properties({**BASE, "group.remote.assignor": "uniform"})
 
 
@@ -152,7 +152,7 @@ def test_jks_trust_store_is_a_config_error_saying_convert_to_pem(tmp_path: Path)
 
 
 def test_jaas_of_another_login_module_is_a_config_error():
-    with pytest.raises(ConfigError, match="OAuthBearerLoginModule.*not supported") as info:
+    with pytest.raises(ConfigError, match=r"OAuthBearerLoginModule.*not supported") as info:
         ConsumerConfig.from_properties(
             {
                 **BASE,

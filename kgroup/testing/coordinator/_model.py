@@ -10,9 +10,11 @@ Sources. The rules follow the Java group coordinator of Apache Kafka (``group-co
 module: ``GroupMetadataManager`` classic-group methods, ``ClassicGroup``, ``ClassicGroupMember``,
 ``OffsetMetadataManager``, ``GroupCoordinatorService``), the KIPs they implement (KIP-134 delayed
 initial rebalance, KIP-345 static membership, KIP-389 group.max.size, KIP-394 MEMBER_ID_REQUIRED,
-KIP-800 leave reasons, KIP-814 skip_assignment) and the seeds in ``/work/shared/seeds``
-(000 "Group membership basics"/"Delayed rebalance"/"Static membership", 001 "Rebalances as
-Double Barriers", 002 "Group Coordinator Failover", 004 KIP-345). Each rule's comment names the
+KIP-800 leave reasons, KIP-814 skip_assignment) and the specification documents kgroup was built from
+(the book chapter "Group Membership and Partition Assignment": "Group membership basics",
+"Delayed rebalance", "Static membership"; "Kafka consumer rebalances in excruciating detail":
+"Rebalances as Double Barriers"; the "Consumer Group Protocol" overview: "Group Coordinator
+Failover"; KIP-345). Each rule's comment names the
 Kafka method it reproduces.
 
 Replies. Every request returns a :class:`~kgroup.testing.coordinator._types.Reply`; JoinGroup and
