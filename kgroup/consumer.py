@@ -44,6 +44,7 @@ from kgroup._driver.partitions import PartitionState
 # take ~0.2 s to import, which a joining member would otherwise add to its JoinGroup
 from kgroup._io.kafka_python import KafkaPythonTransport
 from kgroup._io.transport import OffsetFetchResult, Transport
+from kgroup._retry import Deadline, retry_until
 from kgroup.config import ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
 from kgroup.deserializers import DeserializerLike, as_function
 from kgroup.errors import (
@@ -138,6 +139,10 @@ class _PositionLookup:
     ) -> None:
         self.partitions = partitions
         self.future = future
+
+
+class _OffsetsMissing(Exception):
+    """Internal: a ListOffsets look-up left these partitions without an offset (retried)."""
 
 
 class Consumer(Generic[K, V]):
@@ -466,10 +471,7 @@ class Consumer(Generic[K, V]):
                 raise error
 
     def _check_missing_topics(self) -> None:
-        """Tell the group thread once when an assigned topic disappears from metadata.
-
-        As Java's Fetcher, which asks for a metadata update then.
-        """
+        """Tell the group thread once when an assigned topic disappears from metadata (S5)."""
         assert self._parts is not None
         missing = self._parts.fetcher.missing_topics()
         if missing and missing != self._missing_topics:
@@ -997,34 +999,40 @@ class Consumer(Generic[K, V]):
             return {}
         transport = self._ensure_transport()
         timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
-        deadline = self._clock.monotonic() + timeout / 1000
+        deadline = Deadline.after_ms(self._clock, timeout)
         out: dict[TopicPartition, int] = {}
-        attempt = 0
-        while True:
-            missing = wanted - set(out)
-            remaining_ms = max(0, int((deadline - self._clock.monotonic()) * 1000))
-            asked = frozenset(missing)
 
-            def send(ms: int) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-                return transport.list_offsets(asked, spec, ms)  # noqa: B023 - called in this iteration
-
-            found: dict[TopicPartition, int] = self._await_lookup(f"{spec} offsets", send, remaining_ms)
+        def attempt() -> dict[TopicPartition, int]:
+            asked = frozenset(wanted - set(out))
+            found: dict[TopicPartition, int] = self._await_lookup(
+                f"{spec} offsets", lambda ms: transport.list_offsets(asked, spec, ms), deadline.remaining_ms()
+            )
             out.update(found)
             missing = wanted - set(out)
-            if not missing:
-                return {tp: out[tp] for tp in wanted}
-            attempt += 1
-            wait_s = next_backoff_s(
-                attempt, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
-            )
-            if self._clock.monotonic() + wait_s >= deadline:
-                raise KafkaTimeoutError(
-                    f"{spec} offsets of {sorted(map(str, missing))} not found within {timeout} ms "
-                    "(no leader, or the topic or partition does not exist)"
-                )
-            if self._mailbox.sleep(wait_s):
+            if missing:
+                raise _OffsetsMissing(sorted(map(str, missing)))
+            return {tp: out[tp] for tp in wanted}
+
+        def sleep(seconds: float) -> None:
+            if self._mailbox.sleep(seconds):
                 self._mailbox.consume_wakeup()
                 raise WakeupError(f"{spec} offsets interrupted by wakeup()")
+
+        try:
+            return retry_until(
+                attempt,
+                deadline,
+                retry_on=_OffsetsMissing,
+                backoff_s=lambda attempts: next_backoff_s(
+                    attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
+                ),
+                sleep=sleep,
+            )
+        except _OffsetsMissing as missing:
+            raise KafkaTimeoutError(
+                f"{spec} offsets of {missing.args[0]} not found within {timeout} ms "
+                "(no leader, or the topic or partition does not exist)"
+            ) from None
 
     def _await_lookup(
         self, what: str, send: Callable[[int], concurrent.futures.Future[T]], timeout_ms: int
