@@ -6,7 +6,7 @@ import pytest
 
 from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import DescribedGroup, DescribedMember, DescribeGroupsRequest, LeaveMember, ListedGroup
-from tests.unit.coordinator.helpers import Harness
+from tests.unit.coordinator_model.helpers import Harness
 
 
 def test_describe_unknown_group_is_dead_without_error():

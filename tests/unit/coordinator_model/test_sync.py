@@ -6,7 +6,7 @@ import pytest
 
 from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import _events as ev
-from tests.unit.coordinator.helpers import Harness
+from tests.unit.coordinator_model.helpers import Harness
 
 
 def _completing(h: Harness, n: int = 2, **kwargs):

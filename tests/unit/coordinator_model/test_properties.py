@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import JoinGroupResponse, LeaveMember, Reply, SyncGroupResponse
 from kgroup.testing.coordinator._group import GroupState
-from tests.unit.coordinator.helpers import G, Harness
+from tests.unit.coordinator_model.helpers import G, Harness
 
 N_CLIENTS = 3
 SESSION = 10_000

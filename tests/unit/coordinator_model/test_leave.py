@@ -7,7 +7,7 @@ import pytest
 from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import LeaveMember, LeaveMemberResult
 from kgroup.testing.coordinator import _events as ev
-from tests.unit.coordinator.helpers import Harness
+from tests.unit.coordinator_model.helpers import Harness
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

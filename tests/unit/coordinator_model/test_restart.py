@@ -7,7 +7,7 @@ import pytest
 from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import DescribeGroupsRequest, LeaveMember
 from kgroup.testing.coordinator import _events as ev
-from tests.unit.coordinator.helpers import Harness
+from tests.unit.coordinator_model.helpers import Harness
 
 
 def test_parked_joins_and_syncs_get_not_coordinator():

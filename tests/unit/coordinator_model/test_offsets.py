@@ -14,7 +14,7 @@ from kgroup.testing.coordinator import (
     FetchTopicResult,
 )
 from kgroup.testing.coordinator import _events as ev
-from tests.unit.coordinator.helpers import Harness
+from tests.unit.coordinator_model.helpers import Harness
 
 T0 = {("t", 0): 5}
 

@@ -7,7 +7,7 @@ import pytest
 from kgroup import _error_codes as codes
 from kgroup.testing.coordinator import _events as ev
 from kgroup.testing.coordinator._config import NEW_MEMBER_JOIN_TIMEOUT_MS
-from tests.unit.coordinator.helpers import G, Harness
+from tests.unit.coordinator_model.helpers import G, Harness
 
 # --- request validation ------------------------------------------------------------------------
 
