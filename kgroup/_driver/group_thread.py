@@ -205,11 +205,6 @@ class GroupThread:
         """The latest published view of the machine (any thread)."""
         return self._snapshot
 
-    @property
-    def ident(self) -> int | None:
-        """The thread's ident once started."""
-        return self._thread.ident
-
     def start(self) -> None:
         """Start the thread."""
         self._thread.start()
