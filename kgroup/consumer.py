@@ -246,8 +246,10 @@ class Consumer(Generic[K, V]):
     def _ensure_started(self) -> None:
         if self._group is not None:
             return
-        if self._transport_arg is not None:
-            transport: Transport = self._transport_arg
+        if self._transport is not None:
+            transport: Transport = self._transport
+        elif self._transport_arg is not None:
+            transport = self._transport_arg
         else:
             kp = KafkaPythonTransport(self._config)
             try:
@@ -259,7 +261,8 @@ class Consumer(Generic[K, V]):
                 ) from exc
             transport = kp
         self._transport = transport
-        self._parts = PartitionState(transport.fetcher(), self._config.group_id)
+        if self._parts is None:
+            self._parts = PartitionState(transport.fetcher(), self._config.group_id)
         self._group = GroupThread(self._config, transport, self._mailbox, self._clock, self._rng, self._metrics)
         self._offsets = OffsetsClient(
             self._config, transport, self._group, self._mailbox, self._clock, self._rng, self._metrics
@@ -471,7 +474,10 @@ class Consumer(Generic[K, V]):
                 raise error
 
     def _check_missing_topics(self) -> None:
-        """Tell the group thread once when an assigned topic disappears from metadata (S5)."""
+        """Tell the group thread once when an assigned topic disappears from metadata.
+
+        As Java's Fetcher, which asks for a metadata update then.
+        """
         assert self._parts is not None
         missing = self._parts.fetcher.missing_topics()
         if missing and missing != self._missing_topics:
@@ -1245,6 +1251,71 @@ class Consumer(Generic[K, V]):
         return server
 
     # ------------------------------------------------------------------ close
+    def _leave(
+        self, group: GroupThread, deadline: float, send_leave_group: bool | None, reason: str, what: str,
+        timeout_ms: int,
+    ) -> None:
+        """Revoke (callbacks, commit) and leave or remain as ``send_leave_group`` says, by ``deadline``."""
+        assert self._offsets is not None
+        self._offsets.wait_async(deadline)
+        group.post(ev.Leave(reason, send_leave_group=send_leave_group))
+
+        def settled() -> bool:
+            return self._mailbox.has_items() or group.snapshot.state in (MemberState.CLOSED, MemberState.FATAL)
+
+        while self._clock.monotonic() < deadline:
+            self._drain_mailbox(None)
+            if group.snapshot.state in (MemberState.CLOSED, MemberState.FATAL) or group.crashed:
+                return
+            self._mailbox.wait_until(settled, deadline - self._clock.monotonic())
+        log.warning(
+            "group %s: %s gave up after %d ms with the member still %s (a request to the coordinator, "
+            "such as a JoinGroup parked until the rebalance completes, had not been answered); the "
+            "coordinator removes the member after session_timeout_ms (%d ms)",
+            self._config.group_id, what, timeout_ms, group.snapshot.state.name, self._config.session_timeout_ms,
+        )
+
+    def unsubscribe(self, timeout_ms: int | None = None) -> None:
+        """Stop consuming: revoke the partitions (with callbacks) and leave the group (Java ``unsubscribe``).
+
+        ``on_partitions_revoked`` runs for the owned partitions (``on_partitions_lost`` if the
+        generation is gone), after the auto-commit if enabled; a dynamic member then sends
+        LeaveGroup, a static one does not (as Java, KIP-345: its session keeps the partitions
+        until it subscribes again or the session expires). A later ``subscribe()`` joins the
+        group again, as a new member for a dynamic consumer. A no-op when not subscribed.
+
+        Args:
+            timeout_ms: the longest to wait for the commit, the callbacks and LeaveGroup, in ms
+                (default: default_api_timeout_ms).
+
+        Raises:
+            IllegalStateError: called from inside a listener callback.
+            ListenerError: a callback raised (the consumer is unsubscribed all the same).
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._check_open()
+        if self._in_callback:
+            raise IllegalStateError("unsubscribe() must not be called from a rebalance listener callback")
+        group = self._group
+        if group is None or self._subscribed_at is None:
+            return
+        timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
+        deadline = self._clock.monotonic() + timeout / 1000
+        self._close_deadline = deadline
+        try:
+            self._leave(group, deadline, None, "the consumer unsubscribed from all topics", "unsubscribe()", timeout)
+        finally:
+            self._close_deadline = None
+            self._runtime.stop(group, _GROUP_STOP_S)
+            self._group = None
+            self._offsets = None
+            self._subscribed_at = None
+            if self._parts is not None:
+                self._set_assignment(frozenset())
+            self._next_auto_commit = float("inf")
+        self._raise_pending()
+
     def close(
         self,
         timeout_ms: int = 30000,
@@ -1299,18 +1370,7 @@ class Consumer(Generic[K, V]):
         errors_before = len(self._errors)
         try:
             if group is not None and self._fatal is None:
-                assert self._offsets is not None
-                self._offsets.wait_async(deadline)
-                group.post(ev.Leave(reason, send_leave_group=_CLOSE_POLICIES[group_membership]))
-
-                def settled() -> bool:
-                    return self._mailbox.has_items() or group.snapshot.state in (MemberState.CLOSED, MemberState.FATAL)
-
-                while self._clock.monotonic() < deadline:
-                    self._drain_mailbox(None)
-                    if group.snapshot.state in (MemberState.CLOSED, MemberState.FATAL) or group.crashed:
-                        break
-                    self._mailbox.wait_until(settled, deadline - self._clock.monotonic())
+                self._leave(group, deadline, _CLOSE_POLICIES[group_membership], reason, "close()", timeout_ms)
         finally:
             self._closed = True
             self._close_deadline = None

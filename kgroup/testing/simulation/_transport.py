@@ -63,7 +63,9 @@ class SimRuntime:
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
         self.group: GroupThread | None = None
+        #: the process died: no group thread of it runs any more
         self.stopped = False
+        self._pumps: dict[GroupThread, _GroupPump] = {}
 
     def mailbox(self) -> Mailbox:
         """A mailbox that blocks on the scheduler."""
@@ -72,11 +74,14 @@ class SimRuntime:
     def start(self, group: GroupThread) -> None:
         """Register the group thread's loop body with the scheduler instead of a thread."""
         self.group = group
-        self._scheduler.pumps.append(_GroupPump(self, group, self._scheduler))
+        self._pumps[group] = _GroupPump(self, group, self._scheduler)
+        self._scheduler.pumps.append(self._pumps[group])
 
     def stop(self, group: GroupThread, timeout_s: float) -> None:
-        """Stop pumping the group thread (the consumer closed, or the process died)."""
-        self.stopped = True
+        """Stop pumping this group thread (the consumer closed or unsubscribed)."""
+        pump = self._pumps.pop(group, None)
+        if pump is not None:
+            pump.stopped = True
 
 
 class _GroupPump:
@@ -87,6 +92,7 @@ class _GroupPump:
         self._group = group
         self._scheduler = scheduler
         self._alive = True
+        self.stopped = False
         self._due = scheduler.now  # the first step runs at once
 
     def _step(self, item: object) -> None:
@@ -94,7 +100,7 @@ class _GroupPump:
         self._due = self._group.next_deadline() if self._alive else float("inf")
 
     def pump(self) -> bool:
-        if not self._alive or self._runtime.stopped:
+        if not self._alive or self.stopped or self._runtime.stopped:
             return False
         group = self._group
         worked = False
@@ -110,7 +116,7 @@ class _GroupPump:
         return worked
 
     def deadline(self) -> float:
-        if not self._alive or self._runtime.stopped:
+        if not self._alive or self.stopped or self._runtime.stopped:
             return float("inf")
         return self._due
 
