@@ -33,12 +33,13 @@ import attrs
 from kgroup import _error_codes as codes
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._error_codes import error_name
-from kgroup._io.transport import DescribedGroup, DescribedMember, OffsetFetchResult, Transport
+from kgroup._io.transport import OffsetFetchResult, Transport
 from kgroup._retry import Deadline, retry_until
 from kgroup.errors import KGroupError, MalformedMetadata
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.events import FindCoordinatorResponded
 from kgroup.protocol.consumer_protocol import decode_assignment, decode_subscription
+from kgroup.protocol.group_api import DescribedGroup, DescribedMember
 from kgroup.types import OffsetAndMetadata, TopicPartition
 
 __all__ = [
@@ -362,7 +363,9 @@ class GroupAdmin:
         known = self._coordinators.get(group_id)
         if known is not None:
             return known
-        command = SendFindCoordinator(request_id=next(self._request_ids), timeout_ms=max(deadline.remaining_ms(), 1))
+        command = SendFindCoordinator(
+            request_id=next(self._request_ids), key=group_id, timeout_ms=max(deadline.remaining_ms(), 1)
+        )
         event = self._wait(self._transport.send(command, group_id), deadline, "FindCoordinator")
         if not isinstance(event, FindCoordinatorResponded):
             raise _Retry(f"FindCoordinator: {getattr(event, 'reason', event)}")

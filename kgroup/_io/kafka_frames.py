@@ -26,6 +26,8 @@ import kafka.protocol.producer  # noqa: F401
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 
+from kgroup._io.kafka_messages import build_message, plain
+
 __all__ = [
     "RequestHeaderInfo",
     "api_key_of",
@@ -160,31 +162,6 @@ def api_version_range(api_key: int) -> tuple[int, int] | None:
     return int(low), int(high)
 
 
-def _build(data_class: Any, fields: Mapping[str, Any], body: Mapping[str, Any], version: int | None) -> Any:
-    """A kafka-python DataContainer from a dict, walking the struct's fields."""
-    values: dict[str, Any] = {}
-    for name, field in fields.items():
-        if name not in body:
-            continue
-        value = body[name]
-        if value is not None and field.is_struct_array():
-            value = [_build(field.data_class, field.fields, item, None) for item in value]
-        elif value is not None and field.is_struct():
-            value = _build(field.data_class, field.fields, value, None)
-        values[name] = value
-    return data_class(version=version, **values) if version is not None else data_class(**values)
-
-
-def _to_plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _to_plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_to_plain(v) for v in value]
-    if isinstance(value, (memoryview, bytearray)):
-        return bytes(value)
-    return value
-
-
 def decode_request_body(api_key: int, api_version: int, frame: bytes) -> dict[str, Any]:
     """Decode a whole request frame (header included) to its body dict.
 
@@ -195,7 +172,7 @@ def decode_request_body(api_key: int, api_version: int, frame: bytes) -> dict[st
     """
     cls = _message_class(api_key, "request")
     message = cls.decode(frame, version=api_version, header=True)
-    return dict(_to_plain(message.to_dict(json=False)))
+    return dict(plain(message.to_dict(json=False)))
 
 
 def encode_request(
@@ -203,7 +180,7 @@ def encode_request(
 ) -> bytes:
     """Encode a request (header and 4-byte size prefix included) from its body dict."""
     cls = _message_class(api_key, "request")
-    message = _build(cls, cls._struct.fields, body, api_version)
+    message = build_message(cls, body, api_version)
     message.with_header(correlation_id=correlation_id, client_id=client_id)
     return bytes(message.encode(header=True, framed=True))
 
@@ -214,7 +191,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: M
     kafka-python's quirks are kept: an ApiVersions response header is never flexible.
     """
     cls = _message_class(api_key, "response")
-    message = _build(cls, cls._struct.fields, body, api_version)
+    message = build_message(cls, body, api_version)
     message.with_header(correlation_id=correlation_id)
     return bytes(message.encode(header=True, framed=True))
 
@@ -226,7 +203,7 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     """
     cls = _message_class(api_key, "response")
     message = cls.decode(frame, version=api_version, header=True)
-    return int(message.header.correlation_id), dict(_to_plain(message.to_dict(json=False)))
+    return int(message.header.correlation_id), dict(plain(message.to_dict(json=False)))
 
 
 def response_version_of(api_key: int, api_version: int, body: Mapping[str, Any]) -> int:

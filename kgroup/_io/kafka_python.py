@@ -2,12 +2,16 @@
 
 Rules:
 
-1. This is the only kgroup module that imports ``kafka``. It turns kgroup commands into
-   kafka-python request objects and responses into kgroup events, so a kafka-python upgrade
-   touches this file alone (``tests/compat`` guards the pin ``>=3.0.12,<3.1``).
-2. Requests are built with ``max_version`` = the newest version kgroup understands; the
-   connection negotiates ``min(ours, broker's)`` from ApiVersions, so JoinGroup goes out at
-   the highest version both sides support (v9 on Kafka 4.x and on Tansu).
+1. Only ``kgroup._io`` imports ``kafka`` (``kgroup.testing``'s broker helpers aside): this
+   module for the network client and the ``Fetcher``, :mod:`kgroup._io.kafka_messages` for the
+   group APIs' message classes (the one mapping to kgroup's own request and response types,
+   :mod:`kgroup.protocol.group_api`), :mod:`kgroup._io.kafka_frames` for the coordinator
+   proxy's frame codec (not loaded by ``import kgroup``). A kafka-python upgrade touches this
+   package alone (``tests/compat`` guards the pin ``>=3.0.12,<3.1``).
+2. Group requests go out at most at their ``api_version`` (kgroup's newest,
+   ``group_api.NEWEST_VERSIONS``); the connection negotiates ``min(ours, broker's)`` from
+   ApiVersions, so JoinGroup goes out at the highest version both sides support (v9 on
+   Kafka 4.x and on Tansu).
 3. Everything is sent through kafka-python's IO thread (``KafkaConnectionManager.call_soon``,
    thread-safe); results are bridged to ``concurrent.futures.Future``. Group requests go
    over a dedicated coordinator connection (kafka-python's ``coordinator-N`` node), as in
@@ -30,40 +34,34 @@ import kafka.errors as KErrors
 from kafka.consumer.fetcher import Fetcher
 from kafka.consumer.subscription_state import SubscriptionState
 from kafka.net.compat import KafkaNetClient
-from kafka.protocol.admin import DescribeGroupsRequest
-from kafka.protocol.consumer import (
-    HeartbeatRequest,
-    IsolationLevel,
-    JoinGroupRequest,
-    LeaveGroupRequest,
-    ListOffsetsRequest,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-    OffsetResetStrategy,
-    SyncGroupRequest,
-)
-from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.consumer import IsolationLevel, ListOffsetsRequest, OffsetResetStrategy
+from kafka.protocol.metadata import MetadataRequest
 from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.structs import TopicPartition as KTopicPartition
 
+from kgroup import _error_codes as codes
+from kgroup._io.kafka_messages import request_message, response_values
 from kgroup._io.transport import (
-    CommittedOffset,
-    DescribedGroup,
-    DescribedMember,
     GroupRequest,
-    LeaveGroupResult,
-    MemberLeaveResult,
     OffsetFetchResult,
+    commit_results,
+    fetch_result,
+    offset_commit_request,
+    offset_fetch_request,
 )
 from kgroup.config import ConsumerConfig
 from kgroup.errors import FetchError, OffsetOutOfRangeError
 from kgroup.membership import events as ev
-from kgroup.membership.commands import (
-    SendFindCoordinator,
-    SendHeartbeat,
-    SendJoinGroup,
-    SendLeaveGroup,
-    SendSyncGroup,
+from kgroup.membership.commands import SendFindCoordinator
+from kgroup.protocol import group_api
+from kgroup.protocol.group_api import (
+    DescribedGroup,
+    DescribeGroupsRequest,
+    FindCoordinatorResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeaveMember,
+    OffsetFetchRequest,
 )
 from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
@@ -75,20 +73,14 @@ T = TypeVar("T")
 
 from kafka.version import __version__ as KAFKA_PYTHON_VERSION  # noqa: E402
 
-#: newest versions kgroup builds (the connection negotiates down)
-JOIN_GROUP_MAX = 9
-SYNC_GROUP_MAX = 5
-HEARTBEAT_MAX = 4
-LEAVE_GROUP_MAX = 5
-OFFSET_COMMIT_MAX = 9
-OFFSET_FETCH_MAX = 9
-FIND_COORDINATOR_MAX = 6
+#: newest versions kgroup builds of the non-group APIs (the group APIs' are
+#: ``group_api.NEWEST_VERSIONS``); the connection negotiates down
 METADATA_MAX = 9
 LIST_OFFSETS_MAX = 9
-DESCRIBE_GROUPS_MAX = 6
 #: removal by group_instance_id needs the batch form (KIP-345)
 LEAVE_GROUP_BATCH_MIN = 3
-_UNSUPPORTED_VERSION = 35
+#: the all-topics OffsetFetch: Tansu answers it malformed before v8 (docs/testing.md)
+OFFSET_FETCH_ALL_MIN = 8
 
 _PASS_THROUGH = (
     "bootstrap_servers", "client_id", "request_timeout_ms", "retry_backoff_ms",
@@ -127,75 +119,6 @@ def _unsupported_as(inner: concurrent.futures.Future[T], fallback: T) -> concurr
     return out
 
 
-# ---------------------------------------------------------------------- request builders
-# Module-level so tests/compat can encode each one at every version kafka-python supports.
-
-
-def build_find_coordinator(group_id: str) -> Any:
-    """FindCoordinator for a group: ``key`` for v0-3, ``coordinator_keys`` for v4+ (KIP-699)."""
-    return FindCoordinatorRequest(
-        key=group_id, key_type=0, coordinator_keys=[group_id], max_version=FIND_COORDINATOR_MAX
-    )
-
-
-def build_join_group(cmd: SendJoinGroup, group_id: str) -> Any:
-    """JoinGroup up to v9: group_instance_id from v5 (KIP-345), reason from v8 (KIP-800)."""
-    return JoinGroupRequest(
-        group_id=group_id,
-        session_timeout_ms=cmd.session_timeout_ms,
-        rebalance_timeout_ms=cmd.rebalance_timeout_ms,
-        member_id=cmd.member_id,
-        group_instance_id=cmd.group_instance_id,
-        protocol_type="consumer",
-        protocols=[
-            JoinGroupRequest.JoinGroupRequestProtocol(name=name, metadata=metadata) for name, metadata in cmd.protocols
-        ],
-        reason=cmd.reason,
-        max_version=JOIN_GROUP_MAX,
-    )
-
-
-def build_sync_group(cmd: SendSyncGroup, group_id: str) -> Any:
-    """SyncGroup up to v5 (protocol type and name from v5, KIP-559)."""
-    return SyncGroupRequest(
-        group_id=group_id,
-        generation_id=cmd.generation_id,
-        member_id=cmd.member_id,
-        group_instance_id=cmd.group_instance_id,
-        protocol_type="consumer",
-        protocol_name=cmd.protocol_name,
-        assignments=[
-            SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in cmd.assignments
-        ],
-        max_version=SYNC_GROUP_MAX,
-    )
-
-
-def build_heartbeat(cmd: SendHeartbeat, group_id: str) -> Any:
-    """Heartbeat up to v4."""
-    return HeartbeatRequest(
-        group_id=group_id,
-        generation_id=cmd.generation_id,
-        member_id=cmd.member_id,
-        group_instance_id=cmd.group_instance_id,
-        max_version=HEARTBEAT_MAX,
-    )
-
-
-def build_leave_group(cmd: SendLeaveGroup, group_id: str) -> Any:
-    """LeaveGroup: ``member_id`` for v0-2, the ``members`` batch form for v3+ (KIP-345, KIP-800)."""
-    return LeaveGroupRequest(
-        group_id=group_id,
-        member_id=cmd.member_id,
-        members=[
-            LeaveGroupRequest.MemberIdentity(
-                member_id=cmd.member_id, group_instance_id=cmd.group_instance_id, reason=cmd.reason
-            )
-        ],
-        max_version=LEAVE_GROUP_MAX,
-    )
-
-
 class KafkaPythonTransport:
     """``Transport`` over kafka-python's ``KafkaNetClient`` and IO thread.
 
@@ -220,7 +143,6 @@ class KafkaPythonTransport:
         self._manager = self._client._manager
         self._net = self._manager._net
         self._cluster = self._manager.cluster
-        self._tracked_topics: set[str] = set()
         self._fetcher: KafkaFetcher | None = None
         self._closed = False
 
@@ -308,18 +230,26 @@ class KafkaPythonTransport:
     def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
         """Send a group request command; the future yields its response event.
 
-        Transport failures are returned as ``RequestFailed`` events, never raised.
+        The request goes out at most at ``command.api_version`` (the connection negotiates)
+        through the one group-API mapping, :mod:`kgroup._io.kafka_messages`. FindCoordinator
+        goes to the least loaded broker and records the coordinator in kafka-python's cluster
+        metadata; the others go over the dedicated coordinator connection. Transport failures are
+        returned as ``RequestFailed`` events, never raised.
         """
+        request = group_api.value_of(command)
+
+        def convert(message: Any) -> ev.Event:
+            response = response_values(command.API_KEY, message)[0]  # FindCoordinator v4+: our one key
+            if isinstance(response, FindCoordinatorResponse) and response.error_code == codes.NONE:
+                node = self._cluster.add_coordinator(response, 0, group_id)
+                self._client.maybe_connect(node)
+            return ev.responded(command.request_id, response)
+
         if isinstance(command, SendFindCoordinator):
-            fut = self._find_coordinator(command, group_id)
-        elif isinstance(command, SendJoinGroup):
-            fut = self._join_group(command, group_id)
-        elif isinstance(command, SendSyncGroup):
-            fut = self._sync_group(command, group_id)
-        elif isinstance(command, SendHeartbeat):
-            fut = self._heartbeat(command, group_id)
+            node: Any = self._manager.least_loaded_node
         else:
-            fut = self._leave_group(command, group_id)
+            node = self._coordinator_node(command.node_id)
+        fut = self._bridge(lambda: request_message(request), node, command.timeout_ms, convert)
         out: concurrent.futures.Future[ev.Event] = concurrent.futures.Future()
         request_id = command.request_id
 
@@ -332,73 +262,6 @@ class KafkaPythonTransport:
 
         fut.add_done_callback(done)
         return out
-
-    def _find_coordinator(self, cmd: SendFindCoordinator, group_id: str) -> concurrent.futures.Future[ev.Event]:
-        def build() -> Any:
-            return build_find_coordinator(group_id)
-
-        def convert(response: Any) -> ev.Event:
-            result = response.coordinators[0] if getattr(response, "coordinators", None) else response
-            if result.error_code == 0:
-                node = self._cluster.add_coordinator(result, 0, group_id)
-                self._client.maybe_connect(node)
-            return ev.FindCoordinatorResponded(
-                cmd.request_id, result.error_code, result.node_id, result.host, result.port
-            )
-
-        return self._bridge(build, self._manager.least_loaded_node, cmd.timeout_ms, convert)
-
-    def _join_group(self, cmd: SendJoinGroup, group_id: str) -> concurrent.futures.Future[ev.Event]:
-        def build() -> Any:
-            return build_join_group(cmd, group_id)
-
-        def convert(r: Any) -> ev.Event:
-            members = tuple(
-                ev.JoinedMember(m.member_id, getattr(m, "group_instance_id", None), bytes(m.metadata))
-                for m in (r.members or ())
-            )
-            return ev.JoinGroupResponded(
-                request_id=cmd.request_id,
-                error_code=r.error_code,
-                generation_id=r.generation_id,
-                protocol_name=r.protocol_name,
-                leader=r.leader or "",
-                member_id=r.member_id or "",
-                members=members,
-                skip_assignment=bool(getattr(r, "skip_assignment", False)),
-            )
-
-        return self._bridge(build, self._coordinator_node(cmd.node_id), cmd.timeout_ms, convert)
-
-    def _sync_group(self, cmd: SendSyncGroup, group_id: str) -> concurrent.futures.Future[ev.Event]:
-        def build() -> Any:
-            return build_sync_group(cmd, group_id)
-
-        def convert(r: Any) -> ev.Event:
-            return ev.SyncGroupResponded(cmd.request_id, r.error_code, bytes(r.assignment or b""))
-
-        return self._bridge(build, self._coordinator_node(cmd.node_id), cmd.timeout_ms, convert)
-
-    def _heartbeat(self, cmd: SendHeartbeat, group_id: str) -> concurrent.futures.Future[ev.Event]:
-        def build() -> Any:
-            return build_heartbeat(cmd, group_id)
-
-        def convert(r: Any) -> ev.Event:
-            return ev.HeartbeatResponded(cmd.request_id, r.error_code)
-
-        return self._bridge(build, self._coordinator_node(cmd.node_id), cmd.timeout_ms, convert)
-
-    def _leave_group(self, cmd: SendLeaveGroup, group_id: str) -> concurrent.futures.Future[ev.Event]:
-        def build() -> Any:
-            return build_leave_group(cmd, group_id)
-
-        def convert(r: Any) -> ev.Event:
-            code = r.error_code
-            if code == 0 and getattr(r, "members", None):
-                code = r.members[0].error_code
-            return ev.LeaveGroupResponded(cmd.request_id, code)
-
-        return self._bridge(build, self._coordinator_node(cmd.node_id), cmd.timeout_ms, convert)
 
     # ------------------------------------------------------------------ metadata
     def _metadata_request(self, topics: Iterable[str]) -> Any:
@@ -423,17 +286,6 @@ class KafkaPythonTransport:
                     for p in sorted(topic.partitions, key=lambda p: p.partition_index)
                 )
         return out
-
-    def partitions_for(self, topics: Iterable[str], timeout_ms: int) -> concurrent.futures.Future[dict[str, int]]:
-        """Partition counts of ``topics`` from a fresh Metadata request (absent: unknown topic)."""
-        wanted = sorted(set(topics))
-        self._tracked_topics.update(wanted)
-
-        def convert(r: Any) -> dict[str, int]:
-            return {name: len(parts) for name, parts in self._partition_infos(r).items()}
-
-        node = self._manager.least_loaded_node
-        return self._bridge(lambda: self._metadata_request(wanted), node, timeout_ms, convert)
 
     def describe_topics(
         self, topics: Iterable[str], timeout_ms: int
@@ -531,6 +383,22 @@ class KafkaPythonTransport:
         return go
 
     # ------------------------------------------------------------------ offsets
+    def _coordinator_call(
+        self,
+        request: group_api.GroupRequest,
+        node_id: int,
+        timeout_ms: int,
+        convert: Callable[[Any], T],
+        min_version: int | None = None,
+    ) -> concurrent.futures.Future[T]:
+        """Send a group API request to the coordinator ``node_id``; ``convert`` its response values."""
+        return self._bridge(
+            lambda: request_message(request, min_version=min_version),
+            self._coordinator_node(node_id),
+            timeout_ms,
+            lambda message: convert(response_values(request.API_KEY, message)),
+        )
+
     def offset_commit(
         self,
         group_id: str,
@@ -541,90 +409,19 @@ class KafkaPythonTransport:
         timeout_ms: int,
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
         """OffsetCommit (v9 max) with the member's generation; yields per-partition codes."""
-        by_topic: dict[str, list[tuple[int, OffsetAndMetadata]]] = {}
-        for tp, om in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append((tp.partition, om))
-        Topic = OffsetCommitRequest.OffsetCommitRequestTopic
-        Partition = Topic.OffsetCommitRequestPartition
-
-        def build() -> Any:
-            return OffsetCommitRequest(
-                group_id=group_id,
-                generation_id_or_member_epoch=generation.generation_id,
-                member_id=generation.member_id,
-                group_instance_id=group_instance_id,
-                topics=[
-                    Topic(
-                        name=topic,
-                        partitions=[
-                            Partition(
-                                partition_index=p,
-                                committed_offset=om.offset,
-                                committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
-                                committed_metadata=om.metadata,
-                            )
-                            for p, om in parts
-                        ],
-                    )
-                    for topic, parts in by_topic.items()
-                ],
-                max_version=OFFSET_COMMIT_MAX,
-            )
-
-        def convert(r: Any) -> dict[TopicPartition, int]:
-            out: dict[TopicPartition, int] = {}
-            for topic in r.topics:
-                for part in topic.partitions:
-                    out[TopicPartition(topic.name, part.partition_index)] = part.error_code
-            return out
-
-        return self._bridge(build, self._coordinator_node(node_id), timeout_ms, convert)
+        request = offset_commit_request(group_id, generation, group_instance_id, offsets)
+        return self._coordinator_call(request, node_id, timeout_ms, lambda r: commit_results(r[0]))
 
     def offset_fetch(
         self, group_id: str, partitions: Iterable[TopicPartition], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[OffsetFetchResult]:
         """OffsetFetch (v9 max) for ``partitions``."""
-        by_topic: dict[str, list[int]] = {}
-        for tp in sorted(set(partitions)):
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        Topic = OffsetFetchRequest.OffsetFetchRequestTopic
-        Group = OffsetFetchRequest.OffsetFetchRequestGroup
-        GroupTopic = Group.OffsetFetchRequestTopics
+        request = offset_fetch_request(group_id, partitions, require_stable=self._read_committed)
+        return self._coordinator_call(request, node_id, timeout_ms, lambda r: fetch_result(r[0]))
 
-        def build() -> Any:
-            return OffsetFetchRequest(
-                group_id=group_id,
-                topics=[Topic(name=t, partition_indexes=p) for t, p in by_topic.items()],
-                groups=[
-                    Group(
-                        group_id=group_id,
-                        topics=[GroupTopic(name=t, partition_indexes=p) for t, p in by_topic.items()],
-                    )
-                ],
-                require_stable=self._config.isolation_level == "read_committed",
-                max_version=OFFSET_FETCH_MAX,
-            )
-
-        return self._bridge(build, self._coordinator_node(node_id), timeout_ms, self._offset_fetch_result)
-
-    @staticmethod
-    def _offset_fetch_result(r: Any) -> OffsetFetchResult:
-        if r.API_VERSION >= 8:
-            group = r.groups[0]
-            top, topics = group.error_code, group.topics
-        else:
-            top, topics = (r.error_code if r.API_VERSION >= 2 else 0), r.topics
-        parts: dict[TopicPartition, CommittedOffset] = {}
-        for topic in topics or ():
-            for p in topic.partitions:
-                epoch = getattr(p, "committed_leader_epoch", -1)
-                parts[TopicPartition(topic.name, p.partition_index)] = CommittedOffset(
-                    p.committed_offset,
-                    p.metadata or "",
-                    None if epoch is None or epoch < 0 else epoch,
-                    p.error_code,
-                )
-        return OffsetFetchResult(top, parts)
+    @property
+    def _read_committed(self) -> bool:
+        return self._config.isolation_level == "read_committed"
 
     # ------------------------------------------------------------------ group administration
     def offset_fetch_all(
@@ -633,23 +430,17 @@ class KafkaPythonTransport:
         """OffsetFetch with ``topics=null``: every partition ``group_id`` committed.
 
         Sent at v8+ only (``min_version=8``; the connection negotiates the rest): Tansu answers
-        the all-topics form malformed before v8 (the embedded Tansu broker, docs/testing.md), and Kafka 3.0+ speaks v8.
-        Partitions never committed are absent; the top-level error is the group's.
+        the all-topics form malformed before v8 (the embedded Tansu broker, docs/testing.md), and
+        Kafka 3.0+ speaks v8. Partitions never committed are absent; the top-level error is the
+        group's.
 
         A coordinator without v8 yields ``OffsetFetchResult(35, {})`` (UNSUPPORTED_VERSION).
         """
-        Group = OffsetFetchRequest.OffsetFetchRequestGroup
-
-        def build() -> Any:
-            return OffsetFetchRequest(
-                groups=[Group(group_id=group_id, topics=None)],
-                require_stable=self._config.isolation_level == "read_committed",
-                min_version=8,
-                max_version=OFFSET_FETCH_MAX,
-            )
-
-        inner = self._bridge(build, self._coordinator_node(node_id), timeout_ms, self._offset_fetch_result)
-        return _unsupported_as(inner, OffsetFetchResult(_UNSUPPORTED_VERSION, {}))
+        request = OffsetFetchRequest(group_id=group_id, topics=None, require_stable=self._read_committed)
+        inner = self._coordinator_call(
+            request, node_id, timeout_ms, lambda r: fetch_result(r[0]), min_version=OFFSET_FETCH_ALL_MIN
+        )
+        return _unsupported_as(inner, OffsetFetchResult(codes.UNSUPPORTED_VERSION, {}))
 
     def describe_groups(
         self, group_ids: Iterable[str], node_id: int, timeout_ms: int
@@ -658,67 +449,24 @@ class KafkaPythonTransport:
 
         Yields one ``DescribedGroup`` per group, in response order.
         """
-        wanted = list(dict.fromkeys(group_ids))
-
-        def build() -> Any:
-            return DescribeGroupsRequest(
-                groups=wanted, include_authorized_operations=False, max_version=DESCRIBE_GROUPS_MAX
-            )
-
-        def convert(r: Any) -> tuple[DescribedGroup, ...]:
-            return tuple(
-                DescribedGroup(
-                    error_code=g.error_code,
-                    group_id=g.group_id,
-                    group_state=g.group_state or "",
-                    protocol_type=g.protocol_type or "",
-                    protocol_data=g.protocol_data or "",
-                    members=tuple(
-                        DescribedMember(
-                            member_id=m.member_id,
-                            group_instance_id=getattr(m, "group_instance_id", None),
-                            client_id=m.client_id or "",
-                            client_host=m.client_host or "",
-                            member_metadata=bytes(m.member_metadata or b""),
-                            member_assignment=bytes(m.member_assignment or b""),
-                        )
-                        for m in (g.members or ())
-                    ),
-                )
-                for g in r.groups
-            )
-
-        return self._bridge(build, self._coordinator_node(node_id), timeout_ms, convert)
+        request = DescribeGroupsRequest(groups=tuple(dict.fromkeys(group_ids)))
+        return self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0].groups)
 
     def leave_group_members(
         self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[LeaveGroupResult]:
+    ) -> concurrent.futures.Future[LeaveGroupResponse]:
         """LeaveGroup v3-v5 removing static members by ``group_instance_id`` (KIP-345 admin removal).
 
         Each identity is ``member_id=""`` with the instance id, as Java's
         ``Admin.removeMembersFromConsumerGroup`` sends it; ``reason`` goes out from v5
-        (KIP-800). A coordinator without v3 yields ``LeaveGroupResult(35, ())``
+        (KIP-800). A coordinator without v3 yields ``LeaveGroupResponse(error_code=35)``
         (UNSUPPORTED_VERSION) instead of sending the request.
         """
-        ids = list(dict.fromkeys(instance_ids))
-        Member = LeaveGroupRequest.MemberIdentity
-
-        def build() -> Any:
-            return LeaveGroupRequest(
-                group_id=group_id,
-                members=[Member(member_id="", group_instance_id=i, reason=reason) for i in ids],
-                min_version=LEAVE_GROUP_BATCH_MIN,
-                max_version=LEAVE_GROUP_MAX,
-            )
-
-        def convert(r: Any) -> LeaveGroupResult:
-            return LeaveGroupResult(
-                r.error_code,
-                tuple(MemberLeaveResult(m.member_id or "", m.group_instance_id, m.error_code) for m in r.members or ()),
-            )
-
-        inner = self._bridge(build, self._coordinator_node(node_id), timeout_ms, convert)
-        return _unsupported_as(inner, LeaveGroupResult(_UNSUPPORTED_VERSION, ()))
+        ids = dict.fromkeys(instance_ids)
+        members = tuple(LeaveMember(member_id="", group_instance_id=i, reason=reason) for i in ids)
+        request = LeaveGroupRequest(group_id=group_id, members=members)
+        inner = self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0], min_version=LEAVE_GROUP_BATCH_MIN)
+        return _unsupported_as(inner, LeaveGroupResponse(error_code=codes.UNSUPPORTED_VERSION))
 
     # ------------------------------------------------------------------ fetching
     def fetcher(self) -> KafkaFetcher:
@@ -915,10 +663,6 @@ class KafkaFetcher:
             self._topics |= topics
             self._cluster.set_topics(sorted(self._topics))
 
-    def assigned(self) -> frozenset[TopicPartition]:
-        """Partitions being fetched."""
-        return frozenset(TopicPartition(tp.topic, tp.partition) for tp in self._subscription.assigned_partitions())
-
     def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
         """Fetch ``tp`` from ``offset`` next."""
         self._subscription.seek(_ktp(tp), KOffsetAndMetadata(offset, "", -1 if leader_epoch is None else leader_epoch))
@@ -950,10 +694,6 @@ class KafkaFetcher:
     def resume(self, tp: TopicPartition) -> None:
         """Fetch ``tp`` again."""
         self._subscription.resume(_ktp(tp))
-
-    def paused(self) -> frozenset[TopicPartition]:
-        """Paused partitions."""
-        return frozenset(TopicPartition(tp.topic, tp.partition) for tp in self._subscription.paused_partitions())
 
     def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` records, waiting at most ``timeout_ms`` for a fetch response."""

@@ -22,18 +22,29 @@ from kgroup.membership.commands import (
     SendSyncGroup,
 )
 from kgroup.membership.events import Event
+from kgroup.protocol.group_api import (
+    CommitPartition,
+    CommitTopic,
+    DescribedGroup,
+    FetchTopic,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
 __all__ = [
     "CommittedOffset",
-    "DescribedGroup",
-    "DescribedMember",
-    "LeaveGroupResult",
-    "MemberLeaveResult",
     "OffsetFetchResult",
     "PartitionInfo",
     "RecordFetcher",
     "Transport",
+    "commit_results",
+    "fetch_result",
+    "offset_commit_request",
+    "offset_fetch_request",
 ]
 
 GroupRequest = SendFindCoordinator | SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup
@@ -51,78 +62,72 @@ class CommittedOffset:
 
 @attrs.frozen
 class OffsetFetchResult:
-    """An OffsetFetch response: top-level error code and per-partition results."""
+    """An OffsetFetch response keyed by partition: top-level error code and per-partition results."""
 
     error_code: int
     partitions: Mapping[TopicPartition, CommittedOffset]
 
 
-@attrs.frozen
-class DescribedMember:
-    """One member of a DescribeGroups response (bytes as the coordinator sent them).
-
-    Attributes:
-        member_id: the member id the coordinator assigned.
-        group_instance_id: the static member's id (KIP-345; DescribeGroups v4+), else None.
-        client_id: the member's ``client.id``.
-        client_host: the address the coordinator saw it connect from (``"/127.0.0.1"``).
-        member_metadata: its ConsumerProtocol Subscription for the chosen protocol; empty
-            unless the group is Stable (Kafka's ``describeNoMetadata``).
-        member_assignment: its ConsumerProtocol Assignment; empty before SyncGroup.
-
-    """
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    member_metadata: bytes
-    member_assignment: bytes
+# The offset calls' kgroup arguments <-> their group API values (every transport uses these).
 
 
-@attrs.frozen
-class DescribedGroup:
-    """One group of a DescribeGroups response.
-
-    Attributes:
-        error_code: the group's error code (0: described; an unknown group is state "Dead",
-            error 0, on Apache Kafka).
-        group_id: the group id.
-        group_state: Kafka's state name ("Empty", "PreparingRebalance",
-            "CompletingRebalance", "Stable", "Dead").
-        protocol_type: "consumer" for consumer groups ("" when unknown).
-        protocol_data: the chosen protocol (the assignor's name) when Stable, else "".
-        members: the members.
-
-    """
-
-    error_code: int
-    group_id: str
-    group_state: str
-    protocol_type: str
-    protocol_data: str
-    members: tuple[DescribedMember, ...]
-
-
-@attrs.frozen
-class MemberLeaveResult:
-    """One member identity's result in a LeaveGroup v3+ response (KIP-345)."""
-
-    member_id: str
-    group_instance_id: str | None
-    error_code: int
+def offset_commit_request(
+    group_id: str,
+    generation: Generation,
+    group_instance_id: str | None,
+    offsets: Mapping[TopicPartition, OffsetAndMetadata],
+) -> OffsetCommitRequest:
+    """The OffsetCommit of ``offsets`` for a member of ``generation`` (partitions sorted, grouped by topic)."""
+    by_topic: dict[str, list[CommitPartition]] = {}
+    for tp, om in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            CommitPartition(
+                partition_index=tp.partition,
+                committed_offset=om.offset,
+                committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
+                committed_metadata=om.metadata,
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=group_id,
+        generation_id=generation.generation_id,
+        member_id=generation.member_id,
+        group_instance_id=group_instance_id,
+        topics=tuple(CommitTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+    )
 
 
-@attrs.frozen
-class LeaveGroupResult:
-    """A LeaveGroup v3+ response: the top-level error code and one result per identity.
+def commit_results(response: OffsetCommitResponse) -> dict[TopicPartition, int]:
+    """Each partition's error code in an OffsetCommit answer."""
+    return {TopicPartition(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
 
-    ``error_code`` is 35 (UNSUPPORTED_VERSION) with no members when the coordinator cannot
-    do LeaveGroup v3+ (Kafka < 2.4): removal by ``group_instance_id`` needs the batch form.
-    """
 
-    error_code: int
-    members: tuple[MemberLeaveResult, ...]
+def offset_fetch_request(
+    group_id: str, partitions: Iterable[TopicPartition], *, require_stable: bool = False
+) -> OffsetFetchRequest:
+    """The OffsetFetch of ``partitions`` (sorted, grouped by topic; ``require_stable`` under read_committed)."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(set(partitions)):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    topics = tuple(FetchTopic(name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items())
+    return OffsetFetchRequest(group_id=group_id, topics=topics, require_stable=require_stable)
+
+
+def fetch_result(response: OffsetFetchResponse) -> OffsetFetchResult:
+    """An OffsetFetch answer keyed by partition (metadata None -> "", leader epoch -1 -> None)."""
+    return OffsetFetchResult(
+        response.error_code,
+        {
+            TopicPartition(t.name, p.partition_index): CommittedOffset(
+                p.committed_offset,
+                p.metadata or "",
+                None if p.committed_leader_epoch < 0 else p.committed_leader_epoch,
+                p.error_code,
+            )
+            for t in response.topics
+            for p in t.partitions
+        },
+    )
 
 
 class RecordFetcher(Protocol):
@@ -238,7 +243,7 @@ class Transport(Protocol):
 
     def leave_group_members(
         self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[LeaveGroupResult]:
+    ) -> concurrent.futures.Future[LeaveGroupResponse]:
         """LeaveGroup v3+ removing static members by ``group_instance_id`` (member id "", KIP-345)."""
         ...
 

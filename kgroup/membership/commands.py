@@ -1,7 +1,9 @@
 """Outputs of the membership machine. Every command is ``attrs.frozen``.
 
-``Send*`` commands are requests the driver sends to the coordinator (``node_id``); each
-carries a fresh ``request_id`` and a timeout in ms. ``ComputeAssignment`` asks the driver to
+``Send*`` commands are requests the driver sends to the coordinator (``node_id``): each *is*
+the group API request of :mod:`kgroup.protocol.group_api` (``SendJoinGroup`` is a
+``JoinGroupRequest``), plus a fresh ``request_id`` and a timeout in ms; the transport sends the
+request part (:func:`kgroup.protocol.group_api.value_of`). ``ComputeAssignment`` asks the driver to
 run the leader's assignor (it needs cluster metadata, which is IO). ``DeliverStep`` goes to
 the poll thread, which runs the listener callbacks and answers with ``StepCompleted``.
 ``Notify`` carries a non-fatal error to the next ``poll()``; ``Fail`` a fatal one.
@@ -12,6 +14,13 @@ from __future__ import annotations
 import attrs
 
 from kgroup.assignors.base import MemberSubscription
+from kgroup.protocol.group_api import (
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+)
 from kgroup.types import Generation, TopicPartition
 
 __all__ = [
@@ -64,26 +73,20 @@ class DeliverStep:
     step: RebalanceStep
 
 
-@attrs.frozen
-class SendFindCoordinator:
-    """FindCoordinator for the group (Kafka protocol guide: FindCoordinator)."""
+@attrs.frozen(kw_only=True)
+class SendFindCoordinator(FindCoordinatorRequest):
+    """FindCoordinator for the group (``key`` is the group id; Kafka protocol guide: FindCoordinator)."""
 
     request_id: int
     timeout_ms: int
 
 
 @attrs.frozen(kw_only=True)
-class SendJoinGroup:
+class SendJoinGroup(JoinGroupRequest):
     """JoinGroup at the highest version both sides support (the classic protocol: Join or rejoin)."""
 
     request_id: int
     node_id: int
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocols: tuple[tuple[str, bytes], ...]
-    reason: str
     timeout_ms: int
 
 
@@ -110,40 +113,29 @@ class WatchGroupTopics:
 
 
 @attrs.frozen(kw_only=True)
-class SendSyncGroup:
+class SendSyncGroup(SyncGroupRequest):
     """SyncGroup; the leader's carries every member's assignment (the classic protocol: Sync group)."""
 
     request_id: int
     node_id: int
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-    protocol_name: str | None
-    assignments: tuple[tuple[str, bytes], ...]
     timeout_ms: int
 
 
 @attrs.frozen(kw_only=True)
-class SendHeartbeat:
+class SendHeartbeat(HeartbeatRequest):
     """Heartbeat for the current generation."""
 
     request_id: int
     node_id: int
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
     timeout_ms: int
 
 
 @attrs.frozen(kw_only=True)
-class SendLeaveGroup:
-    """LeaveGroup with a reason (KIP-800)."""
+class SendLeaveGroup(LeaveGroupRequest):
+    """LeaveGroup for this member, with a reason (KIP-800)."""
 
     request_id: int
     node_id: int
-    member_id: str
-    group_instance_id: str | None
-    reason: str
     timeout_ms: int
 
 
@@ -169,6 +161,7 @@ Command = (
     | SendSyncGroup
     | SendHeartbeat
     | SendLeaveGroup
+    | WatchGroupTopics
     | Notify
     | Fail
 )

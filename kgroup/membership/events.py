@@ -4,15 +4,25 @@ User intents come from the poll thread (``Subscribe``, ``Polled``, ``StepComplet
 ``Leave``, ``RequestRejoin``, ``CommitErrorObserved``, ``CoordinatorDead``); responses come
 from the transport and carry the ``request_id`` of the command that caused them, so a
 response to a request the machine no longer waits for is dropped (Java's
-``generationUnchanged()`` check, generalised).
+``generationUnchanged()`` check, generalised). Each ``*Responded`` event *is* the group API
+response of :mod:`kgroup.protocol.group_api` (``JoinGroupResponded`` is a
+``JoinGroupResponse``) plus that ``request_id``; :func:`responded` makes one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
+from kgroup.protocol.group_api import (
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    SyncGroupResponse,
+)
 from kgroup.types import Generation
 
 __all__ = [
@@ -24,7 +34,6 @@ __all__ = [
     "FindCoordinatorResponded",
     "HeartbeatResponded",
     "JoinGroupResponded",
-    "JoinedMember",
     "Leave",
     "LeaveGroupResponded",
     "Polled",
@@ -33,6 +42,7 @@ __all__ = [
     "StepCompleted",
     "Subscribe",
     "SyncGroupResponded",
+    "responded",
 ]
 
 
@@ -107,63 +117,39 @@ class AssignmentFailed:
     error: Exception
 
 
-@attrs.frozen
-class FindCoordinatorResponded:
+@attrs.frozen(kw_only=True)
+class FindCoordinatorResponded(FindCoordinatorResponse):
     """A FindCoordinator response."""
 
     request_id: int
-    error_code: int
-    node_id: int = -1
-    host: str = ""
-    port: int = -1
 
 
-@attrs.frozen
-class JoinedMember:
-    """One member listed in the leader's JoinGroup response."""
-
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@attrs.frozen
-class JoinGroupResponded:
+@attrs.frozen(kw_only=True)
+class JoinGroupResponded(JoinGroupResponse):
     """A JoinGroup response."""
 
     request_id: int
-    error_code: int
-    generation_id: int = -1
-    protocol_name: str | None = None
-    leader: str = ""
-    member_id: str = ""
-    members: tuple[JoinedMember, ...] = ()
-    skip_assignment: bool = False
 
 
-@attrs.frozen
-class SyncGroupResponded:
+@attrs.frozen(kw_only=True)
+class SyncGroupResponded(SyncGroupResponse):
     """A SyncGroup response: this member's encoded Assignment."""
 
     request_id: int
-    error_code: int
-    assignment: bytes = b""
 
 
-@attrs.frozen
-class HeartbeatResponded:
+@attrs.frozen(kw_only=True)
+class HeartbeatResponded(HeartbeatResponse):
     """A Heartbeat response."""
 
     request_id: int
-    error_code: int
 
 
-@attrs.frozen
-class LeaveGroupResponded:
-    """A LeaveGroup response (top-level or this member's error code)."""
+@attrs.frozen(kw_only=True)
+class LeaveGroupResponded(LeaveGroupResponse):
+    """A LeaveGroup response (v3+: with this member's own result in ``members``)."""
 
     request_id: int
-    error_code: int
 
 
 @attrs.frozen
@@ -191,3 +177,22 @@ Event = (
     | LeaveGroupResponded
     | RequestFailed
 )
+
+_RESPONDED: Mapping[type, type] = {
+    FindCoordinatorResponse: FindCoordinatorResponded,
+    JoinGroupResponse: JoinGroupResponded,
+    SyncGroupResponse: SyncGroupResponded,
+    HeartbeatResponse: HeartbeatResponded,
+    LeaveGroupResponse: LeaveGroupResponded,
+}
+
+
+def responded(request_id: int, response: Any) -> Event:
+    """The event for ``response``, a group API response to the request ``request_id``.
+
+    Raises:
+        KeyError: the machine takes no such response (only the five APIs it sends).
+
+    """
+    event: Event = _RESPONDED[type(response)](request_id=request_id, **attrs.asdict(response, recurse=False))
+    return event

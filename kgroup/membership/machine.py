@@ -72,6 +72,7 @@ from kgroup.protocol.consumer_protocol import (
     decode_subscription,
     encode_subscription,
 )
+from kgroup.protocol.group_api import LeaveMember, SyncGroupAssignment
 from kgroup.types import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
@@ -389,7 +390,11 @@ class GroupMachine:
         if self._coordinator is None:
             if not self._in_flight_api(Api.FIND_COORDINATOR) and now >= self._coordinator_retry_at:
                 rid = self._request_id(Api.FIND_COORDINATOR)
-                out.append(SendFindCoordinator(rid, self._config.request_timeout_ms))
+                out.append(
+                    SendFindCoordinator(
+                        request_id=rid, key=self._config.group_id, timeout_ms=self._config.request_timeout_ms
+                    )
+                )
             return
         if self._owned and not self._generation.is_valid():
             self._deliver_lost_if_needed("generation reset", out)
@@ -414,6 +419,7 @@ class GroupMachine:
                     node_id=self._coordinator,
                     generation_id=self._generation.generation_id,
                     member_id=self._generation.member_id,
+                    group_id=self._config.group_id,
                     group_instance_id=self._group_instance_id,
                     timeout_ms=self._config.request_timeout_ms,
                 )
@@ -472,6 +478,7 @@ class GroupMachine:
                 member_id=self._generation.member_id,
                 group_instance_id=self._group_instance_id,
                 session_timeout_ms=self._config.session_timeout_ms,
+                group_id=self._config.group_id,
                 rebalance_timeout_ms=rebalance_ms,
                 protocols=tuple(protocols),
                 reason=reason,
@@ -500,9 +507,14 @@ class GroupMachine:
                 SendLeaveGroup(
                     request_id=rid,
                     node_id=self._coordinator,
-                    member_id=self._generation.member_id,
-                    group_instance_id=self._group_instance_id,
-                    reason=truncate_reason(self._closing.reason),
+                    group_id=self._config.group_id,
+                    members=(
+                        LeaveMember(
+                            member_id=self._generation.member_id,
+                            group_instance_id=self._group_instance_id,
+                            reason=truncate_reason(self._closing.reason),
+                        ),
+                    ),
                     timeout_ms=self._config.request_timeout_ms,
                 )
             )
@@ -537,9 +549,8 @@ class GroupMachine:
                 SendLeaveGroup(
                     request_id=rid,
                     node_id=self._coordinator,
-                    member_id=self._generation.member_id,
-                    group_instance_id=None,
-                    reason=truncate_reason(reason),
+                    group_id=self._config.group_id,
+                    members=(LeaveMember(member_id=self._generation.member_id, reason=truncate_reason(reason)),),
                     timeout_ms=self._config.request_timeout_ms,
                 )
             )
@@ -791,9 +802,11 @@ class GroupMachine:
                 generation_id=self._generation.generation_id,
                 member_id=self._generation.member_id,
                 group_instance_id=self._group_instance_id,
+                group_id=self._config.group_id,
                 protocol_name=self._generation.protocol,
-                assignments=assignments,
+                assignments=tuple(SyncGroupAssignment(member_id=m, assignment=a) for m, a in assignments),
                 timeout_ms=self._config.request_timeout_ms,
+                protocol_type="consumer",
             )
         )
 
@@ -904,8 +917,9 @@ class GroupMachine:
     def _on_leave_response(self, event: ev.LeaveGroupResponded, now: float, out: list[Command]) -> None:
         if not self._take(event.request_id, Api.LEAVE_GROUP):
             return
-        if event.error_code:
-            log.info("group %s: LeaveGroup returned %s (ignored)", self._config.group_id, error_name(event.error_code))
+        code = event.error_code or next((m.error_code for m in event.members), 0)  # v3+: this member's own
+        if code:
+            log.info("group %s: LeaveGroup returned %s (ignored)", self._config.group_id, error_name(code))
         if self._state is MemberState.LEAVING:
             self._state = MemberState.CLOSED
 

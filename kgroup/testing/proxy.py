@@ -66,10 +66,11 @@ import attrs
 
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._io import kafka_frames as frames
+from kgroup._io import kafka_messages
+from kgroup.protocol import group_api
+from kgroup.testing import _model_wire
 from kgroup.testing import _tansu_workarounds as tansu
-from kgroup.testing import _wire
-from kgroup.testing.coordinator import CoordinatorConfig, CoordinatorEvent, GroupCoordinatorModel
-from kgroup.testing.coordinator._types import ListGroupsResponse, OffsetCommitRequest, Reply
+from kgroup.testing.coordinator import CoordinatorConfig, CoordinatorEvent, GroupCoordinatorModel, Reply
 from kgroup.testing.faults import FaultDecision, Faults, RequestContext
 
 __all__ = ["CoordinatorProxy", "ModelFactory", "RequestRecord"]
@@ -84,7 +85,6 @@ ModelFactory = Callable[[Clock, Callable[[str, int], bool]], Any]
 _API_VERSIONS: Final = 18
 _METADATA: Final = 3
 _DESCRIBE_CLUSTER: Final = 60
-_FIND_COORDINATOR: Final = _wire.FIND_COORDINATOR
 _FIND_COORDINATOR_VERSIONS: Final = (0, 6)
 _SIDE_REQUEST_TIMEOUT_S: Final = 10.0
 _HIDDEN_APIS: Final = frozenset({42, 47, 68, 69})  # DeleteGroups, OffsetDelete, KIP-848 heartbeat/describe
@@ -481,7 +481,7 @@ class CoordinatorProxy:
 
     def _served_versions(self) -> dict[int, tuple[int, int]]:
         served: dict[int, tuple[int, int]] = {}
-        wanted = {**_wire.MODEL_VERSIONS, _FIND_COORDINATOR: _FIND_COORDINATOR_VERSIONS}
+        wanted = {**_model_wire.MODEL_VERSIONS, group_api.FIND_COORDINATOR: _FIND_COORDINATOR_VERSIONS}
         for key, (low, high) in wanted.items():
             kp_range = frames.api_version_range(key)
             if kp_range is not None and max(low, kp_range[0]) <= min(high, kp_range[1]):
@@ -596,7 +596,7 @@ class CoordinatorProxy:
             {
                 t.name
                 for r in requests
-                if isinstance(r, OffsetCommitRequest)
+                if isinstance(r, group_api.OffsetCommitRequest)
                 for t in r.topics
                 for p in t.partitions
                 if not self._partition_exists(t.name, p.partition_index)
@@ -746,11 +746,13 @@ class CoordinatorProxy:
                 record.handled_by = "proxy"
                 record.error_code = decision.error_code
                 self._answer(slot, self._error_response(conn, info, frame, decision.error_code))
-            elif info.api_key in _wire.MODEL_METHODS:
+            elif info.api_key in _model_wire.MODEL_METHODS:
                 await self._serve_model(conn, info, frame, slot, record, dispatched)
-            elif info.api_key == _FIND_COORDINATOR and self._find_coordinator_key_type(info, frame) == 0:
+            elif info.api_key == group_api.FIND_COORDINATOR and (
+                found := self._find_group_coordinator(conn, info, frame)
+            ):
                 record.handled_by = "proxy"
-                self._answer(slot, self._find_coordinator_response(conn, info, frame, 0))
+                self._answer(slot, found)
             else:
                 record.handled_by = "upstream"
                 await self._forward(conn, info, frame, slot, dispatched, record)
@@ -787,29 +789,29 @@ class CoordinatorProxy:
         api, version = info.api_key, info.api_version
         body = frames.decode_request_body(api, version, frame)
         try:
-            _wire.check_string_lengths(body)
-        except _wire.MalformedRequestError as exc:
+            _model_wire.check_string_lengths(body)
+        except _model_wire.MalformedRequestError as exc:
             # Kafka's generated readers refuse a STRING over 0x7fff bytes and SocketServer closes the
             # connection without an answer (RequestContext.parseRequest: InvalidRequestException).
             log.info("connection %s: %s v%s: %s; closing as Kafka does", conn.id, record.api_name, version, exc)
             record.handled_by = "proxy"
             self._close_conn(conn)
             return
-        requests = _wire.requests_from_dict(api, version, body, client_id=conn.client_id, client_host=conn.host)
+        requests = self._requests(conn, info, body)
         conn.group = True
         if conn.listener.node_id != self._coordinator_node:
             record.handled_by = "proxy"
-            if api == _wire.LIST_GROUPS:
-                responses: tuple[Any, ...] = (ListGroupsResponse(),)
+            if api == group_api.LIST_GROUPS:
+                responses: tuple[Any, ...] = (group_api.ListGroupsResponse(),)
             else:
-                responses = _wire.error_responses(requests, _NOT_COORDINATOR)
+                responses = _model_wire.error_responses(requests, _NOT_COORDINATOR)
             record.error_code = getattr(responses[0], "error_code", None) if responses else None
             self._answer(slot, self._encode_model(info, responses, requests))
             return
         record.handled_by = "model"
-        if api == _wire.OFFSET_COMMIT:
+        if api == group_api.OFFSET_COMMIT:
             await self._ensure_partitions_known(requests)
-        method = getattr(self._model, _wire.MODEL_METHODS[api])
+        method = getattr(self._model, _model_wire.MODEL_METHODS[api])
         replies: list[Reply[Any]] = []
         try:
             for request in requests:
@@ -842,59 +844,33 @@ class CoordinatorProxy:
             on_done(None)
 
     @staticmethod
-    def _encode_model(info: frames.RequestHeaderInfo, responses: Sequence[Any], requests: Sequence[Any]) -> bytes:
-        body = _wire.responses_to_dict(info.api_key, info.api_version, responses, requests)
-        return frames.encode_response(info.api_key, info.api_version, info.correlation_id, body)
+    def _requests(
+        conn: _Conn, info: frames.RequestHeaderInfo, body: Mapping[str, Any]
+    ) -> tuple[group_api.GroupRequest, ...]:
+        return kafka_messages.requests_from_body(
+            info.api_key, info.api_version, body, client_id=conn.client_id, client_host=conn.host
+        )
 
     @staticmethod
-    def _find_coordinator_key_type(info: frames.RequestHeaderInfo, frame: bytes) -> int:
-        if info.api_version == 0:
-            return 0
-        return int(frames.decode_request_body(info.api_key, info.api_version, frame).get("key_type", 0))
+    def _encode_model(info: frames.RequestHeaderInfo, responses: Sequence[Any], requests: Sequence[Any]) -> bytes:
+        body = _model_wire.answer_body(info.api_key, info.api_version, responses, requests)
+        return frames.encode_response(info.api_key, info.api_version, info.correlation_id, body)
 
-    def _find_coordinator_response(
-        self, conn: _Conn, info: frames.RequestHeaderInfo, frame: bytes, error: int
-    ) -> bytes:
+    def _find_group_coordinator(self, conn: _Conn, info: frames.RequestHeaderInfo, frame: bytes) -> bytes | None:
+        """The answer naming the group coordinator's listener; None for other key types (forwarded)."""
         body = frames.decode_request_body(info.api_key, info.api_version, frame)
+        requests = self._requests(conn, info, body)
+        if any(isinstance(r, group_api.FindCoordinatorRequest) and r.key_type != 0 for r in requests):
+            return None
         listener = self._listeners[self._coordinator_node]
-        if error:
-            node_id, host, port = -1, "", -1
-        else:
-            node_id, host, port = listener.node_id, self._host, listener.port
-        if info.api_version < 4:
-            out: dict[str, Any] = {
-                "throttle_time_ms": 0,
-                "error_code": error,
-                "error_message": None,
-                "node_id": node_id,
-                "host": host,
-                "port": port,
-            }
-        else:
-            out = {
-                "throttle_time_ms": 0,
-                "coordinators": [
-                    {
-                        "key": key,
-                        "node_id": node_id,
-                        "host": host,
-                        "port": port,
-                        "error_code": error,
-                        "error_message": None,
-                    }
-                    for key in body.get("coordinator_keys") or ()
-                ],
-            }
-        return frames.encode_response(info.api_key, info.api_version, info.correlation_id, out)
+        found = group_api.FindCoordinatorResponse(node_id=listener.node_id, host=self._host, port=listener.port)
+        return self._encode_model(info, [found] * len(requests), requests)
 
     def _error_response(self, conn: _Conn, info: frames.RequestHeaderInfo, frame: bytes, error: int) -> bytes:
         api, version = info.api_key, info.api_version
-        if api in _wire.MODEL_METHODS:
-            body = frames.decode_request_body(api, version, frame)
-            requests = _wire.requests_from_dict(api, version, body, client_id=conn.client_id, client_host=conn.host)
-            return self._encode_model(info, _wire.error_responses(requests, error), requests)
-        if api == _FIND_COORDINATOR:
-            return self._find_coordinator_response(conn, info, frame, error)
+        if api in _model_wire.MODEL_METHODS or api == group_api.FIND_COORDINATOR:
+            requests = self._requests(conn, info, frames.decode_request_body(api, version, frame))
+            return self._encode_model(info, _model_wire.error_responses(requests, error), requests)
         body_out = {"error_code": error}
         version_out = frames.response_version_of(api, version, body_out)
         return frames.encode_response(api, version_out, info.correlation_id, body_out)
@@ -927,7 +903,7 @@ class CoordinatorProxy:
         except ConnectionError:
             self._close_conn(conn)
             return
-        if info.api_key in (_API_VERSIONS, _METADATA, _DESCRIBE_CLUSTER, _FIND_COORDINATOR):
+        if info.api_key in (_API_VERSIONS, _METADATA, _DESCRIBE_CLUSTER, group_api.FIND_COORDINATOR):
             raw = await self._rewrite(info, raw)
         elif info.api_key == tansu.LIST_OFFSETS and self._fix_list_offsets:
             fixed = await self._fix_latest_offsets(conn.listener, info.api_version, frame, raw)

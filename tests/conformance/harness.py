@@ -10,9 +10,9 @@ coordinators in lockstep:
 * **Model**: :class:`~kgroup.testing.coordinator.GroupCoordinatorModel` on a manual clock. Each
   request takes the proxy's path: the same body dict is encoded with ``encode_request``, decoded
   with ``decode_request_body``, checked against Kafka's 0x7fff string limit, mapped with
-  ``kgroup.testing._wire.requests_from_dict``, answered by the model, mapped back with
-  ``responses_to_dict`` and sent through ``encode_response``/``decode_response``. Both sides
-  therefore produce the same kind of decoded response dict.
+  ``kgroup._io.kafka_messages.requests_from_body``, answered by the model, mapped back with
+  ``kgroup.testing._model_wire.answer_body`` and sent through ``encode_response`` and
+  ``decode_response``. Both sides therefore produce the same kind of decoded response dict.
 
 Lockstep time: the model's clock follows the wall clock of the Kafka run. Before each step the
 model's clock is moved to the moment the step's request went to Kafka, firing the model's timers
@@ -54,7 +54,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgroup._io import kafka_frames as frames
-from kgroup.testing import _wire
+from kgroup._io import kafka_messages
+from kgroup.testing import _model_wire
 from kgroup.testing.coordinator import CoordinatorConfig, GroupCoordinatorModel, Reply
 
 EARLY_TOLERANCE_MS = 50
@@ -246,8 +247,8 @@ def check_request(api_key: int, version: int, frame: bytes) -> dict[str, Any] | 
     """Decode a request frame as the proxy does; :data:`CLOSED` where Kafka closes the connection."""
     body = frames.decode_request_body(api_key, version, frame)
     try:
-        _wire.check_string_lengths(body)
-    except _wire.MalformedRequestError:
+        _model_wire.check_string_lengths(body)
+    except _model_wire.MalformedRequestError:
         return CLOSED
     return body
 
@@ -366,10 +367,10 @@ class ModelConnection:
             call = _ModelCall(api_key, version, correlation_id, (), [], self._clock.now_ms, self._clock.now_ms, CLOSED)
             self.calls.clear()
             return call
-        requests = _wire.requests_from_dict(
+        requests = kafka_messages.requests_from_body(
             api_key, version, decoded, client_id=self.client_id, client_host="/127.0.0.1"
         )
-        method = getattr(self._model, _wire.ALL_MODEL_METHODS[api_key])
+        method = getattr(self._model, _model_wire.ALL_MODEL_METHODS[api_key])
         call = _ModelCall(api_key, version, correlation_id, requests, [], self._clock.now_ms)
         self.calls.append(call)
         call.replies.extend(method(request) for request in requests)
@@ -383,7 +384,7 @@ class ModelConnection:
         if call.done_ms is not None or not all(r.done for r in call.replies):
             return
         call.done_ms = self._clock.now_ms
-        body = _wire.responses_to_dict(call.api_key, call.version, [r.response for r in call.replies], call.requests)
+        body = _model_wire.answer_body(call.api_key, call.version, [r.response for r in call.replies], call.requests)
         frame = frames.encode_response(call.api_key, call.version, call.correlation_id, body)[4:]
         correlation_id, decoded = frames.decode_response(call.api_key, call.version, frame)
         assert correlation_id == call.correlation_id

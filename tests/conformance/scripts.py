@@ -407,7 +407,7 @@ script(
     "Kafka reads a STRING longer than 0x7fff bytes as malformed (the generated JoinGroupRequestData.read "
     "throws; RequestContext.parseRequest: InvalidRequestException) and SocketServer closes the connection "
     "without answering; a reason of exactly 0x7fff bytes is accepted. So does the model behind the proxy "
-    "(kgroup.testing._wire.check_string_lengths).",
+    "(kgroup.testing._model_wire.check_string_lengths).",
     join("a", 8, reason=BIG, expect=CLOSED),
     join("a", 8, reason=LIMIT, expect=err(codes.MEMBER_ID_REQUIRED)),
     rejoin("a", 8, reason=BIG_UTF8, expect=CLOSED, note="the limit counts UTF-8 bytes"),

@@ -4,7 +4,7 @@ Kafka's generated readers (e.g. ``JoinGroupRequestData.read``) throw on a STRING
 bytes, ``RequestContext.parseRequest`` turns that into an ``InvalidRequestException`` and
 ``SocketServer``'s processor closes the connection without answering. Flexible versions (compact
 strings) can carry longer strings, and kafka-python decodes them, so the proxy checks decoded
-coordinator requests with ``kgroup.testing._wire.check_string_lengths`` and closes the connection
+coordinator requests with ``kgroup.testing._model_wire.check_string_lengths`` and closes the connection
 too. The same requests, one byte shorter, are answered by both.
 """
 

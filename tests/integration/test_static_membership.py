@@ -44,7 +44,7 @@ import pytest
 import kgroup
 from kgroup import TopicPartition
 from kgroup.protocol.consumer_protocol import decode_assignment
-from kgroup.testing.coordinator._types import DescribeGroupsRequest
+from kgroup.protocol.group_api import DescribeGroupsRequest
 
 from .harness import BOTH, EventLog, RecordingListener, all_partitions, wait_until
 from .raw_client import RawClient

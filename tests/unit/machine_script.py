@@ -35,6 +35,7 @@ from kgroup.membership.commands import (
     SendSyncGroup,
 )
 from kgroup.protocol.consumer_protocol import Assignment, encode_assignment
+from kgroup.protocol.group_api import JoinGroupMember
 from kgroup.types import TopicPartition
 
 C = TypeVar("C")
@@ -138,11 +139,12 @@ class Script:
     ) -> ev.FindCoordinatorResponded:
         rid = self._rid(SendFindCoordinator, request_id)
         if error_code:
-            return ev.FindCoordinatorResponded(rid, error_code)
-        return ev.FindCoordinatorResponded(rid, 0, node_id=node_id, host="x", port=1)
+            return ev.FindCoordinatorResponded(request_id=rid, error_code=error_code)
+        return ev.FindCoordinatorResponded(request_id=rid, error_code=0, node_id=node_id, host="x", port=1)
 
     def member_id_required(self, member_id: str = MEMBER_ID, *, request_id: int | None = None) -> ev.JoinGroupResponded:
-        return ev.JoinGroupResponded(self._rid(SendJoinGroup, request_id), MEMBER_ID_REQUIRED, member_id=member_id)
+        rid = self._rid(SendJoinGroup, request_id)
+        return ev.JoinGroupResponded(request_id=rid, error_code=MEMBER_ID_REQUIRED, member_id=member_id)
 
     def join_response(
         self,
@@ -151,7 +153,7 @@ class Script:
         generation_id: int = 1,
         member_id: str = MEMBER_ID,
         leader: str | None = None,
-        members: Sequence[ev.JoinedMember] | None = None,
+        members: Sequence[JoinGroupMember] | None = None,
         protocol: str | None = None,
         skip_assignment: bool = False,
         request_id: int | None = None,
@@ -159,14 +161,15 @@ class Script:
         """A JoinGroup response; by default this member leads and is the only member."""
         rid = self._rid(SendJoinGroup, request_id)
         if error_code:
-            return ev.JoinGroupResponded(rid, error_code)
+            return ev.JoinGroupResponded(request_id=rid, error_code=error_code)
         join = self.last_of(SendJoinGroup)
         name, metadata = join.protocols[0]
         if members is None:
-            members = [ev.JoinedMember(member_id, join.group_instance_id, metadata)]
+            members = [
+                JoinGroupMember(member_id=member_id, group_instance_id=join.group_instance_id, metadata=metadata)
+            ]
         return ev.JoinGroupResponded(
-            rid,
-            0,
+            request_id=rid,
             generation_id=generation_id,
             protocol_name=protocol if protocol is not None else name,
             leader=member_id if leader is None else leader,
@@ -194,16 +197,16 @@ class Script:
     ) -> ev.SyncGroupResponded:
         rid = self._rid(SendSyncGroup, request_id)
         if error_code:
-            return ev.SyncGroupResponded(rid, error_code)
+            return ev.SyncGroupResponded(request_id=rid, error_code=error_code)
         if assignment is None:
             assignment = encode_assignment(Assignment(partitions=tuple(sorted(partitions))))
-        return ev.SyncGroupResponded(rid, 0, assignment)
+        return ev.SyncGroupResponded(request_id=rid, error_code=0, assignment=assignment)
 
     def heartbeat_response(self, error_code: int = 0, *, request_id: int | None = None) -> ev.HeartbeatResponded:
-        return ev.HeartbeatResponded(self._rid(SendHeartbeat, request_id), error_code)
+        return ev.HeartbeatResponded(request_id=self._rid(SendHeartbeat, request_id), error_code=error_code)
 
     def leave_response(self, error_code: int = 0, *, request_id: int | None = None) -> ev.LeaveGroupResponded:
-        return ev.LeaveGroupResponded(self._rid(SendLeaveGroup, request_id), error_code)
+        return ev.LeaveGroupResponded(request_id=self._rid(SendLeaveGroup, request_id), error_code=error_code)
 
     def step_completed(self) -> ev.StepCompleted:
         return ev.StepCompleted(self.last_of(DeliverStep).step.step_id)

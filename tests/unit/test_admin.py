@@ -8,14 +8,7 @@ import time
 import pytest
 
 from kgroup import _error_codes as codes
-from kgroup._io.transport import (
-    CommittedOffset,
-    DescribedGroup,
-    DescribedMember,
-    LeaveGroupResult,
-    MemberLeaveResult,
-    OffsetFetchResult,
-)
+from kgroup._io.transport import CommittedOffset, OffsetFetchResult
 from kgroup.admin import (
     DEFAULT_REMOVE_REASON,
     AdminError,
@@ -26,6 +19,7 @@ from kgroup.admin import (
 )
 from kgroup.membership import events as ev
 from kgroup.protocol.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from kgroup.protocol.group_api import DescribedGroup, DescribedMember, LeaveGroupResponse, LeaveMemberResult
 from kgroup.testing import FakeClock
 from kgroup.types import TopicPartition
 
@@ -82,19 +76,19 @@ class ScriptedTransport:
 
 
 def found(node=1):
-    return lambda: done(ev.FindCoordinatorResponded(1, 0, node, "h", 9092))
+    return lambda: done(ev.FindCoordinatorResponded(request_id=1, error_code=0, node_id=node, host="h", port=9092))
 
 
 def group(state="Stable", members=(), code=0, protocol_type="consumer"):
-    return lambda: done((DescribedGroup(code, "g", state, protocol_type, "range" if state == "Stable" else "",
-                                        tuple(members)),))
+    return lambda: done((DescribedGroup(error_code=code, group_id="g", group_state=state, protocol_type=protocol_type,
+                                        protocol_data="range" if state == "Stable" else "", members=tuple(members)),))
 
 
 def member(member_id, instance, partitions, topics=("orders",)):
     return DescribedMember(
-        member_id, instance, "cid", "/127.0.0.1",
-        encode_subscription(Subscription(topics=topics)) if topics is not None else b"",
-        encode_assignment(Assignment(partitions=tuple(partitions))),
+        member_id=member_id, group_instance_id=instance, client_id="cid", client_host="/127.0.0.1",
+        member_metadata=encode_subscription(Subscription(topics=topics)) if topics is not None else b"",
+        member_assignment=encode_assignment(Assignment(partitions=tuple(partitions))),
     )
 
 
@@ -112,7 +106,8 @@ def test_describe_decodes_assignments_and_subscriptions():
 
 
 def test_describe_without_metadata_and_with_garbage():
-    bad = DescribedMember("x", None, "c", "/h", b"", b"\x00\x03\xff")
+    bad = DescribedMember(client_id="c", client_host="/h", member_id="x", member_metadata=b"",
+                          member_assignment=b"\x00\x03\xff")
     t = ScriptedTransport(find=[found()], describe=[group("PreparingRebalance", [member("a", None, [], None), bad])])
     d = GroupAdmin(t).describe_group("g")
     assert d.members[0].subscribed_topics is None and d.members[0].assignment == ()
@@ -142,7 +137,8 @@ def test_lost_connection_is_retried_until_the_deadline():
 
 def test_retries_wait_on_the_injected_clock_not_the_real_one():
     # COORDINATOR_NOT_AVAILABLE 9 times: 9 waits of retry_backoff_ms (1 s) on the fake clock
-    answers = [lambda: done(ev.FindCoordinatorResponded(1, codes.COORDINATOR_NOT_AVAILABLE))] * 9 + [found()]
+    not_available = ev.FindCoordinatorResponded(request_id=1, error_code=codes.COORDINATOR_NOT_AVAILABLE)
+    answers = [lambda: done(not_available)] * 9 + [found()]
     t = ScriptedTransport(find=answers, describe=[group()])
     clock = FakeClock()
     start = time.monotonic()
@@ -154,7 +150,8 @@ def test_retries_wait_on_the_injected_clock_not_the_real_one():
 
 
 def test_the_deadline_is_on_the_injected_clock():
-    t = ScriptedTransport(find=[lambda: done(ev.FindCoordinatorResponded(1, codes.NOT_COORDINATOR))])
+    not_coordinator = ev.FindCoordinatorResponded(request_id=1, error_code=codes.NOT_COORDINATOR)
+    t = ScriptedTransport(find=[lambda: done(not_coordinator)])
     clock = FakeClock()
     start = time.monotonic()
     with pytest.raises(AdminTimeoutError, match="NOT_COORDINATOR"):
@@ -207,8 +204,9 @@ def test_unsupported_offset_fetch_is_typed():
 
 
 def test_remove_members_sends_instance_ids_with_the_default_reason():
-    t = ScriptedTransport(find=[found(7)], leave=[lambda: done(LeaveGroupResult(0, (
-        MemberLeaveResult("", "a", 0), MemberLeaveResult("", "ghost", 25))))])
+    t = ScriptedTransport(find=[found(7)], leave=[lambda: done(LeaveGroupResponse(members=(
+        LeaveMemberResult(member_id="", group_instance_id="a", error_code=0),
+        LeaveMemberResult(member_id="", group_instance_id="ghost", error_code=25))))])
     results = GroupAdmin(t).remove_members_by_instance_id("g", ["a", "ghost", "a"])
     assert ("leave", "g", ("a", "ghost"), DEFAULT_REMOVE_REASON, 7) in t.calls
     assert [(r.group_instance_id, r.error_code, r.error_name) for r in results] == [
@@ -216,13 +214,13 @@ def test_remove_members_sends_instance_ids_with_the_default_reason():
 
 
 def test_remove_members_on_an_old_broker():
-    t = ScriptedTransport(find=[found()], leave=[lambda: done(LeaveGroupResult(35, ()))])
+    t = ScriptedTransport(find=[found()], leave=[lambda: done(LeaveGroupResponse(error_code=35))])
     with pytest.raises(UnsupportedVersionError, match="LeaveGroup v3"):
         GroupAdmin(t).remove_members_by_instance_id("g", ["a"])
 
 
 def test_remove_members_whole_request_unknown_member_means_no_group():
-    t = ScriptedTransport(find=[found()], leave=[lambda: done(LeaveGroupResult(25, ()))])
+    t = ScriptedTransport(find=[found()], leave=[lambda: done(LeaveGroupResponse(error_code=25))])
     with pytest.raises(GroupNotFoundError):
         GroupAdmin(t).remove_members_by_instance_id("g", ["a"])
 

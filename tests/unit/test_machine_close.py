@@ -39,9 +39,9 @@ def test_close_from_stable_revokes_owned_then_sends_leave_group_with_reason():
     assert m.owned == frozenset()
 
     leave = only(t.handle(m, t.step_completed(), now=1.5), SendLeaveGroup)
-    assert leave.reason == REASON
-    assert leave.member_id == MEMBER_ID
-    assert leave.group_instance_id is None
+    assert leave.members[0].reason == REASON
+    assert leave.members[0].member_id == MEMBER_ID
+    assert leave.members[0].group_instance_id is None
     assert leave.node_id == NODE_ID
     assert m.state is MemberState.LEAVING
 
@@ -92,7 +92,7 @@ def test_close_static_member_may_ask_for_leave_group():
     t, m = _stable(group_instance_id="inst-1")
     t.handle(m, ev.Leave(REASON, send_leave_group=True), now=1.0)
     leave = only(t.handle(m, t.step_completed(), now=1.5), SendLeaveGroup)
-    assert leave.group_instance_id == "inst-1"
+    assert leave.members[0].group_instance_id == "inst-1"
 
 
 def test_close_dynamic_member_may_remain_in_the_group():
@@ -108,7 +108,7 @@ def test_close_dynamic_member_may_remain_in_the_group():
 def test_close_with_nothing_owned_sends_leave_group_at_once():
     t, m = _stable(owned=frozenset())
     leave = only(t.handle(m, ev.Leave(REASON), now=1.0), SendLeaveGroup)
-    assert leave.reason == REASON
+    assert leave.members[0].reason == REASON
     assert m.state is MemberState.LEAVING
 
 
@@ -120,7 +120,7 @@ def test_close_while_joining_leaves_and_ignores_the_late_join_response():
     only(t.handle(m, t.member_id_required()), SendJoinGroup)
     join_rid = t.last_of(SendJoinGroup).request_id
     leave = only(t.handle(m, ev.Leave(REASON), now=1.0), SendLeaveGroup)
-    assert leave.member_id == MEMBER_ID
+    assert leave.members[0].member_id == MEMBER_ID
     late = t.join_response(generation_id=4, leader="other", request_id=join_rid)
     assert of_kind(t.handle(m, late, now=1.1), SendSyncGroup) == []
     assert m.state is MemberState.LEAVING
@@ -146,4 +146,4 @@ def test_close_slow_revoke_with_answered_heartbeats_still_sends_leave_group():
             t.handle(m, t.heartbeat_response(request_id=hb.request_id), now=now)
     assert m.coordinator == NODE_ID
     leave = only(t.handle(m, t.step_completed(), now=20.0), SendLeaveGroup)
-    assert leave.reason == REASON
+    assert leave.members[0].reason == REASON

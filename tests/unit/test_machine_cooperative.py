@@ -24,6 +24,7 @@ from kgroup.membership.commands import (
     SendSyncGroup,
 )
 from kgroup.protocol.consumer_protocol import decode_subscription
+from kgroup.protocol.group_api import JoinGroupMember
 from kgroup.types import RebalanceProtocol
 from tests.unit.machine_script import MEMBER_ID, Script, of_kind, only, tp
 
@@ -184,8 +185,8 @@ def test_leader_hands_the_assignor_every_members_owned_partitions_and_generation
     t, m = _stable()
     join = _rejoin_signalled(t, m)
     metadata = join.protocols[0][1]
-    other = ev.JoinedMember("m-2", None, metadata)
-    mine = ev.JoinedMember(MEMBER_ID, None, metadata)
+    other = JoinGroupMember(member_id="m-2", group_instance_id=None, metadata=metadata)
+    mine = JoinGroupMember(member_id=MEMBER_ID, group_instance_id=None, metadata=metadata)
     compute = only(
         t.handle(m, t.join_response(generation_id=2, members=[mine, other]), now=4.0), ComputeAssignment
     )

@@ -118,8 +118,8 @@ def test_leave_group_fenced_is_ignored_and_the_member_closes():
     t, m = _stable_static()
     only(t.handle(m, ev.Leave("scaling down", send_leave_group=True), now=1.0), DeliverStep)
     leave = only(t.handle(m, t.step_completed(), now=1.1), SendLeaveGroup)
-    assert leave.group_instance_id == INSTANCE_ID
-    assert leave.member_id == MEMBER_ID
+    assert leave.members[0].group_instance_id == INSTANCE_ID
+    assert leave.members[0].member_id == MEMBER_ID
     assert t.handle(m, t.leave_response(FENCED_INSTANCE_ID), now=1.2) == []
     assert m.state is MemberState.CLOSED
     assert m.snapshot().fatal is None

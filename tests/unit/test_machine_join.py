@@ -26,6 +26,7 @@ from kgroup.protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from kgroup.protocol.group_api import JoinGroupMember
 from tests.unit.machine_script import MEMBER_ID, NODE_ID, Script, kinds, of_kind, only, tp
 
 # a truncated Subscription: version 3, then half of the topic count
@@ -173,8 +174,8 @@ def test_join_leader_gets_compute_assignment_with_decoded_member_subscriptions()
         rack_id="rack-9",
     )
     members = (
-        ev.JoinedMember(MEMBER_ID, "inst-1", own_metadata),
-        ev.JoinedMember("m-2", None, encode_subscription(other)),
+        JoinGroupMember(member_id=MEMBER_ID, group_instance_id="inst-1", metadata=own_metadata),
+        JoinGroupMember(member_id="m-2", group_instance_id=None, metadata=encode_subscription(other)),
     )
     cmd = only(
         t.handle(m, t.join_response(generation_id=5, members=members, protocol="range")),
@@ -206,7 +207,7 @@ def test_join_leader_gets_compute_assignment_with_decoded_member_subscriptions()
 
     plan = t.assignment_computed({MEMBER_ID: {tp("a", 0)}, "m-2": {tp("b", 0)}})
     sync = only(t.handle(m, plan), SendSyncGroup)
-    assert sync.assignments == plan.assignments
+    assert tuple((a.member_id, a.assignment) for a in sync.assignments) == plan.assignments
     assert sync.generation_id == 5
     assert sync.member_id == MEMBER_ID
     assert sync.group_instance_id == "inst-1"
@@ -314,7 +315,10 @@ def test_join_malformed_member_subscription_notifies_and_rejoins():
     t = Script()
     m = _joining_with_member_id(t)
     own = t.last_of(SendJoinGroup).protocols[0][1]
-    members = (ev.JoinedMember(MEMBER_ID, None, own), ev.JoinedMember("m-bad", None, BAD_SUBSCRIPTION))
+    members = (
+        JoinGroupMember(member_id=MEMBER_ID, metadata=own),
+        JoinGroupMember(member_id="m-bad", metadata=BAD_SUBSCRIPTION),
+    )
     cmds = t.handle(m, t.join_response(members=members))
     assert of_kind(cmds, ComputeAssignment) == []
     notify = of_kind(cmds, Notify)
@@ -328,7 +332,7 @@ def test_join_malformed_member_subscription_rejoin_waits_for_backoff():
     # _abort_round's contract: "report it, rejoin after a backoff"
     t = Script()
     m = _joining_with_member_id(t)
-    members = (ev.JoinedMember("m-bad", None, BAD_SUBSCRIPTION),)
+    members = (JoinGroupMember(member_id="m-bad", group_instance_id=None, metadata=BAD_SUBSCRIPTION),)
     cmds = t.handle(m, t.join_response(members=members))
     assert kinds(cmds) == [Notify]
     assert of_kind(t.tick(m, t.now + 0.07), SendJoinGroup) == []  # first backoff >= 0.08 s

@@ -20,7 +20,7 @@ LATER_EVENTS = [
     pytest.param(ev.RequestRejoin("again"), id="RequestRejoin"),
     pytest.param(ev.Leave(), id="Leave"),
     pytest.param(ev.StepCompleted(1), id="StepCompleted"),
-    pytest.param(ev.HeartbeatResponded(1, 0), id="HeartbeatResponded"),
+    pytest.param(ev.HeartbeatResponded(request_id=1, error_code=0), id="HeartbeatResponded"),
     pytest.param(ev.RequestFailed(1, "x"), id="RequestFailed"),
 ]
 

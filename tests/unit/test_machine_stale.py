@@ -28,20 +28,32 @@ def _view(m: GroupMachine) -> tuple:
 
 
 STALE_EVENTS = [
-    pytest.param(ev.FindCoordinatorResponded(UNKNOWN_ID, 0, node_id=9, host="y", port=2), id="FindCoordinator"),
     pytest.param(
-        ev.JoinGroupResponded(UNKNOWN_ID, 0, generation_id=9, protocol_name="range", leader="x", member_id="x"),
+        ev.FindCoordinatorResponded(request_id=UNKNOWN_ID, node_id=9, host="y", port=2), id="FindCoordinator"
+    ),
+    pytest.param(
+        ev.JoinGroupResponded(
+            request_id=UNKNOWN_ID, generation_id=9, protocol_name="range", leader="x", member_id="x"
+        ),
         id="JoinGroup",
     ),
-    pytest.param(ev.JoinGroupResponded(UNKNOWN_ID, UNKNOWN_MEMBER_ID), id="JoinGroup-UNKNOWN_MEMBER_ID"),
     pytest.param(
-        ev.SyncGroupResponded(UNKNOWN_ID, 0, encode_assignment(Assignment(partitions=tuple(NEW)))),
+        ev.JoinGroupResponded(request_id=UNKNOWN_ID, error_code=UNKNOWN_MEMBER_ID), id="JoinGroup-UNKNOWN_MEMBER_ID"
+    ),
+    pytest.param(
+        ev.SyncGroupResponded(request_id=UNKNOWN_ID, assignment=encode_assignment(Assignment(partitions=tuple(NEW)))),
         id="SyncGroup",
     ),
-    pytest.param(ev.SyncGroupResponded(UNKNOWN_ID, ILLEGAL_GENERATION), id="SyncGroup-ILLEGAL_GENERATION"),
-    pytest.param(ev.HeartbeatResponded(UNKNOWN_ID, ILLEGAL_GENERATION), id="Heartbeat-ILLEGAL_GENERATION"),
-    pytest.param(ev.HeartbeatResponded(UNKNOWN_ID, NOT_COORDINATOR), id="Heartbeat-NOT_COORDINATOR"),
-    pytest.param(ev.LeaveGroupResponded(UNKNOWN_ID, 0), id="LeaveGroup"),
+    pytest.param(
+        ev.SyncGroupResponded(request_id=UNKNOWN_ID, error_code=ILLEGAL_GENERATION), id="SyncGroup-ILLEGAL_GENERATION"
+    ),
+    pytest.param(
+        ev.HeartbeatResponded(request_id=UNKNOWN_ID, error_code=ILLEGAL_GENERATION), id="Heartbeat-ILLEGAL_GENERATION"
+    ),
+    pytest.param(
+        ev.HeartbeatResponded(request_id=UNKNOWN_ID, error_code=NOT_COORDINATOR), id="Heartbeat-NOT_COORDINATOR"
+    ),
+    pytest.param(ev.LeaveGroupResponded(request_id=UNKNOWN_ID), id="LeaveGroup"),
     pytest.param(ev.AssignmentComputed(UNKNOWN_ID, ((MEMBER_ID, b""),)), id="AssignmentComputed"),
     pytest.param(ev.AssignmentFailed(UNKNOWN_ID, RuntimeError("x")), id="AssignmentFailed"),
     pytest.param(ev.RequestFailed(UNKNOWN_ID, "disconnected"), id="RequestFailed"),
@@ -75,9 +87,15 @@ def test_stale_unknown_request_id_while_joining_is_ignored(event):
 @pytest.mark.parametrize(
     "late",
     [
-        pytest.param(lambda rid: ev.HeartbeatResponded(rid, ILLEGAL_GENERATION), id="ILLEGAL_GENERATION"),
-        pytest.param(lambda rid: ev.HeartbeatResponded(rid, UNKNOWN_MEMBER_ID), id="UNKNOWN_MEMBER_ID"),
-        pytest.param(lambda rid: ev.HeartbeatResponded(rid, NOT_COORDINATOR), id="NOT_COORDINATOR"),
+        pytest.param(
+            lambda rid: ev.HeartbeatResponded(request_id=rid, error_code=ILLEGAL_GENERATION), id="ILLEGAL_GENERATION"
+        ),
+        pytest.param(
+            lambda rid: ev.HeartbeatResponded(request_id=rid, error_code=UNKNOWN_MEMBER_ID), id="UNKNOWN_MEMBER_ID"
+        ),
+        pytest.param(
+            lambda rid: ev.HeartbeatResponded(request_id=rid, error_code=NOT_COORDINATOR), id="NOT_COORDINATOR"
+        ),
         pytest.param(lambda rid: ev.RequestFailed(rid, "timed out"), id="RequestFailed"),
     ],
 )

@@ -62,9 +62,9 @@ def test_watchdog_dynamic_member_poll_timeout_leaves_and_loses_owned():
     assert when == pytest.approx(61.0)
     assert kinds(cmds) == [SendLeaveGroup, DeliverStep]
     leave = cmds[0]
-    assert "max_poll_interval_ms" in leave.reason
-    assert leave.member_id == MEMBER_ID
-    assert leave.group_instance_id is None
+    assert "max_poll_interval_ms" in leave.members[0].reason
+    assert leave.members[0].member_id == MEMBER_ID
+    assert leave.members[0].group_instance_id is None
     assert leave.node_id == NODE_ID
     step = cmds[1].step
     assert step.lost == OWNED

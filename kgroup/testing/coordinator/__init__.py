@@ -4,85 +4,15 @@
 OffsetFetch, DescribeGroups, ListGroups and DeleteGroups as an Apache Kafka 3.x/4.x broker's classic group
 coordinator does, with time taken from an injected clock (no IO, no threads). Parked
 JoinGroup/SyncGroup requests return an undone :class:`Reply` that the model completes later.
-See :mod:`kgroup.testing.coordinator._model` for the rules and their sources.
+See :mod:`kgroup.testing.coordinator._model` for the rules and their sources. The request and
+response types are the client's own (:mod:`kgroup.protocol.group_api`), re-exported here.
 """
 
-from kgroup.testing.coordinator._config import CoordinatorConfig
-from kgroup.testing.coordinator._events import CoordinatorEvent
-from kgroup.testing.coordinator._model import GroupCoordinatorModel
-from kgroup.testing.coordinator._types import (
-    CommitPartition,
-    CommitPartitionResult,
-    CommitTopic,
-    CommitTopicResult,
-    DeletedGroupResult,
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DescribedGroup,
-    DescribedMember,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    FetchPartitionResult,
-    FetchTopic,
-    FetchTopicResult,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupMember,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    LeaveMember,
-    LeaveMemberResult,
-    ListedGroup,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    Reply,
-    SyncGroupAssignment,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
+from kgroup.protocol.group_api import *  # noqa: F403 (the request and response types, re-exported)
+from kgroup.protocol.group_api import __all__ as _group_api_names
+from kgroup.testing.coordinator._config import CoordinatorConfig as CoordinatorConfig
+from kgroup.testing.coordinator._events import CoordinatorEvent as CoordinatorEvent
+from kgroup.testing.coordinator._model import GroupCoordinatorModel as GroupCoordinatorModel
+from kgroup.testing.coordinator._reply import Reply as Reply
 
-__all__ = [
-    "CommitPartition",
-    "CommitPartitionResult",
-    "CommitTopic",
-    "CommitTopicResult",
-    "CoordinatorConfig",
-    "CoordinatorEvent",
-    "DeleteGroupsRequest",
-    "DeleteGroupsResponse",
-    "DeletedGroupResult",
-    "DescribeGroupsRequest",
-    "DescribeGroupsResponse",
-    "DescribedGroup",
-    "DescribedMember",
-    "FetchPartitionResult",
-    "FetchTopic",
-    "FetchTopicResult",
-    "GroupCoordinatorModel",
-    "HeartbeatRequest",
-    "HeartbeatResponse",
-    "JoinGroupMember",
-    "JoinGroupRequest",
-    "JoinGroupResponse",
-    "LeaveGroupRequest",
-    "LeaveGroupResponse",
-    "LeaveMember",
-    "LeaveMemberResult",
-    "ListGroupsRequest",
-    "ListGroupsResponse",
-    "ListedGroup",
-    "OffsetCommitRequest",
-    "OffsetCommitResponse",
-    "OffsetFetchRequest",
-    "OffsetFetchResponse",
-    "Reply",
-    "SyncGroupAssignment",
-    "SyncGroupRequest",
-    "SyncGroupResponse",
-]
+__all__ = sorted(["CoordinatorConfig", "CoordinatorEvent", "GroupCoordinatorModel", "Reply", *_group_api_names])

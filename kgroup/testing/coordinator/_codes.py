@@ -3,7 +3,7 @@
 Each value was checked against ``clients/src/main/java/org/apache/kafka/common/protocol/Errors.java``
 (Apache Kafka) and agrees with kgroup's own table, :data:`kgroup._error_codes.ERROR_CODES`.
 The names are Kafka's; ``UNKNOWN_MEMBER_ID`` here is the *error code* 25, not the empty member
-id string that :mod:`kgroup.testing.coordinator._types` also calls ``UNKNOWN_MEMBER_ID``.
+id string that :mod:`kgroup.protocol.group_api` also calls ``UNKNOWN_MEMBER_ID``.
 """
 
 from __future__ import annotations

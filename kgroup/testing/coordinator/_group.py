@@ -14,8 +14,9 @@ from typing import Final
 import attrs
 
 from kgroup import _error_codes as codes
+from kgroup.protocol.group_api import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from kgroup.testing.coordinator._protocol import select_protocol
-from kgroup.testing.coordinator._types import JoinGroupMember, JoinGroupResponse, Reply, SyncGroupResponse
+from kgroup.testing.coordinator._reply import Reply
 
 __all__ = ["Group", "GroupState", "Member", "PersistedGroup", "PersistedMember"]
 

@@ -17,7 +17,7 @@ KIP-800 leave reasons, KIP-814 skip_assignment) and the specification documents 
 Failover"; KIP-345). Each rule's comment names the
 Kafka method it reproduces.
 
-Replies. Every request returns a :class:`~kgroup.testing.coordinator._types.Reply`; JoinGroup and
+Replies. Every request returns a :class:`~kgroup.testing.coordinator.Reply`; JoinGroup and
 SyncGroup may return it parked, and the model completes it exactly once later. Where Kafka would
 leave a future unanswered forever (a member re-sending JoinGroup/SyncGroup while the previous one is
 still parked overwrites Kafka's future; a member removed while its SyncGroup is parked), the model
@@ -42,11 +42,7 @@ import attrs
 
 from kgroup import _error_codes as codes
 from kgroup._clock import Clock
-from kgroup.testing.coordinator import _events as ev
-from kgroup.testing.coordinator._config import NEW_MEMBER_JOIN_TIMEOUT_MS, OFFSET_METADATA_MAX_BYTES, CoordinatorConfig
-from kgroup.testing.coordinator._events import CoordinatorEvent
-from kgroup.testing.coordinator._group import Group, GroupState, Member
-from kgroup.testing.coordinator._types import (
+from kgroup.protocol.group_api import (
     CommitPartitionResult,
     CommitTopicResult,
     DeletedGroupResult,
@@ -72,10 +68,14 @@ from kgroup.testing.coordinator._types import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
-    Reply,
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from kgroup.testing.coordinator import _events as ev
+from kgroup.testing.coordinator._config import NEW_MEMBER_JOIN_TIMEOUT_MS, OFFSET_METADATA_MAX_BYTES, CoordinatorConfig
+from kgroup.testing.coordinator._events import CoordinatorEvent
+from kgroup.testing.coordinator._group import Group, GroupState, Member
+from kgroup.testing.coordinator._reply import Reply
 
 __all__ = ["GroupCoordinatorModel"]
 

@@ -21,23 +21,17 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from kgroup import _error_codes as codes
-from kgroup.membership import events as ev
-from kgroup.membership.commands import (
-    SendHeartbeat,
-    SendJoinGroup,
-    SendLeaveGroup,
-    SendSyncGroup,
-)
+from kgroup.protocol import group_api as mt
+from kgroup.testing._model_wire import error_responses
 from kgroup.testing.coordinator import CoordinatorConfig, GroupCoordinatorModel
-from kgroup.testing.coordinator import _types as mt
 from kgroup.testing.simulation._scheduler import Scheduler, SimClock
-from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
+from kgroup.types import TopicPartition
 
 __all__ = ["API_ERRORS", "CLOSE", "Connection", "FaultProfile", "SimCluster"]
 
@@ -329,17 +323,17 @@ class SimCluster:
         if self.black_holed():
             return  # no answer: the client times out
         if node != self.coordinator_node:
-            answer(_error_response(api, request, codes.NOT_COORDINATOR))
+            answer(error_responses((request,), codes.NOT_COORDINATOR)[0])
             return
         if api in ("JoinGroup", "LeaveGroup") and _too_long(request):
             answer(CLOSE)
             return
         fatal = FATAL_ERRORS.get(api, ())
         if fatal and self.draw("fatal"):
-            answer(_error_response(api, request, self.rng.choice(fatal)))
+            answer(error_responses((request,), self.rng.choice(fatal))[0])
             return
         if self.draw("error"):
-            answer(_error_response(api, request, self.rng.choice(API_ERRORS[api])))
+            answer(error_responses((request,), self.rng.choice(API_ERRORS[api]))[0])
             return
         lost = self.draw("drop")
         reply = _MODEL_CALLS[api](self.model, request)
@@ -371,33 +365,6 @@ def _too_long(request: Any) -> bool:
     return False
 
 
-def _error_response(api: str, request: Any, code: int) -> Any:
-    if api == "JoinGroup":
-        return mt.JoinGroupResponse(error_code=code, member_id=request.member_id)
-    if api == "SyncGroup":
-        return mt.SyncGroupResponse(error_code=code)
-    if api == "Heartbeat":
-        return mt.HeartbeatResponse(error_code=code)
-    if api == "LeaveGroup":
-        return mt.LeaveGroupResponse(error_code=code)
-    if api == "OffsetCommit":
-        return mt.OffsetCommitResponse(
-            topics=tuple(
-                mt.CommitTopicResult(
-                    name=t.name,
-                    partitions=tuple(
-                        mt.CommitPartitionResult(partition_index=p.partition_index, error_code=code)
-                        for p in t.partitions
-                    ),
-                )
-                for t in request.topics
-            )
-        )
-    if api == "OffsetFetch":
-        return mt.OffsetFetchResponse(error_code=code)
-    raise ValueError(api)
-
-
 _MODEL_CALLS: Mapping[str, Callable[[GroupCoordinatorModel, Any], Any]] = {
     "JoinGroup": GroupCoordinatorModel.join_group,
     "SyncGroup": GroupCoordinatorModel.sync_group,
@@ -407,96 +374,15 @@ _MODEL_CALLS: Mapping[str, Callable[[GroupCoordinatorModel, Any], Any]] = {
     "OffsetFetch": GroupCoordinatorModel.offset_fetch,
 }
 
-# ---------------------------------------------------------------------- client commands <-> model types
-# The versions kafka-python negotiates with Kafka 4.x for each API (the adapter's maxima).
-_V = {"JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5, "OffsetCommit": 9, "OffsetFetch": 9}
+# ---------------------------------------------------------------------- client commands -> model requests
 
 
-def request_of(command: Any, group_id: str, client_id: str) -> tuple[str, Any]:
-    """The model request for a group command (the adapter's ``build_*`` at these versions)."""
-    if isinstance(command, SendJoinGroup):
-        return "JoinGroup", mt.JoinGroupRequest(
-            api_version=_V["JoinGroup"], group_id=group_id, session_timeout_ms=command.session_timeout_ms,
-            rebalance_timeout_ms=command.rebalance_timeout_ms, member_id=command.member_id,
-            group_instance_id=command.group_instance_id, protocols=tuple(command.protocols),
-            reason=command.reason, client_id=client_id,
-        )
-    if isinstance(command, SendSyncGroup):
-        return "SyncGroup", mt.SyncGroupRequest(
-            api_version=_V["SyncGroup"], group_id=group_id, generation_id=command.generation_id,
-            member_id=command.member_id, group_instance_id=command.group_instance_id, protocol_type="consumer",
-            protocol_name=command.protocol_name,
-            assignments=tuple(mt.SyncGroupAssignment(member_id=m, assignment=a) for m, a in command.assignments),
-        )
-    if isinstance(command, SendHeartbeat):
-        return "Heartbeat", mt.HeartbeatRequest(
-            api_version=_V["Heartbeat"], group_id=group_id, generation_id=command.generation_id,
-            member_id=command.member_id, group_instance_id=command.group_instance_id,
-        )
-    if isinstance(command, SendLeaveGroup):
-        return "LeaveGroup", mt.LeaveGroupRequest(
-            api_version=_V["LeaveGroup"], group_id=group_id,
-            members=(
-                mt.LeaveMember(
-                    member_id=command.member_id, group_instance_id=command.group_instance_id, reason=command.reason
-                ),
-            ),
-        )
-    raise TypeError(f"not a group request: {command!r}")
-
-
-def event_of(command: Any, response: Any) -> ev.Event:
-    """The membership event for a model response (the adapter's response conversion)."""
-    rid = command.request_id
-    if isinstance(response, mt.JoinGroupResponse):
-        return ev.JoinGroupResponded(
-            request_id=rid, error_code=response.error_code, generation_id=response.generation_id,
-            protocol_name=response.protocol_name, leader=response.leader or "", member_id=response.member_id or "",
-            members=tuple(ev.JoinedMember(m.member_id, m.group_instance_id, m.metadata) for m in response.members),
-            skip_assignment=response.skip_assignment,
-        )
-    if isinstance(response, mt.SyncGroupResponse):
-        return ev.SyncGroupResponded(rid, response.error_code, response.assignment)
-    if isinstance(response, mt.HeartbeatResponse):
-        return ev.HeartbeatResponded(rid, response.error_code)
-    if isinstance(response, mt.LeaveGroupResponse):
-        code = response.error_code
-        if code == 0 and response.members:
-            code = response.members[0].error_code
-        return ev.LeaveGroupResponded(rid, code)
-    raise TypeError(f"not a group response: {response!r}")
-
-
-def commit_request(
-    group_id: str, generation: Generation, instance_id: str | None, offsets: Mapping[TopicPartition, OffsetAndMetadata]
-) -> mt.OffsetCommitRequest:
-    """OffsetCommit v9 for ``offsets``."""
-    by_topic: dict[str, list[mt.CommitPartition]] = {}
-    for tp, om in sorted(offsets.items()):
-        by_topic.setdefault(tp.topic, []).append(
-            mt.CommitPartition(
-                partition_index=tp.partition,
-                committed_offset=om.offset,
-                committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
-                committed_metadata=om.metadata,
-            )
-        )
-    return mt.OffsetCommitRequest(
-        api_version=_V["OffsetCommit"], group_id=group_id, generation_id=generation.generation_id,
-        member_id=generation.member_id, group_instance_id=instance_id,
-        topics=tuple(mt.CommitTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
-    )
-
-
-def fetch_request(group_id: str, partitions: Iterable[TopicPartition]) -> mt.OffsetFetchRequest:
-    """OffsetFetch v9 for ``partitions``."""
-    by_topic: dict[str, list[int]] = {}
-    for tp in sorted(partitions):
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return mt.OffsetFetchRequest(
-        api_version=_V["OffsetFetch"], group_id=group_id,
-        topics=tuple(mt.FetchTopic(name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()),
-    )
+def request_of(command: Any, client_id: str) -> tuple[str, Any]:
+    """The API name and the model request of a group command (its request part, as the adapter sends it)."""
+    request = mt.value_of(command)
+    if isinstance(request, mt.JoinGroupRequest):
+        request = attrs.evolve(request, client_id=client_id)
+    return mt.API_NAMES[request.API_KEY], request
 
 
 def fail_future(future: concurrent.futures.Future[Any], reason: str) -> None:

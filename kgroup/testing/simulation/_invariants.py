@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import attrs
 
+from kgroup.protocol import group_api as mt
 from kgroup.protocol.consumer_protocol import decode_assignment
-from kgroup.testing.coordinator import _types as mt
 from kgroup.types import ConsumerRecord, TopicPartition
 
 __all__ = ["Checker", "Violation"]

@@ -19,17 +19,21 @@ from typing import Any
 
 from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
-from kgroup._io.transport import CommittedOffset, GroupRequest, OffsetFetchResult
+from kgroup._io.transport import (
+    GroupRequest,
+    OffsetFetchResult,
+    commit_results,
+    fetch_result,
+    offset_commit_request,
+    offset_fetch_request,
+)
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.testing.simulation._cluster import (
     Connection,
     SimCluster,
     _Pending,
-    commit_request,
-    event_of,
     fail_future,
-    fetch_request,
     request_of,
 )
 from kgroup.testing.simulation._scheduler import Scheduler
@@ -167,15 +171,19 @@ class SimTransport:
             def found() -> None:
                 if not self.dead:
                     code, node = cluster.find_coordinator()
-                    future.set_result(ev.FindCoordinatorResponded(command.request_id, code, node, "sim", node))
+                    future.set_result(
+                        ev.FindCoordinatorResponded(
+                            request_id=command.request_id, error_code=code, node_id=node, host="sim", port=node
+                        )
+                    )
 
             cluster.scheduler.call_later(2 * cluster.latency(), found)
             return future
-        api, request = request_of(command, group_id, self._client_id)
+        api, request = request_of(command, self._client_id)
         trace = cluster.trace
 
         def answer(response: Any) -> None:
-            event = event_of(command, response)
+            event = ev.responded(command.request_id, response)
             trace(f"{self.owner}: {api} <- {_brief(event)}")
             if isinstance(event, ev.SyncGroupResponded) and event.error_code == 0 and cluster.on_sync is not None:
                 # what the member received (a lost response assigns it nothing)
@@ -238,16 +246,14 @@ class SimTransport:
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
         """OffsetCommit v9 on the coordinator connection."""
         future: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
-        request = commit_request(group_id, generation, group_instance_id, offsets)
+        request = offset_commit_request(group_id, generation, group_instance_id, offsets)
 
         trace = self._cluster.trace
         brief = ", ".join(f"{tp}={om.offset}" for tp, om in sorted(offsets.items()))
         trace(f"{self.owner}: OffsetCommit -> gen {generation.generation_id} {brief}")
 
         def answer(response: Any) -> None:
-            codes = {
-                TopicPartition(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
-            }
+            codes = commit_results(response)
             trace(f"{self.owner}: OffsetCommit <- {sorted(set(codes.values()))}")
             future.set_result(codes)
 
@@ -259,22 +265,15 @@ class SimTransport:
     ) -> concurrent.futures.Future[OffsetFetchResult]:
         """OffsetFetch v9 on the coordinator connection."""
         future: concurrent.futures.Future[OffsetFetchResult] = concurrent.futures.Future()
-        request = fetch_request(group_id, partitions)
+        request = offset_fetch_request(group_id, partitions)
 
         def answer(response: Any) -> None:
-            results = {
-                TopicPartition(t.name, p.partition_index): CommittedOffset(
-                    p.committed_offset, p.metadata or "",
-                    None if p.committed_leader_epoch < 0 else p.committed_leader_epoch, p.error_code,
-                )
-                for t in response.topics
-                for p in t.partitions
-            }
+            result = fetch_result(response)
             self._cluster.trace(
                 f"{self.owner}: OffsetFetch <- {response.error_code} "
-                + ", ".join(f"{tp}={c.offset}" for tp, c in sorted(results.items()))
+                + ", ".join(f"{tp}={c.offset}" for tp, c in sorted(result.partitions.items()))
             )
-            future.set_result(OffsetFetchResult(response.error_code, results))
+            future.set_result(result)
 
         self._send("OffsetFetch", node_id, request, timeout_ms, answer, lambda r: fail_future(future, r))
         return future

@@ -1,23 +1,69 @@
-"""Requests, responses and replies of the coordinator model (kgroup's own types, no kafka-python).
+"""The group APIs' requests and responses: one description, shared by the client and the coordinator model.
 
-Field names follow Apache Kafka's message schemas (``clients/src/main/resources/common/message``),
-in snake_case as kafka-python spells them, so the proxy's wire mapping is mechanical. Each
-request carries the ``api_version`` it arrived with, because several rules depend on it
-(MEMBER_ID_REQUIRED only from JoinGroup v4, KIP-394; ``skip_assignment`` only at v9, KIP-814;
-the LeaveGroup batch form from v3, KIP-345). The OffsetFetch v8+ multi-group form is split
-into one :class:`OffsetFetchRequest` per group by the caller.
+kgroup's own value types (``attrs.frozen``, no kafka-python) for the classic group protocol's
+APIs, as franz-go's ``kmsg`` serves both its client and its fake cluster:
 
-All times are in ms; error codes are Kafka's numeric codes (see :mod:`kgroup.errors`).
+* the client's commands and events *are* these values plus routing: ``SendJoinGroup`` is a
+  :class:`JoinGroupRequest` with a request id, a node and a timeout
+  (:mod:`kgroup.membership.commands`); ``JoinGroupResponded`` is a :class:`JoinGroupResponse`
+  with the request id it answers (:mod:`kgroup.membership.events`);
+* the coordinator model (:mod:`kgroup.testing.coordinator`) takes the requests and answers the
+  responses;
+* one mapping, :mod:`kgroup._io.kafka_messages`, turns them into kafka-python's message classes
+  and back, for the client adapter and for the coordinator proxy alike. Its module docstring
+  has the per-API table of version rules.
+
+Field names follow Apache Kafka's message schemas (``clients/src/main/resources/common/message``,
+the Kafka protocol guide) in snake_case, as kafka-python spells them; the two exceptions are
+named in the mapping. Each request carries an ``api_version``: the version it travels at. A
+request the client builds names the newest version kgroup speaks (:data:`NEWEST_VERSIONS`, the
+default) and the connection negotiates it down to what the broker supports; a request the
+coordinator model receives names the version it arrived with, because several rules depend on
+it (MEMBER_ID_REQUIRED only from JoinGroup v4, KIP-394; ``skip_assignment`` only at v9,
+KIP-814; the LeaveGroup batch form from v3, KIP-345). Batched forms (FindCoordinator v4+,
+KIP-699; OffsetFetch v8+, KIP-709) are one value per key or group.
+
+All times are in ms; error codes are Kafka's numeric codes (:mod:`kgroup._error_codes`).
+
+======================  ===  ==============
+API                     key  newest version
+======================  ===  ==============
+OffsetCommit              8  9
+OffsetFetch               9  9
+FindCoordinator          10  6
+JoinGroup                11  9
+Heartbeat                12  4
+LeaveGroup               13  5
+SyncGroup                14  5
+DescribeGroups           15  6
+ListGroups               16  5
+DeleteGroups             42  2
+======================  ===  ==============
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, Final
 
 import attrs
 
 __all__ = [
+    "API_NAMES",
+    "DELETE_GROUPS",
+    "DESCRIBE_GROUPS",
+    "FIND_COORDINATOR",
+    "HEARTBEAT",
+    "JOIN_GROUP",
+    "LEAVE_GROUP",
+    "LIST_GROUPS",
+    "NEWEST_VERSIONS",
+    "NO_GENERATION",
+    "OFFSET_COMMIT",
+    "OFFSET_FETCH",
+    "SYNC_GROUP",
+    "UNKNOWN_MEMBER_ID",
     "CommitPartition",
     "CommitPartitionResult",
     "CommitTopic",
@@ -32,6 +78,10 @@ __all__ = [
     "FetchPartitionResult",
     "FetchTopic",
     "FetchTopicResult",
+    "FindCoordinatorRequest",
+    "FindCoordinatorResponse",
+    "GroupRequest",
+    "GroupResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "JoinGroupMember",
@@ -48,85 +98,88 @@ __all__ = [
     "OffsetCommitResponse",
     "OffsetFetchRequest",
     "OffsetFetchResponse",
-    "Reply",
     "SyncGroupAssignment",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "type_of",
+    "value_of",
 ]
 
-R = TypeVar("R")
+OFFSET_COMMIT: Final = 8
+OFFSET_FETCH: Final = 9
+FIND_COORDINATOR: Final = 10
+JOIN_GROUP: Final = 11
+HEARTBEAT: Final = 12
+LEAVE_GROUP: Final = 13
+SYNC_GROUP: Final = 14
+DESCRIBE_GROUPS: Final = 15
+LIST_GROUPS: Final = 16
+DELETE_GROUPS: Final = 42
 
-NO_GENERATION = -1
+API_NAMES: Final[Mapping[int, str]] = MappingProxyType(
+    {
+        OFFSET_COMMIT: "OffsetCommit",
+        OFFSET_FETCH: "OffsetFetch",
+        FIND_COORDINATOR: "FindCoordinator",
+        JOIN_GROUP: "JoinGroup",
+        HEARTBEAT: "Heartbeat",
+        LEAVE_GROUP: "LeaveGroup",
+        SYNC_GROUP: "SyncGroup",
+        DESCRIBE_GROUPS: "DescribeGroups",
+        LIST_GROUPS: "ListGroups",
+        DELETE_GROUPS: "DeleteGroups",
+    }
+)
+"""Kafka's name of each group API."""
+
+NEWEST_VERSIONS: Final[Mapping[int, int]] = MappingProxyType(
+    {
+        OFFSET_COMMIT: 9,
+        OFFSET_FETCH: 9,
+        FIND_COORDINATOR: 6,
+        JOIN_GROUP: 9,
+        HEARTBEAT: 4,
+        LEAVE_GROUP: 5,
+        SYNC_GROUP: 5,
+        DESCRIBE_GROUPS: 6,
+        LIST_GROUPS: 5,
+        DELETE_GROUPS: 2,
+    }
+)
+"""The newest version of each API kgroup speaks: the client sends at most this (JoinGroup v9 on
+Kafka 4.x) and the connection negotiates down from it."""
+
+NO_GENERATION: Final = -1
 """``generation_id`` of a request made outside any generation (Kafka's ``JoinGroupRequest.UNKNOWN_GENERATION_ID``)."""
-UNKNOWN_MEMBER_ID = ""
+UNKNOWN_MEMBER_ID: Final = ""
 """The empty member id a new member joins with (Kafka's ``JoinGroupRequest.UNKNOWN_MEMBER_ID``)."""
 
 
-class Reply(Generic[R]):
-    """The answer to one request: available at once, or later (a parked JoinGroup/SyncGroup).
+# --- FindCoordinator (API 10) ---------------------------------------------------------------
 
-    The model completes a reply exactly once, from inside one of its own method calls
-    (another member's request, :meth:`~kgroup.testing.coordinator.GroupCoordinatorModel.tick`,
-    ``restart``). Callbacks run synchronously at completion, in registration order; a callback
-    added after completion runs at once. Not thread-safe: the model and its replies belong to
-    one thread (the proxy's event loop, or a test).
-    """
 
-    __slots__ = ("_callbacks", "_done", "_response")
+@attrs.frozen(kw_only=True)
+class FindCoordinatorRequest:
+    """FindCoordinator v0-v6 for one key (a group id when ``key_type`` is 0; 1 is a transactional id)."""
 
-    def __init__(self) -> None:
-        self._done = False
-        self._response: R | None = None
-        self._callbacks: list[Callable[[R], None]] = []
+    API_KEY: ClassVar[int] = FIND_COORDINATOR
 
-    @classmethod
-    def of(cls, response: R) -> Reply[R]:
-        """A reply completed with ``response``."""
-        reply: Reply[R] = cls()
-        reply.complete(response)
-        return reply
+    api_version: int = NEWEST_VERSIONS[FIND_COORDINATOR]
+    key: str
+    key_type: int = 0
 
-    @property
-    def done(self) -> bool:
-        """Whether the response is available."""
-        return self._done
 
-    @property
-    def response(self) -> R:
-        """The response.
+@attrs.frozen(kw_only=True)
+class FindCoordinatorResponse:
+    """FindCoordinator answer for one key: the coordinator's node, host and port."""
 
-        Raises:
-            RuntimeError: the reply is still parked.
+    API_KEY: ClassVar[int] = FIND_COORDINATOR
 
-        """
-        if not self._done:
-            raise RuntimeError("reply is still parked; no response yet")
-        return self._response  # type: ignore[return-value]
-
-    def complete(self, response: R) -> None:
-        """Complete the reply (model-internal).
-
-        Raises:
-            RuntimeError: it was already completed (a model bug: one request, one response).
-
-        """
-        if self._done:
-            raise RuntimeError(f"reply completed twice: first {self._response!r}, then {response!r}")
-        self._done = True
-        self._response = response
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback(response)
-
-    def add_done_callback(self, callback: Callable[[R], None]) -> None:
-        """Call ``callback(response)`` at completion (at once if already done)."""
-        if self._done:
-            callback(self._response)  # type: ignore[arg-type]
-        else:
-            self._callbacks.append(callback)
-
-    def __repr__(self) -> str:
-        return f"Reply({self._response!r})" if self._done else "Reply(<parked>)"
+    error_code: int = 0
+    error_message: str | None = None
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
 
 
 # --- JoinGroup (API 11) ---------------------------------------------------------------------
@@ -140,7 +193,9 @@ class JoinGroupRequest:
     coordinator reports them in DescribeGroups.
     """
 
-    api_version: int
+    API_KEY: ClassVar[int] = JOIN_GROUP
+
+    api_version: int = NEWEST_VERSIONS[JOIN_GROUP]
     group_id: str
     session_timeout_ms: int
     rebalance_timeout_ms: int
@@ -155,16 +210,18 @@ class JoinGroupRequest:
 
 @attrs.frozen(kw_only=True)
 class JoinGroupMember:
-    """One entry of the leader's member list."""
+    """One entry of the leader's member list (``group_instance_id`` from v5, KIP-345)."""
 
     member_id: str
-    group_instance_id: str | None
+    group_instance_id: str | None = None
     metadata: bytes
 
 
 @attrs.frozen(kw_only=True)
 class JoinGroupResponse:
     """JoinGroup answer. ``members`` is non-empty only for the leader (and empty with skip_assignment)."""
+
+    API_KEY: ClassVar[int] = JOIN_GROUP
 
     error_code: int = 0
     generation_id: int = NO_GENERATION
@@ -191,7 +248,9 @@ class SyncGroupAssignment:
 class SyncGroupRequest:
     """SyncGroup v0-v5; ``assignments`` is empty for followers."""
 
-    api_version: int
+    API_KEY: ClassVar[int] = SYNC_GROUP
+
+    api_version: int = NEWEST_VERSIONS[SYNC_GROUP]
     group_id: str
     generation_id: int
     member_id: str
@@ -204,6 +263,8 @@ class SyncGroupRequest:
 @attrs.frozen(kw_only=True)
 class SyncGroupResponse:
     """SyncGroup answer: this member's assignment bytes."""
+
+    API_KEY: ClassVar[int] = SYNC_GROUP
 
     error_code: int = 0
     protocol_type: str | None = None
@@ -218,7 +279,9 @@ class SyncGroupResponse:
 class HeartbeatRequest:
     """Heartbeat v0-v4."""
 
-    api_version: int
+    API_KEY: ClassVar[int] = HEARTBEAT
+
+    api_version: int = NEWEST_VERSIONS[HEARTBEAT]
     group_id: str
     generation_id: int
     member_id: str
@@ -228,6 +291,8 @@ class HeartbeatRequest:
 @attrs.frozen(kw_only=True)
 class HeartbeatResponse:
     """Heartbeat answer."""
+
+    API_KEY: ClassVar[int] = HEARTBEAT
 
     error_code: int = 0
 
@@ -248,7 +313,9 @@ class LeaveMember:
 class LeaveGroupRequest:
     """LeaveGroup v0-v5. For v0-2 the caller puts the single ``member_id`` in ``members``."""
 
-    api_version: int
+    API_KEY: ClassVar[int] = LEAVE_GROUP
+
+    api_version: int = NEWEST_VERSIONS[LEAVE_GROUP]
     group_id: str
     members: tuple[LeaveMember, ...]
 
@@ -265,6 +332,8 @@ class LeaveMemberResult:
 @attrs.frozen(kw_only=True)
 class LeaveGroupResponse:
     """LeaveGroup answer: top-level error, and per-member results for v3+."""
+
+    API_KEY: ClassVar[int] = LEAVE_GROUP
 
     error_code: int = 0
     members: tuple[LeaveMemberResult, ...] = ()
@@ -295,7 +364,9 @@ class CommitTopic:
 class OffsetCommitRequest:
     """OffsetCommit v2-v9 (``generation_id`` -1 and ``member_id`` '' = a commit outside the group)."""
 
-    api_version: int
+    API_KEY: ClassVar[int] = OFFSET_COMMIT
+
+    api_version: int = NEWEST_VERSIONS[OFFSET_COMMIT]
     group_id: str
     generation_id: int = NO_GENERATION
     member_id: str = UNKNOWN_MEMBER_ID
@@ -323,6 +394,8 @@ class CommitTopicResult:
 class OffsetCommitResponse:
     """OffsetCommit answer (errors are per partition; the whole request shares one on fencing)."""
 
+    API_KEY: ClassVar[int] = OFFSET_COMMIT
+
     topics: tuple[CommitTopicResult, ...] = ()
 
 
@@ -341,7 +414,9 @@ class FetchTopic:
 class OffsetFetchRequest:
     """OffsetFetch for one group; ``topics=None`` asks for every committed partition (v2+)."""
 
-    api_version: int
+    API_KEY: ClassVar[int] = OFFSET_FETCH
+
+    api_version: int = NEWEST_VERSIONS[OFFSET_FETCH]
     group_id: str
     topics: tuple[FetchTopic, ...] | None = None
     require_stable: bool = False
@@ -370,6 +445,8 @@ class FetchTopicResult:
 class OffsetFetchResponse:
     """OffsetFetch answer for one group (top-level ``error_code`` from v2)."""
 
+    API_KEY: ClassVar[int] = OFFSET_FETCH
+
     error_code: int = 0
     topics: tuple[FetchTopicResult, ...] = ()
 
@@ -381,17 +458,30 @@ class OffsetFetchResponse:
 class DescribeGroupsRequest:
     """DescribeGroups v0-v6 (``include_authorized_operations`` from v3, KIP-430)."""
 
-    api_version: int
+    API_KEY: ClassVar[int] = DESCRIBE_GROUPS
+
+    api_version: int = NEWEST_VERSIONS[DESCRIBE_GROUPS]
     groups: tuple[str, ...]
     include_authorized_operations: bool = False
 
 
 @attrs.frozen(kw_only=True)
 class DescribedMember:
-    """A member as DescribeGroups reports it (metadata/assignment for the chosen protocol)."""
+    """A member as DescribeGroups reports it (bytes as the coordinator holds them).
+
+    Attributes:
+        member_id: the member id the coordinator assigned.
+        group_instance_id: the static member's id (KIP-345; DescribeGroups v4+), else None.
+        client_id: the member's ``client.id``.
+        client_host: the address the coordinator saw it connect from (``"/127.0.0.1"``).
+        member_metadata: its ConsumerProtocol Subscription for the chosen protocol; empty
+            unless the group is Stable (Kafka's ``describeNoMetadata``).
+        member_assignment: its ConsumerProtocol Assignment; empty before SyncGroup.
+
+    """
 
     member_id: str
-    group_instance_id: str | None
+    group_instance_id: str | None = None
     client_id: str
     client_host: str
     member_metadata: bytes
@@ -402,9 +492,12 @@ class DescribedMember:
 class DescribedGroup:
     """A group as DescribeGroups reports it.
 
-    ``group_state`` uses Kafka's names: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead.
-    ``error_message`` (v6+, KIP-1043) accompanies an error. ``authorized_operations`` holds Kafka
-    ``AclOperation`` codes when the request asked for them (v3+, KIP-430), else ``None``.
+    ``group_state`` uses Kafka's names: Empty, PreparingRebalance, CompletingRebalance, Stable,
+    Dead (an unknown group is Dead with error 0 on Apache Kafka). ``protocol_type`` is
+    "consumer" for consumer groups; ``protocol_data`` is the chosen protocol (the assignor's
+    name) when Stable, else "". ``error_message`` (v6+, KIP-1043) accompanies an error.
+    ``authorized_operations`` holds Kafka ``AclOperation`` codes when the request asked for them
+    (v3+, KIP-430), else ``None``.
     """
 
     error_code: int
@@ -421,6 +514,8 @@ class DescribedGroup:
 class DescribeGroupsResponse:
     """DescribeGroups answer, one entry per requested group, in request order."""
 
+    API_KEY: ClassVar[int] = DESCRIBE_GROUPS
+
     groups: tuple[DescribedGroup, ...]
 
 
@@ -428,7 +523,9 @@ class DescribeGroupsResponse:
 class ListGroupsRequest:
     """ListGroups v0-v5; empty filters match everything."""
 
-    api_version: int
+    API_KEY: ClassVar[int] = LIST_GROUPS
+
+    api_version: int = NEWEST_VERSIONS[LIST_GROUPS]
     states_filter: tuple[str, ...] = ()
     types_filter: tuple[str, ...] = ()
 
@@ -439,13 +536,15 @@ class ListedGroup:
 
     group_id: str
     protocol_type: str
-    group_state: str
+    group_state: str = ""
     group_type: str = "classic"
 
 
 @attrs.frozen(kw_only=True)
 class ListGroupsResponse:
     """ListGroups answer."""
+
+    API_KEY: ClassVar[int] = LIST_GROUPS
 
     error_code: int = 0
     groups: tuple[ListedGroup, ...] = ()
@@ -458,7 +557,9 @@ class ListGroupsResponse:
 class DeleteGroupsRequest:
     """DeleteGroups v0-v3: the group ids to delete."""
 
-    api_version: int
+    API_KEY: ClassVar[int] = DELETE_GROUPS
+
+    api_version: int = NEWEST_VERSIONS[DELETE_GROUPS]
     groups: tuple[str, ...]
 
 
@@ -474,4 +575,56 @@ class DeletedGroupResult:
 class DeleteGroupsResponse:
     """DeleteGroups answer, one result per requested group, in request order."""
 
+    API_KEY: ClassVar[int] = DELETE_GROUPS
+
     results: tuple[DeletedGroupResult, ...] = ()
+
+
+GroupRequest = (
+    FindCoordinatorRequest
+    | JoinGroupRequest
+    | SyncGroupRequest
+    | HeartbeatRequest
+    | LeaveGroupRequest
+    | OffsetCommitRequest
+    | OffsetFetchRequest
+    | DescribeGroupsRequest
+    | ListGroupsRequest
+    | DeleteGroupsRequest
+)
+GroupResponse = (
+    FindCoordinatorResponse
+    | JoinGroupResponse
+    | SyncGroupResponse
+    | HeartbeatResponse
+    | LeaveGroupResponse
+    | OffsetCommitResponse
+    | OffsetFetchResponse
+    | DescribeGroupsResponse
+    | ListGroupsResponse
+    | DeleteGroupsResponse
+)
+
+
+def type_of(value: object) -> type:
+    """The group API type ``value`` is: its own class, or the one a command or event extends.
+
+    Raises:
+        TypeError: ``value`` is not a group API value.
+
+    """
+    for cls in type(value).__mro__:
+        if cls.__module__ == __name__:
+            return cls
+    raise TypeError(f"not a group API value: {value!r}")
+
+
+def value_of(value: object) -> Any:
+    """``value`` as its plain group API type (``value`` itself when it is plain).
+
+    A command's request loses its request id, node and timeout; an event's response its request id.
+    """
+    cls = type_of(value)
+    if cls is type(value):
+        return value
+    return cls(**{field.name: getattr(value, field.name) for field in attrs.fields(cls)})

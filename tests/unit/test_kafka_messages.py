@@ -1,8 +1,10 @@
-"""kgroup.testing._wire and the adapter's wire codec: round trips through kafka-python at every version.
+"""The group-API mapping (kgroup._io.kafka_messages) and the frame codec: round trips through kafka-python.
 
-Each model request/response is mapped to a body dict, encoded by kafka-python's own message
-classes (through ``kgroup._io.kafka_python``), decoded again and mapped back; the result must be
-the original projected onto what that version carries.
+Each request/response value is mapped to a body dict, encoded by kafka-python's own message
+classes (through ``kgroup._io.kafka_frames``), decoded again and mapped back, at every version
+the coordinator model serves; the result must be the original projected onto what that version
+carries. The projections below are written out by hand, independently of the mapping's
+schema-driven rules, so they check them.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import attrs
 import pytest
 
 from kgroup._io import kafka_frames as frames
-from kgroup._io import kafka_python as kp
+from kgroup._io import kafka_messages
+from kgroup.membership import events as ev
 from kgroup.membership.commands import SendHeartbeat, SendJoinGroup, SendLeaveGroup, SendSyncGroup
-from kgroup.testing import _wire
-from kgroup.testing.coordinator._types import (
+from kgroup.protocol import group_api
+from kgroup.protocol.group_api import (
     CommitPartition,
     CommitPartitionResult,
     CommitTopic,
@@ -28,6 +31,8 @@ from kgroup.testing.coordinator._types import (
     FetchPartitionResult,
     FetchTopic,
     FetchTopicResult,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupMember,
@@ -48,13 +53,14 @@ from kgroup.testing.coordinator._types import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from kgroup.testing import _model_wire
 
 CLIENT = "client-1"
 HOST = "/127.0.0.1"
 
 
 def served_versions(api_key):
-    low, high = _wire.MODEL_VERSIONS[api_key]
+    low, high = _model_wire.MODEL_VERSIONS[api_key]
     kp_low, kp_high = frames.api_version_range(api_key)
     return list(range(max(low, kp_low), min(high, kp_high) + 1))
 
@@ -63,14 +69,14 @@ def versions_of(api_key):
     return [pytest.param(api_key, v, id=f"{frames.api_name(api_key)}-v{v}") for v in served_versions(api_key)]
 
 
-ALL_VERSIONS = [p for key in sorted(_wire.MODEL_VERSIONS) for p in versions_of(key)]
+ALL_VERSIONS = [p for key in sorted(_model_wire.MODEL_VERSIONS) for p in versions_of(key)]
 
 
 # ----------------------------------------------------------------------------- samples and projections
 
 
 def sample_requests(api_key, v):
-    if api_key == _wire.JOIN_GROUP:
+    if api_key == group_api.JOIN_GROUP:
         return (
             JoinGroupRequest(
                 api_version=v,
@@ -86,7 +92,7 @@ def sample_requests(api_key, v):
                 client_host=HOST,
             ),
         )
-    if api_key == _wire.SYNC_GROUP:
+    if api_key == group_api.SYNC_GROUP:
         return (
             SyncGroupRequest(
                 api_version=v,
@@ -102,14 +108,14 @@ def sample_requests(api_key, v):
                 ),
             ),
         )
-    if api_key == _wire.HEARTBEAT:
+    if api_key == group_api.HEARTBEAT:
         return (HeartbeatRequest(api_version=v, group_id="g", generation_id=3, member_id="m", group_instance_id="s"),)
-    if api_key == _wire.LEAVE_GROUP:
+    if api_key == group_api.LEAVE_GROUP:
         members = (LeaveMember(member_id="m-1", group_instance_id=None, reason="closing"),)
         if v >= 3:
             members += (LeaveMember(member_id="", group_instance_id="static-2", reason=None),)
         return (LeaveGroupRequest(api_version=v, group_id="g", members=members),)
-    if api_key == _wire.OFFSET_COMMIT:
+    if api_key == group_api.OFFSET_COMMIT:
         return (
             OffsetCommitRequest(
                 api_version=v,
@@ -131,7 +137,7 @@ def sample_requests(api_key, v):
                 ),
             ),
         )
-    if api_key == _wire.OFFSET_FETCH:
+    if api_key == group_api.OFFSET_FETCH:
         first = OffsetFetchRequest(
             api_version=v,
             group_id="g",
@@ -141,9 +147,9 @@ def sample_requests(api_key, v):
         if v < 8:
             return (first,)
         return (first, OffsetFetchRequest(api_version=v, group_id="h", topics=None, require_stable=True))
-    if api_key == _wire.DESCRIBE_GROUPS:
+    if api_key == group_api.DESCRIBE_GROUPS:
         return (DescribeGroupsRequest(api_version=v, groups=("g", "h")),)
-    if api_key == _wire.LIST_GROUPS:
+    if api_key == group_api.LIST_GROUPS:
         return (ListGroupsRequest(api_version=v, states_filter=("Stable", "Empty"), types_filter=("classic",)),)
     raise AssertionError(api_key)
 
@@ -199,7 +205,7 @@ def project_request(req, v):
 
 
 def sample_responses(api_key, v):
-    if api_key == _wire.JOIN_GROUP:
+    if api_key == group_api.JOIN_GROUP:
         return (
             JoinGroupResponse(
                 error_code=0,
@@ -215,11 +221,11 @@ def sample_responses(api_key, v):
                 ),
             ),
         )
-    if api_key == _wire.SYNC_GROUP:
+    if api_key == group_api.SYNC_GROUP:
         return (SyncGroupResponse(error_code=0, protocol_type="consumer", protocol_name="range", assignment=b"\x01"),)
-    if api_key == _wire.HEARTBEAT:
+    if api_key == group_api.HEARTBEAT:
         return (HeartbeatResponse(error_code=27),)
-    if api_key == _wire.LEAVE_GROUP:
+    if api_key == group_api.LEAVE_GROUP:
         return (
             LeaveGroupResponse(
                 error_code=0,
@@ -229,7 +235,7 @@ def sample_responses(api_key, v):
                 ),
             ),
         )
-    if api_key == _wire.OFFSET_COMMIT:
+    if api_key == group_api.OFFSET_COMMIT:
         return (
             OffsetCommitResponse(
                 topics=(
@@ -243,7 +249,7 @@ def sample_responses(api_key, v):
                 )
             ),
         )
-    if api_key == _wire.OFFSET_FETCH:
+    if api_key == group_api.OFFSET_FETCH:
         first = OffsetFetchResponse(
             error_code=0,
             topics=(
@@ -261,7 +267,7 @@ def sample_responses(api_key, v):
         if v < 8:
             return (first,)
         return (first, OffsetFetchResponse(error_code=14))
-    if api_key == _wire.DESCRIBE_GROUPS:
+    if api_key == group_api.DESCRIBE_GROUPS:
         return (
             DescribeGroupsResponse(
                 groups=(
@@ -288,7 +294,7 @@ def sample_responses(api_key, v):
                 )
             ),
         )
-    if api_key == _wire.LIST_GROUPS:
+    if api_key == group_api.LIST_GROUPS:
         return (
             ListGroupsResponse(
                 error_code=0,
@@ -369,13 +375,13 @@ def project_response(resp, v):
 @pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
 def test_request_round_trip_through_kafka_python(api_key, version):
     requests = sample_requests(api_key, version)
-    frame = frames.encode_request(api_key, version, 123, CLIENT, _wire.requests_to_dict(api_key, version, requests))
+    frame = frames.encode_request(api_key, version, 123, CLIENT, kafka_messages.request_body(requests, version))
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
     header = frames.peek_request_header(frame[4:])
     assert header == (api_key, version, 123, CLIENT)
     assert frames.request_expects_response(frame[4:])
     body = frames.decode_request_body(api_key, version, frame[4:])
-    back = _wire.requests_from_dict(api_key, version, body, client_id=CLIENT, client_host=HOST)
+    back = kafka_messages.requests_from_body(api_key, version, body, client_id=CLIENT, client_host=HOST)
     assert back == tuple(project_request(r, version) for r in requests)
 
 
@@ -383,21 +389,22 @@ def test_request_round_trip_through_kafka_python(api_key, version):
 def test_response_round_trip_through_kafka_python(api_key, version):
     requests = sample_requests(api_key, version)
     responses = sample_responses(api_key, version)
-    body = _wire.responses_to_dict(api_key, version, responses, requests)
+    body = kafka_messages.response_body(api_key, version, responses, requests)
     frame = frames.encode_response(api_key, version, 77, body)
     correlation_id, decoded = frames.decode_response(api_key, version, frame[4:])
     assert correlation_id == 77
-    back = _wire.responses_from_dict(api_key, version, decoded)
+    back = kafka_messages.responses_from_body(api_key, version, decoded)
     assert back == tuple(project_response(r, version) for r in responses)
 
 
 @pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
 def test_error_responses_encode_at_every_version(api_key, version):
     requests = sample_requests(api_key, version)
-    responses = _wire.error_responses(requests, 16)
-    frame = frames.encode_response(api_key, version, 5, _wire.responses_to_dict(api_key, version, responses, requests))
+    responses = _model_wire.error_responses(requests, 16)
+    body = kafka_messages.response_body(api_key, version, responses, requests)
+    frame = frames.encode_response(api_key, version, 5, body)
     _, decoded = frames.decode_response(api_key, version, frame[4:])
-    back = _wire.responses_from_dict(api_key, version, decoded)
+    back = kafka_messages.responses_from_body(api_key, version, decoded)
     codes = set()
     for resp in back:
         if isinstance(resp, OffsetCommitResponse):
@@ -409,14 +416,14 @@ def test_error_responses_encode_at_every_version(api_key, version):
         else:
             codes.add(resp.error_code)
     assert codes == {16}
-    if api_key == _wire.JOIN_GROUP:
+    if api_key == group_api.JOIN_GROUP:
         assert back[0].member_id == "m-1"
 
 
 def test_offset_fetch_v1_spreads_a_group_error_over_the_requested_partitions():
-    (req,) = sample_requests(_wire.OFFSET_FETCH, 1)
-    body = _wire.responses_to_dict(_wire.OFFSET_FETCH, 1, (OffsetFetchResponse(error_code=14),), (req,))
-    _, decoded = frames.decode_response(_wire.OFFSET_FETCH, 1, frames.encode_response(9, 1, 1, body)[4:])
+    (req,) = sample_requests(group_api.OFFSET_FETCH, 1)
+    body = kafka_messages.response_body(group_api.OFFSET_FETCH, 1, (OffsetFetchResponse(error_code=14),), (req,))
+    _, decoded = frames.decode_response(group_api.OFFSET_FETCH, 1, frames.encode_response(9, 1, 1, body)[4:])
     assert "error_code" not in decoded
     spread = [(t["name"], [(p["partition_index"], p["error_code"]) for p in t["partitions"]]) for t in body["topics"]]
     assert spread == [("t", [(0, 14), (2, 14)]), ("u", [(1, 14)])]
@@ -424,67 +431,79 @@ def test_offset_fetch_v1_spreads_a_group_error_over_the_requested_partitions():
 
 def test_offset_fetch_v2_all_topics_is_none():
     req = OffsetFetchRequest(api_version=2, group_id="g", topics=None)
-    frame = frames.encode_request(9, 2, 1, CLIENT, _wire.requests_to_dict(9, 2, (req,)))
-    assert _wire.requests_from_dict(9, 2, frames.decode_request_body(9, 2, frame[4:])) == (req,)
+    frame = frames.encode_request(9, 2, 1, CLIENT, kafka_messages.request_body((req,), 2))
+    assert kafka_messages.requests_from_body(9, 2, frames.decode_request_body(9, 2, frame[4:])) == (req,)
 
 
-@pytest.mark.parametrize("version", range(0, 10))
-def test_kgroup_join_builder_maps_to_the_model_type(version):
-    """The JoinGroup kgroup's own client sends (adapter builder) arrives as the model expects."""
-    join = SendJoinGroup(
-        request_id=1,
-        node_id=0,
-        member_id="m",
-        group_instance_id="static",
-        session_timeout_ms=6000,
-        rebalance_timeout_ms=30000,
-        protocols=(("range", b"\x00\x01"),),
-        reason="why",
-        timeout_ms=1000,
-    )
-    request = kp.build_join_group(join, "g")
+CLIENT_COMMANDS = {
+    group_api.JOIN_GROUP: SendJoinGroup(
+        request_id=1, node_id=0, timeout_ms=1000, group_id="g", member_id="m", group_instance_id="static",
+        session_timeout_ms=6000, rebalance_timeout_ms=30000, protocols=(("range", b"\x00\x01"),), reason="why",
+    ),
+    group_api.SYNC_GROUP: SendSyncGroup(
+        request_id=1, node_id=0, timeout_ms=1000, group_id="g", generation_id=3, member_id="m",
+        protocol_type="consumer", protocol_name="range",
+        assignments=(SyncGroupAssignment(member_id="m", assignment=b"\x01"),),
+    ),
+    group_api.HEARTBEAT: SendHeartbeat(
+        request_id=1, node_id=0, timeout_ms=1, group_id="g", generation_id=3, member_id="m"
+    ),
+    group_api.LEAVE_GROUP: SendLeaveGroup(
+        request_id=1, node_id=0, timeout_ms=1, group_id="g", members=(LeaveMember(member_id="m", reason="bye"),)
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"), [p for key in sorted(CLIENT_COMMANDS) for p in versions_of(key)]
+)
+def test_the_client_request_arrives_as_the_model_expects(api_key, version):
+    """What the adapter sends for a command (request_message) is what the proxy hands the model."""
+    command = CLIENT_COMMANDS[api_key]
+    request = kafka_messages.request_message(command)
+    assert request._max_version == command.api_version == group_api.NEWEST_VERSIONS[api_key]
     request.with_header(correlation_id=9, client_id=CLIENT)
     frame = request.encode(version=version, header=True)
-    (got,) = _wire.requests_from_dict(
-        _wire.JOIN_GROUP, version, frames.decode_request_body(_wire.JOIN_GROUP, version, frame), client_id=CLIENT
-    )
-    assert (got.group_id, got.member_id, got.protocols, got.session_timeout_ms) == (
-        "g", "m", (("range", b"\x00\x01"),), 6000
-    )
-    assert got.rebalance_timeout_ms == (30000 if version >= 1 else 6000)
-    assert got.group_instance_id == ("static" if version >= 5 else None)
-    assert got.reason == ("why" if version >= 8 else None)
+    body = frames.decode_request_body(api_key, version, frame)
+    (got,) = kafka_messages.requests_from_body(api_key, version, body, client_id=CLIENT)
+    expected = attrs.evolve(group_api.value_of(command), api_version=version)
+    if api_key == group_api.JOIN_GROUP:
+        expected = attrs.evolve(expected, client_id=CLIENT)
+    assert got == project_request(expected, version)
 
 
-def test_kgroup_sync_heartbeat_leave_builders_map_to_the_model_types():
-    sync = kp.build_sync_group(
-        SendSyncGroup(
-            request_id=1, node_id=0, generation_id=3, member_id="m", group_instance_id=None,
-            protocol_name="range", assignments=(("m", b"\x01"),), timeout_ms=1000,
-        ),
-        "g",
-    )
-    hb = kp.build_heartbeat(
-        SendHeartbeat(request_id=1, node_id=0, generation_id=3, member_id="m", group_instance_id=None, timeout_ms=1),
-        "g",
-    )
-    leave = kp.build_leave_group(
-        SendLeaveGroup(request_id=1, node_id=0, member_id="m", group_instance_id=None, reason="bye", timeout_ms=1),
-        "g",
-    )
-    for key, request in ((14, sync), (12, hb), (13, leave)):
-        for v in served_versions(key):
-            request.with_header(correlation_id=1, client_id=CLIENT)
-            frame = request.encode(version=v, header=True)
-            (got,) = _wire.requests_from_dict(key, v, frames.decode_request_body(key, v, frame))
-            assert got.group_id == "g"
-            if key == 13:
-                assert [m.member_id for m in got.members] == ["m"]
-                assert got.members[0].reason == ("bye" if v >= 5 else None)
-            else:
-                assert (got.member_id, got.generation_id) == ("m", 3)
-            if key == 14:
-                assert [(a.member_id, a.assignment) for a in got.assignments] == [("m", b"\x01")]
+@pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
+def test_the_model_response_arrives_as_the_client_reads_it(api_key, version):
+    """What the proxy encodes for a model answer is what the adapter's response_values reads back."""
+    requests = sample_requests(api_key, version)
+    responses = sample_responses(api_key, version)
+    body = kafka_messages.response_body(api_key, version, responses, requests)
+    frame = frames.encode_response(api_key, version, 3, body)
+    message = kafka_messages.KAFKA_CLASSES[api_key][1].decode(frame[4:], version=version, header=True)
+    assert kafka_messages.response_values(api_key, message) == tuple(project_response(r, version) for r in responses)
+
+
+def test_a_response_becomes_the_event_of_its_request():
+    response = JoinGroupResponse(generation_id=2, protocol_name="range", leader="a", member_id="a")
+    event = ev.responded(7, response)
+    assert isinstance(event, ev.JoinGroupResponded) and isinstance(event, JoinGroupResponse)
+    assert event.request_id == 7
+    assert group_api.value_of(event) == response
+
+
+@pytest.mark.parametrize("version", range(0, 7))
+def test_find_coordinator_round_trip(version):
+    keys = ("g", "h") if version >= 4 else ("g",)
+    requests = tuple(FindCoordinatorRequest(api_version=version, key=k) for k in keys)
+    frame = frames.encode_request(10, version, 1, CLIENT, kafka_messages.request_body(requests, version))
+    decoded_request = frames.decode_request_body(10, version, frame[4:])
+    assert kafka_messages.requests_from_body(10, version, decoded_request) == requests
+    responses = tuple(FindCoordinatorResponse(node_id=3, host="127.0.0.1", port=9) for _ in keys)
+    body = kafka_messages.response_body(10, version, responses, requests)
+    _, decoded = frames.decode_response(10, version, frames.encode_response(10, version, 1, body)[4:])
+    if version >= 4:
+        assert [c["key"] for c in decoded["coordinators"]] == list(keys)
+    assert kafka_messages.responses_from_body(10, version, decoded) == responses
 
 
 # ----------------------------------------------------------------------------- adapter codec
@@ -534,17 +553,6 @@ def test_api_names_and_ranges():
     assert not frames.response_has_field(0, 9, "error_code")
 
 
-@pytest.mark.parametrize("version", range(0, 7))
-def test_find_coordinator_response_round_trip(version):
-    if version < 4:
-        body = {"error_code": 0, "error_message": None, "node_id": 3, "host": "127.0.0.1", "port": 9}
-    else:
-        body = {"coordinators": [{"key": "g", "node_id": 3, "host": "127.0.0.1", "port": 9, "error_code": 0}]}
-    _, decoded = frames.decode_response(10, version, frames.encode_response(10, version, 1, body)[4:])
-    entry = decoded if version < 4 else decoded["coordinators"][0]
-    assert (entry["node_id"], entry["host"], entry["port"]) == (3, "127.0.0.1", 9)
-
-
 # ----------------------------------------------------------------------------- DeleteGroups, DescribeGroups v6
 
 
@@ -552,25 +560,25 @@ def test_find_coordinator_response_round_trip(version):
 def test_delete_groups_round_trip(version):
     from kgroup.testing.coordinator import DeletedGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
 
-    assert _wire.DELETE_GROUPS not in _wire.MODEL_METHODS  # the proxy forwards DeleteGroups
-    assert _wire.ALL_MODEL_METHODS[_wire.DELETE_GROUPS] == "delete_groups"
+    assert group_api.DELETE_GROUPS not in _model_wire.MODEL_METHODS  # the proxy forwards DeleteGroups
+    assert _model_wire.ALL_MODEL_METHODS[group_api.DELETE_GROUPS] == "delete_groups"
     req = DeleteGroupsRequest(api_version=version, groups=("a", "", "b"))
-    frame = frames.encode_request(42, version, 1, CLIENT, _wire.requests_to_dict(42, version, (req,)))
-    assert _wire.requests_from_dict(42, version, frames.decode_request_body(42, version, frame[4:])) == (req,)
+    frame = frames.encode_request(42, version, 1, CLIENT, kafka_messages.request_body((req,), version))
+    assert kafka_messages.requests_from_body(42, version, frames.decode_request_body(42, version, frame[4:])) == (req,)
     resp = DeleteGroupsResponse(
         results=(DeletedGroupResult(group_id="a", error_code=68), DeletedGroupResult(group_id="b"))
     )
-    body = _wire.responses_to_dict(42, version, (resp,), (req,))
+    body = kafka_messages.response_body(42, version, (resp,), (req,))
     _, decoded = frames.decode_response(42, version, frames.encode_response(42, version, 1, body)[4:])
-    assert _wire.responses_from_dict(42, version, decoded) == (resp,)
-    (errors,) = _wire.error_responses((req,), 14)
+    assert kafka_messages.responses_from_body(42, version, decoded) == (resp,)
+    (errors,) = _model_wire.error_responses((req,), 14)
     assert [r.error_code for r in errors.results] == [14, 14, 14]
 
 
 def test_describe_groups_v6_error_message_and_authorized_operations_round_trip():
     req = DescribeGroupsRequest(api_version=6, groups=("g",), include_authorized_operations=True)
-    frame = frames.encode_request(15, 6, 1, CLIENT, _wire.requests_to_dict(15, 6, (req,)))
-    assert _wire.requests_from_dict(15, 6, frames.decode_request_body(15, 6, frame[4:])) == (req,)
+    frame = frames.encode_request(15, 6, 1, CLIENT, kafka_messages.request_body((req,), 6))
+    assert kafka_messages.requests_from_body(15, 6, frames.decode_request_body(15, 6, frame[4:])) == (req,)
     group = DescribedGroup(
         error_code=69,
         error_message="Group g not found.",
@@ -586,9 +594,9 @@ def test_describe_groups_v6_error_message_and_authorized_operations_round_trip()
         (5, attrs.evolve(group, error_message=None)),
         (2, attrs.evolve(group, error_message=None, authorized_operations=None)),
     ):
-        body = _wire.responses_to_dict(15, version, (DescribeGroupsResponse(groups=(group,)),))
+        body = kafka_messages.response_body(15, version, (DescribeGroupsResponse(groups=(group,)),))
         _, decoded = frames.decode_response(15, version, frames.encode_response(15, version, 1, body)[4:])
-        assert _wire.responses_from_dict(15, version, decoded) == (DescribeGroupsResponse(groups=(expected,)),)
+        assert kafka_messages.responses_from_body(15, version, decoded) == (DescribeGroupsResponse(groups=(expected,)),)
 
 
 # ----------------------------------------------------------------------------- Kafka's STRING limit
@@ -596,7 +604,7 @@ def test_describe_groups_v6_error_message_and_authorized_operations_round_trip()
 
 def test_strings_up_to_0x7fff_utf8_bytes_pass():
     body = {"group_id": "g" * 0x7FFF, "members": [{"reason": "é" * 16383}], "metadata": b"x" * 70000}
-    _wire.check_string_lengths(body)
+    _model_wire.check_string_lengths(body)
 
 
 @pytest.mark.parametrize(
@@ -608,8 +616,8 @@ def test_strings_up_to_0x7fff_utf8_bytes_pass():
     ],
 )
 def test_a_longer_string_is_a_malformed_request(body, field):
-    with pytest.raises(_wire.MalformedRequestError, match=re.escape(f"string field {field} had invalid length")):
-        _wire.check_string_lengths(body)
+    with pytest.raises(_model_wire.MalformedRequestError, match=re.escape(f"string field {field} had invalid length")):
+        _model_wire.check_string_lengths(body)
 
 
 def test_a_compact_string_over_the_limit_decodes_and_is_then_refused():
@@ -617,11 +625,11 @@ def test_a_compact_string_over_the_limit_decodes_and_is_then_refused():
     req = JoinGroupRequest(
         api_version=8, group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, reason="x" * 40000
     )
-    frame = frames.encode_request(11, 8, 1, CLIENT, _wire.requests_to_dict(11, 8, (req,)))
+    frame = frames.encode_request(11, 8, 1, CLIENT, kafka_messages.request_body((req,), 8))
     body = frames.decode_request_body(11, 8, frame[4:])
     assert len(body["reason"]) == 40000
-    with pytest.raises(_wire.MalformedRequestError, match="reason had invalid length 40000"):
-        _wire.check_string_lengths(body)
+    with pytest.raises(_model_wire.MalformedRequestError, match="reason had invalid length 40000"):
+        _model_wire.check_string_lengths(body)
 
 
 def test_an_answer_kafka_could_not_serialize_becomes_unknown_server_error():
@@ -629,7 +637,7 @@ def test_an_answer_kafka_could_not_serialize_becomes_unknown_server_error():
     long_id = "i" * 0x7FFF + "-00000000-0000-4000-8000-000000000000"
     req = JoinGroupRequest(api_version=9, group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000)
     answer = JoinGroupResponse(generation_id=1, protocol_name="range", leader=long_id, member_id=long_id)
-    body = _wire.responses_to_dict(_wire.JOIN_GROUP, 9, (answer,), (req,))
+    body = _model_wire.answer_body(group_api.JOIN_GROUP, 9, (answer,), (req,))
     assert (body["error_code"], body["member_id"], body["leader"], body["generation_id"]) == (-1, "", "", -1)
     described = DescribeGroupsResponse(
         groups=(
@@ -644,7 +652,7 @@ def test_an_answer_kafka_could_not_serialize_becomes_unknown_server_error():
             ),
         )
     )
-    body = _wire.responses_to_dict(
-        _wire.DESCRIBE_GROUPS, 5, (described,), (DescribeGroupsRequest(api_version=5, groups=("g",)),)
+    body = _model_wire.answer_body(
+        group_api.DESCRIBE_GROUPS, 5, (described,), (DescribeGroupsRequest(api_version=5, groups=("g",)),)
     )
     assert [(g["error_code"], g["members"]) for g in body["groups"]] == [(-1, [])]

@@ -1,0 +1,404 @@
+"""Group API values <-> kafka-python's message classes: the one mapping, for the client and the proxy.
+
+The client adapter (:mod:`kgroup._io.kafka_python`) turns the requests of
+:mod:`kgroup.protocol.group_api` into kafka-python request objects with
+:func:`request_message` and the responses back with :func:`response_values`; the coordinator
+proxy (:mod:`kgroup.testing.proxy`) goes the other way with :func:`requests_from_body` and
+:func:`response_body`, on the body dicts of :mod:`kgroup._io.kafka_frames`. Both directions
+walk the value types and kafka-python's schema together, so a field is described once, in its
+value type; nothing here lists a message's fields.
+
+A body is a dict with Kafka's snake_case field names, as kafka-python's ``to_dict(json=False)``
+spells them. A value field maps to the body field of the same name, except
+``OffsetCommitRequest.generation_id`` (``generation_id_or_member_epoch`` since KIP-848) and
+``DeleteGroupsRequest.groups`` (``groups_names``). ``api_version`` (and JoinGroup's
+``client_id``/``client_host``, from the header and the connection) are not body fields.
+
+Version rules. Generic, from kafka-python's schema: a field outside the message version takes
+the value type's default when decoding and is left out when encoding; a ``None`` where the
+version does not allow null is encoded as the field's default (``""``: JoinGroup's
+``protocol_name`` before v7). Per API:
+
+===============  ========  ==================================================================
+API              versions  rule
+===============  ========  ==================================================================
+FindCoordinator  0-6       v4+ batch the keys (``coordinator_keys``, KIP-699): one value per
+                           key; before v4 one ``key``
+JoinGroup        0-9       v0 has no ``rebalance_timeout_ms``: Kafka uses the session timeout
+LeaveGroup       0-5       v0-2 carry one ``member_id``: the single entry of ``members``
+OffsetFetch      1-9       v8+ batch the groups (KIP-709): one value per group; v0-1 have no
+                           top-level ``error_code``: a group error is copied onto every
+                           partition (the requested ones when the answer lists none)
+===============  ========  ==================================================================
+
+Every other API (SyncGroup, Heartbeat, OffsetCommit, DescribeGroups, ListGroups, DeleteGroups)
+follows the generic rules only. A request body built without a version (the client's, whose
+version the connection negotiates) carries the fields of every version, both forms of a batched
+API included; kafka-python encodes the ones of the version it picks.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+from kafka.protocol import admin as kafka_admin
+from kafka.protocol import consumer as kafka_consumer
+from kafka.protocol import metadata as kafka_metadata
+
+from kgroup.protocol import group_api
+from kgroup.protocol.group_api import (
+    FIND_COORDINATOR,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    OFFSET_FETCH,
+    FetchPartitionResult,
+    FetchTopicResult,
+    GroupRequest,
+    GroupResponse,
+    LeaveMember,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+
+__all__ = [
+    "KAFKA_CLASSES",
+    "build_message",
+    "plain",
+    "request_body",
+    "request_message",
+    "requests_from_body",
+    "response_body",
+    "response_values",
+    "responses_from_body",
+]
+
+KAFKA_CLASSES: Final[Mapping[int, tuple[Any, Any]]] = types.MappingProxyType(
+    {
+        group_api.OFFSET_COMMIT: (kafka_consumer.OffsetCommitRequest, kafka_consumer.OffsetCommitResponse),
+        group_api.OFFSET_FETCH: (kafka_consumer.OffsetFetchRequest, kafka_consumer.OffsetFetchResponse),
+        group_api.FIND_COORDINATOR: (kafka_metadata.FindCoordinatorRequest, kafka_metadata.FindCoordinatorResponse),
+        group_api.JOIN_GROUP: (kafka_consumer.JoinGroupRequest, kafka_consumer.JoinGroupResponse),
+        group_api.HEARTBEAT: (kafka_consumer.HeartbeatRequest, kafka_consumer.HeartbeatResponse),
+        group_api.LEAVE_GROUP: (kafka_consumer.LeaveGroupRequest, kafka_consumer.LeaveGroupResponse),
+        group_api.SYNC_GROUP: (kafka_consumer.SyncGroupRequest, kafka_consumer.SyncGroupResponse),
+        group_api.DESCRIBE_GROUPS: (kafka_admin.DescribeGroupsRequest, kafka_admin.DescribeGroupsResponse),
+        group_api.LIST_GROUPS: (kafka_admin.ListGroupsRequest, kafka_admin.ListGroupsResponse),
+        group_api.DELETE_GROUPS: (kafka_admin.DeleteGroupsRequest, kafka_admin.DeleteGroupsResponse),
+    }
+)
+"""kafka-python's ``(request class, response class)`` of each group API."""
+
+_REQUEST_CLASSES: Final[Mapping[int, type]] = {cls.API_KEY: cls for cls in typing.get_args(GroupRequest)}
+_RESPONSE_CLASSES: Final[Mapping[int, type]] = {cls.API_KEY: cls for cls in typing.get_args(GroupResponse)}
+
+#: value fields that are not body fields: every request's version, and what the header and the
+#: connection tell the coordinator about a joining member
+_NOT_IN_BODY: Final = frozenset(
+    {(cls, "api_version") for cls in _REQUEST_CLASSES.values()}
+    | {(group_api.JoinGroupRequest, "client_id"), (group_api.JoinGroupRequest, "client_host")}
+)
+#: value field -> body field, where Kafka's name differs
+_BODY_NAMES: Final[Mapping[tuple[type, str], str]] = types.MappingProxyType(
+    {
+        (group_api.OffsetCommitRequest, "generation_id"): "generation_id_or_member_epoch",
+        (group_api.DeleteGroupsRequest, "groups"): "groups_names",
+    }
+)
+
+
+#: the batched answers: api key -> (first version, array of entries, the entry's name field, which
+#: is the attribute of the same name of the request it answers)
+_BATCHED_RESPONSES: Final[Mapping[int, tuple[int, str, str]]] = types.MappingProxyType(
+    {FIND_COORDINATOR: (4, "coordinators", "key"), OFFSET_FETCH: (8, "groups", "group_id")}
+)
+
+
+def _batch(api_key: int, version: int) -> tuple[str, str] | None:
+    """``(array, name field)`` when the response of ``api_key`` at ``version`` is batched."""
+    batched = _BATCHED_RESPONSES.get(api_key)
+    if batched is None or version < batched[0]:
+        return None
+    return batched[1], batched[2]
+
+
+def _fields(kafka_class: Any, *path: str) -> Mapping[str, Any]:
+    """The schema fields of ``kafka_class``, or of the struct at ``path`` inside it."""
+    fields: Mapping[str, Any] = kafka_class._struct.fields
+    for name in path:
+        fields = fields[name].fields
+    return fields
+
+
+# ----------------------------------------------------------------------------- value -> body
+
+
+def _encode(
+    value: Any, fields: Mapping[str, Any], version: int | None, *, leave_out: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The body of ``value`` (a group API value) against the schema ``fields``."""
+    cls = group_api.type_of(value)
+    body: dict[str, Any] = {}
+    for attribute in attrs.fields(cls):
+        if (cls, attribute.name) in _NOT_IN_BODY or attribute.name in leave_out:
+            continue
+        name = _BODY_NAMES.get((cls, attribute.name), attribute.name)
+        body[name] = _encode_field(getattr(value, attribute.name), fields[name], version)
+    return body
+
+
+def _encode_field(value: Any, field: Any, version: int | None) -> Any:
+    if value is None:
+        if version is not None and field.for_version_q(version) and not field.nullable_for_version_q(version):
+            return field.default
+        return None
+    if field.is_struct_array():
+        names = list(field.fields)
+        return [
+            dict(zip(names, item, strict=True)) if isinstance(item, tuple) else _encode(item, field.fields, version)
+            for item in value
+        ]
+    if field.is_struct():
+        return _encode(value, field.fields, version)
+    if isinstance(value, frozenset):
+        return set(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def request_body(requests: Sequence[GroupRequest], version: int | None = None) -> dict[str, Any]:
+    """The body of ``requests`` (several only for a batched API), at ``version`` or for any version.
+
+    Raises:
+        ValueError: several requests for an API (or a version) without a batch form.
+
+    """
+    api_key = requests[0].API_KEY
+    fields = _fields(KAFKA_CLASSES[api_key][0])
+    batched = api_key == FIND_COORDINATOR or (api_key == OFFSET_FETCH and (version is None or version >= 8))
+    if len(requests) != 1 and not batched:
+        raise ValueError(f"{group_api.API_NAMES[api_key]} v{version} carries exactly one request")
+    first = requests[0]
+    if api_key == FIND_COORDINATOR:
+        keys = [r.key for r in requests if isinstance(r, group_api.FindCoordinatorRequest)]
+        return {**_encode(first, fields, version), "coordinator_keys": keys}
+    if api_key == OFFSET_FETCH:
+        fetches = [r for r in requests if isinstance(r, OffsetFetchRequest)]
+        groups = _fields(KAFKA_CLASSES[api_key][0], "groups")
+        body = {
+            "groups": [_encode(r, groups, version, leave_out=frozenset({"require_stable"})) for r in fetches],
+            "require_stable": any(r.require_stable for r in fetches),
+        }
+        return body if len(fetches) != 1 else {**_encode(first, fields, version), **body}
+    body = _encode(first, fields, version)
+    if api_key == LEAVE_GROUP and isinstance(first, group_api.LeaveGroupRequest):
+        body["member_id"] = first.members[0].member_id if first.members else ""
+    return body
+
+
+def response_body(
+    api_key: int, version: int, responses: Sequence[GroupResponse], requests: Sequence[GroupRequest] = ()
+) -> dict[str, Any]:
+    """The body answering ``requests`` with ``responses`` (one each for a batched API) at ``version``.
+
+    Raises:
+        ValueError: the counts do not fit (a batched answer needs its requests: their keys or
+            group ids name the entries).
+
+    """
+    kafka_class = KAFKA_CLASSES[api_key][1]
+    batch = _batch(api_key, version)
+    if batch is not None:
+        array, name = batch
+        if len(requests) != len(responses):
+            raise ValueError(f"{group_api.API_NAMES[api_key]}: {len(responses)} answers to {len(requests)} requests")
+        entries = _fields(kafka_class, array)
+        return {
+            array: [
+                {name: getattr(q, name), **_encode(r, entries, version)}
+                for q, r in zip(requests, responses, strict=True)
+            ]
+        }
+    if len(responses) != 1:
+        raise ValueError(f"{group_api.API_NAMES[api_key]} v{version} answers with exactly one response")
+    (response,) = responses
+    if isinstance(response, OffsetFetchResponse) and version < 2 and response.error_code:
+        request = requests[0] if requests and isinstance(requests[0], OffsetFetchRequest) else None
+        response = attrs.evolve(response, topics=_spread_fetch_error(response, request))
+    return _encode(response, _fields(kafka_class), version)
+
+
+def _spread_fetch_error(resp: OffsetFetchResponse, req: OffsetFetchRequest | None) -> tuple[FetchTopicResult, ...]:
+    """OffsetFetch v0-1 has no top-level error: every partition carries it."""
+    code = resp.error_code
+    if resp.topics:
+        return tuple(
+            attrs.evolve(t, partitions=tuple(attrs.evolve(p, error_code=p.error_code or code) for p in t.partitions))
+            for t in resp.topics
+        )
+    if req is None or req.topics is None:
+        return ()
+    return tuple(
+        FetchTopicResult(
+            name=t.name,
+            partitions=tuple(FetchPartitionResult(partition_index=p, error_code=code) for p in t.partition_indexes),
+        )
+        for t in req.topics
+    )
+
+
+# ----------------------------------------------------------------------------- body -> value
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _decode(cls: type, body: Mapping[str, Any], fields: Mapping[str, Any], version: int, **known: Any) -> Any:
+    """The ``cls`` value of ``body`` at ``version``; ``known`` gives fields the body does not carry."""
+    values = dict(known)
+    hints = _hints(cls)
+    for attribute in attrs.fields(cls):
+        if attribute.name in values or (cls, attribute.name) in _NOT_IN_BODY:
+            continue
+        name = _BODY_NAMES.get((cls, attribute.name), attribute.name)
+        field = fields[name]
+        if name in body and field.for_version_q(version):
+            values[attribute.name] = _decode_field(hints[attribute.name], body[name], field, version)
+    return cls(**values)
+
+
+def _decode_field(hint: Any, value: Any, field: Any, version: int) -> Any:
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType):  # ``X | None``
+        (inner,) = (a for a in args if a is not type(None))
+        if inner is frozenset[int]:  # authorized operations: a set of codes, or INT32 MIN for "not asked"
+            return None if value is None or isinstance(value, int) else frozenset(int(code) for code in value)
+        return None if value is None else _decode_field(inner, value, field, version)
+    if typing.get_origin(hint) is tuple:
+        item = args[0]
+        if attrs.has(item):
+            return tuple(_decode(item, entry, field.fields, version) for entry in value or ())
+        if typing.get_origin(item) is tuple:  # pairs for a struct's fields, in schema order
+            kinds = typing.get_args(item)
+            return tuple(
+                tuple(_scalar(k, entry[n]) for k, n in zip(kinds, field.fields, strict=True)) for entry in value or ()
+            )
+        return tuple(_scalar(item, entry) for entry in value or ())
+    return _scalar(hint, value)
+
+
+def _scalar(kind: Any, value: Any) -> Any:
+    if kind is bytes:
+        return b"" if value is None else bytes(value)
+    if kind is str:
+        return "" if value is None else str(value)
+    return kind(value)
+
+
+def requests_from_body(
+    api_key: int, version: int, body: Mapping[str, Any], *, client_id: str = "", client_host: str = "/127.0.0.1"
+) -> tuple[GroupRequest, ...]:
+    """The request values of a decoded request body: one, or one per key or group of a batched form.
+
+    ``client_id`` (the header's) and ``client_host`` (``"/" + ip`` of the connection, as Kafka
+    reports it) go into a JoinGroup, which DescribeGroups reports.
+
+    Raises:
+        KeyError: ``api_key`` is not a group API.
+
+    """
+    kafka_class = KAFKA_CLASSES[api_key][0]
+    fields = _fields(kafka_class)
+    cls = _REQUEST_CLASSES[api_key]
+    v = version
+    if api_key == FIND_COORDINATOR and v >= 4:
+        return tuple(_decode(cls, body, fields, v, api_version=v, key=key) for key in body["coordinator_keys"] or ())
+    if api_key == OFFSET_FETCH and v >= 8:
+        stable = bool(body.get("require_stable", False))
+        groups = _fields(kafka_class, "groups")
+        return tuple(
+            _decode(cls, group, groups, v, api_version=v, require_stable=stable) for group in body["groups"] or ()
+        )
+    known: dict[str, Any] = {"api_version": v}
+    if api_key == JOIN_GROUP:
+        known.update(client_id=client_id, client_host=client_host)
+        if v < 1:
+            known["rebalance_timeout_ms"] = int(body["session_timeout_ms"])
+    if api_key == LEAVE_GROUP and v < 3:
+        known["members"] = (LeaveMember(member_id=body["member_id"]),)
+    return (_decode(cls, body, fields, v, **known),)
+
+
+def responses_from_body(api_key: int, version: int, body: Mapping[str, Any]) -> tuple[GroupResponse, ...]:
+    """The response values of a decoded response body: one, or one per entry of a batched form.
+
+    Raises:
+        KeyError: ``api_key`` is not a group API.
+
+    """
+    kafka_class = KAFKA_CLASSES[api_key][1]
+    cls = _RESPONSE_CLASSES[api_key]
+    batch = _batch(api_key, version)
+    if batch is not None:
+        array, _ = batch
+        entries = _fields(kafka_class, array)
+        return tuple(_decode(cls, entry, entries, version) for entry in body[array] or ())
+    return (_decode(cls, body, _fields(kafka_class), version),)
+
+
+# ----------------------------------------------------------------------------- kafka-python objects
+
+
+def build_message(data_class: Any, body: Mapping[str, Any], version: int | None = None, **options: Any) -> Any:
+    """A kafka-python message (or struct) from a body dict, walking the schema's fields.
+
+    ``options`` go to the top-level constructor (``max_version``/``min_version`` of a request
+    whose version the connection negotiates).
+    """
+    values: dict[str, Any] = {}
+    for name, field in data_class._struct.fields.items():
+        if name not in body:
+            continue
+        value = body[name]
+        if value is not None and field.is_struct_array():
+            value = [build_message(field.data_class, item) for item in value]
+        elif value is not None and field.is_struct():
+            value = build_message(field.data_class, value)
+        values[name] = value
+    if version is not None:
+        options["version"] = version
+    return data_class(**values, **options)
+
+
+def plain(value: Any) -> Any:
+    """A decoded body with kafka-python's buffer types made ``bytes`` (dicts and lists copied)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, (memoryview, bytearray)):
+        return bytes(value)
+    return value
+
+
+def request_message(request: GroupRequest, *, min_version: int | None = None) -> Any:
+    """The kafka-python request for ``request``, sent at most at ``request.api_version``.
+
+    The connection negotiates the version (the highest both sides speak, at least
+    ``min_version``); the body carries the fields of every version.
+    """
+    kafka_class = KAFKA_CLASSES[request.API_KEY][0]
+    body = request_body((request,))
+    return build_message(kafka_class, body, max_version=request.api_version, min_version=min_version)
+
+
+def response_values(api_key: int, message: Any) -> tuple[GroupResponse, ...]:
+    """The response values of a kafka-python response ``message`` (decoded at its version)."""
+    return responses_from_body(api_key, int(message.API_VERSION), plain(message.to_dict(json=False)))
