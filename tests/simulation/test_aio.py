@@ -11,6 +11,7 @@ consumer is a "commit beyond hand-out".
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import threading
 from collections.abc import Callable
@@ -523,3 +524,40 @@ def test_close_gives_buffered_records_back_before_its_auto_commit() -> None:
     assert group.run_until(lambda: len(received["b"]) == 45, 30.0)
     assert received["b"] == list(range(5, 50))
     group.check()
+
+
+def test_a_callback_runs_in_the_context_of_the_task_that_awaited_poll() -> None:
+    """contextvars set by the polling task (a trace id, say) are seen by its listener callbacks,
+    plain or coroutine, and a plain callback may seek without awaiting."""
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+    seen: list[tuple[str, str]] = []
+    first: list[int] = []
+
+    class Plain(kgroup.RebalanceListener):
+        def __init__(self, consumer: aio.Consumer) -> None:
+            self.consumer = consumer
+
+        def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+            seen.append(("plain", request_id.get()))
+            for tp in partitions:
+                self.consumer.seek(tp, 5)
+
+    class Coroutine(aio.RebalanceListener):
+        async def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+            seen.append(("coroutine", request_id.get()))
+
+    async def app(consumer: aio.Consumer, running: Running) -> None:
+        request_id.set("poller")
+        await consumer.subscribe([TOPIC], listener=Plain(consumer))
+        while not first:
+            first.extend(r.offset for r in await consumer.poll(100))
+        await consumer.subscribe([TOPIC], listener=Coroutine())
+        request_id.set("closer")
+        await consumer.close()
+
+    group = SimulatedGroup({TOPIC: 1}, seed=2)
+    group.produce(TOPIC, 20)
+    group.add_member("a", app)
+    assert group.run_until(lambda: len(seen) == 2, 10.0)
+    assert seen == [("plain", "poller"), ("coroutine", "closer")]
+    assert first[0] == 5
