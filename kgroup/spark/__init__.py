@@ -22,14 +22,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kgroup.spark._options import SourceOptionError, SourceOptions, parse_options
+from kgroup.spark._options import DataLossError, SourceOptionError, SourceOptions, parse_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
     from kgroup.spark._source import SCHEMA, KGroupDataSource
 
-__all__ = ["SCHEMA", "KGroupDataSource", "SourceOptionError", "SourceOptions", "parse_options", "register"]
+__all__ = [
+    "SCHEMA",
+    "DataLossError",
+    "KGroupDataSource",
+    "SourceOptionError",
+    "SourceOptions",
+    "parse_options",
+    "register",
+]
 
 
 def register(spark: SparkSession) -> None:

@@ -9,31 +9,53 @@ by their Kafka names, bare (``session.timeout.ms``) or with Spark's Kafka source
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from kgroup.config import ConsumerConfig
-from kgroup.errors import ConfigError
+from kgroup.errors import ConfigError, KGroupError
 from kgroup.types import TopicPartition
 
-__all__ = ["SourceOptionError", "SourceOptions", "parse_options"]
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "DataLossError",
+    "OffsetSpec",
+    "PartitionOffsets",
+    "SourceOptionError",
+    "SourceOptions",
+    "parse_options",
+]
 
 #: source options (lower case as Spark passes them) -> the documented spelling
 _SOURCE_OPTIONS = {
     "subscribe": "subscribe",
     "assign": "assign",
     "maxoffsetspertrigger": "maxOffsetsPerTrigger",
+    "minoffsetspertrigger": "minOffsetsPerTrigger",
+    "maxtriggerdelay": "maxTriggerDelay",
+    "minpartitions": "minPartitions",
     "startingoffsets": "startingOffsets",
     "endingoffsets": "endingOffsets",
+    "failondataloss": "failOnDataLoss",
     "fetchtimeoutms": "fetchTimeoutMs",
 }
 #: Kafka properties the source owns: the reason they cannot be set
 _FORBIDDEN = {
     "enable.auto.commit": "the source commits each micro-batch's end offsets itself",
-    "auto.offset.reset": "use the startingOffsets option ('earliest' or 'latest')",
+    "auto.offset.reset": "use the startingOffsets option ('earliest', 'latest' or per-partition JSON)",
 }
+#: Spark's JSON offset sentinels (``KafkaOffsetRangeLimit.EARLIEST`` / ``LATEST``)
+EARLIEST = -2
+LATEST = -1
+#: Spark's default ``maxTriggerDelay`` ("15m")
+_DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+#: Spark's time suffixes (``JavaUtils.timeStringAsMs``; no suffix: milliseconds)
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_TIME = re.compile(r"^(-?[0-9]+)\s*([a-z]+)?$")
 #: ConsumerConfig fields that cannot come from a string option
 _NOT_STRINGS = {"ssl_context", "sasl_oauth_token_provider"}
 _DEFAULT_FETCH_TIMEOUT_MS = 120_000
@@ -47,6 +69,15 @@ class SourceOptionError(ConfigError):
     """A bad option of the ``kgroup`` Spark source; ``field`` is the option's name."""
 
 
+class DataLossError(KGroupError):
+    """Records the source was to read are gone, and ``failOnDataLoss`` is true (the default).
+
+    Retention deleted them before they were read, their topic was deleted, or the log end
+    offset went below the position (the topic was recreated). Spark's Kafka source fails the
+    query in the same cases; with ``failOnDataLoss`` false both log a warning and go on.
+    """
+
+
 def _kafka_names() -> dict[str, str]:
     names = {
         a.name.replace("_", "."): a.name
@@ -58,6 +89,30 @@ def _kafka_names() -> dict[str, str]:
 
 
 @attrs.frozen
+class PartitionOffsets:
+    """Per-partition offsets of a JSON ``startingOffsets`` / ``endingOffsets`` (Spark's format).
+
+    ``{"t": {"0": 23, "1": -2}}`` parses to ``((TopicPartition("t", 0), 23), (TopicPartition("t", 1), -2))``:
+    an offset, or :data:`EARLIEST` (-2) / :data:`LATEST` (-1), sorted by partition (picklable).
+    """
+
+    offsets: tuple[tuple[TopicPartition, int], ...]
+
+    def as_dict(self) -> dict[TopicPartition, int]:
+        """``{TopicPartition: offset or sentinel}``."""
+        return dict(self.offsets)
+
+    @property
+    def partitions(self) -> frozenset[TopicPartition]:
+        """The partitions named."""
+        return frozenset(tp for tp, _ in self.offsets)
+
+
+#: ``"earliest"``, ``"latest"`` or per-partition offsets
+OffsetSpec = str | PartitionOffsets
+
+
+@attrs.frozen
 class SourceOptions:
     """The parsed options (picklable: sent to the executors with every input partition).
 
@@ -66,8 +121,13 @@ class SourceOptions:
         topics: ``subscribe``'s topics, or None.
         assign: ``assign``'s partitions, or None.
         max_offsets_per_trigger: the cap per micro-batch, or None.
-        starting_offsets: "earliest" / "latest", or None for the mode's default.
+        starting_offsets: "earliest", "latest", per-partition offsets, or None for the mode's default.
         fetch_timeout_ms: longest an executor waits for the records of one range (ms).
+        ending_offsets: a batch read's end: "latest" or per-partition offsets (None: not given, latest).
+        min_offsets_per_trigger: the fewest offsets a micro-batch waits for, or None.
+        max_trigger_delay_ms: the longest a micro-batch waits for ``min_offsets_per_trigger`` (ms).
+        min_partitions: the fewest Spark input partitions a batch is split into, or None.
+        fail_on_data_loss: fail (True) or log and go on (False) when records to read are gone.
 
     """
 
@@ -75,8 +135,13 @@ class SourceOptions:
     topics: tuple[str, ...] | None
     assign: tuple[TopicPartition, ...] | None
     max_offsets_per_trigger: int | None
-    starting_offsets: str | None
+    starting_offsets: OffsetSpec | None
     fetch_timeout_ms: int
+    ending_offsets: OffsetSpec | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = _DEFAULT_MAX_TRIGGER_DELAY_MS
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
 
     @property
     def group_id(self) -> str:
@@ -145,6 +210,79 @@ def _positive_int(option: str, value: str) -> int:
     return number
 
 
+def _parse_bool(option: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise SourceOptionError(option, f"must be true or false, got {value!r}")
+    return lowered == "true"
+
+
+def _parse_duration_ms(option: str, value: str) -> int:
+    """Spark's time strings (``JavaUtils.timeStringAsMs``): "15m", "30s", "500ms", "1h"; bare: ms."""
+    match = _TIME.match(value.strip().lower())
+    unit = match.group(2) if match else None
+    if match is None or (unit is not None and unit not in _TIME_UNITS_MS) or int(match.group(1)) < 0:
+        raise SourceOptionError(
+            option, f"must be a duration like '15m', '30s' or '500ms' (us, ms, s, m, min, h, d), got {value!r}"
+        )
+    return int(int(match.group(1)) * _TIME_UNITS_MS[unit or "ms"])
+
+
+def _parse_offsets(option: str, value: str) -> OffsetSpec:
+    """``earliest``, ``latest``, or Spark's JSON ``{"topic": {"partition": offset}}`` (-2 earliest, -1 latest)."""
+    word = value.strip().lower()
+    if word in ("earliest", "latest"):
+        return word
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise SourceOptionError(
+            option,
+            f"must be 'earliest', 'latest' or JSON like {{\"topic\": {{\"0\": 23, \"1\": -2}}}} "
+            f"(-2: earliest, -1: latest), got {value!r}",
+        )
+    out: list[tuple[TopicPartition, int]] = []
+    for topic, parts in parsed.items():
+        if not isinstance(parts, dict) or not parts:
+            raise SourceOptionError(option, f"topic {topic!r}: must map partitions to offsets, got {parts!r}")
+        for partition, offset in parts.items():
+            try:
+                number = int(partition)
+            except ValueError:
+                number = -1
+            if number < 0:
+                raise SourceOptionError(option, f"topic {topic!r}: bad partition {partition!r}")
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
+                raise SourceOptionError(
+                    option, f"{topic}-{partition}: the offset must be an integer >= 0, -2 (earliest) or "
+                    f"-1 (latest), got {offset!r}"
+                )
+            out.append((TopicPartition(topic, number), offset))
+    if not out:
+        raise SourceOptionError(option, "names no partition")
+    return PartitionOffsets(tuple(sorted(out)))
+
+
+def _check_offset_ranges(starting: OffsetSpec | None, ending: OffsetSpec | None) -> None:
+    """Spark's ``checkOffsetLimitValidity``: two JSON specs name the same partitions, start <= end."""
+    if not isinstance(starting, PartitionOffsets) or not isinstance(ending, PartitionOffsets):
+        return
+    if starting.partitions != ending.partitions:
+        raise SourceOptionError(
+            "endingOffsets",
+            f"names partitions {sorted(map(str, ending.partitions))} but startingOffsets names "
+            f"{sorted(map(str, starting.partitions))}: they must name the same ones",
+        )
+    ends = ending.as_dict()
+    for tp, begin in starting.offsets:
+        if begin >= 0 and ends[tp] >= 0 and begin > ends[tp]:
+            raise SourceOptionError(
+                "endingOffsets", f"{tp}: the ending offset {ends[tp]} is before the starting offset {begin}"
+            )
+
+
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
     """Validate the options of ``spark.read[Stream].format("kgroup")``.
 
@@ -174,9 +312,10 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         if kafka_key not in names:
             raise SourceOptionError(
                 raw_key,
-                "unknown option of the kgroup source; known: subscribe, assign, maxOffsetsPerTrigger, "
-                "startingOffsets, endingOffsets, fetchTimeoutMs and Kafka consumer properties "
-                "(bootstrap.servers, group.id, group.instance.id, session.timeout.ms, ...)",
+                "unknown option of the kgroup source; known: subscribe, assign, startingOffsets, endingOffsets, "
+                "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions, failOnDataLoss, "
+                "fetchTimeoutMs and Kafka consumer properties (bootstrap.servers, group.id, group.instance.id, "
+                "session.timeout.ms, ...)",
             )
         if kafka_key in properties:
             raise SourceOptionError(raw_key, f"given twice (as {kafka_key!r} and 'kafka.{kafka_key}')")
@@ -199,16 +338,35 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     max_offsets = None
     if "maxOffsetsPerTrigger" in source:
         max_offsets = _positive_int("maxOffsetsPerTrigger", source["maxOffsetsPerTrigger"])
-    starting = source.get("startingOffsets")
-    if starting is not None:
-        starting = starting.strip().lower()
-        if starting not in ("earliest", "latest"):
+    min_offsets = None
+    if "minOffsetsPerTrigger" in source:
+        min_offsets = _positive_int("minOffsetsPerTrigger", source["minOffsetsPerTrigger"])
+        if max_offsets is not None and min_offsets > max_offsets:
             raise SourceOptionError(
-                "startingOffsets", f"must be 'earliest' or 'latest', got {source['startingOffsets']!r}"
+                "minOffsetsPerTrigger", f"{min_offsets} is higher than maxOffsetsPerTrigger ({max_offsets})"
             )
-    ending = source.get("endingOffsets", "latest").strip().lower()
-    if ending != "latest":
-        raise SourceOptionError("endingOffsets", f"only 'latest' is supported, got {source['endingOffsets']!r}")
+    max_delay = _DEFAULT_MAX_TRIGGER_DELAY_MS
+    if "maxTriggerDelay" in source:
+        max_delay = _parse_duration_ms("maxTriggerDelay", source["maxTriggerDelay"])
+    min_partitions = None
+    if "minPartitions" in source:
+        min_partitions = _positive_int("minPartitions", source["minPartitions"])
+    starting = _parse_offsets("startingOffsets", source["startingOffsets"]) if "startingOffsets" in source else None
+    ending = _parse_offsets("endingOffsets", source["endingOffsets"]) if "endingOffsets" in source else None
+    if ending == "earliest":
+        raise SourceOptionError("endingOffsets", "cannot be 'earliest' (the read would be empty): 'latest' or JSON")
+    if isinstance(ending, PartitionOffsets) and any(o == EARLIEST for _, o in ending.offsets):
+        raise SourceOptionError("endingOffsets", "-2 (earliest) is not allowed as an ending offset")
+    _check_offset_ranges(starting, ending)
+    wanted_topics = set(topics) if topics is not None else {tp.topic for tp in assign or ()}
+    for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
+        if isinstance(spec, PartitionOffsets):
+            foreign = sorted({tp.topic for tp in spec.partitions} - wanted_topics)
+            if foreign:
+                raise SourceOptionError(option, f"names topics {foreign} that are not read (subscribe/assign)")
+    fail_on_data_loss = True
+    if "failOnDataLoss" in source:
+        fail_on_data_loss = _parse_bool("failOnDataLoss", source["failOnDataLoss"])
     fetch_timeout = _DEFAULT_FETCH_TIMEOUT_MS
     if "fetchTimeoutMs" in source:
         fetch_timeout = _positive_int("fetchTimeoutMs", source["fetchTimeoutMs"])
@@ -219,6 +377,11 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         max_offsets_per_trigger=max_offsets,
         starting_offsets=starting,
         fetch_timeout_ms=fetch_timeout,
+        ending_offsets=ending,
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=max_delay,
+        min_partitions=min_partitions,
+        fail_on_data_loss=fail_on_data_loss,
     )
     parsed.consumer_config()  # every Kafka property is checked now, at load()
     return parsed

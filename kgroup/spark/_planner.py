@@ -24,11 +24,13 @@ and nothing unprocessed is skipped (docs/spark.md, "Which offsets win").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from kgroup.spark._options import EARLIEST, OffsetSpec, PartitionOffsets
 from kgroup.types import TopicPartition
 
 __all__ = [
@@ -38,6 +40,9 @@ __all__ = [
     "plan_batch_ranges",
     "plan_end",
     "plan_ranges",
+    "positions_of",
+    "resolve_offset",
+    "split_ranges",
 ]
 
 
@@ -154,6 +159,9 @@ def plan_end(
     assigned_from: Mapping[TopicPartition, int],
     latest: Mapping[TopicPartition, int],
     limit: int | None = None,
+    *,
+    resets: Mapping[TopicPartition, int] | None = None,
+    drop: Iterable[TopicPartition] = (),
 ) -> StreamOffset:
     """The end offset of the next micro-batch.
 
@@ -166,6 +174,11 @@ def plan_end(
         latest: ``{tp: log end offset}`` (ListOffsets LATEST); a partition absent from it does
             not advance.
         limit: at most this many offsets in total (maxOffsetsPerTrigger), or None.
+        resets: ``{tp: offset}``: owned partitions whose range starts there whatever ``start``
+            and ``assigned_from`` say (``failOnDataLoss=false`` after the log end went below the
+            position: the topic was recreated or truncated); recorded in ``starts``.
+        drop: partitions left out of the end offset altogether (``failOnDataLoss=false`` after
+            their topic was deleted).
 
     Returns:
         The end offset: ``offsets`` for every plannable owned partition, and unchanged (an empty
@@ -178,7 +191,14 @@ def plan_end(
     """
     positions: dict[TopicPartition, int] = {}
     starts: dict[TopicPartition, int] = {}
+    resets = resets or {}
+    dropped = set(drop)
     for tp in owned:
+        if tp in dropped:
+            continue
+        if tp in resets:
+            positions[tp] = starts[tp] = resets[tp]
+            continue
         previous = start.offsets.get(tp)
         base = assigned_from.get(tp)
         if previous is None and base is None:
@@ -191,9 +211,22 @@ def plan_end(
             starts[tp] = base
     lags = {tp: max(0, latest.get(tp, pos) - pos) for tp, pos in positions.items()}
     advance = cap_lags(lags, limit)
-    ends = dict(start.offsets)  # partitions not owned now keep their position (see Returns)
+    # partitions not owned now keep their position (see Returns)
+    ends = {tp: offset for tp, offset in start.offsets.items() if tp not in dropped}
     ends.update({tp: pos + advance[tp] for tp, pos in positions.items()})
     return StreamOffset(ends, starts)
+
+
+def positions_of(
+    start: StreamOffset, owned: Iterable[TopicPartition], assigned_from: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """Where each plannable owned partition's next range starts (the rule of :func:`plan_end`)."""
+    out: dict[TopicPartition, int] = {}
+    for tp in owned:
+        candidates = [x for x in (start.offsets.get(tp), assigned_from.get(tp)) if x is not None]
+        if candidates:
+            out[tp] = max(candidates)
+    return out
 
 
 def plan_ranges(start: StreamOffset, end: StreamOffset) -> list[OffsetRange]:
@@ -219,22 +252,102 @@ def plan_ranges(start: StreamOffset, end: StreamOffset) -> list[OffsetRange]:
     return ranges
 
 
+def resolve_offset(
+    spec: OffsetSpec, tp: TopicPartition, earliest: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int]
+) -> int:
+    """The offset ``spec`` names for ``tp``: earliest / latest (also -2 / -1 in JSON) or the number given.
+
+    A partition a JSON spec leaves out starts at the earliest offset (Spark's rule for partitions
+    discovered after a streaming query started).
+    """
+    if isinstance(spec, PartitionOffsets):
+        value = spec.as_dict().get(tp, EARLIEST)
+        if value >= 0:
+            return value
+        spec = "earliest" if value == EARLIEST else "latest"
+    return earliest[tp] if spec == "earliest" else latest[tp]
+
+
 def plan_batch_ranges(
     earliest: Mapping[TopicPartition, int],
     latest: Mapping[TopicPartition, int],
-    starting: str,
+    starting: OffsetSpec,
+    ending: OffsetSpec = "latest",
 ) -> list[OffsetRange]:
-    """Ranges of a batch (non-streaming) read: from ``starting`` ("earliest"/"latest") to latest.
+    """Ranges of a batch (non-streaming) read: from ``starting`` to ``ending`` in every partition.
 
-    Partitions missing from ``earliest`` or ``latest`` (no leader) raise ``ValueError``: a
-    batch read must not silently skip a partition.
+    ``starting``: "earliest", "latest" or per-partition offsets; ``ending``: "latest" or
+    per-partition offsets (-1: latest). A JSON spec must name every partition of the read, as
+    Spark's Kafka source requires of a batch query.
+
+    Raises:
+        ValueError: a partition is missing from ``earliest`` or ``latest`` (no leader: a batch
+            read must not silently skip a partition); a JSON spec does not name exactly the
+            read's partitions; a starting offset is after its ending offset; an ending offset
+            is past the log end offset.
+
     """
     missing = sorted(set(earliest) ^ set(latest))
     if missing:
         raise ValueError(f"no offsets for partitions {[str(tp) for tp in missing]} (no leader?)")
+    for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
+        if isinstance(spec, PartitionOffsets) and spec.partitions != set(latest):
+            raise ValueError(
+                f"{option} names partitions {sorted(map(str, spec.partitions))} but the read has "
+                f"{sorted(map(str, latest))}: name every partition (-2: earliest, -1: latest)"
+            )
     ranges = []
     for tp in sorted(latest):
-        begin = earliest[tp] if starting == "earliest" else latest[tp]
-        if latest[tp] > begin:
-            ranges.append(OffsetRange(tp.topic, tp.partition, begin, latest[tp]))
+        begin = resolve_offset(starting, tp, earliest, latest)
+        stop = resolve_offset(ending, tp, earliest, latest)
+        if stop > latest[tp]:
+            raise ValueError(f"endingOffsets of {tp}: {stop} is past the log end offset {latest[tp]}")
+        if begin > stop:
+            raise ValueError(f"{tp}: the starting offset {begin} is after the ending offset {stop}")
+        if stop > begin:
+            ranges.append(OffsetRange(tp.topic, tp.partition, begin, stop))
     return ranges
+
+
+def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """Split large ranges so that there are about ``min_partitions`` of them (Spark's ``minPartitions``).
+
+    Spark's ``KafkaOffsetRangeCalculator.getRanges``: empty ranges are dropped; with
+    ``min_partitions`` None or no more than the ranges there are, nothing is split. Otherwise a
+    range gets ``max(1, round(size / total * min_partitions))`` parts; the ranges left whole are
+    taken out of the proportion (the others share ``min_partitions`` minus their count), and
+    each split range is cut into near-equal consecutive pieces (the last takes the rounding).
+    The result is *about* ``min_partitions`` ranges, as Spark's documentation says; it covers
+    exactly the same offsets.
+
+    Raises:
+        ValueError: ``min_partitions`` < 1.
+
+    """
+    kept = [r for r in ranges if r.size > 0]
+    if min_partitions is None or len(kept) >= min_partitions:
+        return kept
+    if min_partitions < 1:
+        raise ValueError(f"min_partitions must be >= 1, got {min_partitions}")
+
+    def parts_of(size: int, total: int, parts: int) -> int:
+        return max(math.floor(size / total * parts + 0.5), 1)  # Scala's math.round
+
+    total = sum(r.size for r in kept)
+    whole = [r for r in kept if parts_of(r.size, total, min_partitions) == 1]
+    whole_partitions = {r.topic_partition for r in whole}
+    split_total = total - sum(r.size for r in whole)
+    split_parts = max(min_partitions - len(whole), 1)
+    out: list[OffsetRange] = []
+    for r in kept:
+        parts = 1 if r.topic_partition in whole_partitions else parts_of(r.size, split_total, split_parts)
+        remaining = r.size
+        begin = r.start
+        for part in range(parts):
+            this = remaining // (parts - part)
+            remaining -= this
+            stop = min(begin + this, r.end)
+            if stop > begin:
+                out.append(OffsetRange(r.topic, r.partition, begin, stop))
+            begin = stop
+    return out

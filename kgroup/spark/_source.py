@@ -40,7 +40,13 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -54,13 +60,31 @@ from pyspark.sql.types import (
 
 from kgroup._clock import MonotonicClock
 from kgroup._io.kafka_python import KafkaPythonTransport
-from kgroup._retry import Deadline
+from kgroup._retry import Deadline, retry_until
 from kgroup.config import ConsumerConfig
 from kgroup.consumer import Consumer
-from kgroup.errors import KGroupError
+from kgroup.errors import KGroupError, OffsetOutOfRangeError
 from kgroup.listener import RebalanceListener
-from kgroup.spark._options import SourceOptionError, SourceOptions, parse_options
-from kgroup.spark._planner import OffsetRange, StreamOffset, plan_batch_ranges, plan_end, plan_ranges
+from kgroup.membership.states import MemberState
+from kgroup.spark._options import (
+    EARLIEST,
+    LATEST,
+    DataLossError,
+    OffsetSpec,
+    PartitionOffsets,
+    SourceOptionError,
+    SourceOptions,
+    parse_options,
+)
+from kgroup.spark._planner import (
+    OffsetRange,
+    StreamOffset,
+    plan_batch_ranges,
+    plan_end,
+    plan_ranges,
+    positions_of,
+    split_ranges,
+)
 from kgroup.types import ConsumerRecord, TopicPartition
 
 __all__ = ["SCHEMA", "KGroupBatchReader", "KGroupDataSource", "KGroupStreamReader", "RangePartition", "read_range"]
@@ -89,6 +113,8 @@ _ARROW_BATCH_ROWS = 10_000
 _FETCH_RECORDS = 10_000
 #: the fetch deadline and the ListOffsets failure clock (``kgroup._clock``: the one real clock)
 _CLOCK = MonotonicClock()
+#: seconds an executor's read may make no progress before it checks that its partition still exists
+_STALL_CHECK_S = 5.0
 
 
 class RangePartition(InputPartition):
@@ -132,17 +158,59 @@ def _records_to_batch(records: list[ConsumerRecord], schema: pa.Schema) -> pa.Re
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def _data_loss(options: SourceOptions, message: str, cause: BaseException | None = None) -> None:
+    """``failOnDataLoss``: raise :class:`DataLossError` (true), or log a warning and go on (false)."""
+    if options.fail_on_data_loss:
+        raise DataLossError(
+            f"kgroup.spark: {message}. Some data may have been lost: retention deleted it or its topic was "
+            "deleted or recreated before it was read. To go on from what is still there, set the source "
+            "option failOnDataLoss to false"
+        ) from cause
+    log.warning("kgroup.spark: %s. Some data may have been lost; going on (failOnDataLoss is false)", message)
+
+
+def _resume_after_loss(
+    options: SourceOptions, transport: KafkaPythonTransport, rng: OffsetRange, position: int, cause: BaseException
+) -> int | None:
+    """Where to go on after the fetch position left the log, or None to end the range.
+
+    Spark's ``KafkaDataConsumer`` rules: with ``failOnDataLoss`` true the task fails; else the
+    read goes on from the earliest offset still in ``[position, rng.end)``, and ends when none is.
+    """
+    tp = rng.topic_partition
+    _data_loss(options, f"offset {position} of {tp} is out of range while reading [{rng.start}, {rng.end})", cause)
+    timeout = options.consumer_config().request_timeout_ms
+    earliest = transport.list_offsets([tp], "earliest", timeout).result(timeout / 1000 + 5).get(tp)
+    latest = transport.list_offsets([tp], "latest", timeout).result(timeout / 1000 + 5).get(tp)
+    if earliest is None or latest is None or position >= latest or earliest >= rng.end:
+        log.warning("kgroup.spark: %s: records [%d, %d) skipped (available: [%s, %s))", tp, position, rng.end,
+                    earliest, latest)
+        return None
+    if earliest > position:
+        log.warning("kgroup.spark: %s: records [%d, %d) skipped, going on from %d", tp, position, earliest, earliest)
+        return earliest
+    return position  # the offset came back (a topic recreated and refilled): try again
+
+
+def _partition_exists(options: SourceOptions, transport: KafkaPythonTransport, tp: TopicPartition) -> bool:
+    timeout = options.consumer_config().request_timeout_ms
+    described = transport.describe_topics([tp.topic], timeout).result(timeout / 1000 + 5)
+    return tp.partition < len(described.get(tp.topic, ()))
+
+
 def read_range(
     options: SourceOptions, rng: OffsetRange, batch_rows: int = _ARROW_BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
     """Read records ``[rng.start, rng.end)`` of one partition as Arrow batches of ``SCHEMA``.
 
     Gaps (compacted records, transaction markers, aborted records under read_committed) are
-    skipped: the read ends when the fetch position reaches ``rng.end``.
+    skipped: the read ends when the fetch position reaches ``rng.end``. Records no longer in
+    the log (retention deleted them, the topic was deleted) are data loss: ``failOnDataLoss``
+    true fails the task, false skips to what is left of the range (Spark's Kafka source rules).
 
     Raises:
-        KGroupError: the range was not read within ``fetchTimeoutMs``, or the broker no longer
-            has its first offset (retention deleted it: data loss).
+        DataLossError: records of the range are gone and ``failOnDataLoss`` is true.
+        KGroupError: the range was not read within ``fetchTimeoutMs``.
 
     """
     schema = to_arrow_schema(SCHEMA, timezone="UTC")
@@ -157,6 +225,7 @@ def read_range(
         deadline = Deadline.after_ms(_CLOCK, options.fetch_timeout_ms)
         pending: list[ConsumerRecord] = []
         position = rng.start
+        progressed_at = _CLOCK.monotonic()
         while position < rng.end:
             if deadline.expired():
                 raise KGroupError(
@@ -165,15 +234,31 @@ def read_range(
                 )
             try:
                 records = fetcher.fetch(_FETCH_RECORDS, 500)
+            except OffsetOutOfRangeError as exc:
+                resumed = _resume_after_loss(options, transport, rng, position, exc)
+                if resumed is None:
+                    break
+                fetcher.seek(tp, resumed)
+                position = resumed
+                continue
             except Exception as exc:
                 raise KGroupError(f"kgroup.spark: fetching {tp} at offset {position} failed: {exc!r}") from exc
             for record in records:
                 if record.offset < rng.end:
                     pending.append(record)
+            before = position
             current = fetcher.position(tp)
             position = current if current is not None else position
             if records and records[-1].offset + 1 > position:
                 position = records[-1].offset + 1
+            now = _CLOCK.monotonic()
+            if position > before:
+                progressed_at = now
+            elif now - progressed_at > _STALL_CHECK_S:
+                progressed_at = now
+                if not _partition_exists(options, transport, tp):  # deleted: no fetch will ever answer
+                    _data_loss(options, f"{tp} no longer exists: records [{position}, {rng.end}) cannot be read")
+                    break
             while len(pending) >= batch_rows:
                 yield _records_to_batch(pending[:batch_rows], schema)
                 pending = pending[batch_rows:]
@@ -199,17 +284,30 @@ class _Membership(RebalanceListener):
         self._reader._lost(partitions)
 
 
-class KGroupStreamReader(DataSourceStreamReader):
-    """Micro-batch reader: the driver is a member of the group (see the module docstring)."""
+class _NotReady(Exception):
+    """The driver cannot plan yet (offsets unknown, a rebalance in progress): retried."""
+
+
+class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader: the driver is a member of the group (see the module docstring).
+
+    ``Trigger.AvailableNow`` (PySpark's ``SupportsTriggerAvailableNow``):
+    :meth:`prepareForTriggerAvailableNow` joins the group, waits for its first assignment and
+    records the log end offset of every partition of the subscribed topics; batches then stop at
+    those offsets, and the query ends once the partitions the group assigns to the application
+    have reached them.
+    """
 
     def __init__(self, options: SourceOptions) -> None:
         if options.topics is None:
             raise SourceOptionError(
                 "assign", "a streaming read takes its partitions from the group: use subscribe (assign is batch-only)"
             )
+        if options.ending_offsets is not None:
+            raise SourceOptionError("endingOffsets", "is for batch reads only (a stream has no end)")
         self._options = options
         self._config = options.consumer_config(enable_auto_commit=False, auto_offset_reset="earliest")
-        self._starting = options.starting_offsets or "latest"
+        self._starting: OffsetSpec = options.starting_offsets or "latest"
         self._consumer: Consumer | None = None
         self._transport: KafkaPythonTransport | None = None
         self._owned: set[TopicPartition] = set()
@@ -218,6 +316,16 @@ class KGroupStreamReader(DataSourceStreamReader):
         self._processed: dict[TopicPartition, int] = {}
         self._group_committed: dict[TopicPartition, int] = {}
         self._failing_since: float | None = None
+        self._joined = False
+        #: partitions to check for deletion next trigger (revoked, lost, or in the restored checkpoint)
+        self._suspects: set[TopicPartition] = set()
+        #: partitions found deleted (reported once; not planned until assigned again)
+        self._gone: set[TopicPartition] = set()
+        self._first_trigger = True
+        #: when a micro-batch last ran or was allowed to (maxTriggerDelay); None: never
+        self._last_trigger_s: float | None = None
+        #: Trigger.AvailableNow: the log end offsets when the query started (None: other triggers)
+        self._targets: dict[TopicPartition, int] | None = None
 
     # ------------------------------------------------------------------ membership
     def _start(self) -> Consumer:
@@ -239,10 +347,12 @@ class KGroupStreamReader(DataSourceStreamReader):
 
     def _assigned(self, partitions: frozenset[TopicPartition]) -> None:
         assert self._consumer is not None
+        self._joined = True
         self._consumer.pause(partitions)  # poll() never fetches on the driver
         for tp in partitions:
             self._owned.add(tp)
             self._unresolved.add(tp)
+            self._gone.discard(tp)
             self._assigned_from.pop(tp, None)
             self._processed.pop(tp, None)
             self._group_committed.pop(tp, None)
@@ -265,11 +375,31 @@ class KGroupStreamReader(DataSourceStreamReader):
             self._assigned_from.pop(tp, None)
             self._processed.pop(tp, None)
             self._group_committed.pop(tp, None)
+            self._suspects.add(tp)  # a topic deletion also revokes: check on the next trigger
 
     def _list_offsets(self, partitions: Sequence[TopicPartition], spec: str) -> dict[TopicPartition, int]:
         assert self._transport is not None
         timeout = self._config.request_timeout_ms
         return self._transport.list_offsets(partitions, spec, timeout).result(timeout / 1000 + 5)
+
+    def _starting_positions(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """``startingOffsets`` of partitions the group has no offset for (a partition a JSON leaves out: earliest)."""
+        out: dict[TopicPartition, int] = {}
+        wanted: dict[str, list[TopicPartition]] = {"earliest": [], "latest": []}
+        named = self._starting.as_dict() if isinstance(self._starting, PartitionOffsets) else {}
+        for tp in partitions:
+            if isinstance(self._starting, str):
+                wanted[self._starting].append(tp)
+                continue
+            offset = named.get(tp, EARLIEST)
+            if offset >= 0:
+                out[tp] = offset
+            else:
+                wanted["earliest" if offset == EARLIEST else "latest"].append(tp)
+        for spec, tps in wanted.items():
+            if tps:
+                out.update(self._list_offsets(tps, spec))
+        return out
 
     def _resolve(self) -> None:
         """Assignment offsets of newly assigned partitions: committed, else startingOffsets."""
@@ -280,7 +410,7 @@ class KGroupStreamReader(DataSourceStreamReader):
         try:
             committed = self._consumer.committed(wanted, timeout_ms=self._config.request_timeout_ms)
             missing = [tp for tp in wanted if committed.get(tp) is None]
-            fallback = self._list_offsets(missing, self._starting) if missing else {}
+            fallback = self._starting_positions(missing) if missing else {}
         except Exception as exc:  # retried on the next latestOffset
             log.warning("kgroup.spark: group %s: offsets of new partitions not known yet: %r",
                         self._config.group_id, exc)
@@ -310,7 +440,7 @@ class KGroupStreamReader(DataSourceStreamReader):
         wanted = self._owned if partitions is None else set(partitions) & self._owned
         offsets = {
             tp: self._processed[tp]
-            for tp in sorted(wanted)
+            for tp in sorted(wanted - self._gone)
             if tp in self._processed and self._processed[tp] > self._group_committed.get(tp, -1)
         }
         if not offsets:
@@ -323,6 +453,41 @@ class KGroupStreamReader(DataSourceStreamReader):
             return
         self._group_committed.update(offsets)
 
+    # ------------------------------------------------------------------ failOnDataLoss
+    def _deleted(self, owned: Sequence[TopicPartition], latest: Mapping[TopicPartition, int]) -> set[TopicPartition]:
+        """Suspect partitions whose topic (or partition) is gone from the cluster's metadata."""
+        suspects = (self._suspects | {tp for tp in owned if tp not in latest}) - self._gone
+        if not suspects:
+            return set()
+        assert self._transport is not None
+        timeout = self._config.request_timeout_ms
+        described = self._transport.describe_topics({tp.topic for tp in suspects}, timeout).result(timeout / 1000 + 5)
+        self._suspects -= suspects
+        return {tp for tp in suspects if tp.partition >= len(described.get(tp.topic, ()))}
+
+    def _regressed(
+        self, positions: Mapping[TopicPartition, int], latest: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """Partitions whose log end offset is below their position: ``{tp: where to go on}``.
+
+        The log end is asked twice more first (a leader change can answer a stale one, as
+        Spark's ``fetchLatestOffsets`` allows for); what stays below is data loss (the topic
+        was recreated or truncated): the stream goes on from the earliest offset.
+        """
+        behind = [tp for tp, pos in positions.items() if tp in latest and latest[tp] < pos]
+        for _ in range(2):
+            if not behind:
+                return {}
+            _CLOCK.sleep(0.5)
+            latest.update(self._list_offsets(behind, "latest"))
+            behind = [tp for tp in behind if latest.get(tp, positions[tp]) < positions[tp]]
+        if not behind:
+            return {}
+        for tp in behind:
+            _data_loss(self._options, f"the log end offset of {tp} went back from {positions[tp]} to {latest[tp]}")
+        earliest = self._list_offsets(behind, "earliest")
+        return {tp: earliest.get(tp, latest[tp]) for tp in behind}
+
     # ------------------------------------------------------------------ Spark's API
     def initialOffset(self) -> dict[str, Any]:
         """The empty offset: every partition starts where the group says (startingOffsets if nowhere)."""
@@ -330,49 +495,164 @@ class KGroupStreamReader(DataSourceStreamReader):
         return StreamOffset().to_json()
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        """``ReadMaxRows(maxOffsetsPerTrigger)`` if the option is set, else all available."""
-        cap = self._options.max_offsets_per_trigger
-        return ReadMaxRows(cap) if cap is not None else ReadAllAvailable()
+        """``maxOffsetsPerTrigger``, else ``minOffsetsPerTrigger``, as a PySpark read limit.
+
+        Spark's Kafka source combines both in a ``CompositeReadLimit``, which PySpark's data
+        source API has no class for: with both set this returns ``ReadMaxRows`` and
+        :meth:`latestOffset` applies ``minOffsetsPerTrigger`` itself.
+        """
+        if self._options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self._options.max_offsets_per_trigger)
+        if self._options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self._options.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """``Trigger.AvailableNow``: join the group, then note every partition's log end offset now.
+
+        Waits for the group's first assignment (at most ``max(default.api.timeout.ms,
+        max.poll.interval.ms)``): before it the application owns nothing, and a query that planned
+        nothing would end at once. The targets cover every partition of the subscribed topics,
+        so partitions the group moves here later stop there too.
+
+        Raises:
+            KGroupError: the group assigned nothing in time, or the log end offsets could not be read.
+
+        """
+        consumer = self._start()
+        wait_ms = max(self._config.default_api_timeout_ms,
+                      self._config.rebalance_timeout_ms or self._config.max_poll_interval_ms)
+        deadline = Deadline.after_ms(_CLOCK, wait_ms)
+        while not self._joined:
+            if deadline.expired():
+                raise KGroupError(
+                    f"kgroup.spark: Trigger.AvailableNow: group {self._config.group_id} assigned no partitions "
+                    f"within {wait_ms} ms"
+                )
+            consumer.poll(100)
+
+        def log_ends() -> dict[TopicPartition, int]:
+            assert self._transport is not None
+            assert self._options.topics is not None
+            timeout = self._config.request_timeout_ms
+            described = self._transport.describe_topics(self._options.topics, timeout).result(timeout / 1000 + 5)
+            tps = [TopicPartition(t, p.partition) for t, parts in described.items() for p in parts]
+            ends = self._list_offsets(tps, "latest") if tps else {}
+            if set(ends) != set(tps):
+                raise _NotReady(f"no log end offset for {sorted(map(str, set(tps) - set(ends)))} (no leader?)")
+            return ends
+
+        self._targets = self._retrying(log_ends, "the log end offsets")
+        log.info("kgroup.spark: group %s: Trigger.AvailableNow up to %s", self._config.group_id,
+                 {str(tp): offset for tp, offset in sorted(self._targets.items())})
+
+    def _retrying(self, attempt: Any, what: str) -> Any:
+        deadline = Deadline.after_ms(_CLOCK, self._config.default_api_timeout_ms)
+        try:
+            return retry_until(attempt, deadline, retry_on=Exception, backoff_s=lambda n: min(0.05 * 2**n, 1.0))
+        except Exception as exc:
+            raise KGroupError(
+                f"kgroup.spark: Trigger.AvailableNow: {what} not known within "
+                f"{self._config.default_api_timeout_ms} ms (default.api.timeout.ms): {exc}"
+            ) from exc
+
+    def _observe(
+        self, consumer: Consumer
+    ) -> tuple[list[TopicPartition], dict[TopicPartition, int], set[TopicPartition]]:
+        """Run the group's callbacks; the owned partitions, their log end offsets, deleted suspects.
+
+        Raises:
+            _NotReady: (Trigger.AvailableNow only) what the plan needs is not known yet.
+            Exception: ListOffsets or Metadata failed.
+
+        """
+        consumer.poll(0)
+        self._resolve()
+        owned = sorted(self._owned - self._gone)
+        latest = self._list_offsets(owned, "latest") if owned else {}
+        deleted = self._deleted(owned, latest)
+        if self._targets is not None:
+            # ending the query is final: wait out rebalances and unknown offsets instead
+            if consumer.member_state() is not MemberState.STABLE:
+                raise _NotReady(f"the group is rebalancing ({consumer.member_state().value})")
+            if self._unresolved:
+                raise _NotReady(f"no starting offset yet for {sorted(map(str, self._unresolved))}")
+            no_end = [tp for tp in owned if tp not in latest and tp not in deleted]
+            if no_end:
+                raise _NotReady(f"no log end offset for {sorted(map(str, no_end))} (no leader?)")
+        return owned, latest, deleted
+
+    def _delay(self, minimum: int, available: int) -> bool:
+        """Spark's ``minOffsetsPerTrigger`` / ``maxTriggerDelay`` rule: True to skip this trigger."""
+        now = _CLOCK.monotonic()
+        if self._last_trigger_s is None or (now - self._last_trigger_s) * 1000 >= self._options.max_trigger_delay_ms:
+            self._last_trigger_s = now
+            return False
+        if available < minimum:
+            return True
+        self._last_trigger_s = now
+        return False
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """Service the group, commit what is processed, plan the next batch's end offset."""
         consumer = self._start()
         begin = StreamOffset.from_json(start)
         self._note_processed(begin.offsets)
-        consumer.poll(0)
-        self._resolve()
+        if self._first_trigger:  # a restored checkpoint: are its partitions' topics still there?
+            self._suspects |= set(begin.offsets)
+            self._first_trigger = False
+        if self._targets is not None:
+            owned, latest, deleted = self._retrying(lambda: self._observe(consumer), "the partitions' offsets")
+        else:
+            try:
+                owned, latest, deleted = self._observe(consumer)
+            except Exception as exc:
+                # transient (leader moving, broker restarting): no batch this trigger, unless it lasts
+                now = _CLOCK.monotonic()
+                self._failing_since = self._failing_since or now
+                if now - self._failing_since > self._config.default_api_timeout_ms / 1000:
+                    raise KGroupError(
+                        f"kgroup.spark: ListOffsets has failed for {now - self._failing_since:.0f} s "
+                        f"(default.api.timeout.ms): {exc!r}"
+                    ) from exc
+                log.warning("kgroup.spark: group %s: ListOffsets failed, retried next trigger: %r",
+                            self._config.group_id, exc)
+                return start
+        self._failing_since = None
         self._note_processed(begin.offsets)
         self._commit_processed()
-        owned = sorted(self._owned)
-        try:
-            latest = self._list_offsets(owned, "latest") if owned else {}
-        except Exception as exc:
-            # transient (leader moving, broker restarting): no batch this trigger, unless it lasts
-            now = _CLOCK.monotonic()
-            self._failing_since = self._failing_since or now
-            if now - self._failing_since > self._config.default_api_timeout_ms / 1000:
-                raise KGroupError(
-                    f"kgroup.spark: ListOffsets has failed for {now - self._failing_since:.0f} s "
-                    f"(default.api.timeout.ms): {exc!r}"
-                ) from exc
-            log.warning("kgroup.spark: group %s: ListOffsets failed, retried next trigger: %r",
-                        self._config.group_id, exc)
-            return start
-        self._failing_since = None
+        for tp in sorted(deleted):
+            _data_loss(self._options, f"{tp} no longer exists (its topic was deleted)")
+        self._gone |= deleted
+        owned = [tp for tp in owned if tp not in deleted]
+        positions = positions_of(begin, owned, self._assigned_from)
+        if self._config.isolation_level == "read_committed":
+            # a group offset committed by a read_uncommitted reader may pass the last stable offset
+            positions = {tp: pos for tp, pos in positions.items() if begin.offsets.get(tp) == pos}
+        resets = self._regressed(positions, latest)
+        for tp, offset in resets.items():
+            self._assigned_from[tp] = self._processed[tp] = offset
+        if self._targets is not None:
+            latest = {tp: min(end, self._targets[tp]) for tp, end in latest.items() if tp in self._targets}
         cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        end = plan_end(begin, owned, self._assigned_from, latest, cap)
+        minimum = None
+        if self._targets is None and not isinstance(limit, ReadAllAvailable):
+            # PySpark has no composite limit: with maxOffsetsPerTrigger the minimum comes from the option
+            minimum = limit.min_rows if isinstance(limit, ReadMinRows) else self._options.min_offsets_per_trigger
+        if minimum is not None:
+            uncapped = plan_end(begin, owned, self._assigned_from, latest, resets=resets, drop=self._gone)
+            available = sum(r.size for r in plan_ranges(begin, uncapped))
+            if self._delay(minimum, available):
+                return start
+        end = plan_end(begin, owned, self._assigned_from, latest, cap, resets=resets, drop=self._gone)
         if dict(end.offsets) == dict(begin.offsets):
             return start  # nothing new: the same offset tells Spark not to run a batch
-        if isinstance(limit, ReadMinRows):
-            ranges = plan_ranges(begin, end)
-            if sum(r.size for r in ranges) < limit.min_rows and set(end.offsets) == set(begin.offsets):
-                return start
         return end.to_json()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One input partition per non-empty range of the batch ``(start, end]``."""
+        """One input partition per non-empty range of the batch ``(start, end]`` (split for ``minPartitions``)."""
         ranges = plan_ranges(StreamOffset.from_json(start), StreamOffset.from_json(end))
-        return [RangePartition(r, self._options) for r in ranges]
+        return [RangePartition(r, self._options) for r in split_ranges(ranges, self._options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: the range's records (see :func:`read_range`)."""
@@ -398,17 +678,22 @@ class KGroupStreamReader(DataSourceStreamReader):
 
 
 class KGroupBatchReader(DataSourceReader):
-    """Batch read: ``startingOffsets`` (default earliest) to the log end of each partition, now.
+    """Batch read: ``startingOffsets`` (default earliest) to ``endingOffsets`` (default latest), now.
 
     A batch read plans from the partitions' offsets alone; it does not join the group and
     commits nothing.
     """
 
     def __init__(self, options: SourceOptions) -> None:
+        starting = options.starting_offsets
+        if starting == "latest" or (
+            isinstance(starting, PartitionOffsets) and any(o == LATEST for _, o in starting.offsets)
+        ):
+            raise SourceOptionError("startingOffsets", "cannot be latest (-1) in a batch read: the read would be empty")
         self._options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        """One input partition per non-empty partition range."""
+        """One input partition per non-empty partition range (split for ``minPartitions``)."""
         config = _executor_config(self._options)
         transport = KafkaPythonTransport(config)
         timeout = config.request_timeout_ms
@@ -427,8 +712,16 @@ class KGroupBatchReader(DataSourceReader):
             latest = transport.list_offsets(tps, "latest", timeout).result(timeout / 1000 + 5)
         finally:
             transport.close()
-        ranges = plan_batch_ranges(earliest, latest, self._options.starting_offsets or "earliest")
-        return [RangePartition(r, self._options) for r in ranges]
+        try:
+            ranges = plan_batch_ranges(
+                earliest, latest, self._options.starting_offsets or "earliest", self._options.ending_offsets or "latest"
+            )
+        except ValueError as exc:
+            option, _, rest = str(exc).partition(" ")
+            if option in ("startingOffsets", "endingOffsets"):
+                raise SourceOptionError(option, rest) from None
+            raise KGroupError(f"kgroup.spark: {exc}") from None
+        return [RangePartition(r, self._options) for r in split_ranges(ranges, self._options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: the range's records (see :func:`read_range`)."""

@@ -1,0 +1,158 @@
+"""The options taken from Spark's Kafka source, without Spark or a broker: parsing and planning.
+
+Option names, defaults and rules are those of Spark's "Structured Streaming + Kafka Integration
+Guide" (``KafkaSourceProvider``, ``KafkaOffsetRangeCalculator``, ``KafkaMicroBatchStream``). The
+end-to-end behaviour of each option is in test_spark_source_options.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgroup.spark._options import EARLIEST, LATEST, PartitionOffsets, SourceOptionError, parse_options
+from kgroup.spark._planner import (
+    OffsetRange,
+    StreamOffset,
+    plan_batch_ranges,
+    plan_end,
+    plan_ranges,
+    split_ranges,
+)
+from kgroup.types import TopicPartition
+
+BASE = {"bootstrap.servers": "h:9092", "group.id": "g", "subscribe": "t"}
+T0, T1, T2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+
+
+# ---------------------------------------------------------------------- defaults and parsing
+def test_defaults_are_sparks():
+    opts = parse_options(BASE)
+    assert opts.fail_on_data_loss is True
+    assert opts.min_partitions is None
+    assert opts.min_offsets_per_trigger is None
+    assert opts.max_trigger_delay_ms == 15 * 60 * 1000  # "15m"
+    assert opts.starting_offsets is None  # the mode's default: streaming latest, batch earliest
+    assert opts.ending_offsets is None  # latest
+
+
+def test_new_options_case_insensitive():
+    opts = parse_options({
+        **BASE, "MINPARTITIONS": "8", "failondataloss": "FALSE", "minOffsetsPerTrigger": "100",
+        "maxOffsetsPerTrigger": "500", "maxTriggerDelay": "30s",
+    })
+    assert (opts.min_partitions, opts.fail_on_data_loss) == (8, False)
+    assert (opts.min_offsets_per_trigger, opts.max_offsets_per_trigger, opts.max_trigger_delay_ms) == (100, 500, 30_000)
+
+
+@pytest.mark.parametrize(
+    ("value", "ms"),
+    [
+        ("15m", 900_000), ("2s", 2000), ("500ms", 500), ("250", 250), ("1h", 3_600_000), ("1min", 60_000),
+        ("1d", 86_400_000),
+    ],
+)
+def test_max_trigger_delay_takes_sparks_time_strings(value, ms):
+    assert parse_options({**BASE, "maxTriggerDelay": value}).max_trigger_delay_ms == ms
+
+
+def test_per_partition_json_offsets_with_sparks_sentinels():
+    opts = parse_options({
+        "bootstrap.servers": "h:9092", "group.id": "g", "subscribe": "a,b",
+        "startingOffsets": json.dumps({"a": {"0": 23, "1": -2}, "b": {"0": -1}}),
+        "endingOffsets": json.dumps({"a": {"0": 50, "1": -1}, "b": {"0": -1}}),
+    })
+    assert opts.starting_offsets == PartitionOffsets(
+        ((TopicPartition("a", 0), 23), (TopicPartition("a", 1), EARLIEST), (TopicPartition("b", 0), LATEST))
+    )
+    assert opts.ending_offsets.as_dict()[TopicPartition("a", 0)] == 50
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({**BASE, "minPartitions": "0"}, "minPartitions"),
+        ({**BASE, "minPartitions": "many"}, "minPartitions"),
+        ({**BASE, "failOnDataLoss": "yes"}, "failOnDataLoss"),
+        ({**BASE, "minOffsetsPerTrigger": "-1"}, "minOffsetsPerTrigger"),
+        # Spark: "The value of minOffsetPerTrigger(..) is higher than the maxOffsetsPerTrigger(..)"
+        ({**BASE, "minOffsetsPerTrigger": "11", "maxOffsetsPerTrigger": "10"}, "minOffsetsPerTrigger"),
+        ({**BASE, "maxTriggerDelay": "soon"}, "maxTriggerDelay"),
+        ({**BASE, "maxTriggerDelay": "5 fortnights"}, "maxTriggerDelay"),
+        ({**BASE, "startingOffsets": '{"t": {"0": -3}}'}, "startingOffsets"),
+        ({**BASE, "startingOffsets": '{"t": {"x": 1}}'}, "startingOffsets"),
+        ({**BASE, "startingOffsets": '{"t": [0]}'}, "startingOffsets"),
+        ({**BASE, "startingOffsets": '{"other": {"0": 1}}'}, "startingOffsets"),
+        ({**BASE, "endingOffsets": '{"t": {"0": -2}}'}, "endingOffsets"),
+        ({**BASE, "endingOffsets": "earliest"}, "endingOffsets"),
+        # Spark's checkOffsetLimitValidity: the same partitions, no start after its end
+        ({**BASE, "startingOffsets": '{"t": {"0": 1}}', "endingOffsets": '{"t": {"1": 5}}'}, "endingOffsets"),
+        ({**BASE, "startingOffsets": '{"t": {"0": 9}}', "endingOffsets": '{"t": {"0": 5}}'}, "endingOffsets"),
+    ],
+)
+def test_bad_values_name_the_option(options, field):
+    with pytest.raises(SourceOptionError) as info:
+        parse_options(options)
+    assert info.value.field == field
+
+
+# ---------------------------------------------------------------------- batch ranges
+def test_batch_ranges_from_json_start_to_json_end():
+    earliest, latest = {T0: 2, T1: 0}, {T0: 40, T1: 30}
+    start = PartitionOffsets(((T0, 5), (T1, EARLIEST)))
+    end = PartitionOffsets(((T0, 20), (T1, LATEST)))
+    assert plan_batch_ranges(earliest, latest, start, end) == [OffsetRange("t", 0, 5, 20), OffsetRange("t", 1, 0, 30)]
+    assert plan_batch_ranges(earliest, latest, "earliest", end) == [
+        OffsetRange("t", 0, 2, 20), OffsetRange("t", 1, 0, 30)
+    ]
+
+
+def test_batch_json_must_name_every_partition_and_fit_the_log():
+    earliest, latest = {T0: 0, T1: 0}, {T0: 10, T1: 10}
+    with pytest.raises(ValueError, match=r"^startingOffsets names partitions"):
+        plan_batch_ranges(earliest, latest, PartitionOffsets(((T0, 1),)))
+    with pytest.raises(ValueError, match=r"^endingOffsets of t-0: 11 is past the log end offset 10"):
+        plan_batch_ranges(earliest, latest, "earliest", PartitionOffsets(((T0, 11), (T1, LATEST))))
+    with pytest.raises(ValueError, match="after the ending offset"):
+        plan_batch_ranges(earliest, latest, PartitionOffsets(((T0, 8), (T1, 0))), PartitionOffsets(((T0, 5), (T1, 5))))
+
+
+# ---------------------------------------------------------------------- minPartitions
+def test_min_partitions_splits_as_sparks_range_calculator():
+    ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 0, 10), OffsetRange("t", 2, 7, 7)]
+    # not set, or no more than the non-empty ranges: one range per partition, empty ones dropped
+    assert split_ranges(ranges, None) == ranges[:2]
+    assert split_ranges(ranges, 2) == ranges[:2]
+    # KafkaOffsetRangeCalculatorSuite's shape: the small range stays whole, the large one is cut
+    assert split_ranges(ranges, 4) == [
+        OffsetRange("t", 0, 0, 33), OffsetRange("t", 0, 33, 66), OffsetRange("t", 0, 66, 100),
+        OffsetRange("t", 1, 0, 10),
+    ]
+
+
+@pytest.mark.parametrize("n", [1, 3, 5, 7, 16, 64, 300])
+def test_min_partitions_covers_exactly_the_same_offsets(n):
+    ranges = [OffsetRange("t", 0, 5, 205), OffsetRange("t", 1, 0, 3), OffsetRange("u", 0, 10, 71)]
+    split = split_ranges(ranges, n)
+    covered = sorted((r.topic, r.partition, o) for r in split for o in range(r.start, r.end))
+    assert covered == sorted((r.topic, r.partition, o) for r in ranges for o in range(r.start, r.end))
+    if len(ranges) <= n <= sum(r.size for r in ranges):
+        assert abs(len(split) - n) <= len(ranges)  # "approximately minPartitions"
+    else:
+        assert len(split) == min(max(n, len(ranges)), sum(r.size for r in ranges))
+
+
+# ---------------------------------------------------------------------- data loss planning
+def test_reset_restarts_a_partition_whose_log_went_back():
+    start = StreamOffset({T0: 100, T1: 10})
+    end = plan_end(start, [T0, T1], {T0: 100, T1: 10}, {T0: 7, T1: 12}, resets={T0: 0})
+    assert end.offsets == {T0: 7, T1: 12}
+    assert end.starts == {T0: 0}
+    assert plan_ranges(start, end) == [OffsetRange("t", 0, 0, 7), OffsetRange("t", 1, 10, 12)]
+
+
+def test_dropped_partitions_leave_the_stream_offset():
+    start = StreamOffset({T0: 5, T2: 9})  # t-2: carried from an earlier assignment
+    end = plan_end(start, [T0], {}, {T0: 8}, drop=[T2])
+    assert end.offsets == {T0: 8}
