@@ -172,6 +172,8 @@ class GroupMachine:
         self._second_round_after: int | None = None
         self._awaiting_poll = False
         self._closing: ev.Leave | None = None
+        #: the reason the last JoinGroup carried (KIP-800), named again by the assignment's step
+        self._join_reason = ""
         self._fatal: Exception | None = None
         # timers (seconds on the driver's clock)
         self._last_poll = 0.0
@@ -417,9 +419,9 @@ class GroupMachine:
                 SendHeartbeat(
                     request_id=rid,
                     node_id=self._coordinator,
+                    group_id=self._config.group_id,
                     generation_id=self._generation.generation_id,
                     member_id=self._generation.member_id,
-                    group_id=self._config.group_id,
                     group_instance_id=self._group_instance_id,
                     timeout_ms=self._config.request_timeout_ms,
                 )
@@ -468,6 +470,7 @@ class GroupMachine:
         rid = self._request_id(Api.JOIN_GROUP)
         self._state = MemberState.JOINING
         reason = truncate_reason(self._rejoin_reason or "joining the group")
+        self._join_reason = reason
         log.info(
             "group %s member %r: JoinGroup (%s)", self._config.group_id, self._generation.member_id, reason
         )
@@ -475,10 +478,10 @@ class GroupMachine:
             SendJoinGroup(
                 request_id=rid,
                 node_id=self._coordinator,
+                group_id=self._config.group_id,
                 member_id=self._generation.member_id,
                 group_instance_id=self._group_instance_id,
                 session_timeout_ms=self._config.session_timeout_ms,
-                group_id=self._config.group_id,
                 rebalance_timeout_ms=rebalance_ms,
                 protocols=tuple(protocols),
                 reason=reason,
@@ -799,14 +802,14 @@ class GroupMachine:
             SendSyncGroup(
                 request_id=rid,
                 node_id=self._coordinator,
+                group_id=self._config.group_id,
                 generation_id=self._generation.generation_id,
                 member_id=self._generation.member_id,
                 group_instance_id=self._group_instance_id,
-                group_id=self._config.group_id,
+                protocol_type="consumer",
                 protocol_name=self._generation.protocol,
                 assignments=tuple(SyncGroupAssignment(member_id=m, assignment=a) for m, a in assignments),
                 timeout_ms=self._config.request_timeout_ms,
-                protocol_type="consumer",
             )
         )
 
@@ -877,7 +880,7 @@ class GroupMachine:
         )
         step = self._new_step(
             revoked=revoked, assigned=added, owned=assigned, invoke_assigned=True,
-            reason=f"generation {self._generation.generation_id} assigned",
+            reason=f"generation {self._generation.generation_id} assigned after: {self._join_reason}",
         )
         self._state = MemberState.RECONCILING
         out.append(DeliverStep(step))
