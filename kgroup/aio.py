@@ -17,11 +17,11 @@ Threads.
 
 Listener callbacks (``kgroup.listener``'s contract, with "the thread that calls poll()" read
 as "the event loop that awaits poll()"): a callback runs on the loop while the worker, inside
-that ``poll()`` or ``close()``, waits for it; callbacks never overlap and keep the order lost,
-revoked, assigned; heartbeats go on meanwhile. While it waits, the worker runs the calls a
-callback (or any other task) awaits, except ``poll()`` and ``close()``: ``await
+that ``poll()``, ``unsubscribe()`` or ``close()``, waits for it; callbacks never overlap and
+keep the order lost, revoked, assigned; heartbeats go on meanwhile. While it waits, the worker
+runs the calls a callback (or any other task) awaits, except those three: ``await
 consumer.commit()`` inside ``on_partitions_revoked`` commits with the generation still valid,
-as in Java; ``poll()`` or ``close()`` from inside a callback raise ``IllegalStateError``.
+as in Java; the three from inside a callback raise ``IllegalStateError``.
 A callback that raises makes that ``poll()`` raise ``ListenerError`` once the rebalance
 completed. Cancelling ``poll()`` never cancels a callback; a cancelled callback task fails
 like a raising one.
@@ -134,8 +134,8 @@ class RebalanceListener:
 
     Subclass and override what you need; the defaults do nothing (``on_partitions_lost``
     awaits ``on_partitions_revoked``, as Java's default). Inside a callback, ``await
-    consumer.commit()`` and the other calls of the consumer work (not ``poll()`` or
-    ``close()``); the rebalance waits for the callback, heartbeats do not. A plain
+    consumer.commit()`` and the other calls of the consumer work (not ``poll()``,
+    ``unsubscribe()`` or ``close()``); the rebalance waits for the callback, heartbeats do not. A plain
     ``kgroup.RebalanceListener`` works too: its methods are called on the loop.
     """
 
@@ -171,7 +171,7 @@ class _Job:
     ) -> None:
         self.fn = fn
         self.future = future
-        #: poll and close: never run while the worker waits for a listener callback
+        #: poll, unsubscribe, close: never run while the worker waits for a listener callback
         self.barrier = barrier
         #: read-only calls an internal wakeup() may end early when their awaiter gives up
         self.interruptible = interruptible
@@ -262,7 +262,7 @@ class Consumer(Generic[K, V]):
         self._owner: str | None = None
         self._parked = False  # the worker waits for a listener callback
         self._buffer: collections.deque[ConsumerRecord[K, V]] = collections.deque()
-        self._poll_running: _Job | None = None  # the running poll or close
+        self._poll_running: _Job | None = None  # the running barrier: poll, unsubscribe or close
         self._current: _Job | None = None  # the innermost running job (None while parked)
         self._user_woken = False
         self._stopped = False
@@ -324,6 +324,42 @@ class Consumer(Generic[K, V]):
         names: Iterable[str] = (topics,) if isinstance(topics, str) else tuple(topics)
         bridge = _Bridge(self, listener) if listener is not None else None
         await self._call(lambda: self._sync.subscribe(names, bridge))
+
+    async def unsubscribe(self, timeout_ms: int | None = None) -> None:
+        """Revoke the partitions (with callbacks) and leave the group (``kgroup.Consumer.unsubscribe``).
+
+        Runs after a ``poll()`` in flight; buffered records are given back first, so the
+        revoke commit does not cover them. A later ``subscribe()`` joins again.
+
+        Raises:
+            IllegalStateError: called from inside a listener callback.
+            ListenerError: a callback raised (the consumer is unsubscribed all the same).
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._check_usable("unsubscribe")
+
+        def job() -> None:
+            self._give_back(None, rewind=True)
+            self._sync.unsubscribe(timeout_ms)
+
+        await self._call(job, barrier=True)
+
+    def enforce_rebalance(self, reason: str | None = None) -> None:
+        """Rejoin the group on the next ``poll()`` (``kgroup.Consumer.enforce_rebalance``, KIP-568).
+
+        Raises:
+            IllegalStateError: not subscribed.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._check_usable(None)
+        self._sync.enforce_rebalance(reason)  # posts to the group thread: safe from any thread
+
+    @property
+    def rebalance_reason(self) -> str:
+        """Why the current (or last) rebalance happened: read it inside a listener callback."""
+        return self._sync.rebalance_reason
 
     def subscription(self) -> frozenset[str]:
         """The subscribed topics (empty before ``subscribe``)."""
@@ -757,7 +793,7 @@ class Consumer(Generic[K, V]):
                     self._queue.remove(job)
                     job.state = _DONE
                     dropped.append(job)
-            if self._poll_running is not None:
+            if self._poll_running is not None and self._poll_running.interruptible:
                 self._interrupt(self._poll_running)
         for job in dropped:
             if job.future is not None and not job.future.done():
@@ -1031,7 +1067,7 @@ class Consumer(Generic[K, V]):
         """Worker, inside the wrapped consumer's callback: run ``method`` on the loop and wait.
 
         Meanwhile the worker runs the calls awaited by the callback or by other tasks, except
-        poll and close; then it owns the wrapped consumer again and returns (or raises what the
+        poll, unsubscribe and close; then it owns the wrapped consumer again and returns (or raises what the
         callback raised, which the wrapped consumer reports as ``ListenerError``).
         """
         loop = self._loop

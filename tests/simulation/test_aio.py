@@ -561,3 +561,81 @@ def test_a_callback_runs_in_the_context_of_the_task_that_awaited_poll() -> None:
     assert group.run_until(lambda: len(seen) == 2, 10.0)
     assert seen == [("plain", "poller"), ("coroutine", "closer")]
     assert first[0] == 5
+
+
+def test_unsubscribe_revokes_with_an_awaited_commit_and_gives_buffered_records_back() -> None:
+    """``async for`` stops mid-batch; ``unsubscribe()`` runs the async revoke callback, whose
+    commit covers the received records only; auto-commit on revoke does not skip the buffered
+    rest; the member leaves, the other one continues right after; a second subscribe rejoins."""
+    received: dict[str, list[int]] = {"a": [], "b": []}
+    revoked: list[frozenset[TopicPartition]] = []
+    stopped = [False]
+
+    class Commit(aio.RebalanceListener):
+        def __init__(self, consumer: aio.Consumer) -> None:
+            self.consumer = consumer
+
+        async def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+            revoked.append(partitions)
+            await self.consumer.commit()
+
+    async def a_app(consumer: aio.Consumer, running: Running) -> None:
+        await consumer.subscribe([TOPIC], listener=Commit(consumer))
+        async for record in consumer:
+            received["a"].append(record.offset)
+            if len(received["a"]) == 7:
+                break
+        await consumer.unsubscribe()
+        stopped[0] = True
+        assert consumer.assignment() == frozenset()
+        while running():
+            await asyncio.sleep(0.1)
+        await consumer.close()
+
+    async def b_app(consumer: aio.Consumer, running: Running) -> None:
+        await consumer.subscribe([TOPIC])
+        while running():
+            received["b"] += [r.offset for r in await consumer.poll(100)]
+        await consumer.close()
+
+    group = SimulatedGroup({TOPIC: 1}, seed=3)
+    group.produce(TOPIC, 40)
+    group.add_member("a", a_app, enable_auto_commit=True)
+    assert group.run_until(lambda: stopped[0], 30.0)
+    assert revoked == [frozenset({TopicPartition(TOPIC, 0)})]
+    assert group.committed() == {TopicPartition(TOPIC, 0): 7}
+    group.add_member("b", b_app)
+    assert group.run_until(lambda: len(received["b"]) == 33, 30.0)
+    assert received["b"] == list(range(7, 40))
+    group.check()
+
+
+def test_enforce_rebalance_reason_reaches_an_async_listener() -> None:
+    reasons: list[tuple[str, str]] = []
+    go: list[bool] = []
+
+    class Reasons(aio.RebalanceListener):
+        def __init__(self, consumer: aio.Consumer) -> None:
+            self.consumer = consumer
+
+        async def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+            reasons.append(("revoked", self.consumer.rebalance_reason))
+
+        async def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+            reasons.append(("assigned", self.consumer.rebalance_reason))
+
+    async def app(consumer: aio.Consumer, running: Running) -> None:
+        await consumer.subscribe([TOPIC], listener=Reasons(consumer))
+        while running():
+            if go and go.pop():
+                consumer.enforce_rebalance("the pricing model changed")
+            await consumer.poll(100)
+        await consumer.close()
+
+    group = SimulatedGroup({TOPIC: 2}, seed=4)
+    a = group.add_member("a", app)
+    assert group.run_until(lambda: a.metrics()["rebalance-total"] == 1, 30.0)
+    go.append(True)
+    assert group.run_until(lambda: a.metrics()["rebalance-total"] == 2, 30.0)
+    assert ("revoked", "the pricing model changed") in reasons
+    group.check()
