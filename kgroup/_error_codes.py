@@ -10,8 +10,8 @@ Rules:
 1. Code elsewhere in kgroup (client, admin, coordinator model, proxy, simulator) imports these
    names; it never writes an error code as a number (``codes.FENCED_INSTANCE_ID``, not ``82``).
 2. This module is data only: no kafka-python import, so the pure membership machine can use
-   it. ``tests/compat/test_error_codes.py`` checks every constant against kafka-python's
-   ``kafka.errors`` (``<Error>.errno``) and that no code kafka-python knows is missing.
+   it. A compatibility test checks every constant against kafka-python's ``kafka.errors``
+   (``<Error>.errno``) and that no code kafka-python knows is missing.
 3. What a code *means* for each API is decided in one place, ``kgroup.errors.classify``.
 """
 

@@ -64,6 +64,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
+from kgroup import _error_codes as codes
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._io import kafka_frames as frames
 from kgroup._io import kafka_messages
@@ -89,7 +90,6 @@ _FIND_COORDINATOR_VERSIONS: Final = (0, 6)
 _SIDE_REQUEST_TIMEOUT_S: Final = 10.0
 _HIDDEN_APIS: Final = frozenset({42, 47, 68, 69})  # DeleteGroups, OffsetDelete, KIP-848 heartbeat/describe
 _CLAMPED_APIS: Final = (_METADATA, _DESCRIBE_CLUSTER)
-_NOT_COORDINATOR: Final = 16
 _MAX_FRAME: Final = 200 * 1024 * 1024
 _VIRTUAL_NODE_BASE: Final = 1000
 
@@ -804,7 +804,7 @@ class CoordinatorProxy:
             if api == group_api.LIST_GROUPS:
                 responses: tuple[Any, ...] = (group_api.ListGroupsResponse(),)
             else:
-                responses = _model_wire.error_responses(requests, _NOT_COORDINATOR)
+                responses = _model_wire.error_responses(requests, codes.NOT_COORDINATOR)
             record.error_code = getattr(responses[0], "error_code", None) if responses else None
             self._answer(slot, self._encode_model(info, responses, requests))
             return
