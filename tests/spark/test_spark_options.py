@@ -156,3 +156,69 @@ def test_dropped_partitions_leave_the_stream_offset():
     start = StreamOffset({T0: 5, T2: 9})  # t-2: carried from an earlier assignment
     end = plan_end(start, [T0], {}, {T0: 8}, drop=[T2])
     assert end.offsets == {T0: 8}
+
+
+# ---------------------------------------------------------------------- the driver's rules, on a fake clock
+@pytest.fixture
+def clock(monkeypatch):
+    from kgroup.spark import _source
+    from kgroup.testing import FakeClock
+
+    fake = FakeClock(1000.0)
+    monkeypatch.setattr(_source, "_CLOCK", fake)
+    return fake
+
+
+def _reader(**options: str):
+    from kgroup.spark._source import KGroupStreamReader
+
+    return KGroupStreamReader(parse_options({**BASE, **options}))
+
+
+def test_min_offsets_per_trigger_and_max_trigger_delay_follow_sparks_delay_batch(clock):
+    reader = _reader(minOffsetsPerTrigger="100", maxTriggerDelay="10s")
+    assert reader._delay(100, 3) is False  # the first trigger is never delayed (Spark: lastTriggerMillis = 0)
+    clock.advance(1)
+    assert reader._delay(100, 3) is True  # too few, and the delay has not passed
+    assert reader._delay(100, 150) is False  # enough: run, and the delay counts from now
+    clock.advance(9.9)
+    assert reader._delay(100, 99) is True
+    clock.advance(0.1)
+    assert reader._delay(100, 1) is False  # maxTriggerDelay passed: run what there is
+
+
+def test_default_read_limits(clock):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+    assert _reader().getDefaultReadLimit() == ReadAllAvailable()
+    assert _reader(minOffsetsPerTrigger="5").getDefaultReadLimit() == ReadMinRows(5)
+    # PySpark has no composite limit: the maximum goes to Spark, the minimum stays with latestOffset
+    assert _reader(minOffsetsPerTrigger="5", maxOffsetsPerTrigger="9").getDefaultReadLimit() == ReadMaxRows(9)
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_a_log_end_below_the_position_is_data_loss_after_two_more_looks(clock, fail_on_data_loss):
+    from kgroup.spark import DataLossError
+
+    reader = _reader(failOnDataLoss=str(fail_on_data_loss).lower())
+    asked: list[tuple[str, list]] = []
+    answers = {"latest": [{T0: 7}, {T0: 7}], "earliest": [{T0: 2}]}
+
+    def list_offsets(partitions, spec):
+        asked.append((spec, sorted(partitions)))
+        return answers[spec].pop(0)
+
+    reader._list_offsets = list_offsets
+    latest = {T0: 7, T1: 50}
+    if fail_on_data_loss:
+        with pytest.raises(DataLossError, match="t-0 went back from 100 to 7"):
+            reader._regressed({T0: 100, T1: 40}, latest)
+    else:
+        assert reader._regressed({T0: 100, T1: 40}, latest) == {T0: 2}  # on from the earliest offset
+    assert asked[:2] == [("latest", [T0]), ("latest", [T0])]
+
+
+def test_a_stale_log_end_that_catches_up_is_not_data_loss(clock):
+    reader = _reader()
+    reader._list_offsets = lambda partitions, spec: {T0: 120}
+    assert reader._regressed({T0: 100}, {T0: 7}) == {}
