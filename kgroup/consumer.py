@@ -44,7 +44,7 @@ from kgroup._driver.partitions import PartitionState
 # take ~0.2 s to import, which a joining member would otherwise add to its JoinGroup
 from kgroup._io.kafka_python import KafkaPythonTransport
 from kgroup._io.transport import OffsetFetchResult, Transport
-from kgroup._retry import Deadline, retry_until
+from kgroup._retry import Deadline
 from kgroup.config import ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
 from kgroup.deserializers import DeserializerLike, as_function
 from kgroup.errors import (
@@ -65,7 +65,7 @@ from kgroup.errors import (
 from kgroup.health import HealthReport, HealthServer
 from kgroup.listener import RebalanceListener
 from kgroup.membership import events as ev
-from kgroup.membership.backoff import next_backoff_s
+from kgroup.membership.backoff import exponential_backoff
 from kgroup.membership.commands import RebalanceStep
 from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
@@ -1019,20 +1019,10 @@ class Consumer(Generic[K, V]):
                 raise _OffsetsMissing(sorted(map(str, missing)))
             return {tp: out[tp] for tp in wanted}
 
-        def sleep(seconds: float) -> None:
-            if self._mailbox.sleep(seconds):
-                self._mailbox.consume_wakeup()
-                raise WakeupError(f"{spec} offsets interrupted by wakeup()")
-
+        backoff = exponential_backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
         try:
-            return retry_until(
-                attempt,
-                deadline,
-                retry_on=_OffsetsMissing,
-                backoff_s=lambda attempts: next_backoff_s(
-                    attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
-                ),
-                sleep=sleep,
+            return self._mailbox.retry(
+                attempt, deadline, retry_on=_OffsetsMissing, backoff_s=backoff, what=f"{spec} offsets"
             )
         except _OffsetsMissing as missing:
             raise KafkaTimeoutError(

@@ -30,7 +30,7 @@ from kgroup import _error_codes as codes
 from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
 from kgroup._io.transport import OffsetFetchResult, Transport
-from kgroup._retry import Deadline, retry_until
+from kgroup._retry import Deadline
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
@@ -47,7 +47,7 @@ from kgroup.errors import (
     error_name,
 )
 from kgroup.membership import events as ev
-from kgroup.membership.backoff import next_backoff_s
+from kgroup.membership.backoff import exponential_backoff
 from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
@@ -206,22 +206,11 @@ class OffsetsClient:
     def _retrying(self, api: Api, fn: Callable[[float], T], timeout_ms: int) -> T:
         """Run ``fn(deadline)`` until it stops raising ``Retriable`` or ``timeout_ms`` passes."""
         deadline = Deadline.after_ms(self._clock, timeout_ms)
-
-        def sleep(seconds: float) -> None:
-            if self._mailbox.sleep(seconds):
-                self._mailbox.consume_wakeup()
-                raise WakeupError(f"{api.value} interrupted by wakeup()")
-
+        # Java's ExponentialBackoff (KIP-580) on the injected random generator
+        backoff = exponential_backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
         try:
-            return retry_until(
-                lambda: fn(deadline.at),
-                deadline,
-                retry_on=Retriable,
-                # Java's ExponentialBackoff (KIP-580) on the injected random generator
-                backoff_s=lambda attempts: next_backoff_s(
-                    attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
-                ),
-                sleep=sleep,
+            return self._mailbox.retry(
+                lambda: fn(deadline.at), deadline, retry_on=Retriable, backoff_s=backoff, what=api.value
             )
         except Retriable as exc:
             raise CoordinatorUnavailable(api, exc.code, f"gave up after {timeout_ms} ms: {exc}") from exc

@@ -5,8 +5,8 @@ Rules:
 1. The group thread only ``post``s; the poll thread only ``take``s. A ``threading.Condition``
    around a deque is the whole synchronisation; no lock is held while user code runs.
 2. Every blocking wait of the poll thread (``poll()`` between fetches, ``commit()`` and
-   ``committed()`` waiting for a response, retry backoff, ``close()``) goes through
-   :meth:`Mailbox.wait_until`. Whatever can end such a wait (a posted step, a completed
+   ``committed()`` waiting for a response, retry backoff (:meth:`Mailbox.retry`), ``close()``)
+   goes through :meth:`Mailbox.wait_until`. Whatever can end such a wait (a posted step, a completed
    request future, ``wakeup()``) calls :meth:`Mailbox.notify`. The deterministic simulator
    (``kgroup.testing.simulation``) replaces this one method to run the same poll-side code on
    a virtual clock.
@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from kgroup._retry import Deadline, retry_until
+from kgroup.errors import WakeupError
 from kgroup.membership.commands import RebalanceStep
 
 __all__ = ["Mailbox", "Message"]
@@ -108,3 +110,27 @@ class Mailbox:
             else:
                 self.wait_until(future.done, timeout_s)
         return future.done()
+
+    def retry(
+        self,
+        attempt: Callable[[], T],
+        deadline: Deadline,
+        *,
+        retry_on: type[Exception],
+        backoff_s: Callable[[int], float],
+        what: str,
+    ) -> T:
+        """``kgroup._retry.retry_until`` with its backoff waits here (poll thread).
+
+        Raises:
+            WakeupError: ``wake()`` interrupted a wait (the flag is consumed); ``what`` names the call.
+            What ``retry_until`` raises otherwise.
+
+        """
+
+        def sleep(seconds: float) -> None:
+            if self.sleep(seconds):
+                self.consume_wakeup()
+                raise WakeupError(f"{what} interrupted by wakeup()")
+
+        return retry_until(attempt, deadline, retry_on=retry_on, backoff_s=backoff_s, sleep=sleep)
