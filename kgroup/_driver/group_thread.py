@@ -19,6 +19,7 @@ import queue
 import random
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -46,8 +47,8 @@ from kgroup.membership.commands import (
 from kgroup.membership.machine import GroupMachine, MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
-from kgroup.protocol.consumer_protocol import Assignment, encode_assignment
-from kgroup.types import PartitionInfo
+from kgroup.protocol.consumer_protocol import Assignment, decode_assignment, encode_assignment
+from kgroup.types import PartitionInfo, TopicPartition, tp_key
 
 __all__ = ["GroupThread"]
 
@@ -157,6 +158,24 @@ class _Snapshot:
     future: _MetadataFuture
 
 
+@attrs.frozen
+class _Described:
+    """DescribeGroups answered for a returning static leader's ownership check (this thread only)."""
+
+    generation_id: int
+    topics: frozenset[str]
+    future: concurrent.futures.Future[Any]
+
+
+@attrs.frozen
+class _Coverage:
+    """The description and the topics' metadata, both in hand (this thread only)."""
+
+    generation_id: int
+    group: Any
+    metadata: _MetadataFuture
+
+
 #: the group requests ``Consumer.metrics()`` times, by the name the recorder knows them by
 _METRIC_APIS: dict[type, str] = {SendJoinGroup: "join", SendSyncGroup: "sync", SendHeartbeat: "heartbeat"}
 
@@ -197,6 +216,8 @@ class GroupThread:
         #: (generation id, partition counts) of the last assignment this member made as leader
         self._assigned: tuple[int, dict[str, int]] | None = None
         self._crashed: Exception | None = None
+        #: a returning static leader's ownership check waiting for the member to be STABLE
+        self._coverage: _Coverage | None = None
         #: ident of the thread the assignor last ran on (tests assert it is this loop's thread)
         self.assignor_thread: int | None = None
 
@@ -282,6 +303,10 @@ class GroupThread:
                 self._on_metadata_refreshed(item)
             elif isinstance(item, _Snapshot):
                 self._on_snapshot(item)
+            elif isinstance(item, _Described):
+                self._on_described(item)
+            elif isinstance(item, _Coverage):
+                self._on_coverage(item)
             elif item is _STALE:
                 self._metadata.invalidate()
             elif item is not None:
@@ -294,6 +319,7 @@ class GroupThread:
                 self._crashed = self._snapshot.fatal
                 return False
             self._maybe_refresh_metadata()
+            self._maybe_check_coverage()
             return True
         except KGroupError as exc:
             # an illegal input (ProtocolViolation) poisoned the machine: tell the poll thread
@@ -407,11 +433,79 @@ class GroupThread:
         the current metadata, as Java's ``onLeaderElected`` does with ``skipAssignment``
         (``assignmentSnapshot = metadataSnapshot``).
         """
+        self._check_ownership(command)
         if self._assigned is not None:
             self._assigned = (command.generation_id, self._assigned[1])
             return
         future = self._metadata.get(command.topics)
         future.add_done_callback(lambda f: self.post(_Snapshot(command.generation_id, f)))
+
+    def _check_ownership(self, command: WatchGroupTopics) -> None:
+        """After a skipped assignment, make sure every partition of the group's topics has an owner.
+
+        The group keeps the assignment of its last rebalance when a static leader returns
+        (KIP-814), and three things can leave partitions without an owner there, Java's
+        client noticing none of them: a cooperative rebalance's second round that the leader's
+        previous process never joined (it revoked, then crashed); partitions created before
+        this process started; topics only this process's new subscription names. One
+        DescribeGroups shows the group's assignment; a partition no member holds makes the
+        leader rejoin (``_on_coverage``). Best effort: any failure leaves things as Java would.
+        """
+        snap = self._machine.snapshot()
+        if snap.coordinator is None or not command.topics:
+            return
+        try:
+            future = self._transport.describe_groups(
+                (self._config.group_id,), snap.coordinator, self._config.request_timeout_ms
+            )
+        except Exception:  # a transport without DescribeGroups: skip the check
+            log.debug("group %s: ownership check skipped", self._config.group_id, exc_info=True)
+            return
+        future.add_done_callback(lambda f: self.post(_Described(command.generation_id, command.topics, f)))
+
+    def _on_described(self, item: _Described) -> None:
+        if item.future.exception() is not None:
+            return
+        group = next((g for g in item.future.result() if g.group_id == self._config.group_id), None)
+        if group is None or group.error_code != 0:
+            return
+        metadata = self._metadata.get(item.topics)
+        metadata.add_done_callback(lambda f: self.post(_Coverage(item.generation_id, group, f)))
+
+    def _on_coverage(self, item: _Coverage) -> None:
+        self._coverage = item
+        self._maybe_check_coverage()
+
+    def _maybe_check_coverage(self) -> None:
+        """Evaluate a pending ownership check once the member is STABLE in its generation."""
+        item = self._coverage
+        if item is None:
+            return
+        snap = self._machine.snapshot()
+        if snap.generation.generation_id != item.generation_id or item.metadata.exception() is not None:
+            self._coverage = None  # a newer generation: its rebalance settled ownership anew
+            return
+        if snap.state is not MemberState.STABLE:
+            return  # the SyncGroup answer is still on its way: look again after the next step
+        self._coverage = None
+        owners: dict[str, frozenset[TopicPartition]] = {}
+        for member in item.group.members:
+            try:
+                owners[member.member_id] = frozenset(decode_assignment(member.member_assignment).partitions)
+            except Exception:
+                owners[member.member_id] = frozenset()
+        # trust the description only where it agrees with this member's own assignment (a broker
+        # that leaves assignments out of DescribeGroups would otherwise look like an empty group)
+        if owners.get(snap.generation.member_id) != snap.owned:
+            return
+        owned = frozenset().union(*owners.values())
+        partitions = (
+            TopicPartition(topic, info.partition) for topic, infos in item.metadata.result().items() for info in infos
+        )
+        missing = sorted((tp for tp in partitions if tp not in owned), key=tp_key)
+        if missing:
+            shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+            self.post(ev.RequestRejoin(f"no member owns {shown} after the static leader returned"))
 
     def _on_snapshot(self, item: _Snapshot) -> None:
         if item.future.exception() is None:

@@ -43,6 +43,7 @@ MAX_STRING_BYTES = 0x7FFF
 _UNKNOWN_CODE = 9999
 API_ERRORS: Mapping[str, tuple[int, ...]] = {
     "FindCoordinator": (codes.COORDINATOR_NOT_AVAILABLE, codes.UNKNOWN_SERVER_ERROR),
+    "DescribeGroups": (codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR),
     "JoinGroup": (
         codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR,
         codes.UNKNOWN_MEMBER_ID, codes.REBALANCE_IN_PROGRESS,
@@ -372,6 +373,7 @@ _MODEL_CALLS: Mapping[str, Callable[[GroupCoordinatorModel, Any], Any]] = {
     "LeaveGroup": GroupCoordinatorModel.leave_group,
     "OffsetCommit": GroupCoordinatorModel.offset_commit,
     "OffsetFetch": GroupCoordinatorModel.offset_fetch,
+    "DescribeGroups": GroupCoordinatorModel.describe_groups,
 }
 
 # ---------------------------------------------------------------------- client commands -> model requests

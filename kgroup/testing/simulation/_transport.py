@@ -29,6 +29,7 @@ from kgroup._io.transport import (
 )
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
+from kgroup.protocol.group_api import DescribeGroupsRequest
 from kgroup.testing.simulation._cluster import (
     Connection,
     SimCluster,
@@ -283,8 +284,19 @@ class SimTransport:
         raise NotImplementedError
 
     def describe_groups(self, group_ids: Iterable[str], node_id: int, timeout_ms: int) -> Any:
-        """Not used by the consumer."""
-        raise NotImplementedError
+        """DescribeGroups on the coordinator connection (a returning static leader's ownership check)."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        request = DescribeGroupsRequest(groups=tuple(dict.fromkeys(group_ids)))
+
+        def answer(response: Any) -> None:
+            self._cluster.trace(
+                f"{self.owner}: DescribeGroups <- "
+                + ", ".join(f"{g.error_code} {g.group_state} {len(g.members)} members" for g in response.groups)
+            )
+            future.set_result(response.groups)
+
+        self._send("DescribeGroups", node_id, request, timeout_ms, answer, lambda r: fail_future(future, r))
+        return future
 
     def leave_group_members(self, *args: Any) -> Any:
         """Not used by the consumer."""
