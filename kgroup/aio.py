@@ -797,7 +797,7 @@ class Consumer(Generic[K, V]):
                 self._interrupt(self._poll_running)
         for job in dropped:
             if job.future is not None and not job.future.done():
-                job.future.set_exception(ConsumerClosedError("poll() ended by close()"))
+                job.future.set_exception(ConsumerClosedError("the call was ended by close()"))
         future: asyncio.Future[None] = loop.create_future()
         self._close_future = future
         self._submit(
@@ -985,6 +985,12 @@ class Consumer(Generic[K, V]):
             if job.last:
                 with self._cond:
                     self._stopped = True
+                    left = list(self._queue)
+                    self._queue.clear()
+                    self._free = 0
+                for late in left:  # asked for from a close callback, too late to run
+                    if late.future is not None:
+                        self._on_loop(self._resolve, late, None, ConsumerClosedError("the consumer is closed"))
                 return
 
     def _next_job(self, *, barrier_ok: bool, until: Callable[[], bool] | None) -> _Job | None:
@@ -1080,7 +1086,7 @@ class Consumer(Generic[K, V]):
         try:
             loop.call_soon_threadsafe(self._start_listener, method, partitions, context, done)
         except RuntimeError as exc:
-            raise RuntimeError(f"{method.__name__} not run: the event loop is closed") from exc
+            raise RuntimeError(f"{getattr(method, '__name__', method)} not run: the event loop is closed") from exc
         with self._cond:
             outer = self._current
             self._current = None
@@ -1091,9 +1097,12 @@ class Consumer(Generic[K, V]):
                 # calls the callback awaits; it is made again once the callback is over
                 self._sync._mailbox.consume_wakeup()
             self._cond.notify_all()
+        def over() -> bool:  # a loop closed before it ran the callback never will
+            return done.done() or loop.is_closed()
+
         try:
             while True:
-                job = self._next_job(barrier_ok=False, until=done.done)
+                job = self._next_job(barrier_ok=False, until=over)
                 if job is None:
                     break
                 self._execute(job)
@@ -1106,6 +1115,8 @@ class Consumer(Generic[K, V]):
                 self._current = outer
                 if outer is not None and outer.interrupted:
                     self._sync.wakeup()  # the interrupt that waited for the callback
+        if not done.done():
+            raise RuntimeError(f"{getattr(method, '__name__', method)} not run: the event loop was closed")
         error = done.exception()
         if error is not None:
             raise error

@@ -277,3 +277,65 @@ def test_asyncio_service_example_passes(broker_kind: str) -> None:
     lines = result.stdout.strip().splitlines()
     assert result.returncode == 0, report(result)
     assert lines and lines[-1] == "PASS: 1000 records processed and committed", report(result)
+
+
+@TANSU
+def test_concurrent_tasks_share_one_consumer(bootstrap: str, topic_factory: Any, group_id_factory: Any) -> None:
+    """While one task runs ``async for``, others send ``commit_async()`` and await
+    ``position()`` and ``committed()``: calls made during a poll in flight are queued behind
+    it, the rest run at once. Every record arrives exactly once and in order per partition, and
+    the last commit covers them all. (Pausing is left out: kafka-python 3.0's Fetcher restores
+    a resumed partition's parked records only when its in-line slot is None, and a drained
+    PartitionRecords stays there, so after some pause/resume sequences a partition is never
+    fetched again, with kgroup.Consumer alone too.)"""
+    topic = topic_factory(4)
+    total = produce(bootstrap, topic, [(i % 4, None, str(i).encode()) for i in range(4000)])
+    partitions = [TopicPartition(topic, p) for p in range(4)]
+
+    async def scenario() -> tuple[list[tuple[int, int]], dict[TopicPartition, Any], int]:
+        consumer = _consumer(bootstrap, group_id_factory(), "c", max_poll_records=50)
+        await consumer.subscribe([topic])
+        received: list[tuple[int, int]] = []
+        done = asyncio.Event()
+        calls = [0]
+
+        async def consume() -> None:
+            async for record in consumer:
+                received.append((record.partition, record.offset))
+                if len(received) % 10 == 0:
+                    await asyncio.sleep(0.002)  # the others get their turns
+                if len(received) == total:
+                    done.set()
+                    return
+
+        async def meddle(seed: int) -> None:
+            rng = random.Random(seed)
+            while not done.is_set():
+                owned = sorted(consumer.assignment())
+                if owned:
+                    tp = rng.choice(owned)
+                    action = rng.randrange(1, 4)
+                    if action == 1:
+                        consumer.commit_async()
+                    elif action == 2:
+                        assert await consumer.position(tp) >= 0
+                    else:
+                        await consumer.committed([tp])
+                    calls[0] += 1
+                await asyncio.sleep(rng.random() / 200)
+
+        tasks = [asyncio.ensure_future(consume())] + [asyncio.ensure_future(meddle(s)) for s in range(3)]
+        await asyncio.wait_for(done.wait(), BUDGET_S)
+        await asyncio.gather(*tasks)
+        await consumer.commit()
+        committed = await consumer.committed(partitions)
+        await consumer.close()
+        return received, committed, calls[0]
+
+    received, committed, calls = asyncio.run(scenario())
+    assert calls > 20
+    assert len(received) == total == len(set(received))
+    for p in range(4):
+        offsets = [o for q, o in received if q == p]
+        assert offsets == list(range(total // 4))
+    assert {tp: om.offset for tp, om in committed.items()} == {tp: total // 4 for tp in partitions}
