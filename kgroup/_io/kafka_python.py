@@ -52,7 +52,7 @@ from kgroup._io.transport import (
 from kgroup.config import ConsumerConfig
 from kgroup.errors import FetchError, OffsetOutOfRangeError
 from kgroup.membership import events as ev
-from kgroup.membership.commands import SendFindCoordinator
+from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
 from kgroup.protocol import group_api
 from kgroup.protocol.group_api import (
     DescribedGroup,
@@ -226,6 +226,27 @@ class KafkaPythonTransport:
     def _coordinator_node(self, node_id: int) -> str:
         return f"coordinator-{node_id}"
 
+    def _leave_node(self, node_id: int) -> Callable[[], Any]:
+        """Where a LeaveGroup goes: the coordinator connection, unless a request waits on it.
+
+        A broker reads one request per connection at a time (Kafka's channel muting), so a
+        LeaveGroup behind a JoinGroup parked until the rebalance completes would wait for that
+        rebalance, up to ``max_poll_interval_ms``, and ``close()`` would give up. Then it goes
+        over the broker's other connection (the one fetches use): same broker, not muted, and
+        the coordinator takes the member out of the pending join at once. Nothing else is in
+        flight on the coordinator connection at that point that the leave could overtake:
+        ``close()`` has waited for the commits.
+        """
+        manager = self._manager
+        coordinator = self._coordinator_node(node_id)
+
+        def pick() -> Any:
+            conn = manager._conns.get(coordinator)
+            busy = conn is not None and len(getattr(conn, "in_flight_requests", ())) > 0
+            return node_id if busy else coordinator
+
+        return pick
+
     # ------------------------------------------------------------------ group requests
     def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
         """Send a group request command; the future yields its response event.
@@ -247,6 +268,8 @@ class KafkaPythonTransport:
 
         if isinstance(command, SendFindCoordinator):
             node: Any = self._manager.least_loaded_node
+        elif isinstance(command, SendLeaveGroup):
+            node = self._leave_node(command.node_id)
         else:
             node = self._coordinator_node(command.node_id)
         fut = self._bridge(lambda: request_message(request), node, command.timeout_ms, convert)
