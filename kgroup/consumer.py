@@ -1329,7 +1329,14 @@ class Consumer(Generic[K, V]):
           scaling a static deployment down, so its partitions move at once.
 
         Every wait (async commits, the revoke commit, the callbacks' step, LeaveGroup) is
-        bounded by ``timeout_ms``; ``wakeup()`` does not interrupt ``close()``. Idempotent.
+        bounded by ``timeout_ms``; then the group thread gets up to 5 s to stop (it is idle by
+        then: milliseconds) and the network client closes. A listener's own work is not bounded
+        (as in Java). When the member is still in a rebalance at the deadline, ``close()`` logs a
+        warning and returns: the coordinator removes the member after ``session_timeout_ms``. A
+        LeaveGroup does not wait behind a JoinGroup parked at the coordinator (it takes the
+        broker's other connection). ``wakeup()`` does not interrupt ``close()``. Idempotent.
+        docs/production.md explains how to size ``timeout_ms`` against a platform's grace
+        period.
 
         Args:
             timeout_ms: the longest close waits for commits, callbacks and LeaveGroup, in ms.
