@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kgroup import _error_codes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kgroup"
 
 #: kgroup.testing code that waits on real processes or reports wall time: real time, on purpose
