@@ -47,11 +47,24 @@ Fixtures:
 
 Markers ``integration``, ``broker_kinds(*kinds)`` and ``tansu_deviation(reason)`` are
 registered unless the project configuration already registers them. A test marked
-``tansu_deviation(reason)`` becomes a strict xfail when it runs on the embedded Tansu (its
-``[tansu]`` variant, or every run when Tansu is the selected kind): it must fail there, so if
-Tansu ever behaves as Kafka the suite says so. On any other broker (``[apache-kafka]``,
-``$KGROUP_BOOTSTRAP_SERVERS``, testcontainers' Apache Kafka) it is an ordinary test and must
-pass. Tests against the broker must set ``session_timeout_ms`` explicitly (see
+``tansu_deviation(reason)`` cannot pass on the embedded Tansu; on any other broker
+(``[apache-kafka]``, ``$KGROUP_BOOTSTRAP_SERVERS``, testcontainers' Apache Kafka) it is an
+ordinary test and must pass. On Tansu:
+
+* a ``[tansu]`` variant whose twin on another kind (the same test and parameters, e.g. its
+  ``[apache-kafka]`` variant) is also collected is *deselected*: the twin runs the scenario where
+  it can pass, and waiting for Tansu to fail it again costs minutes (Tansu's slow joins). The
+  terminal summary counts them (``N tansu_deviation variants not run on Tansu: their
+  [apache-kafka] twins run``), and pytest's final line includes them in its ``deselected``;
+* with ``--tansu-deviations`` those variants run, as strict xfails (below), to check whether
+  Tansu still deviates; naming a ``[tansu]`` variant alone (its node id) runs it too, since its
+  twin is then not collected (``-k tansu`` does not: ``-k`` matches marker names, so it keeps
+  every ``tansu_deviation`` variant, twins included);
+* every ``tansu_deviation`` test that does run on Tansu (opted in, without a twin, or every run
+  when Tansu is the selected kind and there are no ``broker_kinds`` variants) is a strict xfail:
+  it must fail there, so if Tansu ever behaves as Kafka the suite says so.
+
+Tests against the broker must set ``session_timeout_ms`` explicitly (see
 :mod:`kgroup.testing.broker`).
 """
 
@@ -116,6 +129,10 @@ _SECONDS_KEY: Final = pytest.StashKey[dict[str, list[float]]]()
 _UNSAFE_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_TEST_NAME_CHARS: Final = 80
 _NO_BROKER: Final = "no broker"
+#: the command-line option that runs the ``[tansu]`` variants of ``tansu_deviation`` tests
+TANSU_DEVIATIONS_OPTION: Final = "--tansu-deviations"
+#: twin kinds of the ``tansu_deviation`` variants deselected on Tansu -> how many, for the summary
+_DESELECTED_DEVIATIONS_KEY: Final = pytest.StashKey[dict[str, int]]()
 
 
 class TopicFactory(Protocol):
@@ -208,6 +225,19 @@ def _default_kind() -> str:
         return "invalid"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--tansu-deviations``."""
+    parser.getgroup("kgroup").addoption(
+        TANSU_DEVIATIONS_OPTION,
+        action="store_true",
+        default=False,
+        help=(
+            "run the [tansu] variants of tansu_deviation tests (as strict xfails) even when their "
+            "twin on another broker kind (e.g. [apache-kafka]) runs; by default they are deselected"
+        ),
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register kgroup's markers unless the project configuration already has them."""
     registered = {
@@ -277,6 +307,55 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[_KIND_OF_ITEM_KEY] = kinds
 
 
+def _kind_and_twin_key(item: pytest.Item) -> tuple[str, tuple[str, tuple[tuple[str, str], ...]]] | None:
+    """Return the item's ``broker_kind`` parameter and what its twins share, or ``None``.
+
+    Twins share the test and every other parameter; ``None``: no ``broker_kind`` parameter.
+    """
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "broker_kind" not in callspec.params:
+        return None
+    params = tuple(sorted((k, repr(v)) for k, v in callspec.params.items() if k != "broker_kind"))
+    return str(callspec.params["broker_kind"]), (item.nodeid.split("[", 1)[0], params)
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_tansu_deviations(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect ``[tansu]`` variants of ``tansu_deviation`` tests whose twin also runs.
+
+    The twin is the same test with the same parameters on another broker kind (e.g. its
+    ``[apache-kafka]`` variant); nothing is deselected with ``--tansu-deviations`` or
+    ``$KGROUP_BOOTSTRAP_SERVERS`` (see the module docstring). A ``pytest_collection_modifyitems``
+    of its own that runs last, after every other deselection (``-k``, ``-m``, conftest hooks, the
+    ``broker_kinds`` one above): a twin counts only if it runs.
+    """
+    if config.getoption(TANSU_DEVIATIONS_OPTION) or _external():
+        return
+    keyed = [(item, _kind_and_twin_key(item)) for item in items]
+    twins: dict[tuple[str, tuple[tuple[str, str], ...]], set[str]] = defaultdict(set)
+    for _item, kind_key in keyed:
+        if kind_key is not None and kind_key[0] != "tansu":
+            twins[kind_key[1]].add(kind_key[0])
+    kept: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    counts: dict[str, int] = defaultdict(int)
+    for item, kind_key in keyed:
+        if (
+            kind_key is not None
+            and kind_key[0] == "tansu"
+            and kind_key[1] in twins
+            and item.get_closest_marker("tansu_deviation") is not None
+        ):
+            deselected.append(item)
+            counts[", ".join(f"[{kind}]" for kind in sorted(twins[kind_key[1]]))] += 1
+        else:
+            kept.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+    config.stash[_DESELECTED_DEVIATIONS_KEY] = dict(counts)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Time each test (setup to teardown) for the per-kind totals in the terminal summary."""
@@ -301,7 +380,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
 ) -> None:
-    """Print the exact brokers used and the time the tests spent on each kind."""
+    """Print the brokers used, the time spent per kind, the deselected Tansu deviations."""
     pool = config.stash.get(_POOL_KEY, None)
     if pool is not None:
         for kind, handle in sorted(pool.started().items()):
@@ -313,6 +392,14 @@ def pytest_terminal_summary(
             for kind, (seconds, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])
         ]
         terminalreporter.write_line("time per broker kind (setup+call+teardown): " + ", ".join(parts))
+    for twin_kinds, count in sorted(config.stash.get(_DESELECTED_DEVIATIONS_KEY, {}).items()):
+        if count == 1:
+            line = f"1 tansu_deviation variant not run on Tansu: its {twin_kinds} twin runs"
+            opt_in = f"{TANSU_DEVIATIONS_OPTION} runs it as a strict xfail"
+        else:
+            line = f"{count} tansu_deviation variants not run on Tansu: their {twin_kinds} twins run"
+            opt_in = f"{TANSU_DEVIATIONS_OPTION} runs them as strict xfails"
+        terminalreporter.write_line(f"{line} ({opt_in})")
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,9 @@ default. On ``[apache-kafka]`` the coordinator under test is Kafka's own: ``grou
 is the bare broker there (and the coordinator proxy over Tansu on ``[tansu]``), the
 ``where="proxy"`` variants of a scenario (checks of the coordinator model itself, which its
 ``[tansu]`` run covers) are deselected, and tests that need the proxy's fault injection or
-request log are marked ``broker_kinds("tansu")``.
+request log are marked ``broker_kinds("tansu")``. A ``tansu_deviation`` test's ``[tansu]``
+variant is deselected by the plugin, its ``[apache-kafka]`` twin runs; ``--tansu-deviations``
+runs it as a strict xfail (docs/testing.md, "Tansu deviations: deselected, or strict xfails").
 """
 
 from __future__ import annotations

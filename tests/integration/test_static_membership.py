@@ -4,10 +4,11 @@ kgroup Consumers are the members; the coordinator is Apache Kafka's, modelled by
 ``kafka_cluster`` proxy in front of the embedded broker. Each scenario also runs on the bare
 broker (``where="bare"``), on Tansu and on Apache Kafka: on ``[tansu]`` Tansu's own coordinator
 answers, and where it deviates from Kafka (broker-notes.md, row named in the mark) the plugin
-makes the bare run a strict xfail, so a Tansu that starts behaving like Kafka is noticed; on
-``[apache-kafka]`` (and ``KGROUP_BOOTSTRAP_SERVERS``) Kafka's own coordinator answers and every
-bare run must pass. The proxy runs are Tansu's only (the model is the same whatever serves the
-data).
+deselects the bare run, or with ``--tansu-deviations`` makes it a strict xfail, so a Tansu that
+starts behaving like Kafka can be noticed (docs/testing.md, "Tansu deviations: deselected, or
+strict xfails"); on ``[apache-kafka]`` (and ``KGROUP_BOOTSTRAP_SERVERS``) Kafka's own
+coordinator answers and every bare run must pass. The proxy runs are Tansu's only (the model
+is the same whatever serves the data).
 
 What is checked, per docs/protocol.md and the Java client:
 
@@ -71,7 +72,8 @@ class BareBroker:
 
 def where(bare_deviation: str | None = None) -> pytest.MarkDecorator:
     """Parametrize over the proxy (Kafka's coordinator) and the bare broker; on bare Tansu the
-    run is a strict xfail naming ``bare_deviation`` (a broker-notes.md row), if given."""
+    run is marked ``tansu_deviation(bare_deviation)`` (a broker-notes.md row), if given:
+    deselected, a strict xfail with ``--tansu-deviations``."""
     bare: Any = "bare"
     if bare_deviation is not None:
         bare = pytest.param("bare", marks=pytest.mark.tansu_deviation(bare_deviation))
