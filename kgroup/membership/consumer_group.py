@@ -1,0 +1,1287 @@
+"""ConsumerGroupMachine: the sans-IO member of the consumer group protocol (KIP-848).
+
+The classic protocol's machine (:mod:`kgroup.membership.machine`) joins, syncs and runs the
+leader's assignor; under the consumer protocol the broker computes every assignment and the
+member has one request, ConsumerGroupHeartbeat (:mod:`kgroup.membership.consumer_group_api`).
+The rules are the classic machine's:
+
+Rule 1: every transition is in this module. ``handle(event, now)`` and ``tick(now)`` return
+        the commands to execute; the driver executes them and feeds the answers back.
+Rule 2: no IO, no clock, no threads. ``now`` is seconds on the driver's monotonic clock; the
+        member id and the backoff jitter come from the injected ``rng``.
+Rule 3: an illegal input (a bug) raises ``ProtocolViolation`` and poisons the machine: every
+        later call raises it again. A fatal *broker* error is not a bug: the machine moves to
+        FATAL, reports ``Fail`` once, releases its partitions as lost, and answers nothing else.
+Rule 4: every response carries the request id of the command that caused it; a response whose
+        id is no longer in flight (the coordinator moved, the member was fenced or left) is
+        dropped.
+
+The member, as Java's ``ConsumerMembershipManager`` / ``AbstractMembershipManager`` and
+``ConsumerHeartbeatRequestManager`` run it (docs/kip848.md has the state table):
+
+1. **Join**: after ``Subscribe``, the next ``Polled`` (Java joins only inside ``poll()``) moves
+   UNSUBSCRIBED -> JOINING; the member heartbeats at once with epoch 0 and every field (its
+   member id, a random UUID it generated, KIP-1082; the subscription; the rebalance timeout).
+2. **Heartbeat**: the broker answers with the member epoch, the heartbeat interval and, when it
+   changed, the target assignment (topic ids and partitions). Later heartbeats carry only what
+   changed since the last one sent; after an error the next carries every field again.
+3. **Reconcile** (state RECONCILING): topic ids are resolved to names from metadata
+   (``MetadataUpdated``; ``RequestMetadata`` asks for ids not known yet); only the resolved part
+   is reconciled. One ``DeliverStep`` goes to the poll thread: commit (auto-commit), then
+   ``revoked = owned - assigned``, then ``assigned - owned``, in that order. A newer target
+   received meanwhile replaces the one waiting; the step in progress finishes first.
+4. **Acknowledge**: when the step completes the reconciled assignment becomes current and the
+   member heartbeats at once (ACKNOWLEDGING) with it as ``topic_partitions``; then STABLE, or
+   RECONCILING again if the target moved on.
+5. **Fenced** (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID): the epoch drops to 0, the owned
+   partitions go to the poll thread as *lost* (no commit: the epoch is gone), then the member
+   rejoins with epoch 0 at once (no backoff).
+6. **Leave**: ``Leave`` (close) and ``Unsubscribe`` release the partitions (revoked if the
+   member still has an epoch, else lost), then heartbeat with epoch -1, or -2 for a static
+   member (``group_instance_id``: it keeps its assignment until the session times out). The
+   poll watchdog (``max_poll_interval_ms`` without ``Polled``) sends the same leave heartbeat,
+   then releases the partitions as lost (STALE) and rejoins at the next ``Polled``.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import logging
+import random
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Final
+from uuid import UUID
+
+import attrs
+
+from kgroup._error_codes import NONE, UNSUPPORTED_VERSION, error_name
+from kgroup.config import ConsumerConfig
+from kgroup.errors import Api, Disposition, KGroupError, ProtocolViolation, broker_error, classify
+from kgroup.membership.backoff import next_backoff_s
+from kgroup.membership.consumer_group_api import (
+    CONSUMER_PROTOCOL_NOT_SUPPORTED,
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    HeartbeatAction,
+    TopicIdPartitions,
+    classify_heartbeat_error,
+    heartbeat_error,
+)
+from kgroup.types import TopicPartition
+
+__all__ = [
+    "TRANSITIONS",
+    "ConsumerGroupMachine",
+    "ConsumerGroupSnapshot",
+    "CoordinatorDead",
+    "DeliverStep",
+    "Fail",
+    "FindCoordinatorResponded",
+    "HeartbeatResponded",
+    "Leave",
+    "LeaveOperation",
+    "LocalAssignment",
+    "MemberState",
+    "MetadataUpdated",
+    "Notify",
+    "Polled",
+    "ReconcileStep",
+    "RequestFailed",
+    "RequestMetadata",
+    "SendConsumerGroupHeartbeat",
+    "SendFindCoordinator",
+    "StepCompleted",
+    "Subscribe",
+    "Unsubscribe",
+    "generate_member_id",
+]
+
+log = logging.getLogger(__name__)
+
+
+# ==================================================================== states
+
+
+class MemberState(enum.Enum):
+    """Where a member of a consumer-protocol group stands (Java's ``MemberState``, plus CLOSED)."""
+
+    #: not in the group: no subscription yet, or it left; no heartbeats
+    UNSUBSCRIBED = "unsubscribed"
+    #: heartbeating with epoch 0 (without waiting for the interval) until the broker gives an epoch
+    JOINING = "joining"
+    #: a target assignment differs from the current one: resolving names, or a step is out
+    RECONCILING = "reconciling"
+    #: a reconciliation completed: the next heartbeat (at once) acknowledges it
+    ACKNOWLEDGING = "acknowledging"
+    #: in the group, the target assignment reconciled; heartbeats at the interval
+    STABLE = "stable"
+    #: the broker fenced the member: its partitions are being released as lost, then it rejoins
+    FENCED = "fenced"
+    #: leaving: the partitions are being released (still heartbeating)
+    PREPARE_LEAVING = "prepare_leaving"
+    #: the heartbeat with the leave epoch goes out next (at once)
+    LEAVING = "leaving"
+    #: left because ``poll()`` was not called in time: partitions released as lost; rejoins at the next poll
+    STALE = "stale"
+    #: a fatal error; no more requests
+    FATAL = "fatal"
+    #: closed (kgroup's terminal state: the consumer closed)
+    CLOSED = "closed"
+
+
+_S = MemberState
+
+#: state -> the states it may be entered from (Java's ``MemberState`` table; CLOSED from any)
+TRANSITIONS: Final[Mapping[MemberState, frozenset[MemberState]]] = MappingProxyType(
+    {
+        _S.STABLE: frozenset({_S.JOINING, _S.ACKNOWLEDGING, _S.RECONCILING}),
+        _S.RECONCILING: frozenset({_S.STABLE, _S.JOINING, _S.ACKNOWLEDGING, _S.RECONCILING}),
+        _S.ACKNOWLEDGING: frozenset({_S.RECONCILING}),
+        # kgroup adds FENCED and STALE: a FindCoordinator error (authorization) ends those members too
+        _S.FATAL: frozenset(
+            {_S.JOINING, _S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING, _S.PREPARE_LEAVING, _S.LEAVING, _S.UNSUBSCRIBED,
+             _S.FENCED, _S.STALE}
+        ),
+        _S.FENCED: frozenset({_S.JOINING, _S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING}),
+        _S.JOINING: frozenset({_S.FENCED, _S.UNSUBSCRIBED, _S.STALE}),
+        _S.PREPARE_LEAVING: frozenset({_S.JOINING, _S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING, _S.UNSUBSCRIBED}),
+        _S.LEAVING: frozenset({_S.PREPARE_LEAVING}),
+        _S.UNSUBSCRIBED: frozenset({_S.PREPARE_LEAVING, _S.LEAVING, _S.FENCED}),
+        _S.STALE: frozenset({_S.LEAVING}),
+        _S.CLOSED: frozenset(MemberState),
+    }
+)
+
+#: states in which the member is not in the group and sends no heartbeat
+_NOT_IN_GROUP: Final = frozenset({_S.UNSUBSCRIBED, _S.FENCED, _S.FATAL, _S.STALE, _S.CLOSED})
+#: states that take a new target assignment
+_TAKES_ASSIGNMENT: Final = TRANSITIONS[_S.RECONCILING]
+
+
+# ==================================================================== inputs
+
+
+def _names(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
+@attrs.frozen
+class Subscribe:
+    """The application subscribes to ``topics`` and/or a server-side RE2J ``pattern``, replacing the subscription.
+
+    An empty subscription (no topics, no pattern) is ``Unsubscribe``.
+    """
+
+    topics: frozenset[str] = attrs.field(converter=_names)
+    pattern: str | None = None
+
+
+@attrs.frozen
+class Unsubscribe:
+    """The application unsubscribes: release the partitions, leave the group, stay usable."""
+
+
+@attrs.frozen
+class Polled:
+    """The application is inside ``poll()``: joins after a subscribe, resets the poll watchdog (KIP-62)."""
+
+
+@attrs.frozen
+class StepCompleted:
+    """The poll thread finished step ``step_id``.
+
+    Attributes:
+        step_id: the step.
+        error: a listener callback raised it (the poll thread reported it to the application);
+            the reconciliation is not acknowledged and runs again at the next ``Polled``.
+        applied: whether the step's ``owned`` took effect. ``False`` only when the revoke phase
+            failed, so nothing was assigned and the revoked partitions are still owned.
+
+    """
+
+    step_id: int
+    error: Exception | None = None
+    applied: bool = True
+
+
+class LeaveOperation(enum.Enum):
+    """What closing does to the membership (Java's ``CloseOptions.GroupMembershipOperation``)."""
+
+    #: dynamic members leave (epoch -1); static members leave for now (epoch -2)
+    DEFAULT = "default"
+    #: every member leaves for good (epoch -1)
+    LEAVE_GROUP = "leave_group"
+    #: dynamic members send nothing (the session times out); static members send epoch -2
+    REMAIN_IN_GROUP = "remain_in_group"
+
+
+@attrs.frozen
+class Leave:
+    """The application closes the consumer."""
+
+    reason: str = "the consumer is being closed"
+    operation: LeaveOperation = LeaveOperation.DEFAULT
+
+
+def _topic_names(value: Mapping[UUID, str]) -> Mapping[UUID, str]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class MetadataUpdated:
+    """The driver's metadata now maps these topic ids to names (every topic it knows, not a delta)."""
+
+    topic_names: Mapping[UUID, str] = attrs.field(converter=_topic_names)
+
+
+@attrs.frozen
+class CoordinatorDead:
+    """Something outside the machine saw the coordinator fail (NOT_COORDINATOR on a commit, a disconnect)."""
+
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class FindCoordinatorResponded:
+    """A FindCoordinator response."""
+
+    request_id: int
+    error_code: int
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+
+
+@attrs.frozen(kw_only=True)
+class HeartbeatResponded(ConsumerGroupHeartbeatResponse):
+    """A ConsumerGroupHeartbeat response, with the request id it answers."""
+
+    request_id: int
+
+
+@attrs.frozen(kw_only=True)
+class RequestFailed:
+    """A request got no response (disconnect, timeout, a client-side error).
+
+    ``unsupported_version``: the broker does not serve the request at any version kgroup
+    speaks (the cluster has no consumer protocol, or a pattern subscription needs v1).
+    """
+
+    request_id: int
+    reason: str
+    unsupported_version: bool = False
+
+
+Event = (
+    Subscribe
+    | Unsubscribe
+    | Polled
+    | StepCompleted
+    | Leave
+    | MetadataUpdated
+    | CoordinatorDead
+    | FindCoordinatorResponded
+    | HeartbeatResponded
+    | RequestFailed
+)
+
+
+# ==================================================================== outputs
+
+
+@attrs.frozen(kw_only=True)
+class ReconcileStep:
+    """Listener work for the poll thread, run in the order: commit, lost, revoked, assigned.
+
+    Attributes:
+        step_id: answer with ``StepCompleted(step_id)``.
+        member_epoch: the epoch when the step was made (commits inside it use it).
+        commit: commit consumed offsets first (auto-commit), with ``member_epoch``.
+        lost: partitions lost without a clean revoke (fenced, stale, fatal): no commit.
+        revoked: partitions to give up: stop fetching them, commit, ``on_partitions_revoked``.
+        assigned: partitions added: ``on_partitions_assigned`` (run also when empty if
+            ``invoke_assigned``).
+        owned: what the member owns once the step completes.
+        invoke_assigned: run ``on_partitions_assigned`` (every reconciliation does).
+        reason: why, for logs.
+
+    """
+
+    step_id: int
+    member_epoch: int
+    commit: bool = False
+    lost: frozenset[TopicPartition] = frozenset()
+    revoked: frozenset[TopicPartition] = frozenset()
+    assigned: frozenset[TopicPartition] = frozenset()
+    owned: frozenset[TopicPartition] = frozenset()
+    invoke_assigned: bool = False
+    reason: str = ""
+
+
+@attrs.frozen
+class DeliverStep:
+    """Hand ``step`` to the poll thread."""
+
+    step: ReconcileStep
+
+
+@attrs.frozen(kw_only=True)
+class SendFindCoordinator:
+    """FindCoordinator for the group."""
+
+    request_id: int
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class SendConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest):
+    """A ConsumerGroupHeartbeat to the coordinator ``node_id``; its answer comes back as ``HeartbeatResponded``."""
+
+    request_id: int
+    node_id: int
+    timeout_ms: int
+
+    def request(self) -> ConsumerGroupHeartbeatRequest:
+        """The request part, without the routing fields."""
+        fields = {f.name: getattr(self, f.name) for f in attrs.fields(ConsumerGroupHeartbeatRequest)}
+        return ConsumerGroupHeartbeatRequest(**fields)
+
+
+@attrs.frozen
+class RequestMetadata:
+    """Refresh metadata: ``topic_ids`` of the target assignment have no name yet; answer with ``MetadataUpdated``."""
+
+    topic_ids: frozenset[UUID]
+
+
+@attrs.frozen
+class Notify:
+    """A non-fatal error for the next ``poll()`` (TOPIC_AUTHORIZATION_FAILED: the member carries on)."""
+
+    error: Exception
+
+
+@attrs.frozen
+class Fail:
+    """A fatal error: ``poll()`` and ``commit()`` raise it from now on."""
+
+    error: Exception
+
+
+Command = (
+    SendFindCoordinator | SendConsumerGroupHeartbeat | DeliverStep | RequestMetadata | Notify | Fail
+)
+
+
+# ==================================================================== values
+
+
+@attrs.frozen
+class LocalAssignment:
+    """An assignment by topic ids, with a local epoch bumped on every change (Java's ``LocalAssignment``).
+
+    Two assignments with the same partitions but different local epochs differ: the member
+    acknowledges each reconciled assignment once, even when it equals an earlier one.
+    """
+
+    local_epoch: int
+    partitions: frozenset[tuple[UUID, int]]
+
+    def by_topic(self) -> tuple[TopicIdPartitions, ...]:
+        """The partitions grouped by topic id, as the request sends them."""
+        grouped: dict[UUID, list[int]] = {}
+        for topic_id, partition in self.partitions:
+            grouped.setdefault(topic_id, []).append(partition)
+        return tuple(TopicIdPartitions(t, sorted(ps)) for t, ps in sorted(grouped.items()))
+
+
+#: no assignment (not in a group, or nothing reconciled yet)
+NO_ASSIGNMENT: Final = LocalAssignment(-1, frozenset())
+
+
+def _flatten(topics: Iterable[TopicIdPartitions]) -> frozenset[tuple[UUID, int]]:
+    return frozenset((tp.topic_id, p) for tp in topics for p in tp.partitions)
+
+
+def generate_member_id(rng: random.Random) -> str:
+    """A member id as Java's consumer makes one (``Uuid.randomUuid().toString()``: URL-safe base64, 22 characters).
+
+    Like Java's ``Uuid``, an id that would start with ``-`` is drawn again (it would read as an
+    option on a command line).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+@attrs.frozen
+class ConsumerGroupSnapshot:
+    """An immutable view of the machine, for other threads."""
+
+    state: MemberState
+    member_id: str
+    member_epoch: int
+    owned: frozenset[TopicPartition]
+    coordinator: int | None
+    subscription: frozenset[str]
+    group_instance_id: str | None
+    fatal: Exception | None
+
+
+class _StepKind(enum.Enum):
+    RECONCILE = "reconcile"
+    RELEASE_LOST = "lost"  # fenced, stale or fatal: the partitions are lost
+    RELEASE_LEAVE = "leave"  # leaving: revoked (epoch > 0) or lost
+
+
+@attrs.frozen
+class _Pending:
+    step: ReconcileStep
+    kind: _StepKind
+    resolved: LocalAssignment | None = None
+
+
+class _SentFields:
+    """What the last heartbeat carried, so the next one sends only what changed (Java's ``SentFields``)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.rebalance_timeout_ms = -1
+        self.topics: tuple[str, ...] | None = None
+        self.pattern: str | None = None
+        self.server_assignor: str | None = None
+        self.assignment: LocalAssignment | None = None
+
+
+# ==================================================================== the machine
+
+
+class ConsumerGroupMachine:
+    """The member of a consumer-protocol group. Not thread-safe: one owner.
+
+    Args:
+        config: the consumer's configuration: ``group_id``, ``group_instance_id``,
+            ``client_rack``, ``max_poll_interval_ms`` (the watchdog, and the rebalance timeout
+            sent unless ``rebalance_timeout_ms`` is set), ``retry_backoff_ms``,
+            ``retry_backoff_max_ms``, ``request_timeout_ms``.
+        server_assignor: the server-side assignor to ask for (``"uniform"``, ``"range"``), or
+            ``None`` for the broker's default.
+        rng: randomness for the member id and the backoff jitter (``random.Random(seed)`` in
+            tests).
+        member_id: use this member id instead of generating one.
+
+    Use: feed ``handle(event, now)`` with events and call ``tick(now)`` at
+    ``next_deadline(now)``; execute the returned commands in order.
+
+    """
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        *,
+        server_assignor: str | None = None,
+        rng: random.Random | None = None,
+        member_id: str | None = None,
+    ) -> None:
+        self._config = config
+        self._group_id = config.group_id
+        self._instance_id = config.group_instance_id
+        self._server_assignor = server_assignor
+        self._rebalance_timeout_ms = config.effective_rebalance_timeout_ms
+        self._rng = rng or random.Random()
+        self._member_id = member_id if member_id is not None else generate_member_id(self._rng)
+        self._epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._state = MemberState.UNSUBSCRIBED
+        self._fatal: Exception | None = None
+        self._poisoned: KGroupError | None = None
+        #: the commands of the call in progress (``handle``/``tick`` return them)
+        self._out: list[Command] = []
+        # subscription
+        self._topics: frozenset[str] = frozenset()
+        self._pattern: str | None = None
+        self._subscription_updated = False
+        # coordinator and requests
+        self._coordinator: int | None = None
+        self._coordinator_retry_at = 0.0
+        self._coordinator_attempts = 0
+        self._next_request_id = 1
+        self._find_rid: int | None = None
+        self._heartbeat_rid: int | None = None
+        self._leave_rid: int | None = None
+        # heartbeat timing (seconds on the driver's clock)
+        self._interval_s = 0.0
+        self._next_heartbeat_at = 0.0
+        self._backoff_until = 0.0
+        self._failed_attempts = 0
+        self._sent = _SentFields()
+        # assignment
+        self._target: LocalAssignment = NO_ASSIGNMENT
+        self._current: LocalAssignment = NO_ASSIGNMENT
+        self._owned: frozenset[TopicPartition] = frozenset()
+        self._metadata_names: Mapping[UUID, str] = MappingProxyType({})
+        self._assigned_names: dict[UUID, str] = {}
+        self._requested_ids: frozenset[UUID] = frozenset()
+        self._metadata_requested_at = 0.0
+        # poll-thread steps
+        self._next_step_id = 1
+        self._pending: _Pending | None = None
+        self._rejoined_while_reconciling = False
+        self._retry_reconcile_at_poll = False
+        self._release_after_step: _StepKind | None = None
+        self._release_reason = ""
+        # leaving and polling
+        self._closing: Leave | None = None
+        self._poll_expired = False
+        self._started = False
+        self._last_poll = 0.0
+
+    # ---------------------------------------------------------------- read-only views
+    @property
+    def state(self) -> MemberState:
+        """The member state."""
+        return self._state
+
+    @property
+    def member_id(self) -> str:
+        """The member id, generated once and kept for the machine's lifetime (KIP-1082)."""
+        return self._member_id
+
+    @property
+    def member_epoch(self) -> int:
+        """The member epoch: 0 while joining, > 0 in the group, -1/-2 when it left."""
+        return self._epoch
+
+    @property
+    def owned(self) -> frozenset[TopicPartition]:
+        """The partitions the poll thread owns, as far as the steps delivered so far go."""
+        return self._owned
+
+    @property
+    def coordinator(self) -> int | None:
+        """The coordinator's node id, or ``None`` while unknown."""
+        return self._coordinator
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        """The heartbeat interval the broker gave (0 before the first answer)."""
+        return round(self._interval_s * 1000)
+
+    @property
+    def current_assignment(self) -> LocalAssignment:
+        """The last reconciled assignment (by topic id), the one the heartbeats acknowledge."""
+        return self._current
+
+    @property
+    def target_assignment(self) -> LocalAssignment:
+        """The last target assignment received from the broker."""
+        return self._target
+
+    @property
+    def fatal_error(self) -> Exception | None:
+        """The fatal error, once FATAL."""
+        return self._fatal
+
+    def snapshot(self) -> ConsumerGroupSnapshot:
+        """An immutable view for other threads."""
+        return ConsumerGroupSnapshot(
+            self._state, self._member_id, self._epoch, self._owned, self._coordinator,
+            self._topics, self._instance_id, self._fatal,
+        )
+
+    def next_deadline(self, now: float) -> float:
+        """The earliest time after ``now`` at which ``tick`` has something to do (inf: nothing)."""
+        if self._state in (MemberState.CLOSED, MemberState.FATAL) or self._poisoned is not None:
+            return float("inf")
+        deadlines = []
+        if self._coordinator is None:
+            deadlines.append(self._coordinator_retry_at)
+        elif self._heartbeats() and self._heartbeat_rid is None:
+            deadlines.append(self._heartbeat_due())
+        if self._watchdog_armed():
+            deadlines.append(self._poll_deadline())
+        if self._requested_ids:
+            deadlines.append(self._metadata_requested_at + self._config.retry_backoff_max_ms / 1000)
+        future = [d for d in deadlines if d > now]
+        return min(future) if future else float("inf")
+
+    # ---------------------------------------------------------------- entry points
+    def handle(self, event: Event, now: float) -> list[Command]:
+        """Process one event at ``now`` (seconds) and return the commands to execute.
+
+        Raises:
+            ProtocolViolation: the event is illegal in the current state (poisons), or the
+                machine was poisoned before.
+
+        """
+        self._raise_if_poisoned()
+        self._start(now)
+        out = self._out = []
+        try:
+            handler = self._HANDLERS.get(type(event))
+            if handler is None:
+                raise ProtocolViolation(f"unknown event {event!r}")
+            handler(self, event, now, out)
+            self._drive(now, out)
+        except ProtocolViolation as exc:
+            self._poisoned = exc
+            raise
+        return out
+
+    def tick(self, now: float) -> list[Command]:
+        """Fire due timers (heartbeat, retries, the poll watchdog) at ``now``."""
+        self._raise_if_poisoned()
+        self._start(now)
+        out = self._out = []
+        try:
+            self._check_poll_watchdog(now, out)
+            self._drive(now, out)
+        except ProtocolViolation as exc:
+            self._poisoned = exc
+            raise
+        return out
+
+    # ---------------------------------------------------------------- helpers
+    def _raise_if_poisoned(self) -> None:
+        if self._poisoned is not None:
+            raise self._poisoned
+
+    def _start(self, now: float) -> None:
+        if not self._started:
+            self._started = True
+            self._last_poll = now
+
+    def _context(self) -> str:
+        return (
+            f"group_id={self._group_id!r}, member_id={self._member_id!r}, member_epoch={self._epoch}, "
+            f"group_instance_id={self._instance_id!r}"
+        )
+
+    def _transition(self, target: MemberState) -> None:
+        if target is self._state:
+            return
+        if self._state not in TRANSITIONS[target]:
+            raise ProtocolViolation(f"illegal transition {self._state.name} -> {target.name}")
+        log.info(
+            "group %s member %s epoch %d: %s -> %s",
+            self._group_id, self._member_id, self._epoch, self._state.name, target.name,
+        )
+        self._state = target
+
+    def _request_id(self) -> int:
+        rid = self._next_request_id
+        self._next_request_id += 1
+        return rid
+
+    def _heartbeats(self) -> bool:
+        """Whether the member heartbeats in its state (Java's ``shouldSkipHeartbeat``, negated)."""
+        return self._state not in _NOT_IN_GROUP
+
+    def _heartbeat_now(self) -> bool:
+        """States that heartbeat without waiting for the interval (Java's ``shouldHeartbeatNow``)."""
+        return self._state in (MemberState.ACKNOWLEDGING, MemberState.JOINING, MemberState.LEAVING)
+
+    def _heartbeat_due(self) -> float:
+        if self._heartbeat_now():
+            return 0.0 if self._state is MemberState.LEAVING else self._backoff_until
+        return max(self._next_heartbeat_at, self._backoff_until)
+
+    def _backoff(self, attempts: int) -> float:
+        return next_backoff_s(attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
+
+    def _failed_attempt(self, now: float) -> None:
+        """A heartbeat failed: back off, then send at once (Java ``HeartbeatRequestState.onFailedAttempt``)."""
+        self._failed_attempts += 1
+        self._backoff_until = now + self._backoff(self._failed_attempts)
+        self._next_heartbeat_at = now
+        self._sent.reset()
+
+    def _reset_backoff(self) -> None:
+        self._failed_attempts = 0
+        self._backoff_until = 0.0
+        self._next_heartbeat_at = 0.0
+
+    def _poll_deadline(self) -> float:
+        return self._last_poll + self._config.max_poll_interval_ms / 1000
+
+    def _watchdog_armed(self) -> bool:
+        return (
+            self._coordinator is not None
+            and self._heartbeats()
+            and self._state not in (MemberState.PREPARE_LEAVING, MemberState.LEAVING)
+        )
+
+    def _new_step(self, kind: _StepKind, resolved: LocalAssignment | None = None, **fields: object) -> DeliverStep:
+        step = ReconcileStep(step_id=self._next_step_id, member_epoch=self._epoch, **fields)  # type: ignore[arg-type]
+        self._next_step_id += 1
+        self._pending = _Pending(step, kind, resolved)
+        return DeliverStep(step)
+
+    def _leave_group_epoch(self, operation: LeaveOperation) -> int:
+        """Java's ``ConsumerMembershipManager.leaveGroupEpoch``."""
+        if operation is LeaveOperation.LEAVE_GROUP or self._instance_id is None:
+            return LEAVE_GROUP_MEMBER_EPOCH
+        return LEAVE_GROUP_STATIC_MEMBER_EPOCH
+
+    def _sends_leave(self, operation: LeaveOperation) -> bool:
+        """Whether closing with ``operation`` sends a leave heartbeat (Java's ``isLeavingGroup``)."""
+        return not (operation is LeaveOperation.REMAIN_IN_GROUP and self._instance_id is None)
+
+    def _mark_coordinator_unknown(self, reason: str, now: float) -> None:
+        if self._coordinator is not None:
+            log.info("group %s: coordinator %s marked unknown: %s", self._group_id, self._coordinator, reason)
+        self._coordinator = None
+        self._heartbeat_rid = None  # its answer (from the old coordinator) no longer counts
+        self._coordinator_retry_at = max(self._coordinator_retry_at, now + self._backoff(self._coordinator_attempts))
+        self._sent.reset()
+
+    # ---------------------------------------------------------------- the drive loop
+    def _drive(self, now: float, out: list[Command]) -> None:
+        """Issue whatever the state calls for: find the coordinator, reconcile, heartbeat."""
+        if self._state in (MemberState.CLOSED, MemberState.FATAL):
+            return
+        if self._coordinator is None:
+            if self._state is MemberState.LEAVING:
+                # Java ``onHeartbeatRequestSkipped``: no coordinator, the leave is not sent
+                log.warning("group %s: no coordinator; the leave heartbeat is not sent", self._group_id)
+                self._after_leave_sent()
+                self._finish_leave()
+                return
+            if self._find_rid is None and now >= self._coordinator_retry_at and self._wants_coordinator():
+                self._find_rid = self._request_id()
+                out.append(SendFindCoordinator(request_id=self._find_rid, timeout_ms=self._config.request_timeout_ms))
+            return
+        self._maybe_reconcile(now, out)
+        if not self._heartbeats():
+            return
+        if self._state is MemberState.LEAVING or (self._heartbeat_rid is None and now >= self._heartbeat_due()):
+            self._send_heartbeat(now, out)
+            self._maybe_reconcile(now, out)  # the acknowledgement may leave a newer target to reconcile
+
+    def _wants_coordinator(self) -> bool:
+        return self._heartbeats() or self._leave_rid is not None
+
+    def _send_heartbeat(self, now: float, out: list[Command]) -> None:
+        """Build the heartbeat (only what changed, Java's ``HeartbeatState.buildRequestData``) and send it."""
+        assert self._coordinator is not None
+        send_all = self._state is MemberState.JOINING
+        sent = self._sent
+        fields: dict[str, object] = {}
+        if send_all or sent.rebalance_timeout_ms != self._rebalance_timeout_ms:
+            fields["rebalance_timeout_ms"] = self._rebalance_timeout_ms
+            sent.rebalance_timeout_ms = self._rebalance_timeout_ms
+        topics = tuple(sorted(self._topics))
+        if send_all or topics != sent.topics:
+            fields["subscribed_topic_names"] = topics
+            sent.topics = topics
+        if (send_all and self._pattern is not None) or self._pattern != sent.pattern:
+            fields["subscribed_topic_regex"] = self._pattern if self._pattern is not None else ""
+            sent.pattern = self._pattern
+        if send_all and self._config.client_rack is not None:
+            fields["rack_id"] = self._config.client_rack
+        if self._server_assignor is not None and (send_all or self._server_assignor != sent.server_assignor):
+            fields["server_assignor"] = self._server_assignor
+            sent.server_assignor = self._server_assignor
+        if send_all or self._current != sent.assignment:
+            fields["topic_partitions"] = self._current.by_topic()
+            sent.assignment = self._current
+        rid = self._request_id()
+        leaving = self._state is MemberState.LEAVING
+        if leaving:
+            self._leave_rid = rid
+            self._heartbeat_rid = None  # an answer to an earlier heartbeat no longer matters
+        else:
+            self._heartbeat_rid = rid
+        out.append(
+            SendConsumerGroupHeartbeat(
+                request_id=rid,
+                node_id=self._coordinator,
+                timeout_ms=self._config.request_timeout_ms,
+                group_id=self._group_id,
+                member_id=self._member_id,
+                member_epoch=self._epoch,
+                instance_id=self._instance_id,
+                **fields,  # type: ignore[arg-type]
+            )
+        )
+        self._next_heartbeat_at = now + self._interval_s
+        self._on_heartbeat_sent()
+
+    def _on_heartbeat_sent(self) -> None:
+        """The states a heartbeat ends (Java ``onHeartbeatRequestGenerated``)."""
+        if self._state is MemberState.ACKNOWLEDGING:
+            self._transition(MemberState.STABLE if self._target == self._current else MemberState.RECONCILING)
+        elif self._state is MemberState.LEAVING:
+            self._after_leave_sent()
+
+    def _after_leave_sent(self) -> None:
+        if self._poll_expired:
+            self._transition(MemberState.STALE)
+            self._release_lost("left the group: poll() was not called within max_poll_interval_ms")
+        else:
+            self._transition(MemberState.UNSUBSCRIBED)
+
+    # ---------------------------------------------------------------- reconciliation
+    def _resolve(self) -> tuple[frozenset[tuple[UUID, int]], frozenset[UUID]]:
+        """The target's partitions whose topic names are known, and the topic ids that are not."""
+        resolved = set()
+        unresolved = set()
+        for topic_id, partition in self._target.partitions:
+            name = self._metadata_names.get(topic_id)
+            if name is not None:
+                self._assigned_names[topic_id] = name
+            elif topic_id in self._assigned_names:
+                name = self._assigned_names[topic_id]
+            if name is None:
+                unresolved.add(topic_id)
+            else:
+                resolved.add((topic_id, partition))
+        return frozenset(resolved), frozenset(unresolved)
+
+    def _name_of(self, topic_id: UUID) -> str:
+        return self._assigned_names[topic_id]
+
+    def _maybe_reconcile(self, now: float, out: list[Command]) -> None:
+        """Java ``AbstractMembershipManager.maybeReconcile``, the step going to the poll thread."""
+        if self._state is not MemberState.RECONCILING or self._target == self._current or self._pending is not None:
+            return
+        if self._retry_reconcile_at_poll:
+            return
+        partitions, unresolved = self._resolve()
+        if unresolved and (
+            unresolved != self._requested_ids
+            or now >= self._metadata_requested_at + self._config.retry_backoff_max_ms / 1000
+        ):
+            log.info(
+                "group %s member %s: topic ids %s of the target assignment have no name yet; asking for metadata",
+                self._group_id, self._member_id, sorted(str(t) for t in unresolved),
+            )
+            self._requested_ids = unresolved
+            self._metadata_requested_at = now
+            out.append(RequestMetadata(unresolved))
+        elif not unresolved:
+            self._requested_ids = frozenset()
+        resolved = LocalAssignment(self._target.local_epoch, partitions)
+        if self._current != NO_ASSIGNMENT and partitions == self._current.partitions:
+            # only unresolved topics differ: acknowledge the resolved part (once per target)
+            if resolved != self._current:
+                self._current = resolved
+                self._transition(MemberState.ACKNOWLEDGING)
+            return
+        assigned = frozenset(TopicPartition(self._name_of(t), p) for t, p in partitions)
+        revoked = self._owned - assigned
+        added = assigned - self._owned
+        log.info(
+            "group %s member %s epoch %d: reconciling target %d: %d partitions (added %d, revoked %d)",
+            self._group_id, self._member_id, self._epoch, resolved.local_epoch, len(assigned), len(added), len(revoked),
+        )
+        self._rejoined_while_reconciling = False
+        out.append(
+            self._new_step(
+                _StepKind.RECONCILE,
+                resolved,
+                commit=True,
+                revoked=revoked,
+                assigned=added,
+                owned=assigned,
+                invoke_assigned=True,
+                reason=f"target assignment {resolved.local_epoch} at member epoch {self._epoch}",
+            )
+        )
+
+    def _process_assignment(self, assignment: tuple[TopicIdPartitions, ...]) -> None:
+        """Java ``processAssignmentReceived``: a newer target replaces the one waiting."""
+        partitions = _flatten(assignment)
+        if self._target == NO_ASSIGNMENT or partitions != self._target.partitions:
+            self._target = LocalAssignment(self._target.local_epoch + 1, partitions)
+        if self._target != self._current:
+            self._transition(MemberState.RECONCILING)
+        elif self._state in (MemberState.RECONCILING, MemberState.JOINING):
+            self._transition(MemberState.STABLE)
+
+    def _clear_assignment(self) -> None:
+        self._current = NO_ASSIGNMENT
+        self._target = NO_ASSIGNMENT
+        self._assigned_names.clear()
+        self._requested_ids = frozenset()
+
+    # ---------------------------------------------------------------- releasing partitions
+    def _release_lost(self, reason: str) -> None:
+        """Deliver the owned partitions as lost, now or once the step in progress completes."""
+        if self._pending is not None:
+            self._release_after_step = _StepKind.RELEASE_LOST
+            self._release_reason = reason
+            return
+        self._deliver_lost(reason)
+
+    def _deliver_lost(self, reason: str) -> None:
+        if self._owned:
+            self._out.append(
+                self._new_step(_StepKind.RELEASE_LOST, lost=self._owned, owned=frozenset(), reason=reason)
+            )
+            self._owned = frozenset()
+        else:
+            self._lost_released()
+
+    def _lost_released(self) -> None:
+        """The lost partitions are released (Java: the ``onPartitionsLost`` callback completed)."""
+        self._clear_assignment()
+        if self._closing is not None:
+            return
+        if self._state is MemberState.FENCED:
+            self._transition_to_joining()
+        elif self._state is MemberState.STALE and not self._poll_expired:
+            self._transition_to_joining()  # the application polled while the partitions were released
+
+    def _transition_to_joining(self) -> None:
+        if self._state is MemberState.FATAL:
+            return
+        if self._pending is not None and self._pending.kind is _StepKind.RECONCILE:
+            self._rejoined_while_reconciling = True
+        self._epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._transition(MemberState.JOINING)
+        self._target = NO_ASSIGNMENT
+        self._assigned_names.clear()
+        self._requested_ids = frozenset()
+        self._retry_reconcile_at_poll = False
+        self._subscription_updated = False
+
+    def _transition_to_fenced(self, reason: str, now: float) -> None:
+        """Java ``AbstractMembershipManager.transitionToFenced``."""
+        if self._state is MemberState.PREPARE_LEAVING:
+            # fenced while releasing for a leave: no leave heartbeat, no rejoin; the release in
+            # progress completes on its own
+            log.info("group %s member %s: fenced while leaving (%s); not sending the leave", self._group_id,
+                     self._member_id, reason)
+            self._epoch = self._leave_group_epoch(self._leave_operation())
+            self._transition(MemberState.LEAVING)
+            self._transition(MemberState.UNSUBSCRIBED)
+            self._heartbeat_rid = None
+            self._finish_leave()
+            return
+        if self._state is MemberState.LEAVING:
+            self._transition(MemberState.UNSUBSCRIBED)
+            self._finish_leave()
+            return
+        if self._state in (MemberState.UNSUBSCRIBED, MemberState.FENCED, MemberState.STALE):
+            return
+        log.info("group %s member %s epoch %d: fenced (%s); releasing partitions as lost, then rejoining",
+                 self._group_id, self._member_id, self._epoch, reason)
+        self._transition(MemberState.FENCED)
+        self._epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._heartbeat_rid = None
+        self._release_lost(f"fenced: {reason}")
+
+    def _transition_to_fatal(self, error: Exception, out: list[Command]) -> None:
+        """Java ``AbstractMembershipManager.transitionToFatal``: no more requests; partitions lost."""
+        previous = self._state
+        log.error("group %s member %s: fatal: %s", self._group_id, self._member_id, error)
+        self._fatal = error
+        self._transition(MemberState.FATAL)
+        self._heartbeat_rid = None
+        self._find_rid = None
+        out.append(Fail(error))
+        if previous in (MemberState.LEAVING, MemberState.PREPARE_LEAVING, MemberState.UNSUBSCRIBED):
+            self._leave_rid = None
+            if self._pending is None and self._closing is not None:
+                self._close_if_done()
+            return
+        self._release_lost(f"fatal error: {error}")
+
+    # ---------------------------------------------------------------- leaving
+    def _start_leave(self, reason: str) -> None:
+        """Java ``leaveGroup``: PREPARE_LEAVING, release the partitions, then the leave heartbeat."""
+        self._transition(MemberState.PREPARE_LEAVING)
+        log.info("group %s member %s epoch %d: leaving: %s", self._group_id, self._member_id, self._epoch, reason)
+        self._release_for_leave(reason)
+
+    def _release_for_leave(self, reason: str) -> None:
+        if self._pending is not None:
+            self._release_after_step = _StepKind.RELEASE_LEAVE
+            self._release_reason = reason
+            return
+        if self._owned:
+            if self._epoch > 0:
+                step = self._new_step(
+                    _StepKind.RELEASE_LEAVE, commit=True, revoked=self._owned, owned=frozenset(), reason=reason
+                )
+            else:
+                step = self._new_step(_StepKind.RELEASE_LEAVE, lost=self._owned, owned=frozenset(), reason=reason)
+            self._owned = frozenset()
+            self._out.append(step)
+        else:
+            self._released_for_leave()
+
+    def _released_for_leave(self) -> None:
+        """Java ``clearAssignmentAndLeaveGroup``: the leave heartbeat goes out next, if any."""
+        self._clear_assignment()
+        if self._state is not MemberState.PREPARE_LEAVING:
+            return
+        operation = self._leave_operation()
+        if not self._sends_leave(operation):
+            log.info("group %s member %s: closing without leaving the group (%s)", self._group_id,
+                     self._member_id, operation.value)
+            self._transition(MemberState.UNSUBSCRIBED)
+            self._finish_leave()
+            return
+        self._epoch = self._leave_group_epoch(operation)
+        self._transition(MemberState.LEAVING)
+
+    def _leave_operation(self) -> LeaveOperation:
+        return self._closing.operation if self._closing is not None else LeaveOperation.DEFAULT
+
+    def _finish_leave(self) -> None:
+        """The leave is over (answered, failed or never sent)."""
+        self._leave_rid = None
+        if self._closing is not None:
+            self._close_if_done()
+
+    def _close_if_done(self) -> None:
+        if self._pending is None and self._leave_rid is None:
+            self._transition(MemberState.CLOSED)
+
+    # ---------------------------------------------------------------- the poll watchdog
+    def _check_poll_watchdog(self, now: float, out: list[Command]) -> None:
+        """KIP-62 under the consumer protocol: leave, release as lost (STALE), rejoin at the next poll."""
+        if not self._watchdog_armed() or now < self._poll_deadline():
+            return
+        log.warning(
+            "group %s member %s: poll() was not called within max_poll_interval_ms (%d ms): the time spent "
+            "processing records is too long; leaving the group (increase max_poll_interval_ms or lower "
+            "max_poll_records)",
+            self._group_id, self._member_id, self._config.max_poll_interval_ms,
+        )
+        self._poll_expired = True
+        self._transition(MemberState.PREPARE_LEAVING)
+        self._epoch = self._leave_group_epoch(LeaveOperation.DEFAULT)
+        self._current = NO_ASSIGNMENT
+        self._transition(MemberState.LEAVING)
+        self._heartbeat_rid = None
+        self._reset_backoff()
+        self._sent.reset()
+
+    # ---------------------------------------------------------------- user events
+    def _on_subscribe(self, event: Subscribe, now: float, out: list[Command]) -> None:
+        if self._closing is not None:
+            raise ProtocolViolation("subscribe after close")
+        if not event.topics and event.pattern is None:
+            self._on_unsubscribe(Unsubscribe(), now, out)
+            return
+        if event.topics != self._topics or event.pattern != self._pattern:
+            self._topics = event.topics
+            self._pattern = event.pattern
+            self._subscription_updated = True
+
+    def _on_unsubscribe(self, event: Unsubscribe, now: float, out: list[Command]) -> None:
+        if self._closing is not None:
+            raise ProtocolViolation("unsubscribe after close")
+        self._topics = frozenset()
+        self._pattern = None
+        self._subscription_updated = False
+        if self._state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING) or self._state in _NOT_IN_GROUP:
+            if self._state is MemberState.FENCED:
+                # Java: a fenced member that unsubscribes does not rejoin
+                self._transition(MemberState.UNSUBSCRIBED)
+            return
+        self._start_leave("unsubscribed")
+
+    def _on_polled(self, event: Polled, now: float, out: list[Command]) -> None:
+        self._last_poll = now
+        if self._poll_expired:
+            self._poll_expired = False
+            if self._state is MemberState.STALE and self._pending is None:
+                self._transition_to_joining()
+        if self._subscription_updated and self._state is MemberState.UNSUBSCRIBED and self._closing is None:
+            self._subscription_updated = False
+            self._transition_to_joining()
+        self._retry_reconcile_at_poll = False
+
+    def _on_step_completed(self, event: StepCompleted, now: float, out: list[Command]) -> None:
+        pending = self._pending
+        if pending is None or pending.step.step_id != event.step_id:
+            raise ProtocolViolation(f"StepCompleted({event.step_id}) but the pending step is {pending!r}")
+        self._pending = None
+        step = pending.step
+        if event.applied:
+            self._owned = step.owned
+        if pending.kind is _StepKind.RECONCILE:
+            self._on_reconciled(pending, event)
+        elif pending.kind is _StepKind.RELEASE_LOST:
+            self._lost_released()
+        else:
+            self._released_for_leave()
+        follow_up = self._release_after_step
+        if follow_up is not None:
+            self._release_after_step = None
+            if follow_up is _StepKind.RELEASE_LOST:
+                self._deliver_lost(self._release_reason)
+            else:
+                self._release_for_leave(self._release_reason)
+        if self._closing is not None and self._state in _NOT_IN_GROUP:
+            self._close_if_done()
+
+    def _on_reconciled(self, pending: _Pending, event: StepCompleted) -> None:
+        if event.error is not None:
+            # Java: the member stays RECONCILING without acknowledging; the broker fences it if
+            # the reconciliation does not complete within the rebalance timeout
+            log.warning(
+                "group %s member %s: a rebalance listener failed (%s); reconciling again at the next poll",
+                self._group_id, self._member_id, event.error,
+            )
+            self._retry_reconcile_at_poll = self._state is MemberState.RECONCILING
+            return
+        if self._state is not MemberState.RECONCILING or self._rejoined_while_reconciling:
+            log.info(
+                "group %s member %s: the reconciliation completed but is no longer relevant (%s)",
+                self._group_id, self._member_id,
+                "rejoined meanwhile" if self._rejoined_while_reconciling else f"state {self._state.name}",
+            )
+            self._rejoined_while_reconciling = False
+            return
+        assert pending.resolved is not None
+        self._current = pending.resolved
+        self._transition(MemberState.ACKNOWLEDGING)
+
+    def _on_leave(self, event: Leave, now: float, out: list[Command]) -> None:
+        if self._closing is not None:
+            return
+        self._closing = event
+        self._subscription_updated = False
+        if self._state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+            return  # an unsubscribe is leaving already; close when it is done
+        if self._state in _NOT_IN_GROUP:
+            # not in the group: nothing to send; close once a release in progress is done
+            self._poll_expired = False
+            self._close_if_done()
+            return
+        self._start_leave(event.reason)
+
+    def _on_metadata(self, event: MetadataUpdated, now: float, out: list[Command]) -> None:
+        self._metadata_names = event.topic_names
+        if self._requested_ids and not (self._requested_ids - set(event.topic_names)):
+            self._requested_ids = frozenset()
+
+    def _on_coordinator_dead(self, event: CoordinatorDead, now: float, out: list[Command]) -> None:
+        self._mark_coordinator_unknown(event.reason, now)
+
+    # ---------------------------------------------------------------- responses
+    def _on_find_coordinator(self, event: FindCoordinatorResponded, now: float, out: list[Command]) -> None:
+        if event.request_id != self._find_rid:
+            return
+        self._find_rid = None
+        disposition = classify(Api.FIND_COORDINATOR, event.error_code)
+        if disposition is Disposition.OK:
+            self._coordinator = event.node_id
+            self._coordinator_attempts = 0
+            log.info("group %s: coordinator %s at %s:%s", self._group_id, event.node_id, event.host, event.port)
+        elif disposition is Disposition.FATAL:
+            self._transition_to_fatal(
+                broker_error(Api.FIND_COORDINATOR, event.error_code, self._context()), out
+            )
+        else:
+            self._coordinator_attempts += 1
+            self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
+            log.info("group %s: FindCoordinator failed: %s", self._group_id, error_name(event.error_code))
+
+    def _on_heartbeat(self, event: HeartbeatResponded, now: float, out: list[Command]) -> None:
+        if event.request_id == self._leave_rid:
+            if event.error_code != NONE:
+                log.info("group %s: the leave heartbeat returned %s", self._group_id, error_name(event.error_code))
+            self._finish_leave()
+            return
+        if event.request_id != self._heartbeat_rid:
+            log.debug("group %s: dropping a stale heartbeat response %d", self._group_id, event.request_id)
+            return
+        self._heartbeat_rid = None
+        action = classify_heartbeat_error(event.error_code)
+        if action is HeartbeatAction.OK:
+            self._on_heartbeat_success(event, now)
+            return
+        self._failed_attempt(now)
+        name = error_name(event.error_code)
+        detail = f"ConsumerGroupHeartbeat returned {name}" + (f": {event.error_message}" if event.error_message else "")
+        if action is HeartbeatAction.REDISCOVER:
+            self._mark_coordinator_unknown(detail, now)
+            self._reset_backoff()
+        elif action is HeartbeatAction.RETRY:
+            log.info("group %s: %s; retrying after a backoff", self._group_id, detail)
+        elif action is HeartbeatAction.FENCED:
+            self._transition_to_fenced(detail, now)
+            self._reset_backoff()
+        elif action is HeartbeatAction.REPORT:
+            log.error("group %s member %s: %s", self._group_id, self._member_id, detail)
+            out.append(Notify(heartbeat_error(event.error_code, event.error_message or "", self._context())))
+        else:
+            error = heartbeat_error(event.error_code, event.error_message or "", self._context())
+            self._transition_to_fatal(error, out)
+
+    def _on_heartbeat_success(self, event: HeartbeatResponded, now: float) -> None:
+        """Java ``onResponse`` (timing) and ``ConsumerMembershipManager.onHeartbeatSuccess``."""
+        interval_s = event.heartbeat_interval_ms / 1000
+        if interval_s != self._interval_s:
+            self._interval_s = interval_s
+            self._next_heartbeat_at = now + interval_s
+        self._failed_attempts = 0
+        self._backoff_until = 0.0
+        if self._state in _NOT_IN_GROUP or self._state is MemberState.LEAVING:
+            return
+        if event.member_epoch < 0:
+            log.debug("group %s: ignoring a heartbeat response with epoch %d", self._group_id, event.member_epoch)
+            return
+        if event.member_id and event.member_id != self._member_id:
+            # v0: the coordinator may hand out the member id
+            log.info("group %s: the coordinator named this member %s", self._group_id, event.member_id)
+            self._member_id = event.member_id
+        if event.member_epoch != self._epoch:
+            log.info("group %s member %s: epoch %d -> %d", self._group_id, self._member_id, self._epoch,
+                     event.member_epoch)
+        self._epoch = event.member_epoch
+        if event.assignment is not None and self._state in _TAKES_ASSIGNMENT:
+            self._process_assignment(event.assignment)
+
+    def _on_request_failed(self, event: RequestFailed, now: float, out: list[Command]) -> None:
+        rid = event.request_id
+        if rid == self._find_rid:
+            self._find_rid = None
+            self._coordinator_attempts += 1
+            self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
+            log.info("group %s: FindCoordinator failed: %s", self._group_id, event.reason)
+            return
+        if rid == self._leave_rid:
+            log.info("group %s: the leave heartbeat failed: %s", self._group_id, event.reason)
+            self._finish_leave()
+            return
+        if rid != self._heartbeat_rid:
+            return
+        self._heartbeat_rid = None
+        self._failed_attempt(now)
+        if event.unsupported_version:
+            self._transition_to_fatal(
+                heartbeat_error(UNSUPPORTED_VERSION, f"{event.reason}; {CONSUMER_PROTOCOL_NOT_SUPPORTED}",
+                                self._context()),
+                out,
+            )
+            return
+        log.info("group %s: ConsumerGroupHeartbeat failed: %s; finding the coordinator again", self._group_id,
+                 event.reason)
+        self._mark_coordinator_unknown(f"ConsumerGroupHeartbeat failed: {event.reason}", now)
+
+    _HANDLERS: Final[Mapping[type, Callable[[ConsumerGroupMachine, object, float, list[Command]], None]]] = {
+        Subscribe: _on_subscribe,  # type: ignore[dict-item]
+        Unsubscribe: _on_unsubscribe,  # type: ignore[dict-item]
+        Polled: _on_polled,  # type: ignore[dict-item]
+        StepCompleted: _on_step_completed,  # type: ignore[dict-item]
+        Leave: _on_leave,  # type: ignore[dict-item]
+        MetadataUpdated: _on_metadata,  # type: ignore[dict-item]
+        CoordinatorDead: _on_coordinator_dead,  # type: ignore[dict-item]
+        FindCoordinatorResponded: _on_find_coordinator,  # type: ignore[dict-item]
+        HeartbeatResponded: _on_heartbeat,  # type: ignore[dict-item]
+        RequestFailed: _on_request_failed,  # type: ignore[dict-item]
+    }

@@ -1,0 +1,384 @@
+"""The consumer group protocol (KIP-848) against Apache Kafka 4.4 itself: the wire, then the machine.
+
+Apache Kafka is the only broker here that serves ConsumerGroupHeartbeat (API key 68), so every
+test runs on it (``broker_kinds("apache-kafka")``; skipped with one line when Java or the jars
+are missing: ``python -m kgroup.testing.apache_kafka fetch``).
+
+1. The wire: kgroup's kafka-python classes sent with kafka-python's own network client
+   (``KafkaNetClient``): FindCoordinator, then a member joins with epoch 0, gets an epoch, the
+   heartbeat interval and an assignment of the topic it subscribed to; acknowledges it; a stale
+   epoch and an unknown member get FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID; the member leaves
+   with epoch -1.
+2. The machine: two :class:`ConsumerGroupMachine` members, run by the small driver loop below
+   (it executes their commands with the same client and plays the poll thread), share a
+   4-partition topic; one leaves, the other gets every partition. No partition is ever owned by
+   both.
+
+Run with ``-s`` to see the figures (time to the first assignment, the heartbeat interval the
+broker gave, the time each rebalance took).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import attrs
+import pytest
+from kafka.errors import IncompatibleBrokerVersion
+from kafka.net.compat import KafkaNetClient
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+
+from kgroup._error_codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_MEMBER_EPOCH,
+    NONE,
+    NOT_COORDINATOR,
+    UNKNOWN_MEMBER_ID,
+    UNRELEASED_INSTANCE_ID,
+)
+from kgroup._io import consumer_group_heartbeat as wire
+from kgroup.config import ConsumerConfig
+from kgroup.membership import consumer_group as cg
+from kgroup.membership.consumer_group_api import (
+    CONSUMER_GROUP_HEARTBEAT,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicIdPartitions,
+)
+from kgroup.types import TopicPartition
+
+pytestmark = pytest.mark.broker_kinds("apache-kafka")
+
+DEADLINE_S = 60.0
+#: Apache Kafka's default ``group.consumer.heartbeat.interval.ms`` (kgroup.testing does not change it)
+BROKER_HEARTBEAT_INTERVAL_MS = 5000
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = DEADLINE_S) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = probe()
+        if result is not None:
+            return result
+        if time.monotonic() >= deadline:
+            pytest.fail(f"{what}: not true after {timeout_s} s")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def client(kafka_bootstrap: str) -> Iterator[KafkaNetClient]:
+    net = KafkaNetClient(bootstrap_servers=kafka_bootstrap, client_id="kgroup-kip848-test")
+    net.check_version()
+    yield net
+    net.close()
+
+
+def any_node(client: KafkaNetClient) -> Any:
+    return wait_for("a broker", client._manager.least_loaded_node)
+
+
+def find_coordinator(client: KafkaNetClient, group_id: str) -> int:
+    """FindCoordinator until the group's coordinator is up (the offsets topic is created on first use)."""
+
+    def probe() -> int | None:
+        response = client.send_and_receive(
+            any_node(client), FindCoordinatorRequest(key=group_id, key_type=0, coordinator_keys=[group_id])
+        )
+        found = response.coordinators[0] if getattr(response, "coordinators", None) else response
+        if found.error_code in COORDINATOR_ERRORS:
+            return None
+        assert found.error_code == NONE, found
+        return int(found.node_id)
+
+    return wait_for(f"the coordinator of {group_id}", probe)
+
+
+def topic_ids(client: KafkaNetClient, topics: list[str]) -> dict[uuid.UUID, str]:
+    """Topic id -> name from a Metadata response (v10+ carries topic ids)."""
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics])
+    response = client.send_and_receive(any_node(client), request)
+    return {t.topic_id: t.name for t in response.topics if t.error_code == NONE}
+
+
+def heartbeat(
+    client: KafkaNetClient, node: int, request: ConsumerGroupHeartbeatRequest
+) -> ConsumerGroupHeartbeatResponse:
+    return wire.response_value(client.send_and_receive(node, wire.request_message(request)))
+
+
+COORDINATOR_ERRORS = (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR)
+
+
+def first_heartbeat(
+    client: KafkaNetClient, group_id: str, request: ConsumerGroupHeartbeatRequest
+) -> tuple[int, ConsumerGroupHeartbeatResponse]:
+    """Send ``request`` to the group's coordinator, finding it again while it moves or loads (a fresh cluster)."""
+
+    def probe() -> tuple[int, ConsumerGroupHeartbeatResponse] | None:
+        node = find_coordinator(client, group_id)
+        response = heartbeat(client, node, request)
+        return None if response.error_code in COORDINATOR_ERRORS else (node, response)
+
+    return wait_for(f"a coordinator for {group_id} that answers", probe)
+
+
+def java_member_id() -> str:
+    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+
+
+# ==================================================================== 1. the wire
+
+
+def test_consumer_group_heartbeat_on_apache_kafka(client: KafkaNetClient, topic_factory: Any,
+                                                  group_id_factory: Any) -> None:
+    served = client._manager.broker_version_data.api_versions[CONSUMER_GROUP_HEARTBEAT]
+    assert served[0] <= 1 <= served[1], f"the broker serves ConsumerGroupHeartbeat v{served[0]}-{served[1]}"
+    topic = topic_factory(4)
+    group_id = group_id_factory()
+    (topic_id,) = wait_for("the topic's id", lambda: topic_ids(client, [topic]) or None)
+    member_id = java_member_id()
+    join = ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=member_id, member_epoch=0, rebalance_timeout_ms=30000,
+        subscribed_topic_names=(topic,), topic_partitions=(),
+    )
+    first_heartbeat(client, group_id, ConsumerGroupHeartbeatRequest(  # a coordinator that answers
+        group_id=group_id, member_id=java_member_id(), member_epoch=-1))
+    node = find_coordinator(client, group_id)
+    started = time.monotonic()
+    joined = heartbeat(client, node, join)
+    join_ms = (time.monotonic() - started) * 1000
+    assert joined.error_code == NONE, joined
+    assert joined.member_id == member_id  # v1: the member's own id (KIP-1082)
+    assert joined.member_epoch > 0
+    assert joined.heartbeat_interval_ms == BROKER_HEARTBEAT_INTERVAL_MS
+    assert joined.assignment is not None  # a joining member always gets its (maybe empty) target
+    # A topic created a moment ago may not be in the coordinator's metadata image yet: the join
+    # then assigns nothing, and a later heartbeat brings the partitions. Acknowledge, heartbeat on.
+    response, epoch, owned, beats = joined, joined.member_epoch, (), 1
+    while not owned:
+        if response.assignment is not None:
+            owned = response.assignment
+        if owned:
+            break
+        assert time.monotonic() - started < DEADLINE_S, "no assignment"
+        time.sleep(0.2)  # the heartbeat period of this hand-driven member: not synchronisation
+        response = heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+            group_id=group_id, member_id=member_id, member_epoch=epoch, topic_partitions=owned))
+        assert response.error_code == NONE, response
+        epoch, beats = response.member_epoch, beats + 1
+    first_assignment_ms = (time.monotonic() - started) * 1000
+    print(f"\njoin: answered in {join_ms:.0f} ms (epoch {joined.member_epoch}, heartbeat interval "
+          f"{joined.heartbeat_interval_ms} ms, assignment {joined.assignment}); first partitions after "
+          f"{first_assignment_ms:.0f} ms and {beats} heartbeats, at epoch {epoch}")
+    assert owned == (TopicIdPartitions(topic_id, (0, 1, 2, 3)),)
+
+    # acknowledge the assignment; the next heartbeat has nothing new
+    acked = heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=member_id, member_epoch=epoch, topic_partitions=owned,
+    ))
+    assert (acked.error_code, acked.member_epoch, acked.assignment) == (NONE, epoch, None)
+    joined = acked
+
+    # an epoch the coordinator does not know is fenced; an unknown member too
+    fenced = heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=member_id, member_epoch=joined.member_epoch + 5))
+    assert fenced.error_code == FENCED_MEMBER_EPOCH, fenced
+    stranger = heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=java_member_id(), member_epoch=1))
+    assert stranger.error_code == UNKNOWN_MEMBER_ID, stranger
+    print(f"errors: {fenced.error_message!r}; {stranger.error_message!r}")
+
+    left = heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=member_id, member_epoch=-1))
+    assert (left.error_code, left.member_epoch) == (NONE, -1), left
+
+
+def test_static_membership_on_apache_kafka(client: KafkaNetClient, topic_factory: Any, group_id_factory: Any) -> None:
+    """A held ``group.instance.id`` is refused (UNRELEASED_INSTANCE_ID); after epoch -2 the next process gets it."""
+    topic = topic_factory(2)
+    group_id = group_id_factory()
+    wait_for("the topic's id", lambda: topic_ids(client, [topic]) or None)
+    first_heartbeat(client, group_id, ConsumerGroupHeartbeatRequest(  # a coordinator that answers
+        group_id=group_id, member_id=java_member_id(), member_epoch=-1))
+    node = find_coordinator(client, group_id)
+
+    def join(member_id: str) -> ConsumerGroupHeartbeatResponse:
+        return heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+            group_id=group_id, member_id=member_id, member_epoch=0, instance_id="pod-0",
+            rebalance_timeout_ms=30000, subscribed_topic_names=(topic,), topic_partitions=()))
+
+    first, second = java_member_id(), java_member_id()
+    joined = join(first)
+    assert joined.error_code == NONE, joined
+    epoch, owned = joined.member_epoch, joined.assignment or ()
+    while not owned:  # the topic may reach the coordinator's metadata a moment later
+        time.sleep(0.2)  # the heartbeat period of this hand-driven member: not synchronisation
+        response = heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+            group_id=group_id, member_id=first, member_epoch=epoch, instance_id="pod-0", topic_partitions=owned))
+        assert response.error_code == NONE, response
+        epoch, owned = response.member_epoch, response.assignment or owned
+    heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=first, member_epoch=epoch, instance_id="pod-0", topic_partitions=owned))
+
+    refused = join(second)
+    assert refused.error_code == UNRELEASED_INSTANCE_ID, refused
+    left = heartbeat(client, node, ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=first, member_epoch=-2, instance_id="pod-0"))
+    assert (left.error_code, left.member_epoch) == (NONE, -2), left
+    replaced = join(second)
+    print(f"\nstatic: refused with {refused.error_message!r}; after -2 the new member got {replaced.assignment} "
+          f"at epoch {replaced.member_epoch} (the old one had {owned} at epoch {epoch})")
+    assert replaced.error_code == NONE, replaced
+    assert replaced.assignment == owned  # the assignment stayed with the instance id
+
+
+# ==================================================================== 2. the machine
+
+
+def numbers(partitions: frozenset[TopicPartition]) -> list[int]:
+    return sorted(tp.partition for tp in partitions)
+
+
+class Member:
+    """One machine, what its poll thread owns, and the steps it ran."""
+
+    def __init__(self, name: str, group_id: str, seed: int) -> None:
+        self.name = name
+        self.group_id = group_id
+        config = ConsumerConfig(bootstrap_servers="unused:9092", group_id=group_id, max_poll_interval_ms=60000)
+        self.machine = cg.ConsumerGroupMachine(config, rng=random.Random(seed))
+        self.steps: list[cg.ReconcileStep] = []
+        self.waiting: cg.ReconcileStep | None = None
+        self.errors: list[Exception] = []
+
+    @property
+    def owned(self) -> frozenset[TopicPartition]:
+        return self.machine.owned
+
+
+class Driver:
+    """Executes the machines' commands with kafka-python's client on this thread and plays their poll threads.
+
+    A step is completed one loop turn after it was delivered (the poll thread runs callbacks
+    between two calls); every turn the application "polls".
+    """
+
+    def __init__(self, client: KafkaNetClient, topics: list[str]) -> None:
+        self.client = client
+        self.topics = topics
+        self.in_flight: list[tuple[Member, int, Any, bool]] = []
+        self.started = time.monotonic()
+        self.names = topic_ids(client, topics)
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    def feed(self, member: Member, event: Any) -> None:
+        self.execute(member, member.machine.handle(event, self.now()))
+
+    def execute(self, member: Member, commands: list[Any]) -> None:
+        for command in commands:
+            if isinstance(command, cg.SendFindCoordinator):
+                node = find_coordinator(self.client, member.group_id)
+                self.client.await_ready(node)
+                self.feed(member, cg.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE,
+                                                               node_id=node))
+            elif isinstance(command, cg.SendConsumerGroupHeartbeat):
+                self.client.await_ready(command.node_id)
+                future = self.client.send(command.node_id, wire.request_message(command.request()))
+                self.in_flight.append((member, command.request_id, future, command.member_epoch < 0))
+            elif isinstance(command, cg.RequestMetadata):
+                self.names = topic_ids(self.client, self.topics)
+                self.feed(member, cg.MetadataUpdated(self.names))
+            elif isinstance(command, cg.DeliverStep):
+                assert member.waiting is None
+                member.waiting = command.step
+                member.steps.append(command.step)
+            elif isinstance(command, (cg.Notify, cg.Fail)):
+                member.errors.append(command.error)
+            else:
+                raise AssertionError(f"unexpected command {command!r}")
+
+    def turn(self, members: list[Member]) -> None:
+        self.client.poll(timeout_ms=50)
+        for entry in list(self.in_flight):
+            member, request_id, future, _ = entry
+            if not future.is_done:
+                continue
+            self.in_flight.remove(entry)
+            if future.succeeded():
+                value = wire.response_value(future.value)
+                fields = {f.name: getattr(value, f.name) for f in attrs.fields(ConsumerGroupHeartbeatResponse)}
+                self.feed(member, cg.HeartbeatResponded(request_id=request_id, **fields))
+            else:
+                self.feed(member, cg.RequestFailed(
+                    request_id=request_id, reason=repr(future.exception),
+                    unsupported_version=isinstance(future.exception, IncompatibleBrokerVersion)))
+        for member in members:
+            if member.waiting is not None:
+                step, member.waiting = member.waiting, None
+                self.feed(member, cg.StepCompleted(step.step_id))
+            if member.machine.state is not cg.MemberState.CLOSED:
+                self.feed(member, cg.Polled())
+                self.execute(member, member.machine.tick(self.now()))
+        for a in members:
+            for b in members:
+                if a is not b:
+                    assert not a.owned & b.owned, f"{a.name} and {b.name} both own {sorted(a.owned & b.owned)}"
+        assert not [e for m in members for e in m.errors], [e for m in members for e in m.errors]
+
+    def run_until(self, what: str, members: list[Member], done: Callable[[], bool]) -> float:
+        started = time.monotonic()
+        while not done():
+            if time.monotonic() - started > DEADLINE_S:
+                states = {m.name: (m.machine.state.name, sorted(m.owned)) for m in members}
+                pytest.fail(f"{what}: not after {DEADLINE_S} s; {states}")
+            self.turn(members)
+        return time.monotonic() - started
+
+
+def test_two_members_share_a_topic_then_one_leaves(client: KafkaNetClient, topic_factory: Any,
+                                                    group_id_factory: Any) -> None:
+    topic = topic_factory(4)
+    group_id = group_id_factory()
+    everything = frozenset(TopicPartition(topic, p) for p in range(4))
+    driver = Driver(client, [topic])
+    a, b = Member("a", group_id, seed=1), Member("b", group_id, seed=2)
+
+    driver.feed(a, cg.Subscribe(frozenset({topic})))
+    took = driver.run_until("a owns every partition", [a],
+                            lambda: a.owned == everything and a.machine.state is cg.MemberState.STABLE)
+    print(f"\na joined: {took * 1000:.0f} ms to own all 4 partitions, epoch {a.machine.member_epoch}, "
+          f"heartbeat interval {a.machine.heartbeat_interval_ms} ms")
+    assert a.machine.heartbeat_interval_ms == BROKER_HEARTBEAT_INTERVAL_MS
+    assert a.steps[-1].assigned == everything and a.steps[-1].commit
+
+    driver.feed(b, cg.Subscribe(frozenset({topic})))
+    took = driver.run_until(
+        "a and b own two partitions each", [a, b],
+        lambda: len(a.owned) == 2 and len(b.owned) == 2
+        and a.machine.state is cg.MemberState.STABLE and b.machine.state is cg.MemberState.STABLE,
+    )
+    print(f"b joined: {took * 1000:.0f} ms until a revoked two and b owned them: a {numbers(a.owned)}, "
+          f"b {numbers(b.owned)}")
+    assert a.owned | b.owned == everything
+    revoke = next(s for s in a.steps if s.revoked)
+    assert revoke.revoked == b.owned and not revoke.assigned  # a revoked first, then b got them
+
+    driver.feed(b, cg.Leave("scaling down"))
+    took = driver.run_until("b left and a owns everything", [a, b],
+                            lambda: b.machine.state is cg.MemberState.CLOSED and a.owned == everything
+                            and a.machine.state is cg.MemberState.STABLE)
+    print(f"b left: {took * 1000:.0f} ms until a owned all 4 again (epoch {a.machine.member_epoch})")
+    assert b.steps[-1].revoked and b.owned == frozenset()
+
+    driver.feed(a, cg.Leave())
+    driver.run_until("a closed", [a], lambda: a.machine.state is cg.MemberState.CLOSED)
