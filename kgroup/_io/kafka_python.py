@@ -731,6 +731,13 @@ class KafkaFetcher:
             # kafka-python's own KafkaConsumer.poll does; a truncation raises from here)
             self._fetcher.maybe_validate_positions()
             self._fetcher.validate_offsets_if_needed()
+            # kafka-python 3.0's fetch_records puts a resumed partition's parked records back only
+            # when the in-line slot is None, but a drained PartitionRecords (empty, falsy) stays
+            # there; the resumed partition is then neither handed out nor fetched again (it still
+            # has parked records). Clear the spent slot so resumed partitions flow again.
+            spent = self._fetcher._next_partition_records
+            if spent is not None and not spent:
+                self._fetcher._next_partition_records = None
             drained, self._idle = self._fetcher.fetch_records(
                 max_records, update_offsets=True, timeout_ms=timeout_ms
             )
