@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kgroup.errors import (
         AssignmentError,
         BrokerError,
+        ClusterUnreachableError,
         CommitFailedError,
         ConfigError,
         ConsumerClosedError,
@@ -80,6 +81,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kgroup.errors": (
         "AssignmentError",
         "BrokerError",
+        "ClusterUnreachableError",
         "CommitFailedError",
         "ConfigError",
         "ConsumerClosedError",
@@ -122,6 +124,7 @@ __all__ = [
     "AssignmentError",
     "Assignor",
     "BrokerError",
+    "ClusterUnreachableError",
     "CommitFailedError",
     "ConfigError",
     "Consumer",

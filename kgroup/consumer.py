@@ -49,6 +49,7 @@ from kgroup.config import ConsumerConfig, GroupMembershipOperation, resolve_boot
 from kgroup.deserializers import DeserializerLike, as_function
 from kgroup.errors import (
     Api,
+    ClusterUnreachableError,
     CommitFailedError,
     ConfigError,
     ConsumerClosedError,
@@ -222,6 +223,8 @@ class Consumer(Generic[K, V]):
         self._metrics = Recorder(self._clock)
         self._health_servers: list[HealthServer] = []
         self._subscribed_at: float | None = None
+        #: the network client until its first bootstrap succeeds (ClusterUnreachableError)
+        self._bootstrapping: KafkaPythonTransport | None = None
         self._rebalance_reason = ""
 
     # ------------------------------------------------------------------ properties
@@ -252,13 +255,8 @@ class Consumer(Generic[K, V]):
             transport = self._transport_arg
         else:
             kp = KafkaPythonTransport(self._config)
-            try:
-                kp.start(self._config.default_api_timeout_ms)
-            except Exception as exc:
-                kp.close()
-                raise KGroupError(
-                    f"could not reach the cluster at {self._config.bootstrap_servers!r}: {exc}"
-                ) from exc
+            kp.start_async()  # as Java: no call waits for the cluster unless it has a timeout
+            self._bootstrapping = kp
             transport = kp
         self._transport = transport
         if self._parts is None:
@@ -370,6 +368,8 @@ class Consumer(Generic[K, V]):
                 continue.
             NoOffsetForPartitionError: auto_offset_reset="none" and no committed offset.
             OffsetOutOfRangeError, FetchError: fetching failed.
+            ClusterUnreachableError: no broker of ``bootstrap_servers`` has answered since
+                ``subscribe()``, ``default_api_timeout_ms`` ago or more (the consumer keeps trying).
             RecordDeserializationError: a deserializer raised; the records before it were
                 returned by the previous call, the position stays at the record.
             WakeupError: ``wakeup()`` was called.
@@ -395,6 +395,7 @@ class Consumer(Generic[K, V]):
             self._drain_mailbox(records=None)
             self._raise_pending()
             self._raise_bad_record()
+            self._raise_if_unreachable()
             if self._mailbox.consume_wakeup():
                 raise WakeupError("poll() interrupted by wakeup()")
             self._maybe_auto_commit()
@@ -472,6 +473,22 @@ class Consumer(Generic[K, V]):
             del self._bad_records[tp]
             if tp in self._assignment and self._parts is not None and self._parts.position(tp) == error.offset:
                 raise error
+
+    def _raise_if_unreachable(self) -> None:
+        """ClusterUnreachableError once default_api_timeout_ms passed with no broker ever reached."""
+        kp = self._bootstrapping
+        if kp is None:
+            return
+        if kp.bootstrapped:
+            self._bootstrapping = None
+            return
+        since = self._subscribed_at
+        timeout_ms = self._config.default_api_timeout_ms
+        if since is not None and self._clock.monotonic() - since >= timeout_ms / 1000:
+            raise ClusterUnreachableError(
+                f"no broker of bootstrap_servers {self._config.bootstrap_servers!r} has answered in "
+                f"{timeout_ms} ms (default_api_timeout_ms); still trying: poll() again, or close()"
+            )
 
     def _check_missing_topics(self) -> None:
         """Tell the group thread once when an assigned topic disappears from metadata.

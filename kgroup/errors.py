@@ -23,6 +23,7 @@ The exception tree::
     ├── IllegalStateError(KGroupError, RuntimeError)  a call the consumer's state forbids
     ├── WakeupError                               Consumer.wakeup() interrupted a blocking call
     ├── KafkaTimeoutError(KGroupError, TimeoutError)  timeout_ms passed before the cluster answered
+    │   └── ClusterUnreachableError               no broker of bootstrap_servers ever answered
     ├── RecordDeserializationError                a key/value deserializer raised (.topic_partition, .offset)
     └── ConsumerClosedError                       the consumer is closed
 
@@ -75,6 +76,7 @@ __all__ = [
     "Api",
     "AssignmentError",
     "BrokerError",
+    "ClusterUnreachableError",
     "CommitFailedError",
     "ConfigError",
     "ConsumerClosedError",
@@ -272,6 +274,17 @@ class RecordDeserializationError(KGroupError):
 
 class KafkaTimeoutError(KGroupError, TimeoutError):
     """A call's ``timeout_ms`` passed before the cluster answered it (Java ``TimeoutException``)."""
+
+
+class ClusterUnreachableError(KafkaTimeoutError):
+    """No broker of ``bootstrap_servers`` has answered since the consumer started.
+
+    ``poll()`` raises it once ``default_api_timeout_ms`` has passed after ``subscribe()`` with
+    the cluster never reached (a wrong address, a firewall, the cluster down at deploy time),
+    and again at each ``poll()`` until a broker answers; the consumer keeps trying in the
+    background, so polling on is fine. Once connected, a later outage raises nothing from
+    ``poll()`` (as in Java): ``health()`` turns not ready and blocking calls time out.
+    """
 
 
 class ConsumerClosedError(KGroupError):

@@ -40,6 +40,7 @@ from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup import _error_codes as codes
+from kgroup._io import log_limit
 from kgroup._io.kafka_messages import request_message, response_values
 from kgroup._io.transport import (
     GroupRequest,
@@ -139,6 +140,7 @@ class KafkaPythonTransport:
         kp_config["max_poll_records"] = config.max_poll_records
         self._config = config
         self._kp_config = kp_config
+        log_limit.install()  # an unreachable cluster logs a line every few seconds, not a dozen a second
         self._client = KafkaNetClient(**kp_config)
         self._manager = self._client._manager
         self._net = self._manager._net
@@ -156,6 +158,20 @@ class KafkaPythonTransport:
         """
         self._net.start()
         self._manager.bootstrap(timeout_ms)
+
+    def start_async(self) -> None:
+        """Start the IO thread and bootstrap in the background, retrying until a broker answers.
+
+        Requests sent before then fail as a node not ready (callers retry); ``bootstrapped``
+        says when it is done.
+        """
+        self._net.start()
+        self._manager.bootstrap_async(None)
+
+    @property
+    def bootstrapped(self) -> bool:
+        """True once a broker of ``bootstrap_servers`` has answered with cluster metadata."""
+        return bool(self._manager.bootstrapped)
 
     def close(self) -> None:
         """Close every connection and stop kafka-python's IO thread. Idempotent."""
