@@ -98,6 +98,8 @@ CHURN_DEADLINE_S = 40.0  # ... or at this many seconds after the members start, 
 JOIN_GRACE_S = 15.0  # how long members get to close after being told to stop
 MEMBER_MARGIN_S = 20.0  # members stop on their own this long before the global deadline
 CHECK_INTERVAL_S = 0.2
+#: seconds between the progress lines printed while the members work
+PROGRESS_EVERY_S = 5.0
 
 FIRST_MEMBERS = ("member-1", "member-2", "member-3")
 LEAVING_MEMBER = "member-2"
@@ -422,6 +424,19 @@ def main() -> int:
 
         progress = Progress(run_dir)
         member_deadline = deadline - MEMBER_MARGIN_S
+        last_report = [time.time()]
+
+        def report(force: bool = False) -> None:
+            """A progress line every few seconds while the members work."""
+            now = time.time()
+            if force or now - last_report[0] >= PROGRESS_EVERY_S:
+                last_report[0] = now
+                alive = [name for name, proc in procs.items() if proc.is_alive()]
+                print(
+                    f"  {now - t0:6.1f}s  {len(progress.distinct):>7,}/{NUM_RECORDS:,} records processed; "
+                    f"members running: {', '.join(alive) or 'none'}",
+                    flush=True,
+                )
 
         def start_member(name: str) -> None:
             stops[name] = ctx.Event()
@@ -452,7 +467,10 @@ def main() -> int:
         while progress.refresh() < NUM_RECORDS * CHURN_FRACTION and time.time() < churn_at:
             if not all(p.is_alive() for p in procs.values()):
                 break
+            report()
             time.sleep(CHECK_INTERVAL_S)
+        report(force=True)
+        print(f"  {LEAVING_MEMBER} closes (LeaveGroup); {JOINING_MEMBER} joins once it has gone", flush=True)
         done = len(progress.distinct)
         stops[LEAVING_MEMBER].set()
         marks.append((time.time(), f"{done} records processed: asked {LEAVING_MEMBER} to close"))
@@ -470,7 +488,9 @@ def main() -> int:
         while progress.refresh() < NUM_RECORDS and time.time() < member_deadline:
             if not any(procs[m].is_alive() for m in procs if m != LEAVING_MEMBER):
                 break
+            report()
             time.sleep(CHECK_INTERVAL_S)
+        report(force=True)
         marks.append((time.time(), f"{len(progress.distinct)} records processed: asking all members to close"))
         for stop in stops.values():
             stop.set()
