@@ -29,6 +29,14 @@ shorter with ``maxOffsetsPerTrigger`` or raise that property.
 Executors read each planned range ``[start, end)`` of one partition with the kafka-python
 adapter's record fetcher (assign, seek, fetch until the position reaches ``end``) and return
 Arrow record batches in the schema of Spark's own Kafka source.
+
+The options of Spark's Kafka source behave as there (Spark's "Structured Streaming + Kafka
+Integration Guide"): ``Trigger.AvailableNow`` through PySpark's ``SupportsTriggerAvailableNow``
+(the reader joins the group and waits for its first assignment before noting the target
+offsets), ``minOffsetsPerTrigger``/``maxTriggerDelay`` applied in ``latestOffset`` (PySpark has
+no composite read limit), ``minPartitions`` splitting ranges, ``failOnDataLoss`` on the driver
+(deleted topics, a log end gone backwards) and on the executors (records deleted by retention).
+docs/spark.md has the table and the differences.
 """
 
 from __future__ import annotations
