@@ -1,9 +1,12 @@
-"""Consumer-group administration: describe a group, its offsets and lag; remove static members.
+"""Consumer-group administration: list, describe, delete groups; offsets, lag and resets; remove static members.
 
 ``GroupAdmin`` is a small client over the ``Transport`` port (``kgroup._io.transport``), the
 kgroup counterpart of the group parts of Java's ``Admin`` (``describeConsumerGroups``,
-``listConsumerGroupOffsets``, ``listOffsets``, ``removeMembersFromConsumerGroup``). The
-``kgroup`` command line (``kgroup.cli``) is a thin layer over it.
+``listConsumerGroupOffsets``, ``listOffsets``, ``removeMembersFromConsumerGroup``). ListGroups,
+DeleteGroups and the admin's OffsetCommit (``listConsumerGroups``, ``deleteConsumerGroups``,
+``alterConsumerGroupOffsets``) go through kafka-python's ``KafkaAdminClient``, behind the
+:class:`AdminClientPort` (``kgroup._io.kafka_admin``). The ``kgroup`` command line
+(``kgroup.cli``) is a thin layer over it.
 
 Rules:
 
@@ -26,7 +29,7 @@ import concurrent.futures
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 import attrs
 
@@ -44,15 +47,23 @@ from kgroup.types import OffsetAndMetadata, TopicPartition
 
 __all__ = [
     "DEFAULT_REMOVE_REASON",
+    "INACTIVE_STATES",
+    "AdminClientPort",
     "AdminError",
     "AdminTimeoutError",
     "Coordinator",
     "GroupAdmin",
+    "GroupDeletion",
     "GroupDescription",
+    "GroupListing",
+    "GroupNotEmptyError",
     "GroupNotFoundError",
     "MemberDescription",
     "MemberRemoval",
+    "OffsetResetPlan",
     "PartitionLag",
+    "PlannedOffset",
+    "ResetTarget",
     "UnsupportedVersionError",
 ]
 
@@ -66,6 +77,8 @@ _RETRIABLE: Final = frozenset(
     {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR}
 )
 _CONSUMER_PROTOCOL_TYPE: Final = "consumer"
+#: the states in which Kafka's kafka-consumer-groups.sh resets offsets (``ConsumerGroupCommand.resetOffsets``)
+INACTIVE_STATES: Final = frozenset({"Empty", "Dead"})
 
 
 # ---------------------------------------------------------------------------------- errors
@@ -104,6 +117,15 @@ class UnsupportedVersionError(AdminError):
 
 class AdminTimeoutError(AdminError):
     """The call's deadline passed; ``__cause__`` or the message names the last failure."""
+
+
+class GroupNotEmptyError(AdminError):
+    """The group has members (or is rebalancing), and the operation needs it inactive.
+
+    Kafka's ``kafka-consumer-groups.sh`` resets offsets only of an ``Empty`` or ``Dead`` group
+    ("Assignments can only be reset if the group ... is inactive"); the coordinator refuses to
+    delete a group with members (NON_EMPTY_GROUP, 68).
+    """
 
 
 # ---------------------------------------------------------------------------------- values
@@ -199,6 +221,18 @@ class PartitionLag:
     member_id: str | None = None
     group_instance_id: str | None = None
 
+    @property
+    def committed_beyond_log_end(self) -> bool:
+        """True when the committed offset is past the log end offset (both known).
+
+        The partition's log was truncated (records deleted, an unclean leader election) or the
+        topic was deleted and recreated: a consumer resuming there gets OFFSET_OUT_OF_RANGE and
+        resets by its ``auto_offset_reset``. ``lag`` is then 0.
+        """
+        return self.committed_offset is not None and self.log_end_offset is not None and (
+            self.committed_offset > self.log_end_offset
+        )
+
 
 @attrs.frozen
 class MemberRemoval:
@@ -222,6 +256,157 @@ class MemberRemoval:
         return None if self.error_code == codes.NONE else error_name(self.error_code)
 
 
+@attrs.frozen
+class GroupListing:
+    """One group of a ListGroups answer (Java ``ConsumerGroupListing``).
+
+    Attributes:
+        group_id: the group id.
+        protocol_type: "consumer", or "" for a group that only commits offsets (Java's
+            ``isSimpleConsumerGroup``: ``assign()`` plus ``commitSync``).
+        state: the group's state (ListGroups v4+, KIP-518: "Stable", "Empty", ...), or None
+            when the broker did not say.
+        group_type: "classic" or "consumer" (ListGroups v5+, KIP-848), or None when the
+            broker did not say.
+
+    """
+
+    group_id: str
+    protocol_type: str
+    state: str | None = None
+    group_type: str | None = None
+
+
+@attrs.frozen
+class GroupDeletion:
+    """One group's DeleteGroups result (Java ``DeleteConsumerGroupsResult``).
+
+    Attributes:
+        group_id: the group.
+        error_code: 0 (deleted), NON_EMPTY_GROUP (68: it has members), GROUP_ID_NOT_FOUND
+            (69), GROUP_AUTHORIZATION_FAILED (30), ...
+
+    """
+
+    group_id: str
+    error_code: int
+
+    @property
+    def error_name(self) -> str | None:
+        """The error's protocol name, or None when deleted."""
+        return None if self.error_code == codes.NONE else error_name(self.error_code)
+
+
+ResetKind = Literal["earliest", "latest", "timestamp", "offset", "shift_by"]
+
+
+@attrs.frozen
+class ResetTarget:
+    """Where an offset reset moves each partition: ``kafka-consumer-groups.sh``'s scenarios.
+
+    Build one with :meth:`earliest`, :meth:`latest`, :meth:`timestamp` (``--to-datetime``, in
+    ms since the epoch), :meth:`offset` (``--to-offset``) or :meth:`shift_by` (``--shift-by``).
+    """
+
+    kind: ResetKind
+    value: int = 0
+
+    @classmethod
+    def earliest(cls) -> ResetTarget:
+        """The log start offset (ListOffsets EARLIEST)."""
+        return cls("earliest")
+
+    @classmethod
+    def latest(cls) -> ResetTarget:
+        """The log end offset (ListOffsets LATEST)."""
+        return cls("latest")
+
+    @classmethod
+    def timestamp(cls, ms: int) -> ResetTarget:
+        """The first offset whose record timestamp is at least ``ms``; the log end offset where none is."""
+        return cls("timestamp", ms)
+
+    @classmethod
+    def offset(cls, offset: int) -> ResetTarget:
+        """``offset``, clamped to the log's start and end offsets."""
+        return cls("offset", offset)
+
+    @classmethod
+    def shift_by(cls, n: int) -> ResetTarget:
+        """The committed offset plus ``n`` (negative: back), clamped to the log's start and end offsets."""
+        return cls("shift_by", n)
+
+
+@attrs.frozen
+class PlannedOffset:
+    """One partition of an offset reset plan.
+
+    Attributes:
+        topic_partition: the partition.
+        current_offset: the group's committed offset now, or None.
+        new_offset: the offset the reset commits.
+        note: why ``new_offset`` is not simply the target ("" when it is): clamped to the
+            log start or end offset, or no record at or after the timestamp.
+
+    """
+
+    topic_partition: TopicPartition
+    current_offset: int | None
+    new_offset: int
+    note: str = ""
+
+
+@attrs.frozen
+class OffsetResetPlan:
+    """What an offset reset would commit (``kafka-consumer-groups.sh --reset-offsets`` without ``--execute``).
+
+    Attributes:
+        group_id: the group.
+        state: its state when planned ("Empty", or "Dead": a group the coordinator does not
+            know yet gets its first committed offsets).
+        target: the scenario.
+        partitions: one row per partition, sorted.
+
+    """
+
+    group_id: str
+    state: str
+    target: ResetTarget
+    partitions: tuple[PlannedOffset, ...]
+
+    def offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The offsets to commit (no metadata, no leader epoch: as Kafka's tool commits them)."""
+        return {p.topic_partition: OffsetAndMetadata(p.new_offset) for p in self.partitions}
+
+
+class AdminClientPort(Protocol):
+    """What ``GroupAdmin`` takes from kafka-python's ``KafkaAdminClient`` (``kgroup._io.kafka_admin``).
+
+    Every call returns a future; broker error codes are values in its result, client-side
+    failures (no connection, no answer) its exception.
+    """
+
+    def list_groups(self, timeout_ms: int) -> concurrent.futures.Future[tuple[int, tuple[GroupListing, ...]]]:
+        """ListGroups at every broker: ``(error_code, groups)``, the first broker error if any."""
+        ...
+
+    def delete_groups(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, int]]:
+        """DeleteGroups at the coordinator ``node_id``: each group's error code."""
+        ...
+
+    def alter_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+        """OffsetCommit as an admin (generation -1, member id "") at ``node_id``: each partition's error code."""
+        ...
+
+    def close(self) -> None:
+        """Close the client's connections. Idempotent."""
+        ...
+
+
 # ---------------------------------------------------------------------------------- retries
 class _Retry(Exception):
     """A retriable failure inside an attempt (internal)."""
@@ -242,6 +427,10 @@ class GroupAdmin:
         owns_transport: close the transport in :meth:`close`.
         clock: the ``Clock`` deadlines and retry waits run on (tests inject a ``FakeClock``);
             default the monotonic clock.
+        admin_client: the ``KafkaAdminClient`` port for ListGroups, DeleteGroups and the
+            admin's OffsetCommit (:meth:`list_groups`, :meth:`delete_groups`,
+            :meth:`alter_offsets`); closed with the transport when this admin owns it. Without
+            one those calls raise ``AdminError``.
 
     Use :meth:`connect` to build one over kafka-python from ``bootstrap_servers``.
 
@@ -255,10 +444,12 @@ class GroupAdmin:
         retry_backoff_ms: int = 100,
         owns_transport: bool = False,
         clock: Clock | None = None,
+        admin_client: AdminClientPort | None = None,
     ) -> None:
         if timeout_ms <= 0:
             raise ValueError("timeout_ms must be positive")
         self._transport = transport
+        self._admin_client = admin_client
         self.timeout_ms = timeout_ms
         self._backoff_s = retry_backoff_ms / 1000
         self._owns = owns_transport
@@ -284,6 +475,7 @@ class GroupAdmin:
             AdminError: no broker answered within ``timeout_ms``.
 
         """
+        from kgroup._io.kafka_admin import KafkaAdminClientPort  # kafka-python's KafkaAdminClient
         from kgroup._io.kafka_python import KafkaPythonTransport  # the only kafka-python door
         from kgroup.config import ConsumerConfig
 
@@ -302,13 +494,17 @@ class GroupAdmin:
             transport.close()
             raise AdminError(f"could not reach the cluster at {bootstrap_servers!r} within {timeout_ms} ms: "
                              f"{type(exc).__name__}: {exc}") from exc
-        return cls(transport, timeout_ms=timeout_ms, owns_transport=True)
+        # the KafkaAdminClient connects on first use (list, delete, alter offsets), not here
+        return cls(transport, timeout_ms=timeout_ms, owns_transport=True,
+                   admin_client=KafkaAdminClientPort(consumer_config))
 
     def close(self) -> None:
         """Close the transport if this admin owns it. Idempotent."""
         if not self._closed:
             self._closed = True
             if self._owns:
+                if self._admin_client is not None:
+                    self._admin_client.close()
                 self._transport.close()
 
     def __enter__(self) -> GroupAdmin:
@@ -613,6 +809,345 @@ class GroupAdmin:
             return tuple(out)
 
         return self._retrying(group_id, "LeaveGroup", deadline, attempt)
+
+    # ------------------------------------------------------------------ through KafkaAdminClient
+    def _port(self, api: str) -> AdminClientPort:
+        if self._admin_client is None:
+            raise AdminError(
+                f"{api} goes through kafka-python's KafkaAdminClient: build the admin with GroupAdmin.connect(), "
+                "or pass admin_client=",
+                api=api,
+            )
+        return self._admin_client
+
+    def list_groups(self, timeout_ms: int | None = None) -> tuple[GroupListing, ...]:
+        """Every consumer group of the cluster, sorted by group id (Java ``Admin.listConsumerGroups``).
+
+        ListGroups at every broker (each one lists the groups it coordinates). As Java's admin,
+        only groups of protocol type "consumer" or "" (offsets committed without group
+        membership) are kept: not Kafka Connect's, nor share groups. COORDINATOR_LOAD_IN_PROGRESS
+        and COORDINATOR_NOT_AVAILABLE are retried, as Java does.
+
+        Raises:
+            UnsupportedVersionError: a broker cannot answer ListGroups.
+            AdminError: another error (CLUSTER_AUTHORIZATION_FAILED, ...).
+            AdminTimeoutError: no complete answer before the deadline.
+
+        """
+        port = self._port("ListGroups")
+        deadline = self._deadline(timeout_ms)
+
+        def attempt() -> tuple[GroupListing, ...]:
+            code, groups = self._wait(port.list_groups(max(deadline.remaining_ms(), 1)), deadline, "ListGroups")
+            if code in (codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE):
+                raise _Retry(f"ListGroups: {error_name(code)}", rediscover=False)
+            if code != codes.NONE:
+                kind = UnsupportedVersionError if code == codes.UNSUPPORTED_VERSION else AdminError
+                raise kind(f"ListGroups failed with {error_name(code)} ({code})", api="ListGroups", code=code)
+            unique: dict[str, GroupListing] = {}
+            for listing in groups:
+                if listing.protocol_type in (_CONSUMER_PROTOCOL_TYPE, ""):
+                    unique.setdefault(listing.group_id, listing)
+            return tuple(unique[group_id] for group_id in sorted(unique))
+
+        return self._retry(attempt, deadline, "ListGroups")
+
+    def delete_groups(self, group_ids: Iterable[str], timeout_ms: int | None = None) -> tuple[GroupDeletion, ...]:
+        """Delete groups and their committed offsets (DeleteGroups; Java ``Admin.deleteConsumerGroups``).
+
+        The coordinator deletes only a group without members: NON_EMPTY_GROUP (68) otherwise,
+        GROUP_ID_NOT_FOUND (69) for a group it does not know. Those are results, not errors (the
+        caller decides). COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
+        NOT_COORDINATOR are retried, as Java's ``DeleteConsumerGroupsHandler`` does.
+
+        Returns:
+            One ``GroupDeletion`` per group id, in the order given (duplicates once).
+
+        Raises:
+            ValueError: no group id, or an empty one.
+            UnsupportedVersionError: the coordinator does not offer DeleteGroups.
+            AdminError: FindCoordinator failed.
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        ids = list(dict.fromkeys(group_ids))
+        if not ids or any(not g for g in ids):
+            raise ValueError("at least one non-empty group id is required")
+        port = self._port("DeleteGroups")
+        deadline = self._deadline(timeout_ms)
+
+        def deleting(group_id: str) -> Callable[[Coordinator], GroupDeletion]:
+            def attempt(coordinator: Coordinator) -> GroupDeletion:
+                answered = self._wait(
+                    port.delete_groups([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                    deadline,
+                    "DeleteGroups",
+                )
+                code = answered.get(group_id)
+                if code is None:
+                    raise AdminError(f"DeleteGroups answered nothing for group {group_id!r}", api="DeleteGroups")
+                if code in _RETRIABLE:
+                    raise _Retry(f"DeleteGroups: {error_name(code)}")
+                if code == codes.UNSUPPORTED_VERSION:
+                    raise UnsupportedVersionError(
+                        f"the coordinator of group {group_id!r} does not offer DeleteGroups",
+                        api="DeleteGroups",
+                        code=code,
+                    )
+                return GroupDeletion(group_id, code)
+
+            return attempt
+
+        return tuple(self._retrying(g, "DeleteGroups", deadline, deleting(g)) for g in ids)
+
+    def alter_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, int]:
+        """Commit offsets for a group as an admin (Java ``Admin.alterConsumerGroupOffsets``).
+
+        One OffsetCommit with generation -1 and member id "" at the coordinator. Kafka accepts
+        it only while the group has no members (UNKNOWN_MEMBER_ID for each partition
+        otherwise); a group it does not know gets these as its first commits.
+        COORDINATOR_LOAD_IN_PROGRESS, REBALANCE_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
+        NOT_COORDINATOR are retried, as Java's ``AlterConsumerGroupOffsetsHandler`` does;
+        other codes are results.
+
+        Returns:
+            Each partition's error code (0: committed), sorted by partition.
+
+        Raises:
+            UnsupportedVersionError: the coordinator cannot take the commit.
+            AdminError: FindCoordinator failed, or the answer left a partition out.
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        wanted = {
+            tp: om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(om) for tp, om in sorted(offsets.items())
+        }
+        if not wanted:
+            return {}
+        port = self._port("OffsetCommit")
+        deadline = self._deadline(timeout_ms)
+
+        def attempt(coordinator: Coordinator) -> dict[TopicPartition, int]:
+            answered = self._wait(
+                port.alter_offsets(group_id, wanted, coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                deadline,
+                "OffsetCommit",
+            )
+            seen = set(answered.values())
+            if seen & {codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR}:
+                raise _Retry(f"OffsetCommit: {', '.join(sorted(error_name(c) for c in seen if c))}")
+            if seen & {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.REBALANCE_IN_PROGRESS}:
+                raise _Retry(f"OffsetCommit: {', '.join(sorted(error_name(c) for c in seen if c))}", rediscover=False)
+            if codes.UNSUPPORTED_VERSION in seen:
+                raise UnsupportedVersionError(
+                    f"the coordinator of group {group_id!r} cannot take an admin OffsetCommit",
+                    api="OffsetCommit",
+                    code=codes.UNSUPPORTED_VERSION,
+                )
+            missing = [str(tp) for tp in wanted if tp not in answered]
+            if missing:
+                raise AdminError(
+                    f"OffsetCommit for group {group_id!r} answered nothing for {', '.join(missing)}", api="OffsetCommit"
+                )
+            return {tp: answered[tp] for tp in wanted}
+
+        return self._retrying(group_id, "OffsetCommit", deadline, attempt)
+
+    # ------------------------------------------------------------------ offset resets
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """Log start offsets (ListOffsets EARLIEST at each leader); partitions without one are absent.
+
+        Raises:
+            AdminTimeoutError: the lookup failed or timed out (the message names why).
+
+        """
+        wanted = sorted(set(partitions))
+        if not wanted:
+            return {}
+        deadline = self._deadline(timeout_ms)
+        return self._retry(
+            lambda: self._wait(
+                self._transport.list_offsets(wanted, "earliest", max(deadline.remaining_ms(), 1)),
+                deadline,
+                "ListOffsets",
+            ),
+            deadline,
+            "ListOffsets",
+        )
+
+    def plan_offset_reset(
+        self,
+        group_id: str,
+        target: ResetTarget,
+        topics: Iterable[str | TopicPartition] | None = None,
+        timeout_ms: int | None = None,
+    ) -> OffsetResetPlan:
+        """What an offset reset would commit, planned as ``kafka-consumer-groups.sh --reset-offsets`` does.
+
+        Kafka's ``ConsumerGroupCommand``: the group must be inactive (state Empty, or Dead: a
+        group the coordinator does not know yet); "earliest" and "latest" are the log start and
+        end offsets (ListOffsets EARLIEST, LATEST); "timestamp" is ListOffsets by time, and the
+        log end offset for a partition with no record that late (Kafka's tool: "Falling back to
+        latest known offset"); "offset" and "shift_by" are clamped to the log start and end
+        offsets (``checkOffsetsRange``), and "shift_by" needs a committed offset. Nothing is
+        committed: pass :meth:`OffsetResetPlan.offsets` to :meth:`alter_offsets` for that.
+
+        Args:
+            group_id: the group.
+            target: where to move each partition (:class:`ResetTarget`).
+            topics: the partitions: a topic name (all its partitions) or a ``TopicPartition``
+                each; None: every partition the group has committed offsets for
+                (``--all-topics``).
+            timeout_ms: the deadline (ms).
+
+        Raises:
+            ValueError: an empty ``topics``.
+            GroupNotEmptyError: the group is neither Empty nor Dead.
+            AdminError: an unknown topic or partition, no committed offset to shift (or none at
+                all with ``topics=None``), a log offset that could not be looked up; what
+                :meth:`describe_group` and :meth:`committed_offsets` raise.
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        scope = None if topics is None else list(topics)
+        if scope is not None and not scope:
+            raise ValueError("no topic or partition to reset")
+        deadline = self._deadline(timeout_ms)
+        try:
+            state = self.describe_group(group_id, _left(deadline)).state
+        except GroupNotFoundError:
+            state = "Dead"  # Kafka 4's answer for a group it does not know: GROUP_ID_NOT_FOUND
+        if state not in INACTIVE_STATES:
+            raise GroupNotEmptyError(
+                f"Assignments can only be reset if the group '{group_id}' is inactive, but the current state is "
+                f"{state}.",
+                api="DescribeGroups",
+            )
+        try:
+            committed = self.committed_offsets(group_id, _left(deadline))
+        except GroupNotFoundError:
+            committed = {}
+        partitions = self._reset_scope(group_id, scope, committed, deadline)
+        current = {tp: committed[tp].offset for tp in partitions if tp in committed}
+        if target.kind == "shift_by":
+            unshiftable = [str(tp) for tp in partitions if tp not in current]
+            if unshiftable:
+                raise AdminError(
+                    f"Cannot shift offset for partition {', '.join(unshiftable)} of group {group_id!r} since there "
+                    "is no current committed offset"
+                )
+        starts: Mapping[TopicPartition, int] = {}
+        ends: Mapping[TopicPartition, int] = {}
+        found: Mapping[TopicPartition, tuple[int, int]] = {}
+        if target.kind in ("earliest", "offset", "shift_by"):
+            starts = _complete(self.beginning_offsets(partitions, _left(deadline)), partitions, "start")
+        if target.kind == "timestamp":
+            stamps = {tp: target.value for tp in partitions}
+            found = self._retry(
+                lambda: self._wait(
+                    self._transport.offsets_for_times(stamps, max(deadline.remaining_ms(), 1)), deadline, "ListOffsets"
+                ),
+                deadline,
+                "ListOffsets",
+            )
+        if target.kind in ("latest", "offset", "shift_by") or (
+            target.kind == "timestamp" and any(tp not in found for tp in partitions)
+        ):
+            ends = _complete(self.end_offsets(partitions, _left(deadline)), partitions, "end")
+        rows = []
+        for tp in partitions:
+            note = ""
+            if target.kind == "earliest":
+                new = starts[tp]
+            elif target.kind == "latest":
+                new = ends[tp]
+            elif target.kind == "timestamp":
+                hit = found.get(tp)
+                if hit is None:
+                    new, note = ends[tp], "no record at or after the time: the log end offset"
+                else:
+                    new = hit[0]
+            else:
+                asked = target.value if target.kind == "offset" else current[tp] + target.value
+                new, note = _clamp(asked, starts[tp], ends[tp])
+            rows.append(PlannedOffset(tp, current.get(tp), new, note))
+        return OffsetResetPlan(group_id, state, target, tuple(rows))
+
+    def _reset_scope(
+        self,
+        group_id: str,
+        scope: list[str | TopicPartition] | None,
+        committed: Mapping[TopicPartition, OffsetAndMetadata],
+        deadline: Deadline,
+    ) -> list[TopicPartition]:
+        """The partitions an offset reset covers: ``scope`` resolved against cluster metadata."""
+        if scope is None:
+            if not committed:
+                raise AdminError(f"group {group_id!r} has no committed offsets: name the topics to reset")
+            return sorted(committed)
+        names = sorted({item if isinstance(item, str) else item.topic for item in scope})
+        known = self._retry(
+            lambda: self._wait(
+                self._transport.describe_topics(names, max(deadline.remaining_ms(), 1)), deadline, "Metadata"
+            ),
+            deadline,
+            "Metadata",
+        )
+        unknown = [name for name in names if not known.get(name)]
+        if unknown:
+            raise AdminError(
+                f"unknown topic{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}",
+                api="Metadata",
+                code=codes.UNKNOWN_TOPIC_OR_PARTITION,
+            )
+        out: set[TopicPartition] = set()
+        for item in scope:
+            if isinstance(item, str):
+                out.update(TopicPartition(item, info.partition) for info in known[item])
+                continue
+            numbers = sorted(info.partition for info in known[item.topic])
+            if item.partition not in numbers:
+                raise AdminError(
+                    f"topic {item.topic!r} has no partition {item.partition} (its partitions: "
+                    f"{', '.join(map(str, numbers))})",
+                    api="Metadata",
+                    code=codes.UNKNOWN_TOPIC_OR_PARTITION,
+                )
+            out.add(item)
+        return sorted(out)
+
+
+def _left(deadline: Deadline) -> int:
+    """What is left of ``deadline`` for the next call (at least 1 ms: it then times out at once)."""
+    return deadline.remaining_ms() or 1
+
+
+def _complete(
+    found: Mapping[TopicPartition, int], partitions: Iterable[TopicPartition], which: str
+) -> Mapping[TopicPartition, int]:
+    """``found``, or an AdminError naming the partitions whose log ``which`` offset is unknown."""
+    missing = [str(tp) for tp in partitions if tp not in found]
+    if missing:
+        raise AdminError(
+            f"could not look up the log {which} offset of {', '.join(missing)} (no leader?)", api="ListOffsets"
+        )
+    return found
+
+
+def _clamp(asked: int, start: int, end: int) -> tuple[int, str]:
+    """``asked`` within ``[start, end]``, and a note when it was not (Kafka's ``checkOffsetsRange``)."""
+    if asked > end:
+        return end, f"{asked} is past the log end offset: set to {end}"
+    if asked < start:
+        return start, f"{asked} is before the log start offset: set to {start}"
+    return asked, ""
 
 
 def _describe(described: DescribedGroup, coordinator: Coordinator) -> GroupDescription:

@@ -5,8 +5,15 @@ source distribution and repository).
 
 Commands:
 
+* ``kgroup list [--state S,...] [--json]``: every consumer group, with its type, state and
+  protocol type (ListGroups).
 * ``kgroup describe GROUP [--json]``: state, protocol, members with their decoded assignments
   and subscriptions, committed offsets, log end offsets and lag.
+* ``kgroup reset-offsets GROUP (--topic T[:P,P...] ... | --all-topics) (--to-earliest |
+  --to-latest | --to-datetime ISO8601 | --to-offset N | --shift-by N) [--execute] [--json]``:
+  plan (and with ``--execute`` commit) new offsets for an inactive group, as Kafka's
+  ``kafka-consumer-groups.sh --reset-offsets``.
+* ``kgroup delete GROUP [GROUP...] [--json]``: delete groups without members (DeleteGroups).
 * ``kgroup remove-members GROUP --instance-id ID [...] [--reason TEXT] [--json]``: KIP-345
   admin removal of static members (LeaveGroup v3+).
 
@@ -17,26 +24,32 @@ Every command takes ``--bootstrap-servers`` (or ``KGROUP_BOOTSTRAP_SERVERS``) an
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import click
 
 from kgroup._clock import MonotonicClock
+from kgroup._error_codes import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, UNKNOWN_MEMBER_ID, error_name
 from kgroup._retry import Deadline
 from kgroup._version import __version__
 from kgroup.admin import (
     GroupAdmin,
+    GroupDeletion,
     GroupDescription,
+    GroupListing,
     GroupNotFoundError,
     MemberDescription,
     MemberRemoval,
+    OffsetResetPlan,
     PartitionLag,
+    ResetTarget,
 )
 from kgroup.errors import ConfigError, KGroupError
-from kgroup.types import TopicPartition
+from kgroup.types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["ENV_BOOTSTRAP", "AdminFactory", "AdminLike", "main"]
 
@@ -61,6 +74,33 @@ class AdminLike(Protocol):
         self, group_id: str, instance_ids: Sequence[str], reason: str | None = None, timeout_ms: int | None = None
     ) -> tuple[MemberRemoval, ...]:
         """See :meth:`kgroup.admin.GroupAdmin.remove_members_by_instance_id`."""
+        ...
+
+    def list_groups(self, timeout_ms: int | None = None) -> tuple[GroupListing, ...]:
+        """See :meth:`kgroup.admin.GroupAdmin.list_groups`."""
+        ...
+
+    def delete_groups(self, group_ids: Iterable[str], timeout_ms: int | None = None) -> tuple[GroupDeletion, ...]:
+        """See :meth:`kgroup.admin.GroupAdmin.delete_groups`."""
+        ...
+
+    def plan_offset_reset(
+        self,
+        group_id: str,
+        target: ResetTarget,
+        topics: Iterable[str | TopicPartition] | None = None,
+        timeout_ms: int | None = None,
+    ) -> OffsetResetPlan:
+        """See :meth:`kgroup.admin.GroupAdmin.plan_offset_reset`."""
+        ...
+
+    def alter_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, int]:
+        """See :meth:`kgroup.admin.GroupAdmin.alter_offsets`."""
         ...
 
     def close(self) -> None:
@@ -151,6 +191,7 @@ def _lag_json(p: PartitionLag) -> dict[str, Any]:
         "metadata": p.metadata,
         "member_id": p.member_id,
         "group_instance_id": p.group_instance_id,
+        "committed_beyond_log_end": p.committed_beyond_log_end,
     }
 
 
@@ -245,7 +286,18 @@ def describe_text(description: GroupDescription, offsets: Sequence[PartitionLag]
                 offset_rows,
             )
         )
+    beyond = [p for p in offsets if p.committed_beyond_log_end]
+    if beyond:
+        parts.append("\n".join(_beyond_note(p) for p in beyond))
     return "\n\n".join(parts)
+
+
+def _beyond_note(p: PartitionLag) -> str:
+    return (
+        f"NOTE: {p.topic_partition}: the committed offset {p.committed_offset} is past the log end offset "
+        f"{p.log_end_offset} (the log was truncated, or the topic deleted and recreated): a consumer resuming "
+        "there gets OFFSET_OUT_OF_RANGE and resets by its auto.offset.reset"
+    )
 
 
 def _emit_json(document: Any) -> None:
@@ -286,6 +338,314 @@ def describe(ctx: click.Context, group: str, bootstrap_servers: str | None, time
         _emit_json(describe_json(description, offsets))
     else:
         click.echo(describe_text(description, offsets))
+
+
+#: Kafka's group states (``ConsumerGroupState``), for ``list --state``
+_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
+
+
+def listing_json(groups: Sequence[GroupListing]) -> dict[str, Any]:
+    """The ``kgroup list --json`` document (schema in ``docs/cli.md``)."""
+    return {
+        "groups": [
+            {"group_id": g.group_id, "group_type": g.group_type, "state": g.state, "protocol_type": g.protocol_type}
+            for g in groups
+        ]
+    }
+
+
+@main.command("list")
+@click.option(
+    "--state",
+    "states",
+    metavar="STATE[,STATE...]",
+    default=None,
+    help=f"Only groups in these states ({', '.join(_STATES)}; any case).",
+)
+@_connection_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
+@click.pass_context
+def list_(
+    ctx: click.Context, states: str | None, bootstrap_servers: str | None, timeout_ms: int, as_json: bool
+) -> None:
+    """List the consumer groups: type, state and protocol type (ListGroups at every broker).
+
+    As Java's Admin.listConsumerGroups: groups of protocol type "consumer" or "" (offsets
+    committed without membership); not Kafka Connect's, nor share groups. TYPE and STATE are "-"
+    where the broker does not say (ListGroups before v5, v4).
+    """
+    wanted: set[str] | None = None
+    if states is not None:
+        wanted = {state.strip().lower() for state in states.split(",") if state.strip()}
+        invalid = sorted(wanted - {state.lower() for state in _STATES})
+        if not wanted or invalid:
+            raise click.BadParameter(
+                f"invalid state list {states!r}; valid states are: {', '.join(_STATES)}", ctx, param_hint="--state"
+            )
+    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
+    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
+    try:
+        groups = admin.list_groups(_remaining_ms(deadline))
+    except KGroupError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        admin.close()
+    if wanted is not None:
+        groups = tuple(g for g in groups if (g.state or "").lower() in wanted)
+    if as_json:
+        _emit_json(listing_json(groups))
+    else:
+        click.echo(
+            _table(
+                ("GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"),
+                [[g.group_id, _dash(g.group_type), _dash(g.state), _dash(g.protocol_type)] for g in groups],
+            )
+        )
+
+
+def _parse_topic(ctx: click.Context, text: str) -> list[str | TopicPartition]:
+    """``TOPIC`` (every partition) or ``TOPIC:P,P,...``, as ``kafka-consumer-groups.sh --topic``."""
+    topic, colon, numbers = text.strip().partition(":")
+    if not topic:
+        raise click.BadParameter(f"invalid topic {text!r}: expected TOPIC or TOPIC:P,P,...", ctx, param_hint="--topic")
+    if not colon:
+        return [topic]
+    try:
+        partitions = [int(n) for n in numbers.split(",")]
+    except ValueError:
+        raise click.BadParameter(
+            f"invalid partition in {text!r}: expected TOPIC:P,P,... with partition numbers", ctx, param_hint="--topic"
+        ) from None
+    if any(n < 0 for n in partitions):
+        raise click.BadParameter(f"invalid partition in {text!r}: negative", ctx, param_hint="--topic")
+    return [TopicPartition(topic, n) for n in partitions]
+
+
+def parse_datetime_ms(text: str) -> int:
+    """``--to-datetime``: an ISO 8601 date and time, in ms since the epoch.
+
+    ``2024-05-01T12:00:00.000`` (local time, as Kafka's tool reads it without a zone),
+    ``2024-05-01T10:00:00Z``, ``2024-05-01T12:00:00+02:00``; ``ValueError`` otherwise.
+    """
+    raw = text.strip()
+    if raw[-1:] in ("Z", "z"):
+        raw = raw[:-1] + "+00:00"
+    moment = datetime.datetime.fromisoformat(raw)
+    if "T" not in raw.upper():
+        raise ValueError("a date and a time are needed (YYYY-MM-DDTHH:mm:SS[.sss][zone])")
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # the local time zone
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return (moment - epoch) // datetime.timedelta(milliseconds=1)
+
+
+def reset_json(plan: OffsetResetPlan, results: Mapping[TopicPartition, int] | None) -> dict[str, Any]:
+    """The ``kgroup reset-offsets --json`` document (schema in ``docs/cli.md``)."""
+    rows = []
+    for p in plan.partitions:
+        code = None if results is None else results.get(p.topic_partition)
+        rows.append(
+            {
+                **_tp_json(p.topic_partition),
+                "current_offset": p.current_offset,
+                "new_offset": p.new_offset,
+                "note": p.note or None,
+                "error_code": code,
+                "error": None if not code else error_name(code),
+            }
+        )
+    return {
+        "group_id": plan.group_id,
+        "state": plan.state,
+        "executed": results is not None,
+        "target": {"kind": plan.target.kind, "value": plan.target.value},
+        "offsets": rows,
+    }
+
+
+def reset_text(plan: OffsetResetPlan, results: Mapping[TopicPartition, int] | None) -> str:
+    """The ``kgroup reset-offsets`` table: Kafka's columns (GROUP, TOPIC, PARTITION, NEW-OFFSET) first."""
+    headers = ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET", "CURRENT-OFFSET"]
+    if results is not None:
+        headers.append("RESULT")
+    headers.append("NOTE")
+    rows = []
+    for p in plan.partitions:
+        row = [plan.group_id, p.topic_partition.topic, str(p.topic_partition.partition), str(p.new_offset),
+               _dash(p.current_offset)]
+        if results is not None:
+            code = results.get(p.topic_partition, 0)
+            row.append("committed" if code == 0 else f"{error_name(code)} ({code})")
+        row.append(p.note)
+        rows.append(row)
+    return _table(headers, rows)
+
+
+@main.command("reset-offsets")
+@click.argument("group")
+@click.option(
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="TOPIC[:P,P...]",
+    help="A topic (every partition) or some of its partitions (repeatable).",
+)
+@click.option("--all-topics", is_flag=True, help="Every partition the group has committed offsets for.")
+@click.option("--to-earliest", is_flag=True, help="To the log start offset.")
+@click.option("--to-latest", is_flag=True, help="To the log end offset.")
+@click.option(
+    "--to-datetime",
+    metavar="ISO8601",
+    default=None,
+    help="To the first offset at or after this time: 2024-05-01T12:00:00.000 (local time), or with Z or "
+    "+hh:mm; the log end offset where no record is that late.",
+)
+@click.option("--to-offset", type=int, metavar="N", default=None, help="To offset N (clamped to the log).")
+@click.option(
+    "--shift-by", type=int, metavar="N", default=None, help="The committed offset plus N, negative: back (clamped)."
+)
+@click.option("--execute", is_flag=True, help="Commit the new offsets (without it: print the plan only).")
+@click.option("--dry-run", is_flag=True, help="Print the plan only (the default).")
+@_connection_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
+@click.pass_context
+def reset_offsets(
+    ctx: click.Context,
+    group: str,
+    topics: tuple[str, ...],
+    all_topics: bool,
+    to_earliest: bool,
+    to_latest: bool,
+    to_datetime: str | None,
+    to_offset: int | None,
+    shift_by: int | None,
+    execute: bool,
+    dry_run: bool,
+    bootstrap_servers: str | None,
+    timeout_ms: int,
+    as_json: bool,
+) -> None:
+    """Reset the committed offsets of GROUP, as Kafka's kafka-consumer-groups.sh --reset-offsets.
+
+    A dry run unless --execute: prints the new offsets and commits nothing. The group must be
+    inactive (Empty, or Dead: not known yet), as Kafka's tool requires; a group with members
+    is refused (exit 1). --to-offset and --shift-by are clamped to the log start and end offsets.
+    """
+    chosen = [
+        name
+        for name, given in (
+            ("--to-earliest", to_earliest),
+            ("--to-latest", to_latest),
+            ("--to-datetime", to_datetime is not None),
+            ("--to-offset", to_offset is not None),
+            ("--shift-by", shift_by is not None),
+        )
+        if given
+    ]
+    if len(chosen) != 1:
+        raise click.UsageError(
+            "choose exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, --shift-by"
+            + (f" (given: {', '.join(chosen)})" if chosen else ""),
+            ctx,
+        )
+    if bool(topics) == all_topics:
+        raise click.UsageError("name the partitions to reset: --topic (repeatable) or --all-topics", ctx)
+    if execute and dry_run:
+        raise click.UsageError("--execute and --dry-run exclude each other", ctx)
+    if to_earliest:
+        target = ResetTarget.earliest()
+    elif to_latest:
+        target = ResetTarget.latest()
+    elif to_datetime is not None:
+        try:
+            target = ResetTarget.timestamp(parse_datetime_ms(to_datetime))
+        except ValueError as exc:
+            raise click.BadParameter(f"{to_datetime!r}: {exc}", ctx, param_hint="--to-datetime") from exc
+    elif to_offset is not None:
+        target = ResetTarget.offset(to_offset)
+    else:
+        assert shift_by is not None
+        target = ResetTarget.shift_by(shift_by)
+    scope: list[str | TopicPartition] | None = None
+    if topics:
+        scope = [item for text in topics for item in _parse_topic(ctx, text)]
+    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
+    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
+    try:
+        plan = admin.plan_offset_reset(group, target, scope, _remaining_ms(deadline))
+        results = admin.alter_offsets(group, plan.offsets(), _remaining_ms(deadline)) if execute else None
+    except KGroupError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        admin.close()
+    if as_json:
+        _emit_json(reset_json(plan, results))
+    else:
+        click.echo(reset_text(plan, results))
+        if results is None:
+            click.echo("Dry run: nothing committed. Add --execute to commit these offsets.", err=True)
+    failed = {tp: code for tp, code in (results or {}).items() if code != 0}
+    if failed:
+        detail = ", ".join(f"{tp}: {error_name(code)} ({code})" for tp, code in failed.items())
+        hint = ""
+        if any(code == UNKNOWN_MEMBER_ID for code in failed.values()):
+            hint = " (the group has members again: its offsets can only be reset while it is inactive)"
+        raise click.ClickException(
+            f"offsets of {len(failed)} of {len(results or {})} partitions of group {group!r} not committed: "
+            f"{detail}{hint}"
+        )
+
+
+_DELETE_ERRORS = {
+    NON_EMPTY_GROUP: "the group has members: stop its consumers first",
+    GROUP_ID_NOT_FOUND: "the group does not exist",
+}
+
+
+def _deletion_text(d: GroupDeletion) -> str:
+    if d.error_code == 0:
+        return "deleted"
+    why = _DELETE_ERRORS.get(d.error_code)
+    return f"{d.error_name} ({d.error_code})" + (f": {why}" if why else "")
+
+
+@main.command()
+@click.argument("groups", nargs=-1, required=True, metavar="GROUP [GROUP...]")
+@_connection_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
+@click.pass_context
+def delete(
+    ctx: click.Context, groups: tuple[str, ...], bootstrap_servers: str | None, timeout_ms: int, as_json: bool
+) -> None:
+    """Delete each GROUP and its committed offsets (DeleteGroups).
+
+    Kafka deletes only a group without members: NON_EMPTY_GROUP (68) otherwise, GROUP_ID_NOT_FOUND
+    (69) for a group it does not know. Exits 1 if any group was not deleted.
+    """
+    if any(not g.strip() for g in groups):
+        raise click.BadParameter("a group id must not be empty", ctx, param_hint="GROUP")
+    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
+    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
+    try:
+        results = admin.delete_groups(groups, _remaining_ms(deadline))
+    except KGroupError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        admin.close()
+    if as_json:
+        _emit_json(
+            {
+                "groups": [
+                    {"group_id": d.group_id, "error_code": d.error_code, "error": d.error_name} for d in results
+                ]
+            }
+        )
+    else:
+        click.echo(_table(("GROUP", "RESULT"), [[d.group_id, _deletion_text(d)] for d in results]))
+    failed = [d for d in results if d.error_code != 0]
+    if failed:
+        detail = "; ".join(f"{d.group_id}: {_deletion_text(d)}" for d in failed)
+        raise click.ClickException(f"{len(failed)} of {len(results)} groups not deleted: {detail}")
 
 
 @main.command("remove-members")

@@ -2,10 +2,11 @@
 
 Group semantics go through ``kafka_cluster`` (the coordinator proxy: Kafka's coordinator on the
 wire, Tansu serving the data, ListOffsets LATEST answered with the log end offset). The bare
-broker tests show what Tansu itself answers; where it deviates (broker-notes S9e, S11b) they
-are strict xfails naming the row, and those also run on Apache Kafka (``[apache-kafka]``), where
-they must pass. Consumers are polled from the test thread only; every wait
-has a deadline.
+broker tests show what Tansu itself answers; where it deviates (broker-notes S9e, S11b, S11d,
+ListOffsets by time) they are strict xfails naming the row, and those also run on Apache Kafka
+(``[apache-kafka]``), where they must pass. ``list``, ``reset-offsets`` and ``delete`` run on
+both brokers (``group_coordinator``: Kafka's own coordinator, or the proxy over Tansu).
+Consumers are polled from the test thread only; every wait has a deadline.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from click.testing import CliRunner
 
 import kgroup
 from kgroup import TopicPartition
+from kgroup.admin import GroupAdmin
 from kgroup.cli import ENV_BOOTSTRAP, main
 from kgroup.testing import produce
 
@@ -288,3 +290,243 @@ def test_remove_static_member_on_the_bare_broker(kafka_bootstrap, topic_factory,
         assert describe(kafka_bootstrap, group)["members"] == []
     finally:
         c.close(5000, group_membership="leave")
+
+
+# ------------------------------------------------------------------------------ list, reset-offsets, delete
+# On both brokers: Kafka's own coordinator on [apache-kafka], the coordinator proxy over Tansu on
+# [tansu] (``group_coordinator``: Kafka's answers to ListGroups and the admin's OffsetCommit, and
+# ListOffsets LATEST as the log end offset). DeleteGroups is not served by the proxy, so delete
+# runs on the bare brokers; where Tansu's DeleteGroups deviates (row S11d) the test is Kafka's only.
+S11D = "broker-notes S11d: DeleteGroups deletes a group with members, and answers NONE for an unknown group"
+S_LIST_OFFSETS_TIME = ("ListOffsets by a timestamp later than every record answers offset 0, not -1 (no such "
+                       "record); the coordinator proxy forwards it unchanged")
+
+
+def cli_json(bootstrap: str, *args: str) -> tuple[int, dict]:
+    code, out = cli(bootstrap, *args, "--json")
+    return code, (json.loads(out) if code == 0 else {"output": out})
+
+
+def committed_of(bootstrap: str, group: str) -> dict[int, int | None]:
+    return {row["partition"]: row["committed_offset"] for row in describe(bootstrap, group)["offsets"]}
+
+
+def listed(bootstrap: str, *args: str) -> dict[str, dict]:
+    code, doc = cli_json(bootstrap, "list", *args)
+    assert code == 0, doc
+    return {g["group_id"]: g for g in doc["groups"]}
+
+
+@pytest.fixture
+def inactive_group(group_coordinator, kafka_bootstrap, topic_factory, group_id_factory):
+    """An Empty group: a kgroup consumer consumed a 2-partition topic of N records per partition,
+    committed M on each partition and left."""
+    bootstrap = group_coordinator.bootstrap_servers
+    topic = topic_factory(2)
+    produce(kafka_bootstrap, topic, [(p, None, b"%d-%d" % (p, i)) for p in range(2) for i in range(PER_PARTITION)])
+    group = group_id_factory()
+    c = consumer(bootstrap, group, "reset-client")
+    try:
+        c.subscribe([topic])
+        poll_until([c], lambda: c.assignment() == partitions(topic, 2), "assignment")
+        c.commit({TopicPartition(topic, p): COMMITTED for p in range(2)})
+    finally:
+        c.close(5000)
+    poll_until([], lambda: describe(bootstrap, group)["state"] == "Empty", "the group to be empty")
+    return bootstrap, topic, group
+
+
+def first_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """The offset of the first record a new member of ``group`` gets from each partition."""
+    c = consumer(bootstrap, group, "resumed-client")
+    first: dict[int, int] = {}
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while len(first) < 2 and time.monotonic() < deadline:
+            for record in c.poll(100):
+                first.setdefault(record.partition, record.offset)
+    finally:
+        c.close(5000)
+    return first
+
+
+@BOTH
+def test_reset_offsets_dry_run_then_execute(inactive_group) -> None:
+    bootstrap, topic, group = inactive_group
+    # the dry run (the default) prints the plan and commits nothing
+    code, out = cli(bootstrap, "reset-offsets", group, "--topic", topic, "--to-earliest")
+    assert code == 0, out
+    rows = [line.split() for line in out.splitlines() if line.startswith(group)]
+    assert sorted(rows) == [[group, topic, str(p), "0", str(COMMITTED)] for p in range(2)]
+    assert "Dry run" in out and "--execute" in out
+    assert committed_of(bootstrap, group) == {0: COMMITTED, 1: COMMITTED}
+    # --execute commits it
+    code, doc = cli_json(bootstrap, "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute")
+    assert code == 0, doc
+    assert doc["executed"] and doc["state"] == "Empty"
+    assert [(r["partition"], r["current_offset"], r["new_offset"], r["error"]) for r in doc["offsets"]] == [
+        (0, COMMITTED, 0, None), (1, COMMITTED, 0, None)]
+    assert committed_of(bootstrap, group) == {0: 0, 1: 0}
+    # --shift-by on one partition; --to-offset past the log end is clamped to it (dry run)
+    code, out = cli(bootstrap, "reset-offsets", group, "--topic", f"{topic}:1", "--shift-by", "3", "--execute")
+    assert code == 0, out
+    assert committed_of(bootstrap, group) == {0: 0, 1: 3}
+    code, doc = cli_json(bootstrap, "reset-offsets", group, "--all-topics", "--to-offset", "100")
+    assert code == 0, doc
+    assert [(r["new_offset"], r["note"]) for r in doc["offsets"]] == [
+        (PER_PARTITION, f"100 is past the log end offset: set to {PER_PARTITION}")] * 2
+    # --to-datetime before every record: the first one
+    code, doc = cli_json(bootstrap, "reset-offsets", group, "--topic", topic, "--to-datetime", "2000-01-01T00:00:00Z")
+    assert code == 0, doc
+    assert [r["new_offset"] for r in doc["offsets"]] == [0, 0]
+    # --to-latest, then one partition back to 2: a new member resumes exactly there
+    code, out = cli(bootstrap, "reset-offsets", group, "--all-topics", "--to-latest", "--execute")
+    assert code == 0, out
+    assert committed_of(bootstrap, group) == {0: PER_PARTITION, 1: PER_PARTITION}
+    code, out = cli(bootstrap, "reset-offsets", group, "--topic", f"{topic}:0", "--to-offset", "2", "--execute")
+    assert code == 0, out
+    produce(bootstrap, topic, [(1, None, b"after-reset")])
+    assert first_offsets(bootstrap, group, topic) == {0: 2, 1: PER_PARTITION}
+
+
+@BOTH
+@pytest.mark.tansu_deviation(S_LIST_OFFSETS_TIME)
+def test_reset_offsets_to_a_datetime_after_every_record_is_the_log_end(inactive_group) -> None:
+    """No record that late: ListOffsets answers -1, and Kafka's tool falls back to the log end offset."""
+    bootstrap, topic, group = inactive_group
+    code, doc = cli_json(bootstrap, "reset-offsets", group, "--topic", topic, "--to-datetime", "2999-01-01T00:00:00Z")
+    assert code == 0, doc
+    assert [(r["new_offset"], r["note"]) for r in doc["offsets"]] == [
+        (PER_PARTITION, "no record at or after the time: the log end offset")] * 2
+
+
+@BOTH
+def test_reset_offsets_refuses_a_group_with_members(group_coordinator, topic_factory, group_id_factory) -> None:
+    bootstrap = group_coordinator.bootstrap_servers
+    topic = topic_factory(1)
+    group = group_id_factory()
+    c = consumer(bootstrap, group, "live-client")
+    try:
+        c.subscribe([topic])
+        poll_until([c], lambda: bool(c.assignment()), "assignment")
+        c.commit({TopicPartition(topic, 0): 0})
+        for extra in ((), ("--execute",)):
+            code, out = cli(bootstrap, "reset-offsets", group, "--topic", topic, "--to-latest", *extra)
+            assert code == 1, out
+            assert (f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
+                    "Stable.") in out
+            assert "Traceback" not in out
+        assert committed_of(bootstrap, group) == {0: 0}
+    finally:
+        c.close(5000)
+
+
+@BOTH
+def test_reset_offsets_of_a_group_not_known_yet(group_coordinator, kafka_bootstrap, topic_factory,
+                                                group_id_factory) -> None:
+    """A group the coordinator does not know (Dead) gets its first offsets, as with Kafka's tool."""
+    bootstrap = group_coordinator.bootstrap_servers
+    topic = topic_factory(2)
+    produce(kafka_bootstrap, topic, [(p, None, b"x") for p in range(2) for _ in range(3)])
+    group = group_id_factory()
+    code, doc = cli_json(bootstrap, "reset-offsets", group, "--topic", topic, "--to-latest", "--execute")
+    assert code == 0, doc
+    assert doc["state"] == "Dead"
+    assert committed_of(bootstrap, group) == {0: 3, 1: 3}
+    # nothing committed, nothing to shift
+    other = group_id_factory()
+    code, out = cli(bootstrap, "reset-offsets", other, "--topic", topic, "--shift-by", "-1")
+    assert code == 1 and "no current committed offset" in out
+
+
+@BOTH
+def test_list_shows_groups_with_state_and_protocol_type(inactive_group, group_id_factory) -> None:
+    bootstrap, topic, empty = inactive_group
+    active = group_id_factory()
+    c = consumer(bootstrap, active, "listed-client")
+    try:
+        c.subscribe([topic])
+        poll_until([c], lambda: bool(c.assignment()), "assignment")
+        c.commit({TopicPartition(topic, 0): 1})
+        poll_until([c], lambda: describe(bootstrap, active)["state"] == "Stable", "a Stable group")
+        groups = listed(bootstrap)
+        assert {k: (groups[k]["state"], groups[k]["protocol_type"]) for k in (empty, active)} == {
+            empty: ("Empty", "consumer"), active: ("Stable", "consumer")}
+        assert groups[active]["group_type"] in ("classic", None)
+        assert set(listed(bootstrap, "--state", "stable")) & {empty, active} == {active}
+        code, out = cli(bootstrap, "list")
+        assert code == 0
+        table = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
+        assert table[active][1:] == ["Stable", "consumer"] and table[empty][1:] == ["Empty", "consumer"]
+    finally:
+        c.close(5000)
+
+
+@BOTH
+def test_describe_says_when_the_log_end_is_below_the_committed_offset(inactive_group) -> None:
+    bootstrap, topic, group = inactive_group
+    # a commit past the log end: what a truncated, or deleted and recreated, topic leaves behind
+    with GroupAdmin.connect(bootstrap, timeout_ms=20000) as admin:
+        assert admin.alter_offsets(group, {TopicPartition(topic, 1): PER_PARTITION + 5}) == {
+            TopicPartition(topic, 1): 0}
+    doc = describe(bootstrap, group)
+    rows = {r["partition"]: r for r in doc["offsets"]}
+    assert (rows[1]["committed_offset"], rows[1]["log_end_offset"], rows[1]["lag"]) == (PER_PARTITION + 5,
+                                                                                         PER_PARTITION, 0)
+    assert rows[1]["committed_beyond_log_end"] and not rows[0]["committed_beyond_log_end"]
+    code, out = cli(bootstrap, "describe", group)
+    assert code == 0
+    assert (f"NOTE: {topic}-1: the committed offset {PER_PARTITION + 5} is past the log end offset "
+            f"{PER_PARTITION}") in out
+    assert f"{topic}-0:" not in out
+
+
+@BOTH
+def test_delete_an_empty_group(kafka_bootstrap, topic_factory, group_id_factory) -> None:
+    topic = topic_factory(1)
+    group = group_id_factory()
+    c = consumer(kafka_bootstrap, group, "deleted-client")
+    try:
+        c.subscribe([topic])
+        poll_until([c], lambda: bool(c.assignment()), "assignment")
+        c.commit({TopicPartition(topic, 0): 0})
+    finally:
+        c.close(5000)
+    assert group in listed(kafka_bootstrap)
+    code, out = cli(kafka_bootstrap, "delete", group)
+    assert code == 0, out
+    assert [line.split() for line in out.splitlines()[1:]] == [[group, "deleted"]]
+    assert group not in listed(kafka_bootstrap)
+    # its committed offsets went with it
+    code, out = cli(kafka_bootstrap, "describe", group, "--json")
+    assert code == 1 or json.loads(out)["offsets"] == [], out
+
+
+@BOTH
+@pytest.mark.tansu_deviation(S11D)
+def test_delete_refuses_a_group_with_members(bare_group) -> None:
+    bootstrap, _topic, group, c = bare_group
+    code, out = cli(bootstrap, "delete", group)
+    assert code == 1, out
+    assert "NON_EMPTY_GROUP (68)" in out and "Traceback" not in out
+    doc = describe(bootstrap, group)
+    assert doc["state"] == "Stable" and [m["member_id"] for m in doc["members"]] == [c.group_metadata().member_id]
+    code, doc = cli_json(bootstrap, "delete", group)
+    assert code == 1
+
+
+@BOTH
+@pytest.mark.tansu_deviation(S11D)
+def test_delete_an_unknown_group_fails(kafka_bootstrap, group_id_factory) -> None:
+    group = group_id_factory()
+    code, out = cli(kafka_bootstrap, "delete", group)
+    assert code == 1
+    assert "GROUP_ID_NOT_FOUND (69)" in out and "does not exist" in out
+
+
+def test_delete_through_a_coordinator_without_delete_groups(kafka_cluster, group_id_factory) -> None:
+    """The proxy does not offer DeleteGroups: a clean error, exit 1."""
+    code, out = cli(kafka_cluster.bootstrap_servers, "delete", group_id_factory())
+    assert code == 1
+    assert "does not offer DeleteGroups" in out and "Traceback" not in out

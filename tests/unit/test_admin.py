@@ -14,14 +14,18 @@ from kgroup.admin import (
     AdminError,
     AdminTimeoutError,
     GroupAdmin,
+    GroupListing,
+    GroupNotEmptyError,
     GroupNotFoundError,
+    PartitionLag,
+    ResetTarget,
     UnsupportedVersionError,
 )
 from kgroup.membership import events as ev
 from kgroup.protocol.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from kgroup.protocol.group_api import DescribedGroup, DescribedMember, LeaveGroupResponse, LeaveMemberResult
 from kgroup.testing import FakeClock
-from kgroup.types import TopicPartition
+from kgroup.types import OffsetAndMetadata, PartitionInfo, TopicPartition
 
 T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
 
@@ -65,7 +69,15 @@ class ScriptedTransport:
 
     def list_offsets(self, partitions, spec, timeout_ms):
         self.calls.append(("list_offsets", tuple(partitions), spec))
-        return self._next("list_offsets")
+        return self._next(f"list_offsets_{spec}" if f"list_offsets_{spec}" in self.answers else "list_offsets")
+
+    def offsets_for_times(self, timestamps, timeout_ms):
+        self.calls.append(("offsets_for_times", dict(timestamps)))
+        return self._next("offsets_for_times")
+
+    def describe_topics(self, topics, timeout_ms):
+        self.calls.append(("describe_topics", tuple(topics)))
+        return self._next("describe_topics")
 
     def leave_group_members(self, group_id, instance_ids, reason, node_id, timeout_ms):
         self.calls.append(("leave", group_id, tuple(instance_ids), reason, node_id))
@@ -246,3 +258,229 @@ def test_close_closes_an_owned_transport_only():
     with GroupAdmin(t, owns_transport=True):
         pass
     assert t.closed
+
+
+def test_partition_lag_says_when_the_committed_offset_is_past_the_log_end():
+    assert PartitionLag(T0, 12, 10, 0).committed_beyond_log_end
+    assert not PartitionLag(T0, 10, 10, 0).committed_beyond_log_end
+    assert not PartitionLag(T0, None, 10, None).committed_beyond_log_end
+    assert not PartitionLag(T0, 12, None, None).committed_beyond_log_end
+
+
+# ---------------------------------------------------------------------------------- KafkaAdminClient port
+class ScriptedAdminClient:
+    """The ``AdminClientPort`` answering from queues, as ``ScriptedTransport``."""
+
+    def __init__(self, **answers):
+        self.answers = {k: list(v) for k, v in answers.items()}
+        self.calls: list[tuple] = []
+        self.closed = False
+
+    def _next(self, name):
+        queue = self.answers[name]
+        value = queue.pop(0) if len(queue) > 1 else queue[0]
+        return value() if callable(value) else value
+
+    def list_groups(self, timeout_ms):
+        self.calls.append(("list_groups",))
+        return self._next("list_groups")
+
+    def delete_groups(self, group_ids, node_id, timeout_ms):
+        self.calls.append(("delete_groups", tuple(group_ids), node_id))
+        return self._next("delete_groups")
+
+    def alter_offsets(self, group_id, offsets, node_id, timeout_ms):
+        self.calls.append(("alter_offsets", group_id, dict(offsets), node_id))
+        return self._next("alter_offsets")
+
+    def close(self):
+        self.closed = True
+
+
+def answer(value):
+    return lambda: done(value)
+
+
+def test_list_groups_keeps_consumer_groups_once_sorted():
+    port = ScriptedAdminClient(list_groups=[answer((0, (
+        GroupListing("b", "consumer", "Stable", "classic"),
+        GroupListing("connect-x", "connect", "Stable", "classic"),
+        GroupListing("a", "", "Empty", None),
+        GroupListing("b", "consumer", "Stable", "classic"),  # a second broker's answer
+    )))])
+    groups = GroupAdmin(ScriptedTransport(), admin_client=port).list_groups()
+    assert [(g.group_id, g.protocol_type, g.state, g.group_type) for g in groups] == [
+        ("a", "", "Empty", None), ("b", "consumer", "Stable", "classic")]
+
+
+def test_list_groups_retries_a_loading_coordinator_and_types_other_errors():
+    port = ScriptedAdminClient(list_groups=[answer((codes.COORDINATOR_LOAD_IN_PROGRESS, ())),
+                                            answer((0, (GroupListing("a", "consumer"),)))])
+    assert [g.group_id for g in GroupAdmin(ScriptedTransport(), retry_backoff_ms=1, admin_client=port).list_groups()
+            ] == ["a"]
+    assert len(port.calls) == 2
+    port = ScriptedAdminClient(list_groups=[answer((codes.CLUSTER_AUTHORIZATION_FAILED, ()))])
+    with pytest.raises(AdminError) as info:
+        GroupAdmin(ScriptedTransport(), admin_client=port).list_groups()
+    assert info.value.error_name == "CLUSTER_AUTHORIZATION_FAILED" and info.value.api == "ListGroups"
+
+
+def test_list_groups_client_side_failures_retry_until_the_deadline():
+    port = ScriptedAdminClient(list_groups=[lambda: failed(OSError("no route to host"))])
+    clock = FakeClock()
+    with pytest.raises(AdminTimeoutError, match="no route to host"):
+        GroupAdmin(ScriptedTransport(), timeout_ms=1000, retry_backoff_ms=300, clock=clock,
+                   admin_client=port).list_groups()
+    assert len(port.calls) == 4 and clock.monotonic() == pytest.approx(0.9)
+
+
+def test_calls_through_the_admin_client_need_one():
+    with pytest.raises(AdminError, match="KafkaAdminClient"):
+        GroupAdmin(ScriptedTransport()).list_groups()
+
+
+def test_delete_groups_results_are_values_at_each_groups_coordinator():
+    port = ScriptedAdminClient(delete_groups=[answer({"a": 0}), answer({"b": codes.NON_EMPTY_GROUP})])
+    t = ScriptedTransport(find=[found(3)])
+    results = GroupAdmin(t, admin_client=port).delete_groups(["a", "b", "a"])
+    assert [(d.group_id, d.error_code, d.error_name) for d in results] == [
+        ("a", 0, None), ("b", 68, "NON_EMPTY_GROUP")]
+    assert port.calls == [("delete_groups", ("a",), 3), ("delete_groups", ("b",), 3)]
+
+
+def test_delete_groups_finds_a_moved_coordinator_again():
+    port = ScriptedAdminClient(delete_groups=[answer({"a": codes.NOT_COORDINATOR}), answer({"a": 0})])
+    t = ScriptedTransport(find=[found(1), found(2)])
+    (result,) = GroupAdmin(t, retry_backoff_ms=1, admin_client=port).delete_groups(["a"])
+    assert result.error_code == 0
+    assert port.calls == [("delete_groups", ("a",), 1), ("delete_groups", ("a",), 2)]
+
+
+def test_delete_groups_refuses_nothing_and_reports_an_unsupported_coordinator():
+    port = ScriptedAdminClient(delete_groups=[answer({"a": codes.UNSUPPORTED_VERSION})])
+    admin = GroupAdmin(ScriptedTransport(find=[found()]), admin_client=port)
+    with pytest.raises(UnsupportedVersionError, match="does not offer DeleteGroups"):
+        admin.delete_groups(["a"])
+    with pytest.raises(ValueError):
+        admin.delete_groups([])
+    with pytest.raises(ValueError):
+        admin.delete_groups([""])
+
+
+def test_alter_offsets_commits_as_an_admin_and_retries_a_rebalance():
+    port = ScriptedAdminClient(alter_offsets=[answer({T0: codes.REBALANCE_IN_PROGRESS, T1: 0}),
+                                              answer({T0: 0, T1: codes.UNKNOWN_MEMBER_ID})])
+    admin = GroupAdmin(ScriptedTransport(find=[found(4)]), retry_backoff_ms=1, admin_client=port)
+    assert admin.alter_offsets("g", {T1: 7, T0: OffsetAndMetadata(3, "m")}) == {T0: 0, T1: 25}
+    assert port.calls[-1] == ("alter_offsets", "g", {T0: OffsetAndMetadata(3, "m"), T1: OffsetAndMetadata(7)}, 4)
+    assert len(port.calls) == 2
+    assert admin.alter_offsets("g", {}) == {}
+
+
+def test_alter_offsets_names_a_partition_left_out():
+    port = ScriptedAdminClient(alter_offsets=[answer({T0: 0})])
+    with pytest.raises(AdminError, match="orders-1"):
+        GroupAdmin(ScriptedTransport(find=[found()]), admin_client=port).alter_offsets("g", {T0: 1, T1: 1})
+
+
+def test_close_closes_an_owned_admin_client():
+    port = ScriptedAdminClient()
+    with GroupAdmin(ScriptedTransport(), owns_transport=True, admin_client=port):
+        pass
+    assert port.closed
+
+
+# ---------------------------------------------------------------------------------- offset reset plans
+def committed(**offsets):
+    return answer(OffsetFetchResult(0, {TopicPartition("orders", int(p[1:])): CommittedOffset(o, "", None, 0)
+                                        for p, o in offsets.items()}))
+
+
+def planner(state="Empty", fetched=None, starts=None, ends=None, times=None, topics=None):
+    describe = group(code=69) if state is None else group(state)
+    return ScriptedTransport(
+        find=[found()],
+        describe=[describe],
+        fetch_all=[fetched or committed()],
+        list_offsets_earliest=[answer(starts if starts is not None else {T0: 2, T1: 0, T2: 0})],
+        list_offsets_latest=[answer(ends if ends is not None else {T0: 10, T1: 10, T2: 5})],
+        offsets_for_times=[answer(times or {})],
+        describe_topics=[answer(topics if topics is not None else {
+            "orders": (PartitionInfo(0, 1), PartitionInfo(1, 1), PartitionInfo(2, 1))})],
+    )
+
+
+def plan_rows(plan):
+    return [(p.topic_partition.partition, p.current_offset, p.new_offset, p.note) for p in plan.partitions]
+
+
+def test_plan_to_earliest_and_latest_covers_every_partition_of_a_topic():
+    t = planner(fetched=committed(p0=4, p1=6))
+    admin = GroupAdmin(t)
+    plan = admin.plan_offset_reset("g", ResetTarget.earliest(), ["orders"])
+    assert (plan.group_id, plan.state, plan.target) == ("g", "Empty", ResetTarget("earliest"))
+    assert plan_rows(plan) == [(0, 4, 2, ""), (1, 6, 0, ""), (2, None, 0, "")]
+    assert plan.offsets() == {T0: OffsetAndMetadata(2), T1: OffsetAndMetadata(0), T2: OffsetAndMetadata(0)}
+    assert plan_rows(admin.plan_offset_reset("g", ResetTarget.latest(), [T2])) == [(2, None, 5, "")]
+    # nothing was committed
+    assert not [c for c in t.calls if c[0] == "alter_offsets"]
+
+
+def test_plan_to_offset_and_shift_by_clamp_to_the_log():
+    admin = GroupAdmin(planner(fetched=committed(p0=4, p1=6, p2=5)))
+    assert plan_rows(admin.plan_offset_reset("g", ResetTarget.offset(7), ["orders"])) == [
+        (0, 4, 7, ""), (1, 6, 7, ""), (2, 5, 5, "7 is past the log end offset: set to 5")]
+    assert plan_rows(admin.plan_offset_reset("g", ResetTarget.shift_by(-3), [T0, T1])) == [
+        (0, 4, 2, "1 is before the log start offset: set to 2"), (1, 6, 3, "")]
+    assert plan_rows(admin.plan_offset_reset("g", ResetTarget.offset(-1), [T1])) == [
+        (1, 6, 0, "-1 is before the log start offset: set to 0")]
+
+
+def test_plan_shift_by_needs_a_committed_offset():
+    with pytest.raises(AdminError, match="no current committed offset"):
+        GroupAdmin(planner(fetched=committed(p0=4))).plan_offset_reset("g", ResetTarget.shift_by(1), [T0, T1])
+
+
+def test_plan_to_a_timestamp_falls_back_to_the_log_end():
+    t = planner(times={T0: (3, 1_700_000_000_500)})
+    plan = GroupAdmin(t).plan_offset_reset("g", ResetTarget.timestamp(1_700_000_000_000), [T0, T1])
+    assert plan_rows(plan) == [(0, None, 3, ""), (1, None, 10, "no record at or after the time: the log end offset")]
+    assert ("offsets_for_times", {T0: 1_700_000_000_000, T1: 1_700_000_000_000}) in t.calls
+
+
+def test_plan_all_topics_is_what_the_group_committed():
+    admin = GroupAdmin(planner(fetched=committed(p2=1)))
+    assert plan_rows(admin.plan_offset_reset("g", ResetTarget.latest())) == [(2, 1, 5, "")]
+    with pytest.raises(AdminError, match="no committed offsets"):
+        GroupAdmin(planner()).plan_offset_reset("g", ResetTarget.latest())
+
+
+@pytest.mark.parametrize("state", ["Stable", "PreparingRebalance", "CompletingRebalance"])
+def test_plan_refuses_a_group_with_members(state):
+    t = planner(state=state)
+    with pytest.raises(GroupNotEmptyError) as info:
+        GroupAdmin(t).plan_offset_reset("g", ResetTarget.earliest(), ["orders"])
+    assert str(info.value) == (
+        f"Assignments can only be reset if the group 'g' is inactive, but the current state is {state}.")
+    assert [c[0] for c in t.calls] == ["find", "describe"]
+
+
+@pytest.mark.parametrize("state", ["Dead", None])  # None: GROUP_ID_NOT_FOUND, Kafka 4's answer
+def test_plan_for_a_group_not_known_yet(state):
+    plan = GroupAdmin(planner(state=state)).plan_offset_reset("g", ResetTarget.earliest(), [T0])
+    assert plan.state == "Dead" and plan_rows(plan) == [(0, None, 2, "")]
+
+
+def test_plan_names_unknown_topics_and_partitions():
+    with pytest.raises(AdminError, match="unknown topic: nope") as info:
+        GroupAdmin(planner()).plan_offset_reset("g", ResetTarget.earliest(), ["orders", "nope"])
+    assert info.value.error_name == "UNKNOWN_TOPIC_OR_PARTITION"
+    with pytest.raises(AdminError, match=r"topic 'orders' has no partition 9 \(its partitions: 0, 1, 2\)"):
+        GroupAdmin(planner()).plan_offset_reset("g", ResetTarget.earliest(), [TopicPartition("orders", 9)])
+    with pytest.raises(ValueError):
+        GroupAdmin(planner()).plan_offset_reset("g", ResetTarget.earliest(), [])
+
+
+def test_plan_names_a_partition_without_a_log_offset():
+    with pytest.raises(AdminError, match="log start offset of orders-1"):
+        GroupAdmin(planner(starts={T0: 0})).plan_offset_reset("g", ResetTarget.earliest(), [T0, T1])
