@@ -3,8 +3,12 @@
 Rule 1: every transition is in this module. ``handle(event, now)`` and ``tick(now)`` return
         the commands to execute; the driver executes them and feeds responses back.
 Rule 2: no IO, no clock, no threads. ``now`` is seconds on the driver's monotonic clock.
-Rule 3: an illegal input raises ``ProtocolViolation`` and poisons the machine; after a fatal
-        error (``Fail``) every later ``handle``/``tick`` raises the stored error (h11's ERROR).
+Rule 3: ``kgroup.membership.states.EVENT_TABLE`` says which events each state takes (handle,
+        ignore, illegal). ``_admit`` consults it, and checks the event against the machine
+        (the step it completes is out, the request it answers is in flight), before anything
+        changes. An illegal input raises ``ProtocolViolation`` and poisons the machine; after
+        that or a fatal error (``Fail``) every later ``handle``/``tick`` raises the stored
+        error (h11's ERROR).
 Rule 4: every response carries the request id of the command that caused it. A response whose
         id is not in flight any more, or whose generation is no longer current, is dropped
         (Java's ``generationUnchanged()``, generalised).
@@ -33,10 +37,13 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import attrs
 
 from kgroup._error_codes import FENCED_INSTANCE_ID
-from kgroup.assignors.base import MemberSubscription
+from kgroup.assignors.base import Assignor, MemberSubscription
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
@@ -65,7 +72,20 @@ from kgroup.membership.commands import (
     SendSyncGroup,
     WatchGroupTopics,
 )
-from kgroup.membership.states import HEARTBEAT_STATES, MemberState
+from kgroup.membership.states import (
+    ANSWERS,
+    EVENT_TABLE,
+    HEARTBEAT_STATES,
+    RESPONSES,
+    CoordinatorState,
+    HeartbeatTimer,
+    InFlight,
+    MemberState,
+    PollTimer,
+    Request,
+    RetryTimer,
+    Verdict,
+)
 from kgroup.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,
@@ -81,7 +101,14 @@ from kgroup.types import (
     TopicPartition,
 )
 
-__all__ = ["MAX_REASON_LENGTH", "GroupMachine", "MemberSnapshot", "truncate_reason"]
+__all__ = [
+    "MAX_REASON_LENGTH",
+    "GroupMachine",
+    "MachineConfig",
+    "MemberSnapshot",
+    "machine_config",
+    "truncate_reason",
+]
 
 #: the longest JoinGroup/LeaveGroup ``reason`` sent (Java ``JoinGroupRequest.maybeTruncateReason``);
 #: Kafka rejects any string over 32,767 bytes, and a reason built from a large subscription
@@ -95,37 +122,23 @@ def truncate_reason(reason: str) -> str:
 
 log = logging.getLogger(__name__)
 
+#: the requests of one JoinGroup/SyncGroup round
+_ROUND_REQUESTS = frozenset({Request.JOIN_GROUP, Request.ASSIGNMENT, Request.SYNC_GROUP})
+#: the requests that count only for the coordinator and generation they were sent to
+_GENERATION_REQUESTS = _ROUND_REQUESTS | {Request.HEARTBEAT}
 
+
+@attrs.frozen(repr=False)
 class MemberSnapshot:
     """An immutable view of the machine, published to other threads after every call."""
 
-    __slots__ = (
-        "coordinator",
-        "fatal",
-        "generation",
-        "group_instance_id",
-        "owned",
-        "state",
-        "subscription",
-    )
-
-    def __init__(
-        self,
-        state: MemberState,
-        generation: Generation,
-        owned: frozenset[TopicPartition],
-        coordinator: int | None,
-        subscription: frozenset[str],
-        group_instance_id: str | None,
-        fatal: Exception | None,
-    ) -> None:
-        self.state = state
-        self.generation = generation
-        self.owned = owned
-        self.coordinator = coordinator
-        self.subscription = subscription
-        self.group_instance_id = group_instance_id
-        self.fatal = fatal
+    state: MemberState
+    generation: Generation
+    owned: frozenset[TopicPartition]
+    coordinator: int | None
+    subscription: frozenset[str]
+    group_instance_id: str | None
+    fatal: Exception | None
 
     def __repr__(self) -> str:
         return (
@@ -134,11 +147,53 @@ class MemberSnapshot:
         )
 
 
+@attrs.frozen(kw_only=True)
+class MachineConfig:
+    """The consumer settings the machine uses (``machine_config`` picks them from a ``ConsumerConfig``)."""
+
+    group_id: str
+    group_instance_id: str | None
+    #: the rebalance protocol every assignor supports (``ConsumerConfig.protocol``)
+    protocol: RebalanceProtocol
+    assignors: tuple[Assignor, ...]
+    client_rack: str | None
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    #: JoinGroup's rebalance timeout (``ConsumerConfig.effective_rebalance_timeout_ms``)
+    rebalance_timeout_ms: int
+    request_timeout_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+
+
+def machine_config(config: ConsumerConfig) -> MachineConfig:
+    """The fields of ``config`` the machine uses."""
+    return MachineConfig(
+        group_id=config.group_id,
+        group_instance_id=config.group_instance_id,
+        protocol=config.protocol,
+        assignors=config.assignors,
+        client_rack=config.client_rack,
+        session_timeout_ms=config.session_timeout_ms,
+        heartbeat_interval_ms=config.heartbeat_interval_ms,
+        max_poll_interval_ms=config.max_poll_interval_ms,
+        rebalance_timeout_ms=config.effective_rebalance_timeout_ms,
+        request_timeout_ms=config.request_timeout_ms,
+        retry_backoff_ms=config.retry_backoff_ms,
+        retry_backoff_max_ms=config.retry_backoff_max_ms,
+    )
+
+
+#: an event handler: ``handler(machine, event, now, out)`` appends the commands to ``out``
+_Handler = Callable[["GroupMachine", Any, float, list[Command]], None]
+
+
 class GroupMachine:
     """The client half of the classic group protocol. Not thread-safe: one owner.
 
     Args:
-        config: the consumer's configuration (pure data).
+        config: the consumer's configuration (pure data), or just the part the machine uses.
         rng: randomness for backoff jitter (inject ``random.Random(seed)`` in tests).
 
     Use: feed ``handle(event, now)`` with events and call ``tick(now)`` at
@@ -146,11 +201,9 @@ class GroupMachine:
 
     """
 
-    def __init__(self, config: ConsumerConfig, *, rng: random.Random | None = None) -> None:
-        self._config = config
+    def __init__(self, config: ConsumerConfig | MachineConfig, *, rng: random.Random | None = None) -> None:
+        self._config = config if isinstance(config, MachineConfig) else machine_config(config)
         self._rng = rng or random.Random()
-        self._protocol = config.protocol
-        self._group_instance_id = config.group_instance_id
         self._state = MemberState.UNJOINED
         self._generation = Generation()
         self._owned: frozenset[TopicPartition] = frozenset()
@@ -161,8 +214,8 @@ class GroupMachine:
         self._last_assigned_generation = NO_GENERATION
         self._subscription: frozenset[str] = frozenset()
         self._joined_subscription: frozenset[str] = frozenset()
-        self._coordinator: int | None = None
-        self._in_flight: dict[int, tuple[Api, int]] = {}
+        self._coordinator = CoordinatorState()
+        self._in_flight: dict[int, InFlight] = {}
         self._next_request_id = 1
         self._next_step_id = 1
         self._pending_step: RebalanceStep | None = None
@@ -170,20 +223,14 @@ class GroupMachine:
         self._rejoin_reason = ""
         #: generation of a cooperative revocation whose second round has not happened yet
         self._second_round_after: int | None = None
-        self._awaiting_poll = False
         self._closing: ev.Leave | None = None
         #: the reason the last JoinGroup carried (KIP-800), named again by the assignment's step
         self._join_reason = ""
         self._fatal: Exception | None = None
         # timers (seconds on the driver's clock)
-        self._last_poll = 0.0
-        self._started = False
-        self._next_heartbeat_at = 0.0
-        self._last_heartbeat_ok = 0.0
-        self._coordinator_retry_at = 0.0
-        self._coordinator_attempts = 0
-        self._join_retry_at = 0.0
-        self._join_attempts = 0
+        self._poll = PollTimer()
+        self._heartbeat = HeartbeatTimer()
+        self._join_retry = RetryTimer()
 
     # ---------------------------------------------------------------- read-only views
     @property
@@ -204,7 +251,7 @@ class GroupMachine:
     @property
     def coordinator(self) -> int | None:
         """The coordinator's node id, or None while unknown."""
-        return self._coordinator
+        return self._coordinator.node_id
 
     def snapshot(self) -> MemberSnapshot:
         """An immutable view for other threads."""
@@ -212,9 +259,9 @@ class GroupMachine:
             self._state,
             self._generation,
             self._owned,
-            self._coordinator,
+            self._coordinator.node_id,
             self._subscription,
-            self._group_instance_id,
+            self._config.group_instance_id,
             self._fatal,
         )
 
@@ -223,15 +270,15 @@ class GroupMachine:
         if self._state in (MemberState.CLOSED, MemberState.FATAL):
             return float("inf")
         deadlines = []
-        if not self._awaiting_poll and self._closing is None and self._subscription:
+        if not self._poll.expired and self._closing is None and self._subscription:
             deadlines.append(self._poll_deadline())
-        if self._coordinator is None:
-            deadlines.append(self._coordinator_retry_at)
+        if self._coordinator.node_id is None:
+            deadlines.append(self._coordinator.lookup.at)
         if self._heartbeats_enabled():
-            deadlines.append(self._next_heartbeat_at)
+            deadlines.append(self._heartbeat.next_at)
             deadlines.append(self._session_deadline())
         if self._rejoin_needed:
-            deadlines.append(self._join_retry_at)
+            deadlines.append(self._join_retry.at)
         future = [d for d in deadlines if d > now]
         return min(future) if future else float("inf")
 
@@ -245,15 +292,12 @@ class GroupMachine:
 
         """
         self._raise_if_poisoned()
-        if not self._started:
-            self._started = True
-            self._last_poll = now
         out: list[Command] = []
         try:
-            handler = self._HANDLERS.get(type(event))
-            if handler is None:
-                raise ProtocolViolation(f"unknown event {event!r}")
-            handler(self, event, now, out)
+            handler = self._admit(event)
+            self._start(now)
+            if handler is not None:
+                handler(self, event, now, out)
             self._drive(now, out)
         except ProtocolViolation as exc:
             self._poison(exc, out)
@@ -263,9 +307,7 @@ class GroupMachine:
     def tick(self, now: float) -> list[Command]:
         """Fire due timers (heartbeat, session, poll watchdog, retries) at ``now``."""
         self._raise_if_poisoned()
-        if not self._started:
-            self._started = True
-            self._last_poll = now
+        self._start(now)
         out: list[Command] = []
         if self._state in (MemberState.CLOSED, MemberState.FATAL):
             return out
@@ -273,6 +315,46 @@ class GroupMachine:
         self._check_session(now, out)
         self._drive(now, out)
         return out
+
+    # ---------------------------------------------------------------- the event table
+    def _admit(self, event: ev.Event) -> _Handler | None:
+        """The handler ``event`` runs now, or None if it is ignored (stale or on purpose).
+
+        The one place that decides what an event may do: ``EVENT_TABLE`` for the state, then
+        what the event names (the step it completes, the request it answers). Nothing changes
+        before it returns.
+
+        Raises:
+            ProtocolViolation: the event is illegal now.
+
+        """
+        kind = type(event)
+        handler = self._HANDLERS.get(kind)
+        if handler is None:
+            raise ProtocolViolation(f"unknown event {event!r}")
+        answered: InFlight | None = None
+        if kind in RESPONSES:
+            answered = self._in_flight.get(event.request_id)  # type: ignore[union-attr]
+            if answered is None:  # Rule 4: stale, in every state
+                log.debug("group %s: dropping stale %s", self._config.group_id, _describe(event))
+                return None
+        verdict = EVENT_TABLE[self._state][kind]
+        if verdict is Verdict.ILLEGAL:
+            raise ProtocolViolation(f"{_describe(event)} is illegal in state {self._state.name}")
+        if verdict is Verdict.IGNORE:
+            return None
+        if answered is not None and kind not in ANSWERS[answered.request]:
+            raise ProtocolViolation(f"{_describe(event)} cannot answer a {answered.request.value} request")
+        if isinstance(event, ev.StepCompleted):
+            step = self._pending_step
+            if step is None or step.step_id != event.step_id:
+                raise ProtocolViolation(f"StepCompleted({event.step_id}) but pending step is {step!r}")
+        elif isinstance(event, ev.Subscribe):
+            if self._closing is not None:
+                raise ProtocolViolation("subscribe after close")
+        elif isinstance(event, ev.Leave) and self._closing is not None:
+            return None  # already closing
+        return handler
 
     # ---------------------------------------------------------------- helpers
     def _raise_if_poisoned(self) -> None:
@@ -286,39 +368,42 @@ class GroupMachine:
         self._in_flight.clear()
         out.append(Fail(error))
 
-    def _request_id(self, api: Api) -> int:
+    def _start(self, now: float) -> None:
+        """The first call starts the poll watchdog's clock."""
+        if not self._poll.started:
+            self._poll = self._poll.polled(now)
+
+    def _request_id(self, request: Request) -> int:
         rid = self._next_request_id
         self._next_request_id += 1
-        self._in_flight[rid] = (api, self._generation.generation_id)
+        self._in_flight[rid] = InFlight(request, self._generation.generation_id)
         return rid
 
-    def _take(self, request_id: int, api: Api) -> bool:
-        """Pop ``request_id`` if it is in flight for ``api``; False means stale: drop it."""
-        entry = self._in_flight.get(request_id)
-        if entry is None or entry[0] is not api:
-            log.debug("group %s: dropping stale %s response %d", self._config.group_id, api.value, request_id)
-            return False
-        del self._in_flight[request_id]
-        if api is Api.HEARTBEAT and entry[1] != self._generation.generation_id:
-            log.debug("group %s: dropping heartbeat response of generation %d", self._config.group_id, entry[1])
-            return False
-        return True
+    def _answered(self, request_id: int) -> InFlight:
+        """The request a response answers (``_admit`` checked that it is in flight)."""
+        return self._in_flight.pop(request_id)
 
-    def _in_flight_api(self, api: Api) -> bool:
-        return any(a is api for a, _ in self._in_flight.values())
+    def _awaiting(self, request: Request) -> bool:
+        return any(entry.request is request for entry in self._in_flight.values())
+
+    def _forget(self, requests: frozenset[Request]) -> None:
+        """Stop waiting for ``requests``: their responses are stale from now on."""
+        for rid, entry in list(self._in_flight.items()):
+            if entry.request in requests:
+                del self._in_flight[rid]
 
     def _heartbeats_enabled(self) -> bool:
         return (
             self._state in HEARTBEAT_STATES
             and self._generation.is_valid()
-            and self._coordinator is not None
+            and self._coordinator.node_id is not None
         )
 
     def _poll_deadline(self) -> float:
-        return self._last_poll + self._config.max_poll_interval_ms / 1000
+        return self._poll.last + self._config.max_poll_interval_ms / 1000
 
     def _session_deadline(self) -> float:
-        return self._last_heartbeat_ok + self._config.session_timeout_ms / 1000
+        return self._heartbeat.last_ok + self._config.session_timeout_ms / 1000
 
     def _backoff(self, attempts: int) -> float:
         return next_backoff_s(
@@ -341,17 +426,14 @@ class GroupMachine:
         self._rejoin_reason = reason
 
     def _mark_coordinator_unknown(self, reason: str, now: float) -> None:
-        if self._coordinator is not None:
-            log.info("group %s: coordinator %s marked unknown: %s", self._config.group_id, self._coordinator, reason)
-        self._coordinator = None
-        # responses from the old coordinator no longer count
-        for rid, (api, _) in list(self._in_flight.items()):
-            if api in (Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT):
-                del self._in_flight[rid]
+        node_id = self._coordinator.node_id
+        if node_id is not None:
+            log.info("group %s: coordinator %s marked unknown: %s", self._config.group_id, node_id, reason)
+        self._coordinator = self._coordinator.lost(now + self._backoff(self._coordinator.lookup.attempts))
+        self._forget(_GENERATION_REQUESTS)  # responses from the old coordinator no longer count
         if self._state in (MemberState.JOINING, MemberState.SYNCING, MemberState.ASSIGNING):
             self._state = MemberState.UNJOINED
             self._request_rejoin(f"coordinator lost during rebalance: {reason}")
-        self._coordinator_retry_at = max(self._coordinator_retry_at, now + self._backoff(self._coordinator_attempts))
 
     def _reset_generation(self, reason: str, out: list[Command], *, reset_member_id: bool) -> None:
         """Drop the generation; owned partitions become lost (delivered as a step)."""
@@ -362,9 +444,7 @@ class GroupMachine:
             reason, "; member id reset" if reset_member_id else "",
         )
         self._generation = Generation(NO_GENERATION, member_id, None)
-        for rid, (api, _) in list(self._in_flight.items()):
-            if api in (Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT):
-                del self._in_flight[rid]
+        self._forget(_GENERATION_REQUESTS)
         self._request_rejoin(reason)
         if self._state not in (MemberState.PREPARING, MemberState.RECONCILING):
             self._state = MemberState.UNJOINED
@@ -389,9 +469,9 @@ class GroupMachine:
                 # the close revoke step may run long: keep the generation alive meanwhile
                 self._maybe_heartbeat(now, out)
             return
-        if self._coordinator is None:
-            if not self._in_flight_api(Api.FIND_COORDINATOR) and now >= self._coordinator_retry_at:
-                rid = self._request_id(Api.FIND_COORDINATOR)
+        if self._coordinator.node_id is None:
+            if not self._awaiting(Request.FIND_COORDINATOR) and now >= self._coordinator.lookup.at:
+                rid = self._request_id(Request.FIND_COORDINATOR)
                 out.append(
                     SendFindCoordinator(
                         request_id=rid, key=self._config.group_id, timeout_ms=self._config.request_timeout_ms
@@ -405,32 +485,33 @@ class GroupMachine:
             and self._rejoin_needed
             and self._state in (MemberState.UNJOINED, MemberState.STABLE)
             and self._subscription
-            and not self._awaiting_poll
-            and now >= self._join_retry_at
+            and not self._poll.expired
+            and now >= self._join_retry.at
         ):
             self._prepare_join(now, out)
         self._maybe_heartbeat(now, out)
 
     def _maybe_heartbeat(self, now: float, out: list[Command]) -> None:
-        if self._heartbeats_enabled() and not self._in_flight_api(Api.HEARTBEAT) and now >= self._next_heartbeat_at:
-            assert self._coordinator is not None
-            rid = self._request_id(Api.HEARTBEAT)
+        if self._heartbeats_enabled() and not self._awaiting(Request.HEARTBEAT) and now >= self._heartbeat.next_at:
+            node_id = self._coordinator.node_id
+            assert node_id is not None
+            rid = self._request_id(Request.HEARTBEAT)
             out.append(
                 SendHeartbeat(
                     request_id=rid,
-                    node_id=self._coordinator,
+                    node_id=node_id,
                     group_id=self._config.group_id,
                     generation_id=self._generation.generation_id,
                     member_id=self._generation.member_id,
-                    group_instance_id=self._group_instance_id,
+                    group_instance_id=self._config.group_instance_id,
                     timeout_ms=self._config.request_timeout_ms,
                 )
             )
-            self._next_heartbeat_at = now + self._config.heartbeat_interval_ms / 1000
+            self._heartbeat = self._heartbeat.due_at(now + self._config.heartbeat_interval_ms / 1000)
 
     def _prepare_join(self, now: float, out: list[Command]) -> None:
         """Step 1-2 (acquiesce, commit): revoke before JoinGroup, or join at once."""
-        if self._protocol is RebalanceProtocol.EAGER:
+        if self._config.protocol is RebalanceProtocol.EAGER:
             revoked = self._owned
         else:
             revoked = frozenset(tp for tp in self._owned if tp.topic not in self._subscription)
@@ -450,7 +531,8 @@ class GroupMachine:
         self._send_join(now, out)
 
     def _send_join(self, now: float, out: list[Command]) -> None:
-        assert self._coordinator is not None
+        node_id = self._coordinator.node_id
+        assert node_id is not None
         self._joined_subscription = self._subscription
         owned = tuple(sorted(self._owned))
         protocols = []
@@ -466,8 +548,8 @@ class GroupMachine:
                 rack_id=self._config.client_rack,
             )
             protocols.append((assignor.name, encode_subscription(sub)))
-        rebalance_ms = self._config.effective_rebalance_timeout_ms
-        rid = self._request_id(Api.JOIN_GROUP)
+        rebalance_ms = self._config.rebalance_timeout_ms
+        rid = self._request_id(Request.JOIN_GROUP)
         self._state = MemberState.JOINING
         reason = truncate_reason(self._rejoin_reason or "joining the group")
         self._join_reason = reason
@@ -477,10 +559,10 @@ class GroupMachine:
         out.append(
             SendJoinGroup(
                 request_id=rid,
-                node_id=self._coordinator,
+                node_id=node_id,
                 group_id=self._config.group_id,
                 member_id=self._generation.member_id,
-                group_instance_id=self._group_instance_id,
+                group_instance_id=self._config.group_instance_id,
                 session_timeout_ms=self._config.session_timeout_ms,
                 rebalance_timeout_ms=rebalance_ms,
                 protocols=tuple(protocols),
@@ -503,18 +585,19 @@ class GroupMachine:
             return
         send = self._closing.send_leave_group
         if send is None:
-            send = self._group_instance_id is None
-        if send and self._coordinator is not None and self._generation.member_id:
-            rid = self._request_id(Api.LEAVE_GROUP)
+            send = self._config.group_instance_id is None
+        node_id = self._coordinator.node_id
+        if send and node_id is not None and self._generation.member_id:
+            rid = self._request_id(Request.LEAVE_GROUP)
             out.append(
                 SendLeaveGroup(
                     request_id=rid,
-                    node_id=self._coordinator,
+                    node_id=node_id,
                     group_id=self._config.group_id,
                     members=(
                         LeaveMember(
                             member_id=self._generation.member_id,
-                            group_instance_id=self._group_instance_id,
+                            group_instance_id=self._config.group_instance_id,
                             reason=truncate_reason(self._closing.reason),
                         ),
                     ),
@@ -525,14 +608,12 @@ class GroupMachine:
         else:
             self._state = MemberState.CLOSED
         self._generation = Generation()
-        for rid_, (api, _) in list(self._in_flight.items()):
-            if api is not Api.LEAVE_GROUP:
-                del self._in_flight[rid_]
+        self._forget(frozenset(Request) - {Request.LEAVE_GROUP})
 
     # ---------------------------------------------------------------- timers
     def _check_poll_watchdog(self, now: float, out: list[Command]) -> None:
         """KIP-62: no poll() within max_poll_interval_ms -> leave (dynamic) and reset."""
-        if self._awaiting_poll or self._closing is not None or not self._subscription:
+        if self._poll.expired or self._closing is not None or not self._subscription:
             return
         if now < self._poll_deadline():
             return
@@ -545,13 +626,14 @@ class GroupMachine:
             "processing records is too long. Increase max_poll_interval_ms or lower max_poll_records"
         )
         log.warning("group %s member %r: %s", self._config.group_id, self._generation.member_id, reason)
-        self._awaiting_poll = True
-        if self._group_instance_id is None and self._coordinator is not None and self._generation.member_id:
-            rid = self._request_id(Api.LEAVE_GROUP)
+        self._poll = self._poll.expire()
+        node_id = self._coordinator.node_id
+        if self._config.group_instance_id is None and node_id is not None and self._generation.member_id:
+            rid = self._request_id(Request.LEAVE_GROUP)
             out.append(
                 SendLeaveGroup(
                     request_id=rid,
-                    node_id=self._coordinator,
+                    node_id=node_id,
                     group_id=self._config.group_id,
                     members=(LeaveMember(member_id=self._generation.member_id, reason=truncate_reason(reason)),),
                     timeout_ms=self._config.request_timeout_ms,
@@ -570,26 +652,23 @@ class GroupMachine:
                 self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
             )
             self._mark_coordinator_unknown("session timeout expired", now)
-            self._last_heartbeat_ok = now
+            self._heartbeat = self._heartbeat.confirmed(now)
 
     # ---------------------------------------------------------------- user events
     def _on_subscribe(self, event: ev.Subscribe, now: float, out: list[Command]) -> None:
-        if self._closing is not None:
-            raise ProtocolViolation("subscribe after close")
         if event.topics != self._subscription:
             self._subscription = event.topics
             self._request_rejoin(f"subscription changed to {sorted(event.topics)}")
 
     def _on_polled(self, event: ev.Polled, now: float, out: list[Command]) -> None:
-        self._last_poll = now
-        if self._awaiting_poll:
-            self._awaiting_poll = False
-            self._join_retry_at = now
+        expired = self._poll.expired
+        self._poll = self._poll.polled(now)
+        if expired:
+            self._join_retry = self._join_retry.allow_from(now)
 
     def _on_step_completed(self, event: ev.StepCompleted, now: float, out: list[Command]) -> None:
         step = self._pending_step
-        if step is None or step.step_id != event.step_id:
-            raise ProtocolViolation(f"StepCompleted({event.step_id}) but pending step is {step!r}")
+        assert step is not None  # _admit checked it is the pending step
         self._pending_step = None
         if self._closing is not None:
             return
@@ -598,20 +677,15 @@ class GroupMachine:
             self._state = MemberState.STABLE if self._generation.is_valid() else MemberState.UNJOINED
         elif self._state is MemberState.RECONCILING:
             self._state = MemberState.STABLE
-            if step.revoked and self._protocol is RebalanceProtocol.COOPERATIVE:
+            if step.revoked and self._config.protocol is RebalanceProtocol.COOPERATIVE:
                 self._request_rejoin("cooperative: partitions were revoked; second round")
                 self._second_round_after = step.generation.generation_id
 
     def _on_leave(self, event: ev.Leave, now: float, out: list[Command]) -> None:
-        if self._closing is not None:
-            return
         self._closing = event
         self._rejoin_needed = False
         log.info("group %s member %r: leaving: %s", self._config.group_id, self._generation.member_id, event.reason)
-        # an in-flight join or sync no longer matters
-        for rid, (api, _) in list(self._in_flight.items()):
-            if api in (Api.JOIN_GROUP, Api.SYNC_GROUP):
-                del self._in_flight[rid]
+        self._forget(_ROUND_REQUESTS)  # an in-flight join or sync no longer matters
         if self._state in (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING):
             self._state = MemberState.UNJOINED
 
@@ -647,14 +721,14 @@ class GroupMachine:
         return (
             f"group_id={self._config.group_id!r}, member_id={self._generation.member_id!r}, "
             f"generation_id={self._generation.generation_id}, "
-            f"group_instance_id={self._group_instance_id!r}"
+            f"group_instance_id={self._config.group_instance_id!r}"
         )
 
     def _fatal_response(self, api: Api, code: int, out: list[Command]) -> None:
         message = self._context()
         if code == FENCED_INSTANCE_ID:
             message = (
-                f"group_instance_id {self._group_instance_id!r} was fenced: another consumer with "
+                f"group_instance_id {self._config.group_instance_id!r} was fenced: another consumer with "
                 f"the same instance id joined the group, so two processes share it ({message})"
             )
         error = broker_error(api, code, message)
@@ -663,13 +737,11 @@ class GroupMachine:
         self._poison(error, out)
 
     def _on_find_coordinator(self, event: ev.FindCoordinatorResponded, now: float, out: list[Command]) -> None:
-        if not self._take(event.request_id, Api.FIND_COORDINATOR):
-            return
+        self._answered(event.request_id)
         disposition = classify(Api.FIND_COORDINATOR, event.error_code)
         if disposition is Disposition.OK:
-            self._coordinator = event.node_id
-            self._coordinator_attempts = 0
-            self._last_heartbeat_ok = now
+            self._coordinator = self._coordinator.found(event.node_id)
+            self._heartbeat = self._heartbeat.confirmed(now)
             log.info(
                 "group %s: discovered coordinator %s at %s:%s",
                 self._config.group_id, event.node_id, event.host, event.port,
@@ -677,27 +749,22 @@ class GroupMachine:
         elif disposition is Disposition.FATAL:
             self._fatal_response(Api.FIND_COORDINATOR, event.error_code, out)
         else:
-            self._coordinator_attempts += 1
-            self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
+            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
             log.info("group %s: FindCoordinator failed: %s", self._config.group_id, error_name(event.error_code))
 
     def _on_join(self, event: ev.JoinGroupResponded, now: float, out: list[Command]) -> None:
-        if not self._take(event.request_id, Api.JOIN_GROUP):
-            return
-        if self._state is not MemberState.JOINING:
-            raise ProtocolViolation(f"JoinGroup response in state {self._state}")
+        self._answered(event.request_id)
         disposition = classify(Api.JOIN_GROUP, event.error_code)
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
-            self._join_attempts = 0
+            self._join_retry = self._join_retry.succeeded()
             # Java: a subscription changed while the join was in flight needs another round
             self._rejoin_needed = self._subscription != self._joined_subscription
             self._rejoin_reason = "subscription changed during JoinGroup" if self._rejoin_needed else ""
             self._generation = Generation(event.generation_id, event.member_id, event.protocol_name)
             if self._second_round_after is not None and event.generation_id > self._second_round_after:
                 self._second_round_after = None  # the second round is this new generation
-            self._last_heartbeat_ok = now
-            self._next_heartbeat_at = now + self._config.heartbeat_interval_ms / 1000
+            self._heartbeat = HeartbeatTimer(now + self._config.heartbeat_interval_ms / 1000, now)
             is_leader = event.leader == event.member_id
             log.info(
                 "group %s: joined generation %d as %r (%s), protocol %s",
@@ -725,13 +792,11 @@ class GroupMachine:
             self._mark_coordinator_unknown(f"JoinGroup returned {name}", now)
         elif disposition is Disposition.RETRY:
             self._state = MemberState.UNJOINED
-            self._join_attempts += 1
-            self._join_retry_at = now + self._backoff(self._join_attempts)
+            self._join_retry = self._join_retry.failed(now, self._backoff)
         elif disposition is Disposition.RAISE:
             # Java JoinGroupResponseHandler, final else: raised from poll(), joined again
             self._state = MemberState.UNJOINED
-            self._join_attempts += 1
-            self._join_retry_at = now + self._backoff(self._join_attempts)
+            self._join_retry = self._join_retry.failed(now, self._backoff)
             out.append(Notify(broker_error(Api.JOIN_GROUP, event.error_code, self._context())))
         else:
             self._fatal_response(Api.JOIN_GROUP, event.error_code, out)
@@ -767,7 +832,7 @@ class GroupMachine:
             self._abort_round(error, out, now)
             return
         self._state = MemberState.ASSIGNING
-        rid = self._request_id(Api.SYNC_GROUP)  # the assignment result is matched like a response
+        rid = self._request_id(Request.ASSIGNMENT)  # the assignment result is matched like a response
         out.append(ComputeAssignment(rid, event.protocol_name or "", tuple(members)))
 
     def _abort_round(self, error: KGroupError, out: list[Command], now: float) -> None:
@@ -777,35 +842,31 @@ class GroupMachine:
         # Java: a failed onLeaderElected/onJoinComplete raises from poll() and the member joins
         # again; the generation is not reset and owned partitions stay owned (not lost)
         self._state = MemberState.UNJOINED
-        self._join_attempts += 1
         self._request_rejoin(str(error))
-        self._join_retry_at = now + self._backoff(self._join_attempts)
+        self._join_retry = self._join_retry.failed(now, self._backoff)
 
     def _on_assignment_computed(self, event: ev.AssignmentComputed, now: float, out: list[Command]) -> None:
-        if not self._take(event.request_id, Api.SYNC_GROUP):
-            return
-        if self._state is not MemberState.ASSIGNING:
-            raise ProtocolViolation(f"AssignmentComputed in state {self._state}")
+        self._answered(event.request_id)
         self._send_sync(event.assignments, out)
 
     def _on_assignment_failed(self, event: ev.AssignmentFailed, now: float, out: list[Command]) -> None:
-        if not self._take(event.request_id, Api.SYNC_GROUP):
-            return
+        self._answered(event.request_id)
         error = event.error if isinstance(event.error, KGroupError) else KGroupError(str(event.error))
         self._abort_round(error, out, now)
 
     def _send_sync(self, assignments: tuple[tuple[str, bytes], ...], out: list[Command]) -> None:
-        assert self._coordinator is not None
-        rid = self._request_id(Api.SYNC_GROUP)
+        node_id = self._coordinator.node_id
+        assert node_id is not None
+        rid = self._request_id(Request.SYNC_GROUP)
         self._state = MemberState.SYNCING
         out.append(
             SendSyncGroup(
                 request_id=rid,
-                node_id=self._coordinator,
+                node_id=node_id,
                 group_id=self._config.group_id,
                 generation_id=self._generation.generation_id,
                 member_id=self._generation.member_id,
-                group_instance_id=self._group_instance_id,
+                group_instance_id=self._config.group_instance_id,
                 protocol_type="consumer",
                 protocol_name=self._generation.protocol,
                 assignments=tuple(SyncGroupAssignment(member_id=m, assignment=a) for m, a in assignments),
@@ -814,10 +875,7 @@ class GroupMachine:
         )
 
     def _on_sync(self, event: ev.SyncGroupResponded, now: float, out: list[Command]) -> None:
-        if not self._take(event.request_id, Api.SYNC_GROUP):
-            return
-        if self._state is not MemberState.SYNCING:
-            raise ProtocolViolation(f"SyncGroup response in state {self._state}")
+        self._answered(event.request_id)
         disposition = classify(Api.SYNC_GROUP, event.error_code)
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
@@ -862,9 +920,9 @@ class GroupMachine:
             )
             self._state = MemberState.STABLE
             self._request_rejoin(f"assigned topics no longer subscribed: {sorted(unsubscribed)}")
-            self._join_retry_at = 0.0
+            self._join_retry = self._join_retry.allow_from(0.0)
             return
-        if self._protocol is RebalanceProtocol.EAGER:
+        if self._config.protocol is RebalanceProtocol.EAGER:
             revoked: frozenset[TopicPartition] = frozenset()
             added = assigned
         else:
@@ -894,14 +952,18 @@ class GroupMachine:
             self._request_rejoin("cooperative: the second round after a revocation did not happen; joining again")
 
     def _on_heartbeat(self, event: ev.HeartbeatResponded, now: float, out: list[Command]) -> None:
-        if not self._take(event.request_id, Api.HEARTBEAT):
+        sent = self._answered(event.request_id)
+        if sent.generation_id != self._generation.generation_id:
+            log.debug(
+                "group %s: dropping heartbeat response of generation %d", self._config.group_id, sent.generation_id
+            )
             return
         disposition = classify(Api.HEARTBEAT, event.error_code)
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
-            self._last_heartbeat_ok = now
+            self._heartbeat = self._heartbeat.confirmed(now)
         elif disposition is Disposition.REJOIN:
-            self._last_heartbeat_ok = now
+            self._heartbeat = self._heartbeat.confirmed(now)
             if self._state in (MemberState.STABLE, MemberState.RECONCILING):
                 self._request_rejoin(f"Heartbeat returned {name}")
         elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):
@@ -913,13 +975,12 @@ class GroupMachine:
         elif disposition is Disposition.RETRY:
             # Java HeartbeatResponseHandler, final else: failHeartbeat(), retried after backoff
             log.warning("group %s: Heartbeat returned %s; retrying", self._config.group_id, name)
-            self._next_heartbeat_at = now + self._config.retry_backoff_ms / 1000
+            self._heartbeat = self._heartbeat.due_at(now + self._config.retry_backoff_ms / 1000)
         else:
             self._fatal_response(Api.HEARTBEAT, event.error_code, out)
 
     def _on_leave_response(self, event: ev.LeaveGroupResponded, now: float, out: list[Command]) -> None:
-        if not self._take(event.request_id, Api.LEAVE_GROUP):
-            return
+        self._answered(event.request_id)
         code = event.error_code or next((m.error_code for m in event.members), 0)  # v3+: this member's own
         if code:
             log.info("group %s: LeaveGroup returned %s (ignored)", self._config.group_id, error_name(code))
@@ -927,39 +988,46 @@ class GroupMachine:
             self._state = MemberState.CLOSED
 
     def _on_request_failed(self, event: ev.RequestFailed, now: float, out: list[Command]) -> None:
-        entry = self._in_flight.get(event.request_id)
-        if entry is None:
-            return
-        api = entry[0]
-        del self._in_flight[event.request_id]
-        log.info("group %s: %s request failed: %s", self._config.group_id, api.value, event.reason)
-        if api is Api.FIND_COORDINATOR:
-            self._coordinator_attempts += 1
-            self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
-        elif api is Api.LEAVE_GROUP:
+        sent = self._answered(event.request_id)
+        request = sent.request
+        log.info("group %s: %s request failed: %s", self._config.group_id, request.value, event.reason)
+        if request is Request.FIND_COORDINATOR:
+            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
+        elif request is Request.LEAVE_GROUP:
             if self._state is MemberState.LEAVING:
                 self._state = MemberState.CLOSED
-        elif api is Api.SYNC_GROUP and self._state is MemberState.ASSIGNING:
+        elif request is Request.ASSIGNMENT:
             self._abort_round(KGroupError(event.reason), out, now)
         else:
-            if api is Api.HEARTBEAT and entry[1] != self._generation.generation_id:
+            if request is Request.HEARTBEAT and sent.generation_id != self._generation.generation_id:
                 return
-            self._mark_coordinator_unknown(f"{api.value} failed: {event.reason}", now)
+            self._mark_coordinator_unknown(f"{request.value} failed: {event.reason}", now)
 
-    _HANDLERS: dict[type, Callable[[GroupMachine, object, float, list[Command]], None]] = {
-        ev.Subscribe: _on_subscribe,  # type: ignore[dict-item]
-        ev.Polled: _on_polled,  # type: ignore[dict-item]
-        ev.StepCompleted: _on_step_completed,  # type: ignore[dict-item]
-        ev.Leave: _on_leave,  # type: ignore[dict-item]
-        ev.RequestRejoin: _on_request_rejoin,  # type: ignore[dict-item]
-        ev.CoordinatorDead: _on_coordinator_dead,  # type: ignore[dict-item]
-        ev.CommitErrorObserved: _on_commit_error,  # type: ignore[dict-item]
-        ev.FindCoordinatorResponded: _on_find_coordinator,  # type: ignore[dict-item]
-        ev.JoinGroupResponded: _on_join,  # type: ignore[dict-item]
-        ev.AssignmentComputed: _on_assignment_computed,  # type: ignore[dict-item]
-        ev.AssignmentFailed: _on_assignment_failed,  # type: ignore[dict-item]
-        ev.SyncGroupResponded: _on_sync,  # type: ignore[dict-item]
-        ev.HeartbeatResponded: _on_heartbeat,  # type: ignore[dict-item]
-        ev.LeaveGroupResponded: _on_leave_response,  # type: ignore[dict-item]
-        ev.RequestFailed: _on_request_failed,  # type: ignore[dict-item]
+    #: the handler of each event type; ``EVENT_TABLE`` says in which states it runs
+    _HANDLERS: ClassVar[Mapping[type, _Handler]] = {
+        ev.Subscribe: _on_subscribe,
+        ev.Polled: _on_polled,
+        ev.StepCompleted: _on_step_completed,
+        ev.Leave: _on_leave,
+        ev.RequestRejoin: _on_request_rejoin,
+        ev.CoordinatorDead: _on_coordinator_dead,
+        ev.CommitErrorObserved: _on_commit_error,
+        ev.FindCoordinatorResponded: _on_find_coordinator,
+        ev.JoinGroupResponded: _on_join,
+        ev.AssignmentComputed: _on_assignment_computed,
+        ev.AssignmentFailed: _on_assignment_failed,
+        ev.SyncGroupResponded: _on_sync,
+        ev.HeartbeatResponded: _on_heartbeat,
+        ev.LeaveGroupResponded: _on_leave_response,
+        ev.RequestFailed: _on_request_failed,
     }
+
+
+def _describe(event: ev.Event) -> str:
+    """``event`` for an error message: its type and the request or step it names."""
+    request_id = getattr(event, "request_id", None)
+    if request_id is not None:
+        return f"{type(event).__name__} (request {request_id})"
+    if isinstance(event, ev.StepCompleted):
+        return f"StepCompleted({event.step_id})"
+    return type(event).__name__

@@ -1,4 +1,4 @@
-"""Member states of the membership machine (docs/protocol.md).
+"""What the membership machine remembers, and which events each state takes (docs/protocol.md).
 
 | state       | meaning                                         | heartbeats          |
 |-------------|-------------------------------------------------|---------------------|
@@ -12,13 +12,40 @@
 | LEAVING     | LeaveGroup in flight                            | no                  |
 | CLOSED      | terminal                                        | no                  |
 | FATAL       | terminal, poisoned                              | no                  |
+
+``EVENT_TABLE`` says, for every state and every event type, whether the machine handles the
+event, ignores it on purpose, or rejects it as illegal (h11's ``_state.py`` keeps its
+transitions the same way). ``GroupMachine`` consults it in one place, before anything changes.
+Besides ``MemberState`` the machine keeps small sub-states, each a frozen value replaced on
+change: the coordinator (``CoordinatorState``), its timers (``HeartbeatTimer``, ``PollTimer``,
+``RetryTimer``) and its requests in flight (``InFlight``).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Final, get_args
 
-__all__ = ["HEARTBEAT_STATES", "MemberState"]
+import attrs
+
+from kgroup.membership import events as ev
+
+__all__ = [
+    "ANSWERS",
+    "EVENT_TABLE",
+    "HEARTBEAT_STATES",
+    "RESPONSES",
+    "CoordinatorState",
+    "HeartbeatTimer",
+    "InFlight",
+    "MemberState",
+    "PollTimer",
+    "Request",
+    "RetryTimer",
+    "Verdict",
+]
 
 
 class MemberState(enum.Enum):
@@ -47,3 +74,194 @@ HEARTBEAT_STATES = frozenset(
         MemberState.STABLE,
     }
 )
+
+
+# ==================================================================== requests in flight
+class Request(enum.Enum):
+    """What a request id in flight stands for."""
+
+    FIND_COORDINATOR = "FindCoordinator"
+    JOIN_GROUP = "JoinGroup"
+    #: the leader's assignor, run by the driver (``ComputeAssignment``)
+    ASSIGNMENT = "assignment"
+    SYNC_GROUP = "SyncGroup"
+    HEARTBEAT = "Heartbeat"
+    LEAVE_GROUP = "LeaveGroup"
+
+
+@attrs.frozen
+class InFlight:
+    """A request the machine waits for: what it is, and the generation it was sent in."""
+
+    request: Request
+    generation_id: int
+
+
+#: the events that may answer each kind of request; ``RequestFailed`` answers any request
+ANSWERS: Final[Mapping[Request, frozenset[type]]] = MappingProxyType(
+    {
+        Request.FIND_COORDINATOR: frozenset({ev.FindCoordinatorResponded, ev.RequestFailed}),
+        Request.JOIN_GROUP: frozenset({ev.JoinGroupResponded, ev.RequestFailed}),
+        Request.ASSIGNMENT: frozenset({ev.AssignmentComputed, ev.AssignmentFailed, ev.RequestFailed}),
+        Request.SYNC_GROUP: frozenset({ev.SyncGroupResponded, ev.RequestFailed}),
+        Request.HEARTBEAT: frozenset({ev.HeartbeatResponded, ev.RequestFailed}),
+        Request.LEAVE_GROUP: frozenset({ev.LeaveGroupResponded, ev.RequestFailed}),
+    }
+)
+
+#: the events that answer a request (they carry its ``request_id``)
+RESPONSES: Final[frozenset[type]] = frozenset().union(*ANSWERS.values())
+
+
+# ==================================================================== the event table
+class Verdict(enum.Enum):
+    """What a state does with an event type."""
+
+    #: the event's handler runs
+    HANDLE = "handle"
+    #: nothing changes (the machine still does what is due at ``now``)
+    IGNORE = "ignore"
+    #: a bug in the caller or the machine: ``ProtocolViolation``, and the machine is poisoned
+    ILLEGAL = "illegal"
+
+
+_EVENT_TABLE = """
+                         unjoined preparing joining assigning syncing reconciling stable  leaving closed  fatal
+Subscribe                handle   handle    handle  handle    handle  handle      handle  illegal illegal illegal
+Polled                   handle   handle    handle  handle    handle  handle      handle  ignore  ignore  illegal
+StepCompleted            handle   handle    illegal illegal   illegal handle      handle  illegal illegal illegal
+Leave                    handle   handle    handle  handle    handle  handle      handle  ignore  ignore  illegal
+RequestRejoin            handle   handle    handle  handle    handle  handle      handle  ignore  ignore  illegal
+CoordinatorDead          handle   handle    handle  handle    handle  handle      handle  ignore  ignore  illegal
+CommitErrorObserved      handle   handle    handle  handle    handle  handle      handle  ignore  ignore  illegal
+FindCoordinatorResponded handle   handle    illegal illegal   illegal handle      handle  illegal illegal illegal
+JoinGroupResponded       illegal  illegal   handle  illegal   illegal illegal     illegal illegal illegal illegal
+AssignmentComputed       illegal  illegal   illegal handle    illegal illegal     illegal illegal illegal illegal
+AssignmentFailed         illegal  illegal   illegal handle    illegal illegal     illegal illegal illegal illegal
+SyncGroupResponded       illegal  illegal   illegal illegal   handle  illegal     illegal illegal illegal illegal
+HeartbeatResponded       handle   handle    handle  handle    handle  handle      handle  illegal illegal illegal
+LeaveGroupResponded      handle   handle    handle  handle    handle  handle      handle  handle  handle  illegal
+RequestFailed            handle   handle    handle  handle    handle  handle      handle  handle  handle  illegal
+"""
+# How to read the table, row by row:
+#
+# - A response (``RESPONSES``) is first matched to its request (``GroupMachine`` Rule 4): one
+#   whose request id is not in flight any more is dropped in every state, before the table.
+#   The table judges the rest, which answer a request the machine waits for. Each kind of
+#   request is in flight in a few states only: JoinGroup in JOINING, the leader's assignor in
+#   ASSIGNING, SyncGroup in SYNCING; FindCoordinator while no coordinator is known, which a
+#   JoinGroup/SyncGroup round never is (losing the coordinator ends the round); Heartbeats
+#   stop at LEAVING; a LeaveGroup sent by the poll watchdog may be answered in any state, and
+#   ``RequestFailed`` answers any request. A response must also be one that ``ANSWERS`` its
+#   request (a SyncGroup response to a Heartbeat is illegal).
+# - ``StepCompleted``: a step is out in PREPARING and RECONCILING, and during a close also in
+#   UNJOINED or STABLE (the close's revoke step); never during a JoinGroup/SyncGroup round (a
+#   close ends the round first) nor after LeaveGroup went out. It must name the step that is out.
+# - ``Subscribe`` is illegal once the application closed the consumer (``Leave``), whatever the
+#   state; a second ``Leave`` is ignored.
+# - LEAVING and CLOSED ignore what the application and the poll thread say: the member has left.
+# - FATAL: every call raises the stored error first (h11's ERROR state); the column is there
+#   for completeness.
+
+
+def _parse_event_table(text: str) -> Mapping[MemberState, Mapping[type, Verdict]]:
+    """``_EVENT_TABLE`` as ``{state: {event type: verdict}}``; any gap or typo fails the import."""
+    header, *rows = text.strip().splitlines()
+    states = [MemberState(name) for name in header.split()]
+    if states != list(MemberState):
+        raise ValueError(f"EVENT_TABLE: the columns must be every MemberState in order, got {header.split()}")
+    events: dict[str, type] = {kind.__name__: kind for kind in get_args(ev.Event)}
+    table: dict[MemberState, dict[type, Verdict]] = {state: {} for state in states}
+    for row in rows:
+        name, *cells = row.split()
+        kind = events.pop(name, None)
+        if kind is None or len(cells) != len(states):
+            raise ValueError(f"EVENT_TABLE: bad row {row!r}")
+        for state, cell in zip(states, cells, strict=True):
+            table[state][kind] = Verdict(cell)
+    if events:
+        raise ValueError(f"EVENT_TABLE: no row for {sorted(events)}")
+    return MappingProxyType({state: MappingProxyType(verdicts) for state, verdicts in table.items()})
+
+
+#: state -> event type -> ``Verdict``: every pair, written out above as a grid
+EVENT_TABLE: Final[Mapping[MemberState, Mapping[type, Verdict]]] = _parse_event_table(_EVENT_TABLE)
+
+
+# ==================================================================== sub-states
+@attrs.frozen
+class RetryTimer:
+    """A retry with exponential backoff: failed attempts in a row, and when the next may go."""
+
+    at: float = 0.0
+    attempts: int = 0
+
+    def failed(self, now: float, backoff: Callable[[int], float]) -> RetryTimer:
+        """One more attempt failed at ``now``: the next waits ``backoff(attempts)``."""
+        attempts = self.attempts + 1
+        return RetryTimer(now + backoff(attempts), attempts)
+
+    def succeeded(self) -> RetryTimer:
+        """The attempt succeeded: the count starts over."""
+        return RetryTimer(self.at, 0)
+
+    def allow_from(self, at: float) -> RetryTimer:
+        """The next attempt may go at ``at`` (the count is kept)."""
+        return RetryTimer(at, self.attempts)
+
+
+@attrs.frozen
+class CoordinatorState:
+    """The group's coordinator as far as the member knows, and the FindCoordinator retry timer."""
+
+    #: the coordinator's node id; None while unknown (FindCoordinator is due at ``lookup.at``)
+    node_id: int | None = None
+    lookup: RetryTimer = RetryTimer()
+
+    def found(self, node_id: int) -> CoordinatorState:
+        """FindCoordinator answered ``node_id``."""
+        return CoordinatorState(node_id, self.lookup.succeeded())
+
+    def lookup_failed(self, now: float, backoff: Callable[[int], float]) -> CoordinatorState:
+        """FindCoordinator failed at ``now``: look again after a longer backoff."""
+        return CoordinatorState(None, self.lookup.failed(now, backoff))
+
+    def lost(self, not_before: float) -> CoordinatorState:
+        """The coordinator is unknown from now on; look for it again from ``not_before``."""
+        return CoordinatorState(None, self.lookup.allow_from(max(self.lookup.at, not_before)))
+
+
+@attrs.frozen
+class HeartbeatTimer:
+    """When the next Heartbeat is due, and when the session was last confirmed."""
+
+    next_at: float = 0.0
+    #: the last successful Heartbeat (or join, or coordinator found): the session timer's start
+    last_ok: float = 0.0
+
+    def confirmed(self, now: float) -> HeartbeatTimer:
+        """The coordinator confirmed the session at ``now``."""
+        return HeartbeatTimer(self.next_at, now)
+
+    def due_at(self, at: float) -> HeartbeatTimer:
+        """The next Heartbeat goes at ``at``."""
+        return HeartbeatTimer(at, self.last_ok)
+
+
+@attrs.frozen
+class PollTimer:
+    """The max.poll.interval watchdog (KIP-62): when the application last called ``poll()``."""
+
+    last: float = 0.0
+    #: the clock runs from the machine's first call
+    started: bool = False
+    #: the watchdog fired: the member does not rejoin before the application polls again
+    expired: bool = False
+
+    def polled(self, now: float) -> PollTimer:
+        """The application polled at ``now``."""
+        return PollTimer(now, True, False)
+
+    def expire(self) -> PollTimer:
+        """The watchdog fired."""
+        return PollTimer(self.last, self.started, True)
