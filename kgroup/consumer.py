@@ -28,6 +28,7 @@ import concurrent.futures
 import logging
 import math
 import random
+import re
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
@@ -223,6 +224,10 @@ class Consumer(Generic[K, V]):
         self._metrics = Recorder(self._clock)
         self._health_servers: list[HealthServer] = []
         self._subscribed_at: float | None = None
+        #: a pattern subscription: the pattern, the topic listing in flight, when to list again
+        self._pattern: re.Pattern[str] | None = None
+        self._pattern_lookup: concurrent.futures.Future[frozenset[str]] | None = None
+        self._pattern_check_at = float("-inf")
         #: the network client until its first bootstrap succeeds (ClusterUnreachableError)
         self._bootstrapping: KafkaPythonTransport | None = None
         self._rebalance_reason = ""
@@ -287,25 +292,53 @@ class Consumer(Generic[K, V]):
         self.close()
 
     # ------------------------------------------------------------------ subscription
-    def subscribe(self, topics: Iterable[str], listener: RebalanceListener | None = None) -> None:
-        """Join the group for ``topics`` (replacing an earlier subscription).
+    def subscribe(
+        self,
+        topics: Iterable[str] | None = None,
+        listener: RebalanceListener | None = None,
+        *,
+        pattern: re.Pattern[str] | str | None = None,
+    ) -> None:
+        """Join the group for ``topics``, or for every topic matching ``pattern`` (replacing an earlier subscription).
+
+        With ``pattern`` (Java ``subscribe(Pattern)``), the topics are those whose whole name
+        matches it (``re.fullmatch``), internal topics excluded; the consumer lists the cluster's
+        topics at ``subscribe()``, then every ``metadata_max_age_ms`` and when a subscribed topic
+        disappears, and a created or deleted topic joins or leaves the subscription: the member
+        rejoins with it and the leader assigns anew. Until a topic matches, the member does not
+        join. Checked on the thread that calls ``poll()``, as Java does.
 
         Args:
             topics: topic names (an iterable of str; a bare str is one topic).
             listener: a ``RebalanceListener`` subclass instance; callbacks run on the thread
                 that calls ``poll()``/``close()``.
+            pattern: a compiled ``re.Pattern`` or a regular expression string, instead of ``topics``.
 
         Raises:
-            IllegalStateError: empty topic list, or a bad listener.
+            IllegalStateError: empty topic list, both or neither of ``topics`` and ``pattern``, a bad
+                pattern, or a bad listener.
             ConsumerClosedError: after ``close()``.
 
         """
         self._check_open()
-        if isinstance(topics, str):
-            topics = (topics,)
-        wanted = frozenset(topics)
-        if not wanted or not all(isinstance(t, str) and t for t in wanted):
-            raise IllegalStateError(f"subscribe() needs a non-empty list of topic names, got {topics!r}")
+        if (topics is None) == (pattern is None):
+            raise IllegalStateError("subscribe() takes either topics or a pattern")
+        compiled: re.Pattern[str] | None = None
+        wanted: frozenset[str] = frozenset()
+        if pattern is not None:
+            try:
+                compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+            except re.error as exc:
+                raise IllegalStateError(f"subscribe(): invalid pattern {pattern!r}: {exc}") from exc
+            if not isinstance(compiled, re.Pattern):
+                raise IllegalStateError(f"subscribe(): pattern must be a str or re.Pattern, got {pattern!r}")
+        else:
+            assert topics is not None
+            if isinstance(topics, str):
+                topics = (topics,)
+            wanted = frozenset(topics)
+            if not wanted or not all(isinstance(t, str) and t for t in wanted):
+                raise IllegalStateError(f"subscribe() needs a non-empty list of topic names, got {topics!r}")
         if listener is not None:
             if not isinstance(listener, RebalanceListener):
                 raise IllegalStateError("listener must be a kgroup.RebalanceListener instance")
@@ -314,7 +347,40 @@ class Consumer(Generic[K, V]):
         assert self._group is not None
         if self._subscribed_at is None:
             self._subscribed_at = self._clock.monotonic()
-        self._group.post(ev.Subscribe(wanted))
+        self._pattern = compiled
+        self._pattern_lookup = None
+        self._pattern_check_at = float("-inf")
+        if compiled is None:
+            self._group.post(ev.Subscribe(wanted))
+        else:
+            self._maybe_match_pattern()  # the lookup goes out now; poll() applies its answer
+
+    def _maybe_match_pattern(self) -> None:
+        """Pattern subscription: list the topics when due, and follow the match (poll thread)."""
+        pattern = self._pattern
+        if pattern is None or self._group is None:
+            return
+        lookup = self._pattern_lookup
+        if lookup is not None:
+            if not lookup.done():
+                return
+            self._pattern_lookup = None
+            if lookup.exception() is None:
+                matched = frozenset(t for t in lookup.result() if pattern.fullmatch(t))
+                current = self.subscription()
+                if matched != current and (matched or current):
+                    log.info("group %s: pattern %r now matches %s", self._config.group_id, pattern.pattern,
+                             sorted(matched))
+                    self._group.post(ev.Subscribe(matched))
+            else:
+                self._pattern_check_at = self._clock.monotonic() + self._config.retry_backoff_ms / 1000
+                return
+        now = self._clock.monotonic()
+        if now < self._pattern_check_at:
+            return
+        self._pattern_check_at = now + self._config.metadata_max_age_ms / 1000
+        assert self._transport is not None
+        self._pattern_lookup = self._transport.list_topics(self._config.request_timeout_ms)
 
     def enforce_rebalance(self, reason: str | None = None) -> None:
         """Make the member rejoin the group on the next ``poll()`` (Java ``enforceRebalance``, KIP-568).
@@ -396,6 +462,7 @@ class Consumer(Generic[K, V]):
             self._raise_pending()
             self._raise_bad_record()
             self._raise_if_unreachable()
+            self._maybe_match_pattern()
             if self._mailbox.consume_wakeup():
                 raise WakeupError("poll() interrupted by wakeup()")
             self._maybe_auto_commit()
@@ -500,6 +567,7 @@ class Consumer(Generic[K, V]):
         if missing and missing != self._missing_topics:
             assert self._group is not None
             self._group.metadata_stale()
+            self._pattern_check_at = float("-inf")  # a deleted topic leaves a pattern subscription
         self._missing_topics = missing
 
     def _signal_polled(self, *, force: bool = False) -> None:
@@ -1318,6 +1386,8 @@ class Consumer(Generic[K, V]):
             self._group = None
             self._offsets = None
             self._subscribed_at = None
+            self._pattern = None
+            self._pattern_lookup = None
             if self._parts is not None:
                 self._set_assignment(frozenset())
             self._next_auto_commit = float("inf")

@@ -335,6 +335,20 @@ class KafkaPythonTransport:
             lambda: self._metadata_request(wanted), self._manager.least_loaded_node, timeout_ms, self._partition_infos
         )
 
+    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
+        """The names of every topic in the cluster but the internal ones (a Metadata request for all).
+
+        Java's ``exclude.internal.topics`` default: ``__consumer_offsets`` and
+        ``__transaction_state`` never match a pattern subscription.
+        """
+        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
+            topics=None, allow_auto_topic_creation=False, max_version=METADATA_MAX
+        )
+        return self._bridge(
+            request, self._manager.least_loaded_node, timeout_ms,
+            lambda r: frozenset(t.name for t in r.topics if t.error_code == 0 and not getattr(t, "is_internal", False)),
+        )
+
     def list_offsets(
         self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
@@ -751,7 +765,7 @@ class KafkaFetcher:
             # when the in-line slot is None, but a drained PartitionRecords (empty, falsy) stays
             # there; the resumed partition is then neither handed out nor fetched again (it still
             # has parked records). Clear the spent slot so resumed partitions flow again.
-            spent = self._fetcher._next_partition_records
+            spent = getattr(self._fetcher, "_next_partition_records", None)
             if spent is not None and not spent:
                 self._fetcher._next_partition_records = None
             drained, self._idle = self._fetcher.fetch_records(

@@ -199,6 +199,10 @@ class Transport(Protocol):
         """Partitions of ``topics`` with leaders and replica racks (absent: unknown topic)."""
         ...
 
+    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
+        """Every topic name of the cluster but the internal ones (pattern subscriptions)."""
+        ...
+
     def list_offsets(
         self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:

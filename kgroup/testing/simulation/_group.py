@@ -162,6 +162,16 @@ class SimulatedGroup:
         for i in range(count):
             self.cluster.produce(TopicPartition(topic, i % partitions))
 
+    def create_topic(self, topic: str, partitions: int) -> None:
+        """Create ``topic`` (or grow it) with ``partitions`` partitions (Kafka ``CreateTopics``)."""
+        self._trace(f"topic {topic} created with {partitions} partitions")
+        self.cluster.add_partitions(topic, partitions)
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete ``topic`` and its records (Kafka ``DeleteTopics``)."""
+        self._trace(f"topic {topic} deleted")
+        self.cluster.delete_topic(topic)
+
     def add_member(self, name: str, app: App | AsyncApp, **config: Any) -> Consumer:
         """Start a member process running ``app(consumer, running)`` (``ConsumerConfig`` keywords).
 
