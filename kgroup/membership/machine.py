@@ -13,6 +13,10 @@ Rule 4: every response carries the request id of the command that caused it. A r
         id is not in flight any more, or whose generation is no longer current, is dropped
         (Java's ``generationUnchanged()``, generalised).
 
+Besides ``MemberState`` the machine keeps its coordinator, its timers and its requests in
+flight as small frozen values of ``kgroup.membership.states``, replaced on change; it reads
+the few consumer settings it uses from a ``MachineConfig``.
+
 The protocol steps, in the classic protocol's order ("A little more detail"), and where they live:
 
 1. acquiesce -- a ``DeliverStep`` with ``revoked`` goes to the poll thread *before* JoinGroup
