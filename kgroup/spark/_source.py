@@ -640,6 +640,7 @@ class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         resets = self._regressed(positions, latest)
         for tp, offset in resets.items():
             self._assigned_from[tp] = self._processed[tp] = offset
+            self._group_committed.pop(tp, None)  # the group's offset is past the log too: commit the lower one
         if self._targets is not None:
             latest = {tp: min(end, self._targets[tp]) for tp, end in latest.items() if tp in self._targets}
         cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
