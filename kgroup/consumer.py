@@ -40,6 +40,7 @@ from kgroup._driver.commits import OffsetsClient, Retriable
 from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
 from kgroup._driver.partitions import PartitionState
+from kgroup._driver.standalone import StandaloneGroup
 
 # imported with kgroup, not at the first subscribe(): kafka-python and the C record decoder
 # take ~0.2 s to import, which a joining member would otherwise add to its JoinGroup
@@ -224,6 +225,8 @@ class Consumer(Generic[K, V]):
         self._metrics = Recorder(self._clock)
         self._health_servers: list[HealthServer] = []
         self._subscribed_at: float | None = None
+        #: assign() was called: no group membership, a StandaloneGroup stands for the group thread
+        self._manual = False
         #: a pattern subscription: the pattern, the topic listing in flight, when to list again
         self._pattern: re.Pattern[str] | None = None
         self._pattern_lookup: concurrent.futures.Future[frozenset[str]] | None = None
@@ -254,18 +257,7 @@ class Consumer(Generic[K, V]):
     def _ensure_started(self) -> None:
         if self._group is not None:
             return
-        if self._transport is not None:
-            transport: Transport = self._transport
-        elif self._transport_arg is not None:
-            transport = self._transport_arg
-        else:
-            kp = KafkaPythonTransport(self._config)
-            kp.start_async()  # as Java: no call waits for the cluster unless it has a timeout
-            self._bootstrapping = kp
-            transport = kp
-        self._transport = transport
-        if self._parts is None:
-            self._parts = PartitionState(transport.fetcher(), self._config.group_id)
+        transport = self._ensure_transport()
         self._group = GroupThread(self._config, transport, self._mailbox, self._clock, self._rng, self._metrics)
         self._offsets = OffsetsClient(
             self._config, transport, self._group, self._mailbox, self._clock, self._rng, self._metrics
@@ -321,6 +313,10 @@ class Consumer(Generic[K, V]):
 
         """
         self._check_open()
+        if self._manual:
+            raise IllegalStateError(
+                "subscription to topics, partitions and pattern are mutually exclusive: unsubscribe() first"
+            )
         if (topics is None) == (pattern is None):
             raise IllegalStateError("subscribe() takes either topics or a pattern")
         compiled: re.Pattern[str] | None = None
@@ -446,8 +442,10 @@ class Consumer(Generic[K, V]):
         self._check_open()
         if self._in_callback:
             raise IllegalStateError("poll() must not be called from a rebalance listener callback")
-        if self._group is None or self._subscribed_at is None:
-            raise IllegalStateError("poll() before subscribe(): the consumer is not subscribed to any topic")
+        if self._group is None or (self._subscribed_at is None and not self._manual):
+            raise IllegalStateError(
+                "poll() before subscribe() or assign(): the consumer is not subscribed to any topic"
+            )
         if timeout_ms < 0:
             raise ValueError("timeout_ms must be >= 0")
         deadline = self._clock.monotonic() + timeout_ms / 1000
@@ -1132,11 +1130,69 @@ class Consumer(Generic[K, V]):
         return future.result()
 
     def _ensure_transport(self) -> Transport:
-        """The transport, for lookups that need no group membership (also before subscribe)."""
-        if self._transport is None:
-            self._ensure_started()
-        assert self._transport is not None
-        return self._transport
+        """The network client and the partition state (no group thread: lookups, assign())."""
+        if self._transport is not None:
+            return self._transport
+        if self._transport_arg is not None:
+            transport: Transport = self._transport_arg
+        else:
+            kp = KafkaPythonTransport(self._config)
+            kp.start_async()  # as Java: no call waits for the cluster unless it has a timeout
+            self._bootstrapping = kp
+            transport = kp
+        self._transport = transport
+        if self._parts is None:
+            self._parts = PartitionState(transport.fetcher(), self._config.group_id)
+        return transport
+
+    # ------------------------------------------------------------------ manual assignment
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly ``partitions``, with no group membership (Java ``KafkaConsumer.assign``).
+
+        No JoinGroup, no heartbeats, no listener callbacks: the application chose the
+        partitions. Positions start from the group's committed offsets (``group_id``), else
+        ``auto_offset_reset``; ``commit()``, ``commit_async()``, auto-commit and ``committed()``
+        go to the group's coordinator with generation -1 and no member id, which Kafka accepts
+        from a consumer outside the group (an active group with members refuses them:
+        ``CommitFailedError``). Calling it again replaces the assignment; partitions kept keep
+        their positions; ``assign([])`` is ``unsubscribe()``. ``poll()`` then works as usual.
+
+        Args:
+            partitions: ``TopicPartition``s (any topics).
+
+        Raises:
+            IllegalStateError: the consumer is subscribed (``subscribe()`` and ``assign()`` are
+                mutually exclusive, as in Java: ``unsubscribe()`` first), or an element is not a
+                ``TopicPartition``.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._check_open()
+        if self._in_callback:
+            raise IllegalStateError("assign() must not be called from a rebalance listener callback")
+        wanted = frozenset(partitions)
+        if not all(isinstance(tp, TopicPartition) for tp in wanted):
+            raise IllegalStateError(f"assign() takes TopicPartitions, got {sorted(map(repr, wanted))}")
+        if self._subscribed_at is not None:
+            raise IllegalStateError(
+                "subscription to topics, partitions and pattern are mutually exclusive: unsubscribe() first"
+            )
+        if not wanted:
+            self.unsubscribe()
+            return
+        transport = self._ensure_transport()
+        if self._group is None:
+            standalone = StandaloneGroup(self._config, transport, self._clock)
+            self._group = standalone  # type: ignore[assignment]  # it stands for the group thread
+            self._offsets = OffsetsClient(
+                self._config, transport, standalone,  # type: ignore[arg-type]  # the snapshot fields it reads
+                self._mailbox, self._clock, self._rng, self._metrics,
+            )
+            if self._config.enable_auto_commit:
+                self._next_auto_commit = self._clock.monotonic() + self._config.auto_commit_interval_ms / 1000
+        self._manual = True
+        log.info("group %s: assigned manually %s", self._config.group_id, sorted(map(str, wanted)))
+        self._set_assignment(wanted)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching ``partitions`` (they stay assigned; no rebalance).
@@ -1282,7 +1338,11 @@ class Consumer(Generic[K, V]):
                 f"{self._config.max_poll_interval_ms})"
             )
         ready = live
-        if live:
+        if live and self._manual:
+            if snap is None or snap.coordinator is None:
+                ready = False
+                reasons.append("the group's coordinator (for commits) is not known yet")
+        elif live:
             if snap is None or snap.state is not MemberState.STABLE or snap.generation.generation_id < 0:
                 ready = False
                 reasons.append(f"not a stable member of a generation yet (state {state.name})")
@@ -1373,6 +1433,9 @@ class Consumer(Generic[K, V]):
         if self._in_callback:
             raise IllegalStateError("unsubscribe() must not be called from a rebalance listener callback")
         group = self._group
+        if self._manual:
+            self._drop_manual_assignment(timeout_ms)
+            return
         if group is None or self._subscribed_at is None:
             return
         timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
@@ -1392,6 +1455,21 @@ class Consumer(Generic[K, V]):
                 self._set_assignment(frozenset())
             self._next_auto_commit = float("inf")
         self._raise_pending()
+
+    def _drop_manual_assignment(self, timeout_ms: int | None) -> None:
+        """End a manual assignment: the auto-commit, if enabled, then nothing is assigned."""
+        if self._config.enable_auto_commit and self._assignment:
+            timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
+            self._close_deadline = self._clock.monotonic() + timeout / 1000
+            try:
+                self._auto_commit_sync()
+            finally:
+                self._close_deadline = None
+        self._set_assignment(frozenset())
+        self._manual = False
+        self._group = None
+        self._offsets = None
+        self._next_auto_commit = float("inf")
 
     def close(
         self,
@@ -1453,7 +1531,10 @@ class Consumer(Generic[K, V]):
         self._close_deadline = deadline
         errors_before = len(self._errors)
         try:
-            if group is not None and self._fatal is None:
+            if self._manual and self._fatal is None:
+                if self._config.enable_auto_commit and self._assignment:
+                    self._auto_commit_sync()  # Java's close: maybeAutoCommitOffsetsSync, no group to leave
+            elif group is not None and self._fatal is None:
                 self._leave(group, deadline, _CLOSE_POLICIES[group_membership], reason, "close()", timeout_ms)
         finally:
             self._closed = True

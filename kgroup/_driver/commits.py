@@ -232,6 +232,8 @@ class OffsetsClient:
 
     # ------------------------------------------------------------------ OffsetCommit
     def _commit_generation(self, snap: MemberSnapshot) -> Generation:
+        if getattr(self._group, "manual", False):
+            return Generation()  # a consumer outside the group: generation -1, no member id (Java)
         if snap.state in REBALANCING:
             raise RebalanceInProgressError(
                 Api.OFFSET_COMMIT, codes.REBALANCE_IN_PROGRESS,

@@ -137,7 +137,7 @@ class SimulatedGroup:
             self.scheduler, self.rng, dict(topics),
             CoordinatorConfig(group_initial_rebalance_delay_ms=rebalance_delay_ms), self._trace,
         )
-        self.cluster.on_commit = lambda owner, req, resp: self.checker.committed(req, resp)
+        self.cluster.on_commit = lambda owner, req, resp: self.checker.committed(req, resp, owner)
         self.cluster.on_sync = lambda owner, gen, mid, assignment: self._synced(owner, gen, mid, assignment)
         self.members: dict[str, _Member] = {}
         self._closed = False

@@ -156,10 +156,18 @@ class Checker:
             tp in gens.get(generation_id, frozenset()) for mid, gens in self._assigned.items() if mid != member_id
         )
 
-    def committed(self, request: mt.OffsetCommitRequest, response: mt.OffsetCommitResponse) -> None:
-        """The coordinator answered an OffsetCommit; check every accepted partition."""
+    def committed(
+        self, request: mt.OffsetCommitRequest, response: mt.OffsetCommitResponse, owner: str | None = None
+    ) -> None:
+        """The coordinator answered an OffsetCommit; check every accepted partition.
+
+        ``owner`` names the process that sent it: the one way to know who committed when the
+        request carries no member id (a manually assigned consumer, outside the group).
+        """
         codes = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
         who = self._incarnation_of.get(request.member_id, request.member_id)
+        if not request.member_id and owner is not None:
+            who = owner
         for topic in request.topics:
             for part in topic.partitions:
                 if codes.get((topic.name, part.partition_index)) != 0:

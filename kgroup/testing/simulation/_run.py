@@ -407,7 +407,7 @@ class Simulation:
             self.trace,
         )
         self.cluster.faults = attrs.evolve(scenario.profile, enabled=True)
-        self.cluster.on_commit = lambda owner, req, resp: self.checker.committed(req, resp)
+        self.cluster.on_commit = lambda owner, req, resp: self.checker.committed(req, resp, owner)
         self.cluster.on_sync = lambda owner, gen, mid, assignment: self.checker.synced(gen, mid, assignment)
         self.incarnations: dict[int, _Incarnation] = {}
         self._numbers: dict[int, int] = {}
