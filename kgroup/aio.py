@@ -64,6 +64,7 @@ import contextvars
 import functools
 import inspect
 import logging
+import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
@@ -302,28 +303,48 @@ class Consumer(Generic[K, V]):
         await self.close()
 
     # ------------------------------------------------------------------ subscription
-    async def subscribe(self, topics: Iterable[str], listener: Listener | None = None) -> None:
-        """Join the group for ``topics`` (replacing an earlier subscription).
-
-        The first call connects to the cluster (bounded by ``default_api_timeout_ms``).
+    async def subscribe(
+        self,
+        topics: Iterable[str] | None = None,
+        listener: Listener | None = None,
+        *,
+        pattern: re.Pattern[str] | str | None = None,
+    ) -> None:
+        """Join the group for ``topics`` or every topic matching ``pattern`` (``kgroup.Consumer.subscribe``).
 
         Args:
             topics: topic names (a bare str is one topic).
             listener: a ``kgroup.aio.RebalanceListener`` (coroutine callbacks) or a
                 ``kgroup.RebalanceListener``; its callbacks run on this event loop.
+            pattern: a regular expression instead of ``topics`` (created and deleted topics join
+                and leave the subscription).
 
         Raises:
-            IllegalStateError: empty topic list, or a bad listener.
+            IllegalStateError: empty topic list, both or neither of topics and pattern, a bad
+                listener, or the consumer is manually assigned.
             ConsumerClosedError: after ``close()``.
-            KGroupError: the cluster could not be reached.
 
         """
         self._check_usable(None)
         if listener is not None and not isinstance(listener, (RebalanceListener, _sync_listener.RebalanceListener)):
             raise IllegalStateError("listener must be a kgroup.aio.RebalanceListener or kgroup.RebalanceListener")
-        names: Iterable[str] = (topics,) if isinstance(topics, str) else tuple(topics)
+        names: Iterable[str] | None = None
+        if topics is not None:
+            names = (topics,) if isinstance(topics, str) else tuple(topics)
         bridge = _Bridge(self, listener) if listener is not None else None
-        await self._call(lambda: self._sync.subscribe(names, bridge))
+        await self._call(lambda: self._sync.subscribe(names, bridge, pattern=pattern))
+
+    async def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly ``partitions`` with no group membership (``kgroup.Consumer.assign``).
+
+        Raises:
+            IllegalStateError: the consumer is subscribed (``unsubscribe()`` first).
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._check_usable(None)
+        wanted = tuple(partitions)
+        await self._call(lambda: self._sync.assign(wanted))
 
     async def unsubscribe(self, timeout_ms: int | None = None) -> None:
         """Revoke the partitions (with callbacks) and leave the group (``kgroup.Consumer.unsubscribe``).

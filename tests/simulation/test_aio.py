@@ -639,3 +639,33 @@ def test_enforce_rebalance_reason_reaches_an_async_listener() -> None:
     assert group.run_until(lambda: a.metrics()["rebalance-total"] == 2, 30.0)
     assert ("revoked", "the pricing model changed") in reasons
     group.check()
+
+
+def test_aio_assign_and_pattern_subscribe() -> None:
+    """The asyncio consumer passes assign() and subscribe(pattern=...) through to the sync core."""
+    import kgroup.aio
+
+    group = SimulatedGroup({"orders-eu": 1, "orders-us": 1, "audit": 1}, seed=61)
+    got: dict[str, list[tuple[str, int]]] = {"pattern": [], "assigned": []}
+
+    def make(kind: str):  # type: ignore[no-untyped-def]
+        async def app(consumer: kgroup.aio.Consumer, running):  # type: ignore[no-untyped-def]
+            if kind == "pattern":
+                await consumer.subscribe(pattern=r"orders-\w+")
+            else:
+                await consumer.assign([kgroup.TopicPartition("audit", 0)])
+            while running():
+                got[kind].extend((r.topic, r.offset) for r in await consumer.poll(100))
+            await consumer.close()
+
+        return app
+
+    group.add_member("p", make("pattern"))
+    group.add_member("m", make("assigned"), group_id="another-group")
+    group.produce("orders-eu", 2)
+    group.produce("orders-us", 2)
+    group.produce("audit", 3)
+    assert group.run_until(lambda: len(got["pattern"]) == 4 and len(got["assigned"]) == 3, 30)
+    assert {t for t, _ in got["pattern"]} == {"orders-eu", "orders-us"}
+    assert got["assigned"] == [("audit", 0), ("audit", 1), ("audit", 2)]
+    group.close()
