@@ -144,8 +144,16 @@ class _PositionLookup:
         self.future = future
 
 
-class _OffsetsMissing(Exception):
+class _LookupRetriable(Exception):
+    """Internal: an offset look-up to try again until its deadline."""
+
+
+class _OffsetsMissing(_LookupRetriable):
     """Internal: a ListOffsets look-up left these partitions without an offset (retried)."""
+
+
+class _TransportFailed(_LookupRetriable):
+    """Internal: the request failed on the way (no broker yet, a disconnect): retried."""
 
 
 class Consumer(Generic[K, V]):
@@ -1072,9 +1080,20 @@ class Consumer(Generic[K, V]):
             return {}
         transport = self._ensure_transport()
         timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
-        found = self._await_lookup(
-            "offsets_for_times", lambda ms: transport.offsets_for_times(wanted, ms), timeout
-        )
+        deadline = Deadline.after_ms(self._clock, timeout)
+
+        def attempt() -> dict[TopicPartition, tuple[int, int]]:
+            return self._await_lookup(
+                "offsets_for_times", lambda ms: transport.offsets_for_times(wanted, ms), deadline.remaining_ms()
+            )
+
+        backoff = exponential_backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
+        try:
+            found = self._mailbox.retry(
+                attempt, deadline, retry_on=_LookupRetriable, backoff_s=backoff, what="offsets_for_times"
+            )
+        except _TransportFailed as failed:
+            raise KafkaTimeoutError(f"offsets_for_times: no answer within {timeout} ms ({failed})") from None
         return {
             tp: OffsetAndTimestamp(*found[tp]) if tp in found else None for tp in wanted
         }
@@ -1105,8 +1124,10 @@ class Consumer(Generic[K, V]):
         backoff = exponential_backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
         try:
             return self._mailbox.retry(
-                attempt, deadline, retry_on=_OffsetsMissing, backoff_s=backoff, what=f"{spec} offsets"
+                attempt, deadline, retry_on=_LookupRetriable, backoff_s=backoff, what=f"{spec} offsets"
             )
+        except _TransportFailed as failed:
+            raise KafkaTimeoutError(f"{spec} offsets: no answer within {timeout} ms ({failed})") from None
         except _OffsetsMissing as missing:
             raise KafkaTimeoutError(
                 f"{spec} offsets of {missing.args[0]} not found within {timeout} ms "
@@ -1126,7 +1147,7 @@ class Consumer(Generic[K, V]):
         if exc is not None:
             if isinstance(exc, KGroupError):
                 raise exc
-            raise KafkaTimeoutError(f"{what} failed: {exc}") from exc
+            raise _TransportFailed(f"{what} failed: {exc}") from exc
         return future.result()
 
     def _ensure_transport(self) -> Transport:
