@@ -1,12 +1,13 @@
 """Quiet logs during an outage: a repeated message is logged at most once per 10 s per logger.
 
 While a broker is unreachable, kafka-python logs each connection attempt, failure and backoff
-(about a dozen lines a second during a bootstrap that cannot succeed), and kgroup's machine one
-line per failed FindCoordinator. ``RepeatFilter`` on those loggers lets the first of a kind
-through, drops the same message (digits aside: node ids, backoff seconds) for ``window_s``, and
-then lets it through again with "(N similar messages suppressed)". Distinct messages are never
-dropped. Installed on kafka-python's network loggers and kgroup's machine logger when the
-network client is first created; docs/production.md ("Logging") says so.
+(about a dozen lines a second during a bootstrap that cannot succeed). ``RepeatFilter`` on
+kafka-python's network loggers lets the first of a kind through, drops the same message
+(decimal numbers aside: backoff seconds) for ``window_s``, and then lets it through again with
+"(N similar messages suppressed)". Distinct messages are never dropped: a different node id or
+port is a different message. kgroup's own loggers are not filtered (a coordinator that moved
+must always be logged). Installed when the network client is first created; docs/production.md
+("An unreachable cluster, and logging") says so.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ CHATTY = (
     "kafka.cluster",
     "kafka.conn",
     "kafka.client",
-    "kgroup.membership.machine",
 )
 
-_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+#: what varies between repeats of one message: backoff and wait times in seconds
+_DECIMALS = re.compile(r"\d+\.\d+")
 
 
 class RepeatFilter(logging.Filter):
-    """Drop a message seen within ``window_s`` (digits ignored); count what was dropped."""
+    """Drop a message seen within ``window_s`` (decimal numbers ignored); count what was dropped."""
 
     def __init__(self, window_s: float = 10.0) -> None:
         super().__init__()
@@ -43,7 +44,7 @@ class RepeatFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         """Whether ``record`` goes on (a logging hook: any thread)."""
         try:
-            key = (record.name, _DIGITS.sub("#", record.getMessage()))
+            key = (record.name, _DECIMALS.sub("#", record.getMessage()))
         except Exception:  # a broken format: let logging report it
             return True
         now = record.created  # the record's own timestamp: no clock of kgroup's is involved

@@ -93,3 +93,19 @@ def test_repeat_filter_lets_a_message_through_once_per_window_and_counts_the_res
     again = record("Bootstrap connection to 1 failed (backoff 0.95 secs)", 110.5)
     assert f.filter(again)
     assert again.getMessage().endswith("(2 similar messages suppressed)")
+
+
+def test_repeat_filter_never_hides_another_node_and_leaves_kgroup_alone() -> None:
+    from kgroup._io.log_limit import CHATTY
+
+    f = RepeatFilter(window_s=10)
+
+    def record(msg: str, t: float) -> logging.LogRecord:
+        r = logging.LogRecord("kafka.net.connection", logging.ERROR, __file__, 1, msg, (), None)
+        r.created = t
+        return r
+
+    assert f.filter(record("node 2: connection lost", 1.0))
+    assert f.filter(record("node 3: connection lost", 1.5))  # another node: another message
+    # kgroup's own logs (a coordinator that moved) are never filtered
+    assert not any(name.startswith("kgroup") for name in CHATTY)
