@@ -12,10 +12,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[dev]')")
-
 SNIPPET = textwrap.dedent(
     """
     import kgroup
