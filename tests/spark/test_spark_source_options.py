@@ -204,6 +204,9 @@ def _driver_list_offsets(cluster) -> list:
     return [r for r in cluster.requests("ListOffsets") if r.client_id == "kgroup-spark"]
 
 
+NO_DATA_PROGRESS_INTERVAL = "spark.sql.streaming.noDataProgressEventInterval"
+
+
 def _processing_time_query(spark, cluster, topic: str, group: str, checkpoint: str, sink: BatchSink, **options: str):
     return (
         stream(spark, cluster, topic, group, **options)
@@ -221,10 +224,18 @@ def test_min_offsets_per_trigger_waits_for_enough_records(
     group = group_id_factory()
     bootstrap = kafka_cluster.bootstrap_servers
     sink = BatchSink()
-    query = _processing_time_query(
-        spark, kafka_cluster, topic, group, str(tmp_path / "ckpt"), sink,
-        minOffsetsPerTrigger="20", maxOffsetsPerTrigger="100",
-    )
+    # A trigger that runs no batch enters recentProgress at most once per
+    # spark.sql.streaming.noDataProgressEventInterval (Spark's SQLConf, 10 s by default), so
+    # "10 more triggers" below would take 100 s of triggers (500 of them); with 0 (read when the
+    # query starts) each trigger is one entry: 10 triggers, 2 s
+    spark.conf.set(NO_DATA_PROGRESS_INTERVAL, "0")
+    try:
+        query = _processing_time_query(
+            spark, kafka_cluster, topic, group, str(tmp_path / "ckpt"), sink,
+            minOffsetsPerTrigger="20", maxOffsetsPerTrigger="100",
+        )
+    finally:
+        spark.conf.unset(NO_DATA_PROGRESS_INTERVAL)
     try:
         wait_for(lambda: _group_assigned(kafka_cluster, group), TIMEOUT_S, "the group's assignment")
         few = produce(bootstrap, topic, 2, "few", 5)
