@@ -105,10 +105,6 @@ _OAUTHBEARER_PREFIX: Final = "sasl.oauthbearer."
 #: Java keys kgroup cannot honour and that change what the client does: key -> why, and what to
 #: do instead (``ConfigError``)
 REJECTED: Final[dict[str, str]] = {
-    "group.remote.assignor": (
-        "cannot be set when group.protocol=classic (Java: ConsumerConfig.checkGroupRemoteAssignor); "
-        "kgroup runs the classic protocol only"
-    ),
     "ssl.engine.factory.class": "a Java SSL engine cannot run here; pass ssl_context instead",
     "ssl.keystore.key": "inline PEM is not supported: put the key and its certificate chain in a file (ssl_certfile)",
     "ssl.keystore.certificate.chain": "inline PEM is not supported: put the chain and key in a file (ssl_certfile)",
@@ -266,14 +262,10 @@ def translate(properties: Mapping[str, Any], known_fields: set[str]) -> Translat
 
     protocol = text("group.protocol", "classic").strip().lower()
     handled.add("group.protocol")
-    if protocol == "consumer":
-        raise ConfigError(
-            "group.protocol",
-            "'consumer' (the consumer group protocol of KIP-848) is not supported yet: kgroup implements "
-            "the classic group protocol; remove group.protocol or set it to classic",
-        )
-    if protocol != "classic":
+    if protocol not in ("classic", "consumer"):
         raise ConfigError("group.protocol", f"must be classic or consumer (Java's values), got {protocol!r}")
+    if "group.protocol" in props:
+        result.fields["group_protocol"] = protocol
 
     handled.add("ssl.endpoint.identification.algorithm")
     if "ssl.endpoint.identification.algorithm" in props:
@@ -308,8 +300,6 @@ def translate(properties: Mapping[str, Any], known_fields: set[str]) -> Translat
         if key in handled:
             continue
         if key in REJECTED:
-            if key == "group.remote.assignor" and not text(key).strip():
-                continue
             raise ConfigError(key, REJECTED[key])
         if key in IGNORED or key.startswith(_OAUTHBEARER_PREFIX):
             harmless, instead = IGNORED.get(key, (frozenset(), "pass sasl_oauth_token_provider instead"))

@@ -51,6 +51,7 @@ __all__ = [
     "ConsumerConfig",
     "ConsumerConfigArgs",
     "GroupMembershipOperation",
+    "check_group_protocol_settings",
     "resolve_bootstrap_servers",
     "select_protocol",
     "suggest",
@@ -60,6 +61,14 @@ log = logging.getLogger(__name__)
 
 _INSTANCE_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 _OFFSET_RESET = ("earliest", "latest", "none")
+_GROUP_PROTOCOLS = ("classic", "consumer")
+#: settings the broker owns under ``group_protocol="consumer"`` -> Java's name, in the order of
+#: Java's ``ConsumerConfig.CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`` (set explicitly: ``ConfigError``)
+_CONSUMER_PROTOCOL_UNSUPPORTED = {
+    "assignors": "partition.assignment.strategy",
+    "heartbeat_interval_ms": "heartbeat.interval.ms",
+    "session_timeout_ms": "session.timeout.ms",
+}
 _SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: the mechanisms kafka-python's client implements and kgroup passes settings for
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
@@ -262,6 +271,61 @@ def select_protocol(assignors: tuple[Assignor, ...]) -> RebalanceProtocol:
     return max(common)
 
 
+def _group_protocol(value: Any) -> Any:
+    """Java's ``group.protocol`` is case-insensitive (``CLASSIC``, ``consumer``, ...)."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _blank_to_none(value: Any) -> Any:
+    """Java treats a blank string setting as not set (``Utils.isBlank``)."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def _is_set(value: Any) -> bool:
+    """Whether a keyword counts as explicitly set (Java: ``originals()`` has it, not null, not blank)."""
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
+def check_group_protocol_settings(config: Mapping[str, Any]) -> None:
+    """Reject the settings a group protocol does not use, as Java's ``ConsumerConfig`` does.
+
+    ``config`` is the keywords as given (explicitly set ones only: a default is never an
+    error). Java 4.x's ``ConsumerConfig.checkUnsupportedConfigsPostProcess``:
+
+    * ``group_protocol="consumer"``: ``assignors`` (``partition.assignment.strategy``),
+      ``heartbeat_interval_ms`` (``heartbeat.interval.ms``) and ``session_timeout_ms``
+      (``session.timeout.ms``) set explicitly, even to their default, are rejected: the broker
+      owns them (KIP-848: ``group.consumer.assignors``, ``group.consumer.heartbeat.interval.ms``,
+      ``group.consumer.session.timeout.ms``).
+    * ``group_protocol="classic"``: ``group_remote_assignor`` set is rejected.
+
+    A value that is ``None`` or a blank string counts as not set, as in Java. docs/kip848.md,
+    "Configuration", has the table.
+
+    Raises:
+        ConfigError: naming the first offending setting; the message lists all of them with
+            Java's names.
+
+    """
+    protocol = _group_protocol(config.get("group_protocol", "classic"))
+    if protocol not in _GROUP_PROTOCOLS:
+        raise ConfigError("group_protocol", f"must be one of {_GROUP_PROTOCOLS} (any case), got {protocol!r}")
+    if protocol == "consumer":
+        invalid = [name for name in _CONSUMER_PROTOCOL_UNSUPPORTED if _is_set(config.get(name))]
+        java = [_CONSUMER_PROTOCOL_UNSUPPORTED[name] for name in invalid]
+        owner = "the broker's group.consumer.* configs decide them (KIP-848)"
+    else:
+        invalid = ["group_remote_assignor"] if _is_set(config.get("group_remote_assignor")) else []
+        java = ["group.remote.assignor"]
+        owner = "only the consumer protocol has a server-side assignor"
+    if invalid:
+        raise ConfigError(
+            invalid[0],
+            f"{', '.join(invalid)} cannot be set when group_protocol={protocol!r}; {owner} "
+            f"(Java: {', '.join(java)} cannot be set when group.protocol={protocol.upper()})",
+        )
+
+
 def _optional_str(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not isinstance(value, str):
         raise ConfigError(attribute.name, f"must be a string or None, got {type(value).__name__}")
@@ -306,6 +370,16 @@ class ConsumerConfig:
         client_rack: the rack (availability zone) this consumer runs in, or None (Java
             ``client.rack``, default ""). Sent in the Subscription (v3, KIP-881) so that the
             range and sticky assignors prefer partitions with a replica in the same rack.
+        group_protocol: "classic" (the JoinGroup/SyncGroup protocol; Java's default) or
+            "consumer" (KIP-848: ConsumerGroupHeartbeat, the broker assigns; Apache Kafka 4.0+).
+            Java ``group.protocol``, any case. Under "consumer", ``session_timeout_ms``,
+            ``heartbeat_interval_ms`` and ``assignors`` set explicitly raise ``ConfigError``
+            (Java's ``ConsumerConfig`` rejects them: the broker owns them); under "classic",
+            ``group_remote_assignor`` does. Table: docs/kip848.md, "Configuration".
+        group_remote_assignor: the broker-side assignor the member asks for under "consumer"
+            ("uniform" or "range" on Apache Kafka; an unknown name fails at the broker with
+            UNSUPPORTED_ASSIGNOR, a ``FatalGroupError``), or None for the broker's default
+            (Java ``group.remote.assignor``, default null; a blank string is None).
 
     Offsets:
         enable_auto_commit (True), auto_commit_interval_ms (5000),
@@ -349,6 +423,12 @@ class ConsumerConfig:
         default=("range", "cooperative-sticky"), converter=_resolve_assignors
     )
     client_rack: str | None = attrs.field(default=None, converter=_client_rack, validator=_rack)
+    group_protocol: str = attrs.field(
+        default="classic", converter=_group_protocol, validator=_one_of(_GROUP_PROTOCOLS)
+    )
+    group_remote_assignor: str | None = attrs.field(
+        default=None, converter=_blank_to_none, validator=_optional_str
+    )
     enable_auto_commit: bool = attrs.field(default=True, validator=_bool)
     auto_commit_interval_ms: int = attrs.field(default=5000, validator=_positive)
     auto_offset_reset: str = attrs.field(default="latest", validator=_one_of(_OFFSET_RESET))
@@ -395,6 +475,7 @@ class ConsumerConfig:
         for key in ("bootstrap_servers", "group_id"):
             if key not in config:
                 raise ConfigError(key, "is required")
+        check_group_protocol_settings(config)
         self.__attrs_init__(**config)
 
     def __attrs_post_init__(self) -> None:
@@ -485,7 +566,9 @@ class ConsumerConfig:
 
         * ``partition.assignment.strategy`` takes Java's class names
           (``org.apache.kafka.clients.consumer.CooperativeStickyAssignor``, ...) or kgroup's;
-        * ``group.protocol=classic`` is accepted; ``consumer`` (KIP-848) raises ``ConfigError``;
+        * ``group.protocol`` (``classic`` or ``consumer``, any case) and ``group.remote.assignor``
+          are ``group_protocol`` and ``group_remote_assignor``, with Java's rules
+          (:func:`check_group_protocol_settings`);
         * Java's SSL and SASL keys are translated where kafka-python can do the same
           (``ssl.truststore.location`` with ``ssl.truststore.type=PEM`` -> ``ssl_cafile``,
           ``sasl.jaas.config`` of PlainLoginModule/ScramLoginModule -> username and password,
@@ -554,6 +637,8 @@ class _ConfigOptions(TypedDict, total=False):
     rebalance_timeout_ms: int | None
     assignors: str | Assignor | Sequence[str | Assignor]
     client_rack: str | None
+    group_protocol: Literal["classic", "consumer"]
+    group_remote_assignor: str | None
     enable_auto_commit: bool
     auto_commit_interval_ms: int
     auto_offset_reset: Literal["earliest", "latest", "none"]

@@ -103,12 +103,9 @@ def test_custom_java_assignor_class_is_a_config_error():
     assert info.value.field == "partition.assignment.strategy"
 
 
-def test_group_protocol_consumer_says_kip_848_is_not_supported():
-    with pytest.raises(ConfigError, match=r"KIP-848.*not supported yet.*classic") as info:
-        ConsumerConfig.from_properties({**BASE, "group.protocol": "consumer"})
-    assert info.value.field == "group.protocol"
-    # Java's values are case-insensitive
-    assert ConsumerConfig.from_properties({**BASE, "group.protocol": "CLASSIC"}).group_id == "g"
+def test_group_protocol_is_javas_any_case():
+    assert ConsumerConfig.from_properties({**BASE, "group.protocol": "consumer"}).group_protocol == "consumer"
+    assert ConsumerConfig.from_properties({**BASE, "group.protocol": "CLASSIC"}).group_protocol == "classic"
     with pytest.raises(ConfigError, match=r"group\.remote\.assignor cannot be set|cannot be set when"):
         ConsumerConfig.from_properties({**BASE, "group.remote.assignor": "uniform"})
 
