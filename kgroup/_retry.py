@@ -20,12 +20,14 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
-import tenacity
 
 from kgroup._clock import Clock
+
+if TYPE_CHECKING:
+    import tenacity
 
 __all__ = ["Deadline", "retry_until"]
 
@@ -83,6 +85,8 @@ def retry_until(
         any other exception of ``attempt`` or ``sleep`` at once.
 
     """
+    import tenacity  # on first use: ~10 ms that ``from kgroup import Consumer`` does not need
+
     waits: dict[int, float] = {}
 
     def wait_s(state: tenacity.RetryCallState) -> float:

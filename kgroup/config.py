@@ -22,16 +22,13 @@ client-side-only keys (ignored, with a warning when they ask for something kgrou
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import re
 import socket
-import ssl
 import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import attrs
@@ -41,6 +38,8 @@ from kgroup.errors import ConfigError
 from kgroup.types import RebalanceProtocol
 
 if TYPE_CHECKING:
+    import ssl  # imported where used (~5 ms, not needed by a config without ssl_context)
+
     if sys.version_info >= (3, 11):
         from typing import Required, Unpack
     else:
@@ -85,6 +84,8 @@ GroupMembershipOperation = Literal["default", "remain", "leave"]
 
 def suggest(key: str, known: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest of ``known`` to a misspelled ``key``, or ``""``."""
+    import difflib
+
     match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
     return f"; did you mean {match[0]!r}?" if match else ""
 
@@ -344,7 +345,11 @@ def _optional_secret(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> 
 
 
 def _ssl_context(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not isinstance(value, ssl.SSLContext):
+    if value is None:
+        return
+    import ssl
+
+    if not isinstance(value, ssl.SSLContext):
         raise ConfigError(attribute.name, f"must be an ssl.SSLContext or None, got {type(value).__name__}")
 
 
@@ -585,6 +590,8 @@ class ConsumerConfig:
                 honour, naming the key.
 
         """
+        from pathlib import Path
+
         from kgroup._java_properties import parse_properties, translate
 
         if isinstance(source, (str, os.PathLike)):

@@ -36,15 +36,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol
 from typing_extensions import TypeVar
 
 from kgroup._clock import Clock, MonotonicClock
-from kgroup._driver.commits import OffsetsClient, Retriable
-from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
-from kgroup._driver.partitions import PartitionState
-from kgroup._driver.standalone import StandaloneGroup
-
-# imported with kgroup, not at the first subscribe(): kafka-python and the C record decoder
-# take ~0.2 s to import, which a joining member would otherwise add to its JoinGroup
-from kgroup._io.kafka_python import KafkaPythonTransport
 from kgroup._io.transport import OffsetFetchResult, Transport
 from kgroup._retry import Deadline
 from kgroup.config import ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
@@ -70,7 +62,6 @@ from kgroup.listener import RebalanceListener
 from kgroup.membership import events as ev
 from kgroup.membership.backoff import exponential_backoff
 from kgroup.membership.commands import RebalanceStep
-from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
 from kgroup.types import (
@@ -86,7 +77,14 @@ from kgroup.types import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    # imported where first used (subscribe(), assign(), a look-up), not with ``import kgroup``:
+    # kafka-python, aiokafka's C decoder, the group thread and its machine (benchmarks/startup.py)
+    from kgroup._driver.commits import OffsetsClient
+    from kgroup._driver.group_thread import GroupThread
+    from kgroup._driver.partitions import PartitionState
+    from kgroup._io.kafka_python import KafkaPythonTransport
     from kgroup.config import ConsumerArgs
+    from kgroup.membership.machine import MemberSnapshot
 
 __all__ = ["Consumer"]
 
@@ -266,6 +264,10 @@ class Consumer(Generic[K, V]):
         if self._group is not None:
             return
         transport = self._ensure_transport()
+        # imported after the network client started bootstrapping: the import overlaps it
+        from kgroup._driver.commits import OffsetsClient
+        from kgroup._driver.group_thread import GroupThread
+
         self._group = GroupThread(self._config, transport, self._mailbox, self._clock, self._rng, self._metrics)
         self._offsets = OffsetsClient(
             self._config, transport, self._group, self._mailbox, self._clock, self._rng, self._metrics
@@ -753,6 +755,8 @@ class Consumer(Generic[K, V]):
             self._group.post(ev.CoordinatorDead(f"OffsetFetch failed: {exc}"))
             return
         result = lookup.future.result()
+        from kgroup._driver.commits import Retriable  # loaded with the OffsetsClient that sent it
+
         try:
             self._offsets._raise_first(
                 Api.OFFSET_FETCH, [result.error_code] + [c.error_code for c in result.partitions.values()], None
@@ -1157,12 +1161,16 @@ class Consumer(Generic[K, V]):
         if self._transport_arg is not None:
             transport: Transport = self._transport_arg
         else:
+            from kgroup._io.kafka_python import KafkaPythonTransport  # kafka-python: ~0.1-0.2 s, once
+
             kp = KafkaPythonTransport(self._config)
             kp.start_async()  # as Java: no call waits for the cluster unless it has a timeout
             self._bootstrapping = kp
             transport = kp
         self._transport = transport
         if self._parts is None:
+            from kgroup._driver.partitions import PartitionState
+
             self._parts = PartitionState(transport.fetcher(), self._config.group_id)
         return transport
 
@@ -1203,6 +1211,9 @@ class Consumer(Generic[K, V]):
             return
         transport = self._ensure_transport()
         if self._group is None:
+            from kgroup._driver.commits import OffsetsClient
+            from kgroup._driver.standalone import StandaloneGroup
+
             standalone = StandaloneGroup(self._config, transport, self._clock)
             self._group = standalone  # type: ignore[assignment]  # it stands for the group thread
             self._offsets = OffsetsClient(

@@ -21,7 +21,6 @@ Prometheus' text format through ``kgroup.prometheus``). ``Consumer.close()`` sto
 
 from __future__ import annotations
 
-import http.server
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
@@ -67,6 +66,8 @@ class HealthServer:
     """A running probe endpoint: ``port``, ``url`` and ``close()`` (idempotent)."""
 
     def __init__(self, consumer: Consumer[Any, Any], host: str, port: int) -> None:
+        import http.server  # on first use: ``import kgroup`` does not load the HTTP server
+
         self._consumer = consumer
         owner = self
 

@@ -1,12 +1,18 @@
 """The I/O side of kgroup: kafka-python's network client behind the ``Transport`` seam.
 
-Importing this package imports kafka-python once, quietly: kafka-python 3.0 loads its message
-schemas at import time with ``importlib.resources.read_text``/``open_text``, which Python 3.11
-and 3.12 deprecate, so a plain ``import kafka`` fails under ``python -W error`` and in any
-pytest run configured with ``filterwarnings = error``. The import below ignores exactly that
+Importing this package imports nothing heavy: the ports (:mod:`kgroup._io.transport`) are
+kgroup's own types, so the consumer's machinery names them without loading kafka-python.
+``from kgroup import Consumer`` stays cheap; the adapter (:mod:`kgroup._io.kafka_python`, with
+kafka-python and aiokafka's C record decoder) is imported by the consumer's first
+``subscribe()``, ``assign()`` or offset look-up, which needs the network client anyway.
+
+kafka-python is imported once, quietly, through :mod:`kgroup._io.quiet_kafka`, which every
+module here that imports ``kafka`` imports first: kafka-python 3.0 loads its message schemas at
+import time with ``importlib.resources.read_text``/``open_text``, which Python 3.11 and 3.12
+deprecate, so a plain ``import kafka`` fails under ``python -W error`` and in any pytest run
+configured with ``filterwarnings = error``. :func:`import_kafka_python` ignores exactly that
 warning, for the duration of the import only (the filters are restored afterwards; whatever the
-application configured still applies to everything else). Every module of kgroup that imports
-kafka-python goes through this package first.
+application configured still applies to everything else).
 """
 
 from __future__ import annotations
@@ -31,6 +37,3 @@ def import_kafka_python() -> ModuleType:
 
     module: ModuleType = kafka  # kafka-python ships no type information
     return module
-
-
-import_kafka_python()

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
+
+# isort: split
 from kafka.protocol.api_message import ApiMessage
 
 from kgroup.membership import consumer_group_api as api

@@ -25,6 +25,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
+
+# isort: split
 import kafka.errors as KErrors
 from kafka import KafkaAdminClient
 from kafka.net.compat import KafkaNetClient

@@ -18,6 +18,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
+
+# isort: split
 # importing these modules defines (and registers) every request/response class kafka-python has
 import kafka.protocol.admin
 import kafka.protocol.consumer

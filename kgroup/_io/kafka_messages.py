@@ -45,6 +45,9 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
+
+# isort: split
 import attrs
 from kafka.protocol import admin as kafka_admin
 from kafka.protocol import consumer as kafka_consumer

@@ -3,9 +3,28 @@
 ``GroupMachine`` takes events and ``now`` and returns commands; it does no IO, reads no
 clock and starts no thread (h11's sans-IO shape). It is the semi-public low-level API:
 ``kgroup.Consumer`` drives it from one group thread.
+
+The names are imported on first use (PEP 562): importing a submodule (``events``,
+``commands``, ``states``) does not load the machine.
 """
 
-from kgroup.membership.machine import GroupMachine
-from kgroup.membership.states import MemberState
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kgroup.membership.machine import GroupMachine
+    from kgroup.membership.states import MemberState
 
 __all__ = ["GroupMachine", "MemberState"]
+
+_MODULE_OF = {"GroupMachine": "kgroup.membership.machine", "MemberState": "kgroup.membership.states"}
+
+if not TYPE_CHECKING:  # type checkers see the imports above
+
+    def __getattr__(name: str) -> Any:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
