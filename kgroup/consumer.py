@@ -331,6 +331,9 @@ class Consumer(Generic[K, V]):
             raise IllegalStateError("subscribe() takes either topics or a pattern")
         compiled: re.Pattern[str] | None = None
         wanted: frozenset[str] = frozenset()
+        if pattern is not None and self._config.group_protocol == "consumer":
+            self._subscribe_regex(pattern, listener)
+            return
         if pattern is not None:
             try:
                 compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
@@ -360,6 +363,32 @@ class Consumer(Generic[K, V]):
             self._group.post(ev.Subscribe(wanted))
         else:
             self._maybe_match_pattern()  # the lookup goes out now; poll() applies its answer
+
+    def _subscribe_regex(self, pattern: re.Pattern[str] | str, listener: RebalanceListener | None) -> None:
+        """``subscribe(pattern=...)`` under the consumer protocol: the broker matches (KIP-848).
+
+        The pattern goes in the heartbeat's ``SubscribedTopicRegex`` (Java's
+        ``subscribe(SubscriptionPattern)``), in RE2J syntax, not Python's ``re``: the broker
+        compiles and matches it (whole topic names) and answers INVALID_REGULAR_EXPRESSION,
+        a ``FatalGroupError``, for one it cannot compile. docs/kip848.md, "Patterns", has what
+        differs from Python's ``re``.
+        """
+        text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+        if not isinstance(text, str) or not text:
+            raise IllegalStateError(f"subscribe(): pattern must be a non-empty str or re.Pattern, got {pattern!r}")
+        if listener is not None:
+            if not isinstance(listener, RebalanceListener):
+                raise IllegalStateError("listener must be a kgroup.RebalanceListener instance")
+            self._listener = listener
+        self._ensure_started()
+        assert self._group is not None
+        if self._subscribed_at is None:
+            self._subscribed_at = self._clock.monotonic()
+        self._pattern = None
+        self._pattern_lookup = None
+        from kgroup.membership.consumer_group import Subscribe  # the consumer protocol's own event
+
+        self._group.post(Subscribe(frozenset(), pattern=text))
 
     def _maybe_match_pattern(self) -> None:
         """Pattern subscription: list the topics when due, and follow the match (poll thread)."""
@@ -713,6 +742,10 @@ class Consumer(Generic[K, V]):
         if snap is None:
             return False
         current = snap.generation
+        if self._config.group_protocol == "consumer":
+            # the member epoch moves on with every assignment the broker makes (KIP-848): the
+            # member still holds its partitions while it keeps its member id and an epoch
+            return current.is_valid() and current.member_id == step.generation.member_id
         return (
             current.is_valid()
             and current.generation_id == step.generation.generation_id

@@ -2,7 +2,8 @@
 
 Rules (docs/protocol.md):
 
-1. ``GroupMachine`` is touched only here. Other threads talk to it by ``post(event)`` into a
+1. The machine (``GroupMachine``, or ``ConsumerGroupMember`` with ``group_protocol="consumer"``,
+   both a ``kgroup.membership.member.Member``) is touched only here. Other threads talk to it by ``post(event)`` into a
    ``queue.SimpleQueue``; it talks back through the ``Mailbox`` (steps, errors) and a published
    ``MemberSnapshot`` (rebinding one attribute: atomic).
 2. Responses arrive from kafka-python's IO thread as events in the same inbox.
@@ -19,17 +20,19 @@ import queue
 import random
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 import attrs
 
 from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
-from kgroup._io.transport import Transport
+from kgroup._io.transport import ConsumerGroupTransport, Transport
 from kgroup.assignors.base import Assignor, MemberSubscription
 from kgroup.assignors.validate import validate_plan, validation_protocol
 from kgroup.config import ConsumerConfig
 from kgroup.errors import AssignmentError, GroupThreadCrashed, KGroupError
+from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
     Command,
@@ -45,6 +48,7 @@ from kgroup.membership.commands import (
     WatchGroupTopics,
 )
 from kgroup.membership.machine import GroupMachine, MemberSnapshot
+from kgroup.membership.member import ConsumerGroupMember, Member
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
 from kgroup.protocol.consumer_protocol import Assignment, decode_assignment, encode_assignment
@@ -168,6 +172,13 @@ class _Described:
 
 
 @attrs.frozen
+class _TopicIds:
+    """Topic ids for the consumer protocol's assignment arrived (an inbox item of this thread only)."""
+
+    future: concurrent.futures.Future[dict[UUID, str]]
+
+
+@attrs.frozen
 class _Coverage:
     """The description and the topics' metadata, both in hand (this thread only)."""
 
@@ -181,7 +192,11 @@ _METRIC_APIS: dict[type, str] = {SendJoinGroup: "join", SendSyncGroup: "sync", S
 
 
 class GroupThread:
-    """Runs a ``GroupMachine`` on a daemon thread named ``kgroup-<group_id>``.
+    """Runs the membership machine on a daemon thread named ``kgroup-<group_id>``.
+
+    ``GroupMachine`` for ``group_protocol="classic"``; ``ConsumerGroupMember`` (KIP-848) for
+    ``"consumer"``, whose heartbeats go through the transport's ``consumer_group_heartbeat``
+    and whose topic-id lookups through ``topic_ids`` (``ConsumerGroupTransport``).
 
     Args:
         config: consumer configuration.
@@ -207,7 +222,10 @@ class GroupThread:
         self._transport = transport
         self._mailbox = mailbox
         self._clock = clock
-        self._machine = GroupMachine(config, rng=rng)
+        self._consumer_protocol = config.group_protocol == "consumer"
+        self._machine: Member = (
+            ConsumerGroupMember(config, rng=rng) if self._consumer_protocol else GroupMachine(config, rng=rng)
+        )
         self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=f"kgroup-{config.group_id}", daemon=True)
         self._snapshot: MemberSnapshot = self._machine.snapshot()
@@ -307,11 +325,14 @@ class GroupThread:
                 self._on_described(item)
             elif isinstance(item, _Coverage):
                 self._on_coverage(item)
+            elif isinstance(item, _TopicIds):
+                if item.future.exception() is None:  # else the machine asks again after a backoff
+                    commands += machine.handle(cg.MetadataUpdated(item.future.result()), self._clock.monotonic())
             elif item is _STALE:
                 self._metadata.invalidate()
             elif item is not None:
                 self._record_response(item)
-                commands += machine.handle(item, self._clock.monotonic())  # type: ignore[arg-type]
+                commands += machine.handle(item, self._clock.monotonic())
             if machine.state is not MemberState.FATAL:
                 commands += machine.tick(self._clock.monotonic())
             self._execute(commands)  # a Fail among them tells the poll thread
@@ -359,15 +380,23 @@ class GroupThread:
             elif isinstance(command, (Notify, Fail)):
                 self._publish()
                 self._mailbox.post(command.error)
+            elif isinstance(command, cg.SendConsumerGroupHeartbeat):
+                self.metrics.request_sent("heartbeat", command.request_id)
+                future = cast(ConsumerGroupTransport, self._transport).consumer_group_heartbeat(command)
+                future.add_done_callback(self._on_response)
+            elif isinstance(command, cg.RequestMetadata):
+                ids = cast(ConsumerGroupTransport, self._transport).topic_ids(self._config.request_timeout_ms)
+                ids.add_done_callback(lambda f: self.post(_TopicIds(f)))
         self._publish()
 
     def _record_response(self, item: object) -> None:
-        if isinstance(item, (ev.JoinGroupResponded, ev.SyncGroupResponded, ev.HeartbeatResponded)):
+        if isinstance(item, (ev.JoinGroupResponded, ev.SyncGroupResponded, ev.HeartbeatResponded,
+                             cg.HeartbeatResponded)):
             self.metrics.response(item.request_id, item.error_code)
-        elif isinstance(item, ev.RequestFailed):
+        elif isinstance(item, (ev.RequestFailed, cg.RequestFailed)):
             self.metrics.response(item.request_id, None)
 
-    def _on_response(self, future: concurrent.futures.Future[ev.Event]) -> None:
+    def _on_response(self, future: concurrent.futures.Future[Any]) -> None:
         # runs on kafka-python's IO thread: only hand the event over
         self._inbox.put(future.result())
 
@@ -404,8 +433,8 @@ class GroupThread:
         different topics is not rebalanced when nothing changed.
         """
         snapshot = self._snapshot
-        if snapshot.state is not MemberState.STABLE or not snapshot.subscription:
-            return
+        if snapshot.state is not MemberState.STABLE or not snapshot.subscription or self._consumer_protocol:
+            return  # under the consumer protocol the broker watches the metadata
         topics = self._group_topics()
         if not self._metadata.due(topics):
             return

@@ -27,6 +27,7 @@ import concurrent.futures
 import importlib
 import logging
 import sys
+import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -55,6 +56,7 @@ from kgroup._io.transport import (
 )
 from kgroup.config import ConsumerConfig
 from kgroup.errors import FetchError, OffsetOutOfRangeError
+from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
 from kgroup.protocol import group_api
@@ -85,6 +87,8 @@ LIST_OFFSETS_MAX = 9
 LEAVE_GROUP_BATCH_MIN = 3
 #: the all-topics OffsetFetch: Tansu answers it malformed before v8 (docs/testing.md)
 OFFSET_FETCH_ALL_MIN = 8
+#: Metadata carries topic ids from v10 (KIP-516); the consumer protocol's assignments name topics by id
+TOPIC_IDS_MIN = 10
 
 _PASS_THROUGH = (
     "bootstrap_servers", "client_id", "request_timeout_ms", "retry_backoff_ms",
@@ -350,6 +354,58 @@ class KafkaPythonTransport:
         return self._bridge(
             request, self._manager.least_loaded_node, timeout_ms,
             lambda r: frozenset(t.name for t in r.topics if t.error_code == 0 and not getattr(t, "is_internal", False)),
+        )
+
+    # ------------------------------------------------------------------ the consumer group protocol (KIP-848)
+    def consumer_group_heartbeat(
+        self, command: cg.SendConsumerGroupHeartbeat
+    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
+        """ConsumerGroupHeartbeat (API 68) over the coordinator connection.
+
+        Through :mod:`kgroup._io.consumer_group_heartbeat`; the connection negotiates the
+        version (a pattern needs v1). Failures are ``RequestFailed`` events, never raised;
+        kafka-python's ``IncompatibleBrokerVersion`` (no version both sides serve) is
+        ``RequestFailed(unsupported_version=True)``.
+        """
+        from kgroup._io import consumer_group_heartbeat as wire
+
+        request = command.request()
+        request_id = command.request_id
+
+        def convert(message: Any) -> cg.HeartbeatResponded:
+            v = wire.response_value(message)
+            return cg.HeartbeatResponded(
+                request_id=request_id, error_code=v.error_code, error_message=v.error_message,
+                member_id=v.member_id, member_epoch=v.member_epoch, heartbeat_interval_ms=v.heartbeat_interval_ms,
+                assignment=v.assignment, throttle_time_ms=v.throttle_time_ms,
+            )
+
+        fut = self._bridge(
+            lambda: wire.request_message(request), self._coordinator_node(command.node_id), command.timeout_ms, convert
+        )
+        out: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
+
+        def done(f: concurrent.futures.Future[cg.HeartbeatResponded]) -> None:
+            exc = f.exception()
+            if exc is None:
+                out.set_result(f.result())
+            else:
+                out.set_result(cg.RequestFailed(
+                    request_id=request_id, reason=_describe(exc),
+                    unsupported_version=isinstance(exc, KErrors.IncompatibleBrokerVersion),
+                ))
+
+        fut.add_done_callback(done)
+        return out
+
+    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[uuid.UUID, str]]:
+        """Topic id -> name of every topic of the cluster (a Metadata request for all, v10+: topic ids)."""
+        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
+            topics=None, allow_auto_topic_creation=False, min_version=TOPIC_IDS_MIN
+        )
+        return self._bridge(
+            request, self._manager.least_loaded_node, timeout_ms,
+            lambda r: {t.topic_id: t.name for t in r.topics if t.error_code == 0 and t.topic_id is not None},
         )
 
     def list_offsets(

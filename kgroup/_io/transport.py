@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -35,8 +35,14 @@ from kgroup.protocol.group_api import (
 )
 from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from kgroup.membership import consumer_group as cg
+
 __all__ = [
     "CommittedOffset",
+    "ConsumerGroupTransport",
     "OffsetFetchResult",
     "PartitionInfo",
     "RecordFetcher",
@@ -257,4 +263,23 @@ class Transport(Protocol):
 
     def close(self) -> None:
         """Close connections and stop the network thread."""
+        ...
+
+
+class ConsumerGroupTransport(Protocol):
+    """What the consumer group protocol (KIP-848) needs beyond ``Transport`` (kafka-python's adapter has it)."""
+
+    def consumer_group_heartbeat(
+        self, command: cg.SendConsumerGroupHeartbeat
+    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
+        """ConsumerGroupHeartbeat (API 68) to the coordinator ``command.node_id``.
+
+        The future yields ``HeartbeatResponded``, or ``RequestFailed`` (never an exception):
+        ``unsupported_version=True`` when the broker does not serve the API at a version the
+        request can use.
+        """
+        ...
+
+    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[UUID, str]]:
+        """Topic id -> name of every topic in the cluster (Metadata v10+)."""
         ...

@@ -1,0 +1,238 @@
+"""``Consumer(group_protocol="consumer")`` (KIP-848) end to end, on Apache Kafka 4.4.
+
+Apache Kafka is the only broker here that serves ConsumerGroupHeartbeat (API key 68):
+``broker_kinds("apache-kafka")`` (skipped with one line when Java or the jars are missing:
+``python -m kgroup.testing.apache_kafka fetch``).
+
+1. Two members share a topic and consume every record, none twice while both are up and no
+   partition is ever owned by two members at once; a third joins and partitions move
+   incrementally (each old member revokes only what moves, the new one is assigned only that);
+   a member closes and its partitions go to the others; every record is consumed.
+2. A static member (``group_instance_id``) closes (epoch -2) and a new process with the same
+   instance id gets the same partitions back, at once, while the other member keeps its own.
+3. Commits carry the member epoch (OffsetCommit v9+): a commit inside ``on_partitions_revoked``
+   and the auto-commit on close land, and a new group member starts from them.
+4. ``subscribe(pattern=...)`` sends the pattern to the broker (RE2J), which assigns the matching
+   topics.
+
+Run with ``-s`` for the figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import kgroup
+from kgroup.testing import produce
+from kgroup.types import TopicPartition
+from tests.integration.harness import EventLog, RecordingListener, all_partitions, wait_until
+
+pytestmark = pytest.mark.broker_kinds("apache-kafka")
+
+DEADLINE_S = 60.0
+
+
+class Member:
+    """A ``group_protocol="consumer"`` consumer polling on its own thread until stopped."""
+
+    def __init__(self, name: str, bootstrap: str, group_id: str, log: EventLog, *,
+                 topics: list[str] | None = None, pattern: str | None = None, **config: Any) -> None:
+        self.name = name
+        settings: dict[str, Any] = {"auto_offset_reset": "earliest", "client_id": name, "group_protocol": "consumer"}
+        settings.update(config)
+        self.consumer: kgroup.Consumer[bytes, bytes] = kgroup.Consumer(
+            bootstrap_servers=bootstrap, group_id=group_id, **settings
+        )
+        self.listener = RecordingListener(name, log, lambda: self.consumer, commit_on_revoke=True)
+        self.topics, self.pattern = topics, pattern
+        self.records: list[kgroup.ConsumerRecord[bytes, bytes]] = []
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"member-{name}", daemon=True)
+
+    def start(self) -> Member:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            if self.pattern is not None:
+                self.consumer.subscribe(pattern=self.pattern, listener=self.listener)
+            else:
+                self.consumer.subscribe(self.topics, listener=self.listener)
+            while not self._stop.is_set():
+                self.records.extend(self.consumer.poll(200))
+        except BaseException as exc:
+            self.errors.append(exc)
+        finally:
+            try:
+                self.consumer.close()
+            except BaseException as exc:
+                self.errors.append(exc)
+            self._stopped.set()
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return self.consumer.assignment()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self._stop.set()
+        if not self._stopped.wait(timeout_s):
+            raise AssertionError(f"member {self.name} did not stop within {timeout_s} s")
+
+
+@pytest.fixture
+def members() -> Iterator[list[Member]]:
+    started: list[Member] = []
+    yield started
+    for member in started:
+        if not member._stopped.is_set():
+            member.stop()
+
+
+def start(members: list[Member], member: Member) -> Member:
+    members.append(member)
+    return member.start()
+
+
+def owners_never_overlap(log: EventLog) -> list[str]:
+    """Partitions held by two members at once, from the callbacks' times (assigned end .. revoked/lost start)."""
+    holds: dict[TopicPartition, list[tuple[float, float, str]]] = {}
+    events = sorted(log.events, key=lambda e: e.t_start)
+    open_since: dict[tuple[str, TopicPartition], float] = {}
+    for e in events:
+        for tp in e.partitions:
+            if e.kind == "assigned":
+                open_since[(e.member, tp)] = e.t_end
+            elif (e.member, tp) in open_since:
+                holds.setdefault(tp, []).append((open_since.pop((e.member, tp)), e.t_start, e.member))
+    for (member, tp), since in open_since.items():
+        holds.setdefault(tp, []).append((since, float("inf"), member))
+    overlaps = []
+    for tp, spans in holds.items():
+        for (s1, e1, m1), (s2, e2, m2) in itertools.combinations(sorted(spans), 2):
+            if m1 != m2 and s2 < e1 and s1 < e2:
+                overlaps.append(f"{tp}: {m1} until {e1:.3f}, {m2} from {s2:.3f}")
+    return overlaps
+
+
+def split_exactly(group: list[Member], expected: frozenset[TopicPartition]) -> bool:
+    owned = [m.assignment() for m in group]
+    return sum(len(o) for o in owned) == len(expected) and frozenset().union(*owned) == expected and all(owned)
+
+
+def consumed(group: list[Member]) -> set[tuple[int, int]]:
+    return {(r.partition, r.offset) for m in group for r in m.records}
+
+
+def timed(what: str, condition: Callable[[], bool], timeout_s: float = DEADLINE_S) -> float:
+    started = time.monotonic()
+    wait_until(condition, timeout_s, what)
+    elapsed = time.monotonic() - started
+    print(f"\n{what}: {elapsed * 1000:.0f} ms")
+    return elapsed
+
+
+def test_two_members_then_a_third_then_one_leaves(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
+) -> None:
+    topic = topic_factory(6)
+    group_id = group_id_factory()
+    produce(kafka_bootstrap, topic, [(p, None, f"a-{p}-{i}".encode()) for p in range(6) for i in range(50)])
+    expected = all_partitions(topic, 6)
+    log = EventLog()
+    a = start(members, Member("a", kafka_bootstrap, group_id, log, topics=[topic]))
+    b = start(members, Member("b", kafka_bootstrap, group_id, log, topics=[topic]))
+    timed("two members own the 6 partitions between them", lambda: split_exactly([a, b], expected))
+    timed("300 records consumed", lambda: len(consumed([a, b])) == 300)
+    offsets = [(r.partition, r.offset) for m in (a, b) for r in m.records]
+    assert len(offsets) == len(set(offsets)) == 300, "a record was handed out twice while both members were up"
+
+    before = {m.name: m.assignment() for m in (a, b)}
+    seen = len(log.events)
+    c = start(members, Member("c", kafka_bootstrap, group_id, log, topics=[topic]))
+    timed("a third member gets its share", lambda: split_exactly([a, b, c], expected)
+          and all(len(m.assignment()) == 2 for m in (a, b, c)))
+    # incremental: the old members revoked only what moved to c, and kept the rest throughout
+    moved = c.assignment()
+    print("\n".join(f"{e.member} {e.kind} {sorted(tp.partition for tp in e.partitions)} epoch {e.generation}"
+                    for e in log.events))
+    print({m.name: sorted(tp.partition for tp in m.assignment()) for m in (a, b, c)})
+    for m in (a, b):
+        revoked = frozenset().union(*(e.partitions for e in log.events[seen:] if e.kind == "revoked"
+                                      and e.member == m.name))
+        assert revoked <= moved, f"{m.name} revoked {sorted(revoked - moved)} that did not move"
+        assert before[m.name] - revoked == m.assignment(), f"{m.name} lost partitions it kept"
+        assert not log.of("lost", m.name)
+    assert frozenset().union(*(e.partitions for e in log.of("assigned", "c"))) == moved
+    assert all(not m.errors for m in (a, b, c)), [m.errors for m in (a, b, c)]
+
+    produce(kafka_bootstrap, topic, [(p, None, f"b-{p}-{i}".encode()) for p in range(6) for i in range(50)])
+    c.stop()  # close: the leave heartbeat (epoch -1) gives its partitions back at once
+    timed("after c closed, a and b own everything again", lambda: split_exactly([a, b], expected))
+    timed("all 600 records consumed", lambda: len(consumed([a, b, c])) == 600)
+    assert owners_never_overlap(log) == []
+    assert all(not m.errors for m in (a, b, c)), [m.errors for m in (a, b, c)]
+
+
+def test_a_static_member_gets_its_partitions_back_after_a_restart(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
+) -> None:
+    topic = topic_factory(4)
+    group_id = group_id_factory()
+    expected = all_partitions(topic, 4)
+    log = EventLog()
+    s1 = start(members, Member("s1", kafka_bootstrap, group_id, log, topics=[topic], group_instance_id="s1"))
+    s2 = start(members, Member("s2", kafka_bootstrap, group_id, log, topics=[topic], group_instance_id="s2"))
+    timed("two static members split the topic", lambda: split_exactly([s1, s2], expected))
+    first, other = s1.assignment(), s2.assignment()
+    seen = len(log.events)
+    s1.stop()  # static: epoch -2, the broker keeps its assignment for the session timeout
+    again = start(members, Member("s1-again", kafka_bootstrap, group_id, log, topics=[topic], group_instance_id="s1"))
+    timed("the restarted static member owns its partitions again", lambda: again.assignment() == first)
+    assert s2.assignment() == other
+    disturbed = [e for e in log.events[seen:] if e.member == "s2" and e.kind in ("revoked", "lost")]
+    assert disturbed == [], "the other member was disturbed"
+    assert not again.errors and not s2.errors, (again.errors, s2.errors)
+
+
+def test_commits_carry_the_member_epoch_and_a_new_member_resumes_from_them(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
+) -> None:
+    topic = topic_factory(2)
+    group_id = group_id_factory()
+    produce(kafka_bootstrap, topic, [(p, None, f"{p}-{i}".encode()) for p in range(2) for i in range(20)])
+    log = EventLog()
+    a = start(members, Member("a", kafka_bootstrap, group_id, log, topics=[topic]))
+    timed("40 records consumed", lambda: len(a.records) == 40)
+    tp = TopicPartition(topic, 0)
+    a.consumer.commit()  # from this thread while a polls: the member id and epoch of now
+    assert a.consumer.group_metadata().generation_id > 0
+    a.stop()  # the auto-commit on close, then the leave
+    produce(kafka_bootstrap, topic, [(0, None, b"late")])
+    b = start(members, Member("b", kafka_bootstrap, group_id, log, topics=[topic]))
+    timed("the next member starts from the committed offsets", lambda: len(b.records) == 1)
+    assert (b.records[0].partition, b.records[0].offset, b.records[0].value) == (0, 20, b"late")
+    assert b.consumer.committed([tp])[tp] is not None
+
+
+def test_a_pattern_subscription_is_matched_by_the_broker(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
+) -> None:
+    first = topic_factory(2, prefix="kip848pat")
+    second = topic_factory(1, prefix="kip848pat")
+    topic_factory(1, prefix="other")
+    group_id = group_id_factory()
+    prefix = first.split("-")[0]
+    log = EventLog()
+    a = start(members, Member("a", kafka_bootstrap, group_id, log, pattern=rf"{prefix}-.*"))
+    wanted = all_partitions(first, 2) | all_partitions(second, 1)
+    timed("the broker assigns every topic the RE2J pattern matches", lambda: wanted <= a.assignment())
+    assert all(tp.topic.startswith(prefix) for tp in a.assignment()), a.assignment()
+    assert not a.errors, a.errors
