@@ -150,6 +150,9 @@ FENCED_STATE_EPOCH: Final = 124
 INVALID_VOTER_KEY: Final = 125
 DUPLICATE_VOTER: Final = 126
 VOTER_NOT_FOUND: Final = 127
+#: Kafka 4.0 (KIP-848): a ConsumerGroupHeartbeat's ``SubscribedTopicRegex`` the broker cannot compile
+#: (RE2J); newer than kafka-python 3.0.12's table
+INVALID_REGULAR_EXPRESSION: Final = 128
 
 
 def _by_code() -> dict[int, str]:

@@ -49,6 +49,7 @@ from kgroup._error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
+    FENCED_MEMBER_EPOCH,
     GROUP_AUTHORIZATION_FAILED,
     GROUP_ID_NOT_FOUND,
     GROUP_MAX_SIZE_REACHED,
@@ -64,6 +65,7 @@ from kgroup._error_codes import (
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
     REQUEST_TIMED_OUT,
+    STALE_MEMBER_EPOCH,
     TOPIC_AUTHORIZATION_FAILED,
     UNKNOWN_MEMBER_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -399,6 +401,11 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         REBALANCE_IN_PROGRESS: Disposition.REJOIN,
         ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
         UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
+        # the consumer protocol (KIP-848, OffsetCommit v9+): the epoch sent is older than the
+        # member's (retried with the current one while the member has one: Java
+        # CommitRequestManager.maybeRetryOnGroupError), or the member was fenced
+        STALE_MEMBER_EPOCH: Disposition.RESET_MEMBER,
+        FENCED_MEMBER_EPOCH: Disposition.RESET_MEMBER,
         OFFSET_METADATA_TOO_LARGE: Disposition.RAISE,
         INVALID_COMMIT_OFFSET_SIZE: Disposition.RAISE,
         TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,

@@ -173,6 +173,8 @@ class OffsetsClient:
         if disposition is Disposition.REJOIN:
             self._group.post(ev.RequestRejoin(f"{api.value} returned {error_name(code)}"))
             return broker_error(api, code, "the group is rebalancing; call poll() to complete it, then retry")
+        if self._config.group_protocol == "consumer" and disposition is Disposition.RESET_MEMBER:
+            return self._member_epoch_error(api, code, sent)
         if disposition in (Disposition.RESET_GENERATION, Disposition.RESET_MEMBER, Disposition.FATAL):
             snap = self._group.snapshot
             if sent is not None and sent != snap.generation:
@@ -201,6 +203,30 @@ class OffsetsClient:
                 "the partitions may now belong to another member. No offsets were written."
             )
         return broker_error(api, code, f"group_id={self._config.group_id!r}")
+
+    def _member_epoch_error(self, api: Api, code: int, sent: Generation | None) -> Exception:
+        """UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH under the consumer protocol (KIP-848).
+
+        STALE_MEMBER_EPOCH while the member has an epoch: the broker bumped the epoch (a new
+        assignment) before this member's heartbeat brought it. Retriable, as in Java's
+        ``CommitRequestManager`` (``maybeRetryOnGroupError``): a synchronous commit's loop
+        (``commit()``, the commit before a revocation, the one on close) sends again, within its
+        timeout, with the epoch the next heartbeat brings; an asynchronous commit is never
+        retried (rule 3) and fails with ``RetriableCommitFailedError``. UNKNOWN_MEMBER_ID,
+        FENCED_MEMBER_EPOCH, and STALE_MEMBER_EPOCH without an epoch (joining, fenced, left)
+        fail with ``CommitFailedError``: the partitions may belong to another member by now.
+        The heartbeat, not the commit, tells the member it was fenced.
+        """
+        snap = self._group.snapshot
+        name = error_name(code)
+        epoch = sent.generation_id if sent is not None else -1
+        if code == codes.STALE_MEMBER_EPOCH and snap.generation.is_valid():
+            return Retriable(f"{api.value} returned {name} for member epoch {epoch}: retrying with the member's "
+                             "next epoch", code)
+        return CommitFailedError(
+            f"{api.value} failed with {name}: the member is no longer in the group with member epoch {epoch}; "
+            "the partitions may now belong to another member. No offsets were written."
+        )
 
     # ------------------------------------------------------------------ retry loop
     def _retrying(self, api: Api, fn: Callable[[float], T], timeout_ms: int) -> T:
