@@ -8,11 +8,14 @@ Apache Kafka is the only broker here that serves ConsumerGroupHeartbeat (API key
    partition is ever owned by two members at once; a third joins and partitions move
    incrementally (each old member revokes only what moves, the new one is assigned only that);
    a member closes and its partitions go to the others; every record is consumed.
-2. A static member (``group_instance_id``) closes (epoch -2) and a new process with the same
+2. The poll watchdog: a member that stops calling ``poll()`` for ``max_poll_interval_ms``
+   leaves; the other member gets its partitions; its next ``poll()`` runs
+   ``on_partitions_lost`` and it rejoins and gets its share back.
+3. A static member (``group_instance_id``) closes (epoch -2) and a new process with the same
    instance id gets the same partitions back, at once, while the other member keeps its own.
-3. Commits carry the member epoch (OffsetCommit v9+): a commit inside ``on_partitions_revoked``
+4. Commits carry the member epoch (OffsetCommit v9+): a commit inside ``on_partitions_revoked``
    and the auto-commit on close land, and a new group member starts from them.
-4. ``subscribe(pattern=...)`` sends the pattern to the broker (RE2J), which assigns the matching
+5. ``subscribe(pattern=...)`` sends the pattern to the broker (RE2J), which assigns the matching
    topics.
 
 Run with ``-s`` for the figures.
@@ -53,6 +56,8 @@ class Member:
         self.topics, self.pattern = topics, pattern
         self.records: list[kgroup.ConsumerRecord[bytes, bytes]] = []
         self.errors: list[BaseException] = []
+        #: set: the member stops calling poll() (slow processing), until cleared
+        self.stall = threading.Event()
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"member-{name}", daemon=True)
@@ -68,6 +73,9 @@ class Member:
             else:
                 self.consumer.subscribe(self.topics, listener=self.listener)
             while not self._stop.is_set():
+                if self.stall.is_set():
+                    self._stop.wait(0.05)  # the condition poll of a stalled member: not synchronisation
+                    continue
                 self.records.extend(self.consumer.poll(200))
         except BaseException as exc:
             self.errors.append(exc)
@@ -83,6 +91,7 @@ class Member:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         self._stop.set()
+        self.stall.clear()
         if not self._stopped.wait(timeout_s):
             raise AssertionError(f"member {self.name} did not stop within {timeout_s} s")
 
@@ -179,6 +188,28 @@ def test_two_members_then_a_third_then_one_leaves(
     timed("all 600 records consumed", lambda: len(consumed([a, b, c])) == 600)
     assert owners_never_overlap(log) == []
     assert all(not m.errors for m in (a, b, c)), [m.errors for m in (a, b, c)]
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
+) -> None:
+    topic = topic_factory(4)
+    group_id = group_id_factory()
+    expected = all_partitions(topic, 4)
+    log = EventLog()
+    a = start(members, Member("a", kafka_bootstrap, group_id, log, topics=[topic], max_poll_interval_ms=3000))
+    b = start(members, Member("b", kafka_bootstrap, group_id, log, topics=[topic]))
+    timed("two members split the topic", lambda: split_exactly([a, b], expected))
+    held = a.assignment()
+    a.stall.set()
+    timed("a stopped polling: after max_poll_interval_ms it left and b owns everything",
+          lambda: b.assignment() == expected)
+    assert not log.of("lost", "a"), "the callbacks run only in poll()"
+    a.stall.clear()
+    timed("a polls again: its partitions were lost, and it rejoined for a share",
+          lambda: bool(log.of("lost", "a")) and split_exactly([a, b], expected))
+    assert frozenset().union(*(e.partitions for e in log.of("lost", "a"))) == held
+    assert not a.errors and not b.errors, (a.errors, b.errors)
 
 
 def test_a_static_member_gets_its_partitions_back_after_a_restart(
