@@ -11,11 +11,13 @@ Apache Kafka is the only broker here that serves ConsumerGroupHeartbeat (API key
 2. The poll watchdog: a member that stops calling ``poll()`` for ``max_poll_interval_ms``
    leaves; the other member gets its partitions; its next ``poll()`` runs
    ``on_partitions_lost`` and it rejoins and gets its share back.
-3. A static member (``group_instance_id``) closes (epoch -2) and a new process with the same
+3. A member that does not finish a revocation within its rebalance timeout is fenced by the
+   broker: ``on_partitions_lost``, then it rejoins with the same member id.
+4. A static member (``group_instance_id``) closes (epoch -2) and a new process with the same
    instance id gets the same partitions back, at once, while the other member keeps its own.
-4. Commits carry the member epoch (OffsetCommit v9+): a commit inside ``on_partitions_revoked``
+5. Commits carry the member epoch (OffsetCommit v9+): a commit inside ``on_partitions_revoked``
    and the auto-commit on close land, and a new group member starts from them.
-5. ``subscribe(pattern=...)`` sends the pattern to the broker (RE2J), which assigns the matching
+6. ``subscribe(pattern=...)`` sends the pattern to the broker (RE2J), which assigns the matching
    topics.
 
 Run with ``-s`` for the figures.
@@ -45,14 +47,16 @@ class Member:
     """A ``group_protocol="consumer"`` consumer polling on its own thread until stopped."""
 
     def __init__(self, name: str, bootstrap: str, group_id: str, log: EventLog, *,
-                 topics: list[str] | None = None, pattern: str | None = None, **config: Any) -> None:
+                 topics: list[str] | None = None, pattern: str | None = None, commit_on_revoke: bool = True,
+                 revoke_delay_s: float = 0.0, **config: Any) -> None:
         self.name = name
         settings: dict[str, Any] = {"auto_offset_reset": "earliest", "client_id": name, "group_protocol": "consumer"}
         settings.update(config)
         self.consumer: kgroup.Consumer[bytes, bytes] = kgroup.Consumer(
             bootstrap_servers=bootstrap, group_id=group_id, **settings
         )
-        self.listener = RecordingListener(name, log, lambda: self.consumer, commit_on_revoke=True)
+        self.listener = RecordingListener(name, log, lambda: self.consumer, commit_on_revoke=commit_on_revoke,
+                                          revoke_delay_s=revoke_delay_s)
         self.topics, self.pattern = topics, pattern
         self.records: list[kgroup.ConsumerRecord[bytes, bytes]] = []
         self.errors: list[BaseException] = []
@@ -209,6 +213,31 @@ def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(
     timed("a polls again: its partitions were lost, and it rejoined for a share",
           lambda: bool(log.of("lost", "a")) and split_exactly([a, b], expected))
     assert frozenset().union(*(e.partitions for e in log.of("lost", "a"))) == held
+    assert not a.errors and not b.errors, (a.errors, b.errors)
+
+
+def test_a_member_fenced_for_a_slow_revocation_loses_its_partitions_and_rejoins(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
+) -> None:
+    """The broker fences a member that does not acknowledge a revocation within its rebalance timeout.
+
+    ``a`` sends a 2 s rebalance timeout and its ``on_partitions_revoked`` takes 4 s: when ``b``
+    joins, the coordinator fences ``a`` before it acknowledges; its next heartbeat learns it, the
+    partitions it still holds go to ``on_partitions_lost``, and it rejoins with epoch 0 (the same
+    member id) for a share.
+    """
+    topic = topic_factory(4)
+    group_id = group_id_factory()
+    expected = all_partitions(topic, 4)
+    log = EventLog()
+    a = start(members, Member("a", kafka_bootstrap, group_id, log, topics=[topic], commit_on_revoke=False,
+                              revoke_delay_s=4.0, rebalance_timeout_ms=2000))
+    timed("a owns the topic", lambda: a.assignment() == expected)
+    member_id = a.consumer.group_metadata().member_id
+    b = start(members, Member("b", kafka_bootstrap, group_id, log, topics=[topic]))
+    timed("a was fenced: on_partitions_lost ran", lambda: bool(log.of("lost", "a")))
+    timed("a rejoined and the two split the topic", lambda: split_exactly([a, b], expected))
+    assert a.consumer.group_metadata().member_id == member_id, "a fenced member rejoins with its member id"
     assert not a.errors and not b.errors, (a.errors, b.errors)
 
 
