@@ -365,7 +365,10 @@ class ConsumerConfig:
     Group membership (the Kafka documentation's consumer configs, KIP-62, KIP-345):
         group_id: the consumer group (required).
         group_instance_id: a static member's stable id (KIP-345), or None for a dynamic member.
-        session_timeout_ms: the coordinator evicts a member silent this long (45000).
+        session_timeout_ms: the coordinator evicts a member silent this long (45000); a member
+            holding partitions that had no successful heartbeat this long hands nothing out
+            until the coordinator confirms it (or counts them lost) (docs/protocol.md,
+            "Liveness: the session timer").
         heartbeat_interval_ms: time between heartbeats; must be < session_timeout_ms (3000).
         max_poll_interval_ms: longest allowed gap between ``poll()`` calls (300000).
         rebalance_timeout_ms: JoinGroup rebalance timeout; defaults to max_poll_interval_ms.

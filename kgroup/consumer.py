@@ -506,7 +506,8 @@ class Consumer(Generic[K, V]):
             self._update_positions(deadline)
             remaining_ms = max(0, math.ceil((deadline - self._clock.monotonic()) * 1000))
             records: list[ConsumerRecord] = []
-            if parts.fetchable():
+            on_hold = self._hand_out_on_hold()
+            if parts.fetchable() and not on_hold:
                 records = parts.fetcher.fetch(
                     self._config.max_poll_records, min(remaining_ms, self._runtime.fetch_slice_ms)
                 )
@@ -514,6 +515,9 @@ class Consumer(Generic[K, V]):
             self._check_missing_topics()
             try:
                 records = self._drain_mailbox(records)
+                if records and self._hand_out_on_hold():
+                    # the member may have been removed meanwhile: the positions go back
+                    records = parts.drop(records, {r.topic_partition for r in records})
             finally:
                 parts.release()
             if records:
@@ -531,11 +535,21 @@ class Consumer(Generic[K, V]):
             now = self._clock.monotonic()
             if now >= deadline:
                 return []
-            if not parts.fetchable():
+            if not parts.fetchable() or on_hold:
                 self._mailbox.wait(min(deadline - now, self._runtime.fetch_slice_ms / 1000))
             elif parts.fetcher.idle():
                 # nothing in flight to wait on (no leader known yet, a reset pending): back off
                 self._mailbox.wait(min(deadline - now, self._config.retry_backoff_ms / 1000))
+
+    def _hand_out_on_hold(self) -> bool:
+        """The member may be out of the group: no successful heartbeat for session_timeout_ms.
+
+        The coordinator may have removed the member and given its partitions to others
+        (docs/protocol.md, "Liveness: the session timer"): nothing is handed out until the
+        coordinator confirms the session (the partitions are kept) or they are lost.
+        """
+        snap = self._snapshot()
+        return bool(getattr(snap, "hand_out_on_hold", False))
 
     def _deserialize(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
         """Apply the deserializers; a failing record and its partition's later ones stay unread."""

@@ -166,9 +166,12 @@ class _Snapshot:
 class _Described:
     """DescribeGroups answered for a returning static leader's ownership check (this thread only)."""
 
-    generation_id: int
-    topics: frozenset[str]
+    command: WatchGroupTopics
     future: concurrent.futures.Future[Any]
+
+
+#: DescribeGroups attempts of one ownership check (a failed one is retried after a backoff)
+_OWNERSHIP_ATTEMPTS = 5
 
 
 @attrs.frozen
@@ -236,6 +239,8 @@ class GroupThread:
         self._crashed: Exception | None = None
         #: a returning static leader's ownership check waiting for the member to be STABLE
         self._coverage: _Coverage | None = None
+        #: an ownership check whose DescribeGroups failed: (command, attempts so far, not before)
+        self._ownership_retry: tuple[WatchGroupTopics, int, float] | None = None
         #: ident of the thread the assignor last ran on (tests assert it is this loop's thread)
         self.assignor_thread: int | None = None
 
@@ -340,6 +345,7 @@ class GroupThread:
                 self._crashed = self._snapshot.fatal
                 return False
             self._maybe_refresh_metadata()
+            self._maybe_retry_ownership()
             self._maybe_check_coverage()
             return True
         except KGroupError as exc:
@@ -462,6 +468,7 @@ class GroupThread:
         the current metadata, as Java's ``onLeaderElected`` does with ``skipAssignment``
         (``assignmentSnapshot = metadataSnapshot``).
         """
+        self._ownership_retry = None
         self._check_ownership(command)
         if self._assigned is not None:
             self._assigned = (command.generation_id, self._assigned[1])
@@ -490,16 +497,40 @@ class GroupThread:
         except Exception:  # a transport without DescribeGroups: skip the check
             log.debug("group %s: ownership check skipped", self._config.group_id, exc_info=True)
             return
-        future.add_done_callback(lambda f: self.post(_Described(command.generation_id, command.topics, f)))
+        future.add_done_callback(lambda f: self.post(_Described(command, f)))
 
     def _on_described(self, item: _Described) -> None:
-        if item.future.exception() is not None:
-            return
-        group = next((g for g in item.future.result() if g.group_id == self._config.group_id), None)
+        group = None
+        if item.future.exception() is None:
+            group = next((g for g in item.future.result() if g.group_id == self._config.group_id), None)
         if group is None or group.error_code != 0:
+            # a lost request or a coordinator moving (NOT_COORDINATOR, ...): ask again after a
+            # backoff, a few times, while the generation lasts
+            command = item.command
+            attempts = 1 if self._ownership_retry is None else self._ownership_retry[1] + 1
+            if attempts <= _OWNERSHIP_ATTEMPTS:
+                backoff_s = min(self._config.retry_backoff_ms * 2 ** (attempts - 1), self._config.retry_backoff_max_ms)
+                self._ownership_retry = (command, attempts, self._clock.monotonic() + backoff_s / 1000)
+            else:
+                self._ownership_retry = None
             return
-        metadata = self._metadata.get(item.topics)
-        metadata.add_done_callback(lambda f: self.post(_Coverage(item.generation_id, group, f)))
+        self._ownership_retry = None
+        metadata = self._metadata.get(item.command.topics)
+        metadata.add_done_callback(lambda f: self.post(_Coverage(item.command.generation_id, group, f)))
+
+    def _maybe_retry_ownership(self) -> None:
+        """Send a failed ownership check's DescribeGroups again once its backoff passed."""
+        pending = self._ownership_retry
+        if pending is None:
+            return
+        command, _, not_before = pending
+        snap = self._machine.snapshot()
+        if snap.generation.generation_id != command.generation_id:
+            self._ownership_retry = None  # a newer generation: its rebalance settled ownership anew
+            return
+        if self._clock.monotonic() >= not_before and snap.coordinator is not None:
+            self._ownership_retry = (command, pending[1], float("inf"))  # one in flight
+            self._check_ownership(command)
 
     def _on_coverage(self, item: _Coverage) -> None:
         self._coverage = item

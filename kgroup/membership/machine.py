@@ -143,6 +143,10 @@ class MemberSnapshot:
     subscription: frozenset[str]
     group_instance_id: str | None
     fatal: Exception | None
+    #: the member may no longer own its partitions (no successful heartbeat for
+    #: session_timeout_ms while its JoinGroup or SyncGroup is unanswered, or its generation is
+    #: gone and their loss waits behind a running step): hand nothing out
+    hand_out_on_hold: bool = False
 
     def __repr__(self) -> str:
         return (
@@ -231,6 +235,10 @@ class GroupMachine:
         #: the reason the last JoinGroup carried (KIP-800), named again by the assignment's step
         self._join_reason = ""
         self._fatal: Exception | None = None
+        #: hand-outs on hold: see ``_check_session``
+        self._in_doubt = False
+        #: the newest generation this member joined (kept through resets)
+        self._joined_generation_id = NO_GENERATION
         # timers (seconds on the driver's clock)
         self._poll = PollTimer()
         self._heartbeat = HeartbeatTimer()
@@ -267,6 +275,8 @@ class GroupMachine:
             self._subscription,
             self._config.group_instance_id,
             self._fatal,
+            # in doubt, or the generation is gone and the loss waits behind a running step
+            self._in_doubt or (bool(self._owned) and not self._generation.is_valid()),
         )
 
     def next_deadline(self, now: float) -> float:
@@ -280,6 +290,7 @@ class GroupMachine:
             deadlines.append(self._coordinator.lookup.at)
         if self._heartbeats_enabled():
             deadlines.append(self._heartbeat.next_at)
+        if self._heartbeats_enabled() or (self._holds_for_session() and not self._in_doubt):
             deadlines.append(self._session_deadline())
         if self._rejoin_needed:
             deadlines.append(self._join_retry.at)
@@ -302,6 +313,7 @@ class GroupMachine:
             self._start(now)
             if handler is not None:
                 handler(self, event, now, out)
+            self._settle_session(now, out)
             self._drive(now, out)
         except ProtocolViolation as exc:
             self._poison(exc, out)
@@ -316,7 +328,7 @@ class GroupMachine:
         if self._state in (MemberState.CLOSED, MemberState.FATAL):
             return out
         self._check_poll_watchdog(now, out)
-        self._check_session(now, out)
+        self._settle_session(now, out)
         self._drive(now, out)
         return out
 
@@ -377,10 +389,10 @@ class GroupMachine:
         if not self._poll.started:
             self._poll = self._poll.polled(now)
 
-    def _request_id(self, request: Request) -> int:
+    def _request_id(self, request: Request, now: float) -> int:
         rid = self._next_request_id
         self._next_request_id += 1
-        self._in_flight[rid] = InFlight(request, self._generation.generation_id)
+        self._in_flight[rid] = InFlight(request, self._generation.generation_id, now)
         return rid
 
     def _answered(self, request_id: int) -> InFlight:
@@ -407,7 +419,24 @@ class GroupMachine:
         return self._poll.last + self._config.max_poll_interval_ms / 1000
 
     def _session_deadline(self) -> float:
-        return self._heartbeat.last_ok + self._config.session_timeout_ms / 1000
+        return self._heartbeat.alive_at + self._config.session_timeout_ms / 1000
+
+    def _holds_for_session(self) -> bool:
+        """A member holding partitions under a generation (``_check_session`` watches it)."""
+        return (
+            bool(self._owned)
+            and self._generation.is_valid()
+            and self._closing is None
+            and self._state not in (MemberState.CLOSED, MemberState.FATAL, MemberState.LEAVING)
+        )
+
+    def _parked(self) -> bool:
+        """A JoinGroup or SyncGroup is unanswered: the coordinator may be keeping the member alive."""
+        return self._awaiting(Request.JOIN_GROUP) or self._awaiting(Request.SYNC_GROUP)
+
+    def _session_counts(self) -> bool:
+        """The session timer runs out into lost partitions (``_check_session``)."""
+        return self._holds_for_session() and not self._parked()
 
     def _backoff(self, attempts: int) -> float:
         return next_backoff_s(
@@ -473,17 +502,19 @@ class GroupMachine:
                 # the close revoke step may run long: keep the generation alive meanwhile
                 self._maybe_heartbeat(now, out)
             return
+        if self._owned and not self._generation.is_valid():
+            # deferred while a step ran; the coordinator is not needed to let them go (and a
+            # member that cannot find it must not go on handing them out)
+            self._deliver_lost_if_needed("generation reset", out)
         if self._coordinator.node_id is None:
             if not self._awaiting(Request.FIND_COORDINATOR) and now >= self._coordinator.lookup.at:
-                rid = self._request_id(Request.FIND_COORDINATOR)
+                rid = self._request_id(Request.FIND_COORDINATOR, now)
                 out.append(
                     SendFindCoordinator(
                         request_id=rid, key=self._config.group_id, timeout_ms=self._config.request_timeout_ms
                     )
                 )
             return
-        if self._owned and not self._generation.is_valid():
-            self._deliver_lost_if_needed("generation reset", out)
         if (
             self._pending_step is None
             and self._rejoin_needed
@@ -496,10 +527,11 @@ class GroupMachine:
         self._maybe_heartbeat(now, out)
 
     def _maybe_heartbeat(self, now: float, out: list[Command]) -> None:
-        if self._heartbeats_enabled() and not self._awaiting(Request.HEARTBEAT) and now >= self._heartbeat.next_at:
+        due = now >= self._heartbeat.next_at or self._in_doubt  # in doubt: ask at once
+        if self._heartbeats_enabled() and not self._awaiting(Request.HEARTBEAT) and due:
             node_id = self._coordinator.node_id
             assert node_id is not None
-            rid = self._request_id(Request.HEARTBEAT)
+            rid = self._request_id(Request.HEARTBEAT, now)
             out.append(
                 SendHeartbeat(
                     request_id=rid,
@@ -553,7 +585,7 @@ class GroupMachine:
             )
             protocols.append((assignor.name, encode_subscription(sub)))
         rebalance_ms = self._config.rebalance_timeout_ms
-        rid = self._request_id(Request.JOIN_GROUP)
+        rid = self._request_id(Request.JOIN_GROUP, now)
         self._state = MemberState.JOINING
         reason = truncate_reason(self._rejoin_reason or "joining the group")
         self._join_reason = reason
@@ -592,7 +624,7 @@ class GroupMachine:
             send = self._config.group_instance_id is None
         node_id = self._coordinator.node_id
         if send and node_id is not None and self._generation.member_id:
-            rid = self._request_id(Request.LEAVE_GROUP)
+            rid = self._request_id(Request.LEAVE_GROUP, now)
             out.append(
                 SendLeaveGroup(
                     request_id=rid,
@@ -633,7 +665,7 @@ class GroupMachine:
         self._poll = self._poll.expire()
         node_id = self._coordinator.node_id
         if self._config.group_instance_id is None and node_id is not None and self._generation.member_id:
-            rid = self._request_id(Request.LEAVE_GROUP)
+            rid = self._request_id(Request.LEAVE_GROUP, now)
             out.append(
                 SendLeaveGroup(
                     request_id=rid,
@@ -645,11 +677,60 @@ class GroupMachine:
             )
         self._reset_generation("poll timeout", out, reset_member_id=True)
 
+    def _settle_session(self, now: float, out: list[Command]) -> None:
+        """Apply the session timer; hand-outs stay on hold only while the doubt lasts."""
+        if self._state not in (MemberState.CLOSED, MemberState.FATAL):
+            self._check_session(now, out)
+        self._in_doubt = self._holds_for_session() and now >= self._session_deadline()
+
     def _check_session(self, now: float, out: list[Command]) -> None:
-        """No successful heartbeat within session_timeout_ms: rediscover (Java HeartbeatThread)."""
-        if not self._heartbeats_enabled():
+        """No successful heartbeat for session_timeout_ms: the member may be out of the group.
+
+        The coordinator removes a member it has not heard from for ``session_timeout_ms`` and
+        gives its partitions to others; a member cut off from it (the coordinator unreachable,
+        its requests lost) goes on fetching and would hand out records the new owners also
+        process. Java's ``HeartbeatThread`` only marks the coordinator unknown at that point;
+        librdkafka (``rd_kafka_cgrp_session_timeout_check`` in ``rdkafka_cgrp.c``) drops the
+        assignment as lost. kgroup counts from the *send* time of the last Heartbeat that
+        succeeded (or the JoinGroup that completed a rebalance): the coordinator renewed the
+        session no earlier than that, so the member stops before the coordinator can have
+        expired it. A member holding partitions then hands nothing out (``hand_out_on_hold``)
+        until it knows:
+
+        * a JoinGroup or SyncGroup in flight is waited for (Kafka keeps a member whose join or
+          sync is parked alive, ``ClassicGroupMember.hasSatisfiedHeartbeat``);
+        * otherwise a Heartbeat goes out at once (or the one in flight is waited for): its
+          success resumes the hand-outs, its error is handled as always (UNKNOWN_MEMBER_ID:
+          the partitions are lost);
+        * with the coordinator unknown, nothing can be asked: the partitions are lost and the
+          member rejoins with its member id.
+
+        A member holding no partitions only looks for the coordinator again, as Java.
+        docs/protocol.md ("Liveness: the session timer").
+        """
+        if now < self._session_deadline():
             return
-        if now >= self._session_deadline():
+        if self._holds_for_session():
+            if self._parked() or self._heartbeats_enabled():
+                if not self._in_doubt:
+                    log.warning(
+                        "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms): "
+                        "holding back records until the coordinator answers (%s)",
+                        self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
+                        "its JoinGroup or SyncGroup" if self._parked() else "a Heartbeat",
+                    )
+                return
+            log.warning(
+                "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms) and no "
+                "coordinator to ask: the coordinator may have removed the member; its partitions are "
+                "lost and it rejoins",
+                self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
+            )
+            self._reset_generation(
+                "session timeout expired without a successful heartbeat", out, reset_member_id=False
+            )
+        elif self._heartbeats_enabled():
+            # nothing to hand out: as Java, look for the coordinator again, keep the generation
             log.warning(
                 "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms); "
                 "marking the coordinator unknown",
@@ -745,7 +826,6 @@ class GroupMachine:
         disposition = classify(Api.FIND_COORDINATOR, event.error_code)
         if disposition is Disposition.OK:
             self._coordinator = self._coordinator.found(event.node_id)
-            self._heartbeat = self._heartbeat.confirmed(now)
             log.info(
                 "group %s: discovered coordinator %s at %s:%s",
                 self._config.group_id, event.node_id, event.host, event.port,
@@ -757,7 +837,7 @@ class GroupMachine:
             log.info("group %s: FindCoordinator failed: %s", self._config.group_id, error_name(event.error_code))
 
     def _on_join(self, event: ev.JoinGroupResponded, now: float, out: list[Command]) -> None:
-        self._answered(event.request_id)
+        sent = self._answered(event.request_id)
         disposition = classify(Api.JOIN_GROUP, event.error_code)
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
@@ -768,7 +848,14 @@ class GroupMachine:
             self._generation = Generation(event.generation_id, event.member_id, event.protocol_name)
             if self._second_round_after is not None and event.generation_id > self._second_round_after:
                 self._second_round_after = None  # the second round is this new generation
-            self._heartbeat = HeartbeatTimer(now + self._config.heartbeat_interval_ms / 1000, now)
+            alive_at = self._heartbeat.alive_at
+            if event.generation_id > self._joined_generation_id:
+                # a completed join: the coordinator renewed every member's session then, after
+                # this JoinGroup arrived (a Stable group's answer to a follower's rejoin, with
+                # the generation the member already had, renews nothing)
+                alive_at = max(alive_at, sent.sent_at)
+                self._joined_generation_id = event.generation_id
+            self._heartbeat = HeartbeatTimer(now + self._config.heartbeat_interval_ms / 1000, alive_at)
             is_leader = event.leader == event.member_id
             log.info(
                 "group %s: joined generation %d as %r (%s), protocol %s",
@@ -780,7 +867,7 @@ class GroupMachine:
             else:
                 if is_leader:
                     out.append(WatchGroupTopics(event.generation_id, self._group_topics(event)))
-                self._send_sync((), out)
+                self._send_sync((), out, now)
         elif disposition is Disposition.ADOPT_MEMBER_ID:
             self._generation = Generation(NO_GENERATION, event.member_id, None)
             self._send_join(now, out)
@@ -836,7 +923,7 @@ class GroupMachine:
             self._abort_round(error, out, now)
             return
         self._state = MemberState.ASSIGNING
-        rid = self._request_id(Request.ASSIGNMENT)  # the assignment result is matched like a response
+        rid = self._request_id(Request.ASSIGNMENT, now)  # the assignment result is matched like a response
         out.append(ComputeAssignment(rid, event.protocol_name or "", tuple(members)))
 
     def _abort_round(self, error: KGroupError, out: list[Command], now: float) -> None:
@@ -851,17 +938,17 @@ class GroupMachine:
 
     def _on_assignment_computed(self, event: ev.AssignmentComputed, now: float, out: list[Command]) -> None:
         self._answered(event.request_id)
-        self._send_sync(event.assignments, out)
+        self._send_sync(event.assignments, out, now)
 
     def _on_assignment_failed(self, event: ev.AssignmentFailed, now: float, out: list[Command]) -> None:
         self._answered(event.request_id)
         error = event.error if isinstance(event.error, KGroupError) else KGroupError(str(event.error))
         self._abort_round(error, out, now)
 
-    def _send_sync(self, assignments: tuple[tuple[str, bytes], ...], out: list[Command]) -> None:
+    def _send_sync(self, assignments: tuple[tuple[str, bytes], ...], out: list[Command], now: float) -> None:
         node_id = self._coordinator.node_id
         assert node_id is not None
-        rid = self._request_id(Request.SYNC_GROUP)
+        rid = self._request_id(Request.SYNC_GROUP, now)
         self._state = MemberState.SYNCING
         out.append(
             SendSyncGroup(
@@ -965,9 +1052,9 @@ class GroupMachine:
         disposition = classify(Api.HEARTBEAT, event.error_code)
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
-            self._heartbeat = self._heartbeat.confirmed(now)
+            self._heartbeat = self._heartbeat.confirmed(sent.sent_at)
         elif disposition is Disposition.REJOIN:
-            self._heartbeat = self._heartbeat.confirmed(now)
+            self._heartbeat = self._heartbeat.confirmed(sent.sent_at)
             if self._state in (MemberState.STABLE, MemberState.RECONCILING):
                 self._request_rejoin(f"Heartbeat returned {name}")
         elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):

@@ -95,6 +95,8 @@ class InFlight:
 
     request: Request
     generation_id: int
+    #: when it was sent (the machine's clock, seconds)
+    sent_at: float = 0.0
 
 
 #: the events that may answer each kind of request; ``RequestFailed`` answers any request
@@ -236,16 +238,18 @@ class HeartbeatTimer:
     """When the next Heartbeat is due, and when the session was last confirmed."""
 
     next_at: float = 0.0
-    #: the last successful Heartbeat (or join, or coordinator found): the session timer's start
-    last_ok: float = 0.0
+    #: the latest moment the coordinator is known to have held the session: the send time of
+    #: the last successful Heartbeat or SyncGroup, or the arrival of the JoinGroup response.
+    #: The coordinator cannot have expired the member before this plus ``session_timeout_ms``.
+    alive_at: float = 0.0
 
-    def confirmed(self, now: float) -> HeartbeatTimer:
-        """The coordinator confirmed the session at ``now``."""
-        return HeartbeatTimer(self.next_at, now)
+    def confirmed(self, at: float) -> HeartbeatTimer:
+        """The coordinator held the session at ``at`` (never moves the mark back)."""
+        return HeartbeatTimer(self.next_at, max(self.alive_at, at))
 
     def due_at(self, at: float) -> HeartbeatTimer:
         """The next Heartbeat goes at ``at``."""
-        return HeartbeatTimer(at, self.last_ok)
+        return HeartbeatTimer(at, self.alive_at)
 
 
 @attrs.frozen

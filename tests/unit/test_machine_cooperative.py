@@ -26,7 +26,7 @@ from kgroup.membership.commands import (
 from kgroup.protocol.consumer_protocol import decode_subscription
 from kgroup.protocol.group_api import JoinGroupMember
 from kgroup.types import RebalanceProtocol
-from tests.unit.machine_script import MEMBER_ID, Script, of_kind, only, tp
+from tests.unit.machine_script import MEMBER_ID, Script, kinds, of_kind, only, tp
 
 
 class CooperativeRange(RangeAssignor):
@@ -194,3 +194,60 @@ def test_leader_hands_the_assignor_every_members_owned_partitions_and_generation
     assert by_id[MEMBER_ID].owned == OWNED
     assert by_id[MEMBER_ID].generation_id == 1
     assert by_id["m-2"].owned == OWNED  # the same bytes: the leader decodes what each member sent
+
+
+def test_partitions_kept_through_a_revoke_step_are_lost_when_the_session_ran_out_meanwhile():
+    # The revoke step of a subscription change runs long (its commit waits on an unreachable
+    # coordinator); the session runs out meanwhile and the coordinator is lost. When the step
+    # ends, the partition it kept is lost at once: the member must not go on handing it out
+    # while it looks for the coordinator (found by the deterministic simulator).
+    owned = frozenset({tp("a", 0), tp("b", 0)})
+    t, m = _stable(owned=owned, topics={"a", "b"})
+    only(t.handle(m, ev.Subscribe(frozenset({"a"})), now=1.0), DeliverStep)  # revoke b-0: still running
+    hb = only(t.tick(m, 3.0), SendHeartbeat)  # never answered
+    assert t.tick(m, 10.0) == []  # session_timeout_ms since the JoinGroup went at 0.0: in doubt
+    assert m.snapshot().hand_out_on_hold
+    failed = t.handle(m, ev.RequestFailed(hb.request_id, "Heartbeat timed out"), now=11.0)
+    assert of_kind(failed, DeliverStep) == []  # a step is running: the loss waits for it
+    assert m.coordinator is None
+    assert m.snapshot().hand_out_on_hold  # the generation is gone: nothing goes out meanwhile
+    done = t.handle(m, t.step_completed(), now=12.0)
+    lost = only(of_kind(done, DeliverStep), DeliverStep).step
+    assert lost.lost == {tp("a", 0)}
+    assert m.owned == frozenset()
+
+
+def test_hand_outs_are_held_while_a_join_is_unanswered_past_the_session_timeout():
+    # A cooperative member keeps its partitions through its JoinGroup. Past session_timeout_ms
+    # since its last confirmed heartbeat, the JoinGroup may be parked at the coordinator (which
+    # keeps the member) or may never have arrived (the coordinator expires it): the member hands
+    # nothing out until it knows. The new generation's join renewed the session no earlier than
+    # the JoinGroup was sent (3.1), so after the SyncGroup a Heartbeat confirms it first.
+    t, m = _stable()
+    join = _rejoin_signalled(t, m)  # heartbeat sent at 3.0 (answered), JoinGroup at 3.1
+    assert m.next_deadline(3.1) <= 13.0
+    assert not m.snapshot().hand_out_on_hold
+    assert of_kind(t.tick(m, 12.99), DeliverStep) == []
+    assert not m.snapshot().hand_out_on_hold
+    assert t.tick(m, 13.0) == []  # nothing is lost yet: the join may be parked
+    assert m.snapshot().hand_out_on_hold
+    assert m.owned == OWNED
+    joined = t.handle(m, t.join_response(generation_id=2, leader="other", request_id=join.request_id), now=14.0)
+    assert kinds(joined) == [SendSyncGroup, SendHeartbeat]  # the Heartbeat asks at once, not after 3 s
+    probe = of_kind(joined, SendHeartbeat)[0]
+    assert m.snapshot().hand_out_on_hold  # SyncGroup parked: still in doubt
+    t.handle(m, t.sync_response(OWNED), now=14.1)
+    assert m.snapshot().hand_out_on_hold  # the renewal is not proven yet
+    t.handle(m, t.heartbeat_response(request_id=probe.request_id), now=14.2)
+    assert not m.snapshot().hand_out_on_hold
+    assert m.owned == OWNED
+
+
+def test_a_join_that_fails_past_the_session_timeout_loses_the_held_partitions():
+    t, m = _stable()
+    join = _rejoin_signalled(t, m)
+    t.tick(m, 13.0)
+    assert m.snapshot().hand_out_on_hold
+    failed = t.handle(m, ev.RequestFailed(join.request_id, "JoinGroup timed out"), now=20.0)
+    assert [s.step.lost for s in of_kind(failed, DeliverStep)] == [OWNED]
+    assert m.snapshot().hand_out_on_hold is False or m.owned == frozenset()

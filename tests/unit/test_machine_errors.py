@@ -307,8 +307,15 @@ def _expect_ok(case: Case, cmds: list) -> None:
     else:
         assert cmds == []
         assert m.state is MemberState.STABLE
-        # the session timer restarted at T: no rediscovery at 14.0 (> 10 s after the join)
-        assert of_kind(case.t.tick(m, 14.0), SendFindCoordinator) == []
+        # the session timer restarted at the Heartbeat's send time (3.0), not at the join
+        # (0.0): nothing at 12.9; at 13.0 (session_timeout_ms=10000 since the send) the member
+        # is in doubt: it holds its hand-outs and asks with a Heartbeat at once
+        early = case.t.tick(m, 12.9)
+        assert of_kind(early, DeliverStep) == [] and of_kind(early, SendFindCoordinator) == []
+        assert not m.snapshot().hand_out_on_hold
+        lapsed = case.t.tick(m, 13.0)
+        assert of_kind(lapsed, DeliverStep) == []
+        assert m.snapshot().hand_out_on_hold
         assert m.coordinator == NODE_ID
 
 

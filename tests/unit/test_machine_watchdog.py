@@ -1,5 +1,6 @@
 """GroupMachine timers on a fake ``now``: the max.poll.interval watchdog (KIP-62, KIP-345)
-and the session timer (Java ``HeartbeatThread``: expiry means rediscover, not reset)."""
+and the session timer (expiry: a member holding partitions counts itself out, as librdkafka;
+one holding none rediscovers the coordinator, as Java's ``HeartbeatThread``)."""
 
 from __future__ import annotations
 
@@ -147,26 +148,74 @@ def test_watchdog_tick_at_reported_deadline_fires_with_fractional_poll_time():
 # --------------------------------------------------------------------------- session timer
 
 
-def test_session_no_successful_heartbeat_rediscovers_and_keeps_generation():
+def test_session_no_successful_heartbeat_holds_hand_outs_then_loses_when_the_heartbeat_fails():
+    # Not Java's rule: a member cut off from the coordinator for session_timeout_ms may already
+    # be out of the group; it hands nothing out until the coordinator answers, and when the
+    # Heartbeat in flight fails its partitions are lost (as librdkafka's)
     t, m = _stable()
+    hb = only(t.tick(m, 3.0), SendHeartbeat)  # never answered
+    assert t.tick(m, 9.9) == []
+    assert not m.snapshot().hand_out_on_hold
+    assert t.tick(m, 10.0) == []  # the JoinGroup that completed the join went at 0.0
+    assert m.snapshot().hand_out_on_hold
+    assert m.owned == OWNED and m.coordinator == NODE_ID  # a Heartbeat is in flight: wait for it
+    failed = t.handle(m, ev.RequestFailed(hb.request_id, "Heartbeat timed out after 30 s"), now=33.0)
+    step = only(of_kind(failed, DeliverStep), DeliverStep).step
+    assert step.lost == OWNED and step.revoked == frozenset()
+    assert m.coordinator is None
+    assert m.owned == frozenset()
+    assert m.generation.generation_id == -1
+    assert m.generation.member_id == MEMBER_ID  # kept: the coordinator may still know it
+
+    # found again: the member joins with its member id (no heartbeat of the dropped generation)
+    t.handle(m, t.step_completed(), now=33.0)
+    cmds = t.handle(m, t.coordinator_found(), now=33.2) + t.tick(m, 34.5)
+    assert of_kind(cmds, SendHeartbeat) == []
+    assert only(of_kind(cmds, SendJoinGroup), SendJoinGroup).member_id == MEMBER_ID
+
+
+def test_session_in_doubt_a_successful_heartbeat_resumes_the_hand_outs():
+    # a Heartbeat sent at 3.0 and answered at 8.0 shows the coordinator held the session at
+    # 3.0 at the latest: in doubt from 13.0, when a Heartbeat goes out at once; its success
+    # ends the doubt without any loss
+    t, m = _stable()
+    hb = only(t.tick(m, 3.0), SendHeartbeat)
+    # the next one was due at 6.0: it goes with the answer, and stays unanswered a while
+    regular = only(t.handle(m, t.heartbeat_response(request_id=hb.request_id), now=8.0), SendHeartbeat)
+    assert m.next_deadline(8.0) <= 13.0
+    assert of_kind(t.tick(m, 12.99), DeliverStep) == []
+    assert not m.snapshot().hand_out_on_hold
+    assert t.tick(m, 13.0) == []  # the Heartbeat in flight is the question
+    assert m.snapshot().hand_out_on_hold
+    answered = t.handle(m, t.heartbeat_response(request_id=regular.request_id), now=13.2)
+    assert of_kind(answered, DeliverStep) == []
+    assert not m.snapshot().hand_out_on_hold
+    assert m.owned == OWNED
+
+
+def test_session_in_doubt_without_a_coordinator_loses_the_partitions():
+    t, m = _stable()
+    hb = only(t.tick(m, 3.0), SendHeartbeat)
+    t.handle(m, ev.RequestFailed(hb.request_id, "disconnected"), now=4.0)  # coordinator unknown
+    assert m.coordinator is None and m.owned == OWNED
+    lapsed = t.tick(m, 10.0)
+    assert [s.step.lost for s in of_kind(lapsed, DeliverStep)] == [OWNED]
+
+
+def test_session_of_a_member_without_partitions_rediscovers_and_keeps_generation():
+    # nothing to hand out: Java's HeartbeatThread rule, the generation is kept
+    t = Script()
+    m = t.machine()
+    t.bring_to_stable(m, owned=frozenset())
     only(t.tick(m, 3.0), SendHeartbeat)  # never answered
     assert of_kind(t.tick(m, 9.9), SendFindCoordinator) == []
-    assert m.coordinator == NODE_ID
     expired = t.tick(m, 10.1)
     only(expired, SendFindCoordinator)
-    assert m.coordinator is None
     assert m.generation.generation_id == 1
-    assert m.generation.member_id == MEMBER_ID
-    assert m.owned == OWNED
     assert m.state is MemberState.STABLE
-
-    # found again: heartbeats resume with the kept generation, no rejoin
     cmds = t.handle(m, t.coordinator_found(), now=10.2) + t.tick(m, 13.5)
     assert of_kind(cmds, SendJoinGroup) == []
-    hbs = of_kind(cmds, SendHeartbeat)
-    assert hbs != []
-    assert hbs[0].generation_id == 1
-    assert hbs[0].member_id == MEMBER_ID
+    assert only(of_kind(cmds, SendHeartbeat)[:1], SendHeartbeat).generation_id == 1
 
 
 def test_session_successful_heartbeats_keep_the_coordinator():
@@ -178,10 +227,11 @@ def test_session_successful_heartbeats_keep_the_coordinator():
 
 
 def test_session_tick_at_reported_deadline_rediscovers():
-    # next_deadline reports last successful heartbeat + session_timeout; a tick then must act
+    # next_deadline reports the session deadline; a tick then must act (hold the hand-outs)
     t, m = _stable()
     only(t.tick(m, 3.0), SendHeartbeat)  # never answered
     assert t.tick(m, 6.0) == []
     deadline = m.next_deadline(6.0)
     assert deadline == pytest.approx(10.0)
-    assert of_kind(t.tick(m, deadline), SendFindCoordinator) != []
+    t.tick(m, deadline)
+    assert m.snapshot().hand_out_on_hold

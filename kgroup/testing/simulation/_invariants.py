@@ -13,6 +13,8 @@ Checked as they happen (each names the first step that breaks it):
   cooperative revoke commits with the new generation, as Java's does);
 * **at most one unfenced owner per partition**: among members that are in the coordinator's
   current generation, no two hold the same partition in their assignment;
+* **no hand-out after removal** (checked by the run, which reads the coordinator's events): no
+  member hands out a record once the coordinator has removed its member id;
 * **bounded calls**: ``poll(timeout)`` returns within its timeout plus the time its rebalance
   steps took plus 100 ms; ``commit(timeout_ms)``, ``close(timeout_ms)`` within theirs plus 100 ms.
 

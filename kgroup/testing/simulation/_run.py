@@ -25,6 +25,7 @@ from kgroup.errors import (
 )
 from kgroup.listener import RebalanceListener
 from kgroup.testing.coordinator import CoordinatorConfig
+from kgroup.testing.coordinator._events import MEMBER_REMOVED
 from kgroup.testing.simulation._cluster import FaultProfile, SimCluster
 from kgroup.testing.simulation._invariants import Checker, Violation
 from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
@@ -350,6 +351,18 @@ class _Incarnation:
     def _process(self, records: list[ConsumerRecord]) -> None:
         sim = self.sim
         sim.checker.handed_out(self.name, records)
+        thread = self.consumer._group
+        if thread is not None:
+            member_id = thread.snapshot.generation.member_id
+            removed = sim.removed(member_id) if member_id else None
+            if removed is not None:
+                # the coordinator gave this member's partitions away: a zombie hand-out
+                parts = sorted({f"{r.topic}-{r.partition}" for r in records})
+                sim.checker.fail(
+                    "hand-out after removal",
+                    f"{self.name} ({member_id}) handed out {len(records)} records of {parts}; the "
+                    f"coordinator removed it at {removed[0]:.3f} ({removed[1]})",
+                )
         if self.spec.processing_ms:
             sim.cluster.clock.sleep(self.spec.processing_ms / 1000)
         mode = self.spec.commit_mode
@@ -372,6 +385,13 @@ class _Incarnation:
         except KGroupError as exc:
             self.trace(f"close raised {exc!r}")
             self.sim.checker.excuse(self.name, None)
+        else:
+            if self.sim.scheduler.now - started >= timeout / 1000:
+                # close() gave up at its deadline (it logs a warning and returns, as Java's):
+                # the final commit may not have been made, so the next owner re-reads from the
+                # last commit that was (at-least-once, not a defect)
+                self.trace("close gave up at its timeout")
+                self.sim.checker.excuse(self.name, None)
         # the revoke callback is user code: close's timeout bounds kgroup's waits, not it (Java)
         self._bounded(f"close({timeout})", started, timeout, self.step_time)
         self.alive = False
@@ -413,6 +433,22 @@ class Simulation:
         self._numbers: dict[int, int] = {}
         self._settled = False
         self._added_at: dict[TopicPartition, float] = {}
+        #: member ids the coordinator removed (session or rebalance timeout, fenced, left): when, why
+        self._removed: dict[str, tuple[float, str]] = {}
+        self._events_read = 0
+
+    def removed(self, member_id: str) -> tuple[float, str] | None:
+        """When and why the coordinator removed ``member_id`` from the group (None: it did not)."""
+        events = self.cluster.model.events
+        for event in events[self._events_read:]:
+            if event.kind == MEMBER_REMOVED and event.group_id == GROUP_ID:
+                self._removed.setdefault(event.member_id, (event.time_ms / 1000, event.detail))
+        self._events_read = len(events)
+        removed = self._removed.get(member_id)
+        group = self.cluster.model._groups.get(GROUP_ID)
+        if removed is not None and group is not None and member_id in group.members:
+            return None  # a coordinator restart reloaded the group as last written, with it
+        return removed
 
     def trace(self, line: str) -> None:
         """Add a line to the run's trace (virtual time first)."""
