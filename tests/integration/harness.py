@@ -114,6 +114,9 @@ class Member:
             "client_id": name,
         }
         settings.update(config)
+        # a setting given as None is left out: kgroup's default (group_protocol="consumer" refuses
+        # session_timeout_ms and heartbeat_interval_ms when set: the broker decides them)
+        settings = {key: value for key, value in settings.items() if value is not None}
         self.consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id, **settings)
         self.listener = RecordingListener(name, log, lambda: self.consumer,
                                           commit_on_revoke=commit_on_revoke, revoke_delay_s=revoke_delay_s)

@@ -2,7 +2,8 @@
 child processes, for cross-checks (on the peer harness of :mod:`tests.peers`).
 
 ``Peer`` starts ``peer_worker.py`` (the Python clients) or ``tests/peers/JavaPeer.java`` (Java's
-``org.apache.kafka.clients.consumer.KafkaConsumer`` with ``group.protocol=classic``, run by
+``org.apache.kafka.clients.consumer.KafkaConsumer`` with ``group.protocol=classic``, or
+``consumer`` with ``group_protocol="consumer"``, run by
 Java's single-file source launcher, JEP 330, on the Apache Kafka jars that
 ``python -m kgroup.testing.apache_kafka fetch`` puts in place) and collects their JSON events,
 one line protocol for all of them, on a reader thread;
@@ -52,6 +53,7 @@ class Peer(PeerProcess):
         record: bool = False,
         commit: bool = False,
         log_path: str | os.PathLike[str] | None = None,
+        group_protocol: str = "classic",
     ) -> None:
         """Start the worker process.
 
@@ -68,6 +70,8 @@ class Peer(PeerProcess):
             commit: commit synchronously after every non-empty batch (``java``: also the
                 revoked partitions' positions in ``onPartitionsRevoked``).
             log_path: where the child's stderr goes (default: nowhere).
+            group_protocol: ``"classic"`` or, for ``java`` only, ``"consumer"`` (KIP-848: the
+                session timeout, heartbeat interval and strategy are then the broker's).
 
         """
         self.client = client
@@ -78,7 +82,10 @@ class Peer(PeerProcess):
             "session_timeout_ms": session_timeout_ms, "max_poll_interval_ms": max_poll_interval_ms,
             "heartbeat_interval_ms": heartbeat_interval_ms or max(100, session_timeout_ms // 6),
             "instance_id": instance_id, "client_id": client_id, "record": record, "commit": commit,
+            "group_protocol": group_protocol,
         }
+        if group_protocol != "classic" and client != "java":
+            raise ValueError(f"group_protocol={group_protocol!r} is for the java peer only")
         if client == "java":
             argv = java_command(self._java_args(opts), quick_start=True)
         elif client in CLIENTS:
@@ -99,6 +106,8 @@ class Peer(PeerProcess):
             args += ["--instance-id", opts["instance_id"]]
         if opts["client_id"]:
             args += ["--client-id", opts["client_id"]]
+        if opts["group_protocol"] != "classic":
+            args += ["--group-protocol", opts["group_protocol"]]
         return args + (["--record"] if opts["record"] else []) + (["--commit"] if opts["commit"] else [])
 
     def on_event(self, event: dict[str, Any]) -> bool:

@@ -1,6 +1,7 @@
 /*
  * Apache Kafka's own consumer (org.apache.kafka.clients.consumer.KafkaConsumer, the classic
- * group protocol) as a peer process for kgroup's interop tests and benchmarks.
+ * group protocol, or the consumer group protocol of KIP-848 with --group-protocol consumer) as a
+ * peer process for kgroup's interop tests and benchmarks.
  *
  * One source file, run with Java 11+'s single-file source launcher (JEP 330), no build tool:
  *
@@ -9,12 +10,15 @@
  *          [--instance-id ID] [--client-id ID] [--session-timeout-ms 6000] \
  *          [--heartbeat-interval-ms 1000] [--max-poll-interval-ms 30000] [--record] [--commit] \
  *          [--mode peer|bench|throughput] [--auto-commit-interval-ms MS] [--records N] \
- *          [--max-poll-records 500] [--property KEY=VALUE ...]
+ *          [--max-poll-records 500] [--group-protocol classic|consumer] [--remote-assignor NAME]
+ *          [--property KEY=VALUE ...]
  *
  * The libs are those of kafka-clients (any version with group.protocol, 3.7+; kgroup's tests
  * use the Apache Kafka 4.4.0 jars). Configuration (Kafka's consumer configs,
- * https://kafka.apache.org/documentation/#consumerconfigs): group.protocol=classic,
- * partition.assignment.strategy = the listed assignors in order (Java's ConsumerCoordinator
+ * https://kafka.apache.org/documentation/#consumerconfigs): group.protocol = --group-protocol
+ * (default classic; under consumer, session.timeout.ms, heartbeat.interval.ms and
+ * partition.assignment.strategy are left unset, as Java refuses them there, and --remote-assignor
+ * is group.remote.assignor), partition.assignment.strategy = the listed assignors in order (Java's ConsumerCoordinator
  * runs the highest RebalanceProtocol supported by all of them: EAGER as long as one of them
  * is eager, COOPERATIVE for CooperativeStickyAssignor alone; KIP-429), group.instance.id for a
  * static member (KIP-345; close() then leaves no LeaveGroup), auto.offset.reset=earliest,
@@ -398,15 +402,25 @@ public class JavaPeer {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.get("bootstrap"));
         p.put(ConsumerConfig.GROUP_ID_CONFIG, opts.get("group"));
-        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        String protocol = opts.getOrDefault("group-protocol", "classic");
+        boolean classic = protocol.equals("classic");
+        if (!classic && !protocol.equals("consumer")) {
+            throw new IllegalArgumentException("unknown --group-protocol " + protocol + " (classic, consumer)");
+        }
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
         String instanceId = opts.get("instance-id");
         if (instanceId != null && !instanceId.isEmpty()) {
             p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instanceId);
         }
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, opts.getOrDefault("client-id",
             "java-" + (instanceId != null ? instanceId : "dynamic")));
-        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, opts.getOrDefault("session-timeout-ms", "45000"));
-        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, opts.getOrDefault("heartbeat-interval-ms", "3000"));
+        if (classic) {
+            // group.protocol=consumer refuses these three (the broker decides them): KIP-848
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, opts.getOrDefault("session-timeout-ms", "45000"));
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, opts.getOrDefault("heartbeat-interval-ms", "3000"));
+        } else if (opts.containsKey("remote-assignor")) {
+            p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, opts.get("remote-assignor"));
+        }
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, opts.getOrDefault("max-poll-interval-ms", "300000"));
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, opts.getOrDefault("max-poll-records", "500"));
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
@@ -422,8 +436,10 @@ public class JavaPeer {
                 assignors.add(assignorClass(name));
             }
         }
-        // Class objects, not names: the source launcher's classes live in its own class loader
-        p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignors);
+        if (classic) {
+            // Class objects, not names: the source launcher's classes live in its own class loader
+            p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignors);
+        }
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         p.putAll(extra);
