@@ -21,6 +21,11 @@ Rules:
    (:mod:`kgroup.protocol.consumer_protocol`): a member's assignment always (empty bytes: no
    partitions, as Java's ``DescribeConsumerGroupsHandler``), its subscription when the
    coordinator sends it (only while the group is Stable: Kafka's ``describeNoMetadata``).
+4. **Both group protocols are described** as Java's ``Admin.describeConsumerGroups`` does
+   (``DescribeConsumerGroupsHandler``): ConsumerGroupDescribe (API 69, KIP-848) first, which
+   answers for a consumer group (``group_type`` "consumer": group epoch, assignment epoch, and per
+   member its epoch, assignment and target assignment); DescribeGroups for a group it does not
+   know as a consumer group (a classic group, or none) and against a broker without API 69.
 """
 
 from __future__ import annotations
@@ -41,6 +46,13 @@ from kgroup._retry import Deadline, retry_until
 from kgroup.errors import KGroupError, MalformedMetadata
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.events import FindCoordinatorResponded
+from kgroup.protocol.consumer_group_describe import (
+    MEMBER_TYPE_CLASSIC,
+    MEMBER_TYPE_CONSUMER,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    NamedTopicPartitions,
+)
 from kgroup.protocol.consumer_protocol import decode_assignment, decode_subscription
 from kgroup.protocol.group_api import DescribedGroup, DescribedMember
 from kgroup.types import OffsetAndMetadata, TopicPartition
@@ -152,6 +164,14 @@ class MemberDescription:
             did not send the subscription (the group is not Stable).
         decode_error: why its assignment or subscription bytes could not be decoded (the
             affected fields are then empty / None), else None.
+        member_epoch: its member epoch (a consumer group, KIP-848), else None.
+        target_assignment: what the broker's assignor gave it, sorted (a consumer group: it
+            differs from ``assignment`` while the member reconciles), else None.
+        member_protocol: "consumer" or "classic" for a member of a consumer group (a classic
+            member stays in one during an online migration; Java ``MemberDescription.upgraded``,
+            KIP-1099), None when the broker did not say or the group is classic.
+        rack_id: its ``client.rack`` (a consumer group), else None.
+        subscribed_topic_regex: its pattern subscription (a consumer group, RE2J), else None.
 
     """
 
@@ -162,6 +182,11 @@ class MemberDescription:
     assignment: tuple[TopicPartition, ...]
     subscribed_topics: tuple[str, ...] | None
     decode_error: str | None = None
+    member_epoch: int | None = None
+    target_assignment: tuple[TopicPartition, ...] | None = None
+    member_protocol: str | None = None
+    rack_id: str | None = None
+    subscribed_topic_regex: str | None = None
 
 
 @attrs.frozen
@@ -170,14 +195,22 @@ class GroupDescription:
 
     Attributes:
         group_id: the group id.
-        state: Kafka's state name: "Empty", "PreparingRebalance", "CompletingRebalance",
-            "Stable", or "Dead" (the coordinator does not know the group).
+        state: Kafka's state name. A classic group: "Empty", "PreparingRebalance",
+            "CompletingRebalance", "Stable", or "Dead" (the coordinator does not know the
+            group); a consumer group: "Empty", "Assigning", "Reconciling", "Stable".
         protocol_type: "consumer" ("" for a group with no members ever, or Dead).
-        protocol: the chosen protocol (the assignor's name, "range", ...) when Stable, else "".
+        protocol: the chosen protocol (the assignor's name, "range", ...) when Stable, else "";
+            a consumer group: the broker-side assignor ("uniform", "range", ...).
         generation_id: None: DescribeGroups (v0-v6) does not carry the generation of a classic
             group; kept so a source that has it can fill it.
         coordinator: the coordinator that answered.
         members: the members, in the coordinator's order.
+        group_type: "classic" (DescribeGroups answered) or "consumer" (ConsumerGroupDescribe
+            answered: the group runs the consumer group protocol, KIP-848).
+        group_epoch: a consumer group's epoch (bumped by every change of members or
+            subscriptions; Java ``ConsumerGroupDescription.groupEpoch``), else None.
+        assignment_epoch: the group epoch its target assignment was computed at (Java
+            ``targetAssignmentEpoch``); equal to ``group_epoch`` once the assignor caught up.
 
     """
 
@@ -188,6 +221,9 @@ class GroupDescription:
     generation_id: int | None
     coordinator: Coordinator
     members: tuple[MemberDescription, ...]
+    group_type: str = "classic"
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
     def owner_of(self, tp: TopicPartition) -> MemberDescription | None:
         """The member whose assignment holds ``tp``, or None."""
@@ -604,19 +640,43 @@ class GroupAdmin:
         return self._retrying(group_id, "FindCoordinator", self._deadline(timeout_ms), lambda c: c)
 
     def describe_group(self, group_id: str, timeout_ms: int | None = None) -> GroupDescription:
-        """DescribeGroups for ``group_id``, with each member's bytes decoded.
+        """Describe ``group_id``, whichever group protocol it runs (Java ``Admin.describeConsumerGroups``).
 
-        An unknown group is returned with state "Dead" and no members (Kafka's answer; Java's
-        admin does the same); the CLI reports it as not existing.
+        ConsumerGroupDescribe (API 69, KIP-848) first: a consumer group comes back with
+        ``group_type`` "consumer", its group and assignment epochs, and each member's epoch,
+        assignment and target assignment (topic names as the broker gives them). For a group
+        that API does not know as a consumer group (GROUP_ID_NOT_FOUND: a classic group, or no
+        group), and against a broker or transport without API 69, DescribeGroups, with each
+        member's bytes decoded (``group_type`` "classic"). An unknown group is returned with
+        state "Dead" and no members (Kafka's answer; Java's admin does the same); the CLI
+        reports it as not existing.
 
         Raises:
-            GroupNotFoundError: GROUP_ID_NOT_FOUND.
+            GroupNotFoundError: GROUP_ID_NOT_FOUND from DescribeGroups.
             AdminError: another group error, or a group that is not a consumer group
                 (protocol type other than "consumer", as Java's admin refuses it).
             AdminTimeoutError: no answer before the deadline.
 
         """
         deadline = self._deadline(timeout_ms)
+        describe = getattr(self._transport, "consumer_group_describe", None)
+        if describe is not None:
+
+            def consumer_attempt(coordinator: Coordinator) -> GroupDescription | None:
+                groups = self._wait(
+                    describe([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                    deadline,
+                    "ConsumerGroupDescribe",
+                )
+                described = next((g for g in groups if g.group_id == group_id), None)
+                if described is None or described.error_code in (codes.GROUP_ID_NOT_FOUND, codes.UNSUPPORTED_VERSION):
+                    return None  # a classic group, none, or no API 69: DescribeGroups says which
+                self._check("ConsumerGroupDescribe", group_id, described.error_code)
+                return _describe_consumer_group(described, coordinator)
+
+            consumer_group = self._retrying(group_id, "ConsumerGroupDescribe", deadline, consumer_attempt)
+            if consumer_group is not None:
+                return consumer_group
 
         def attempt(coordinator: Coordinator) -> GroupDescription:
             groups = self._wait(
@@ -1164,6 +1224,44 @@ def _describe(described: DescribedGroup, coordinator: Coordinator) -> GroupDescr
         generation_id=None,
         coordinator=coordinator,
         members=tuple(_member(m) for m in described.members),
+    )
+
+
+def _describe_consumer_group(described: DescribedConsumerGroup, coordinator: Coordinator) -> GroupDescription:
+    return GroupDescription(
+        group_id=described.group_id,
+        state=described.group_state,
+        protocol_type=_CONSUMER_PROTOCOL_TYPE,
+        protocol=described.assignor_name,
+        generation_id=None,
+        coordinator=coordinator,
+        members=tuple(_consumer_member(m) for m in described.members),
+        group_type="consumer",
+        group_epoch=described.group_epoch,
+        assignment_epoch=described.assignment_epoch,
+    )
+
+
+_MEMBER_PROTOCOLS: Final = {MEMBER_TYPE_CLASSIC: "classic", MEMBER_TYPE_CONSUMER: "consumer"}
+
+
+def _partitions(topics: tuple[NamedTopicPartitions, ...]) -> tuple[TopicPartition, ...]:
+    return tuple(sorted(TopicPartition(t.topic_name, p) for t in topics for p in t.partitions))
+
+
+def _consumer_member(m: DescribedConsumerMember) -> MemberDescription:
+    return MemberDescription(
+        member_id=m.member_id,
+        group_instance_id=m.instance_id,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        assignment=_partitions(m.assignment),
+        subscribed_topics=tuple(sorted(m.subscribed_topic_names)),
+        member_epoch=m.member_epoch,
+        target_assignment=_partitions(m.target_assignment),
+        member_protocol=_MEMBER_PROTOCOLS.get(m.member_type),
+        rack_id=m.rack_id,
+        subscribed_topic_regex=m.subscribed_topic_regex,
     )
 
 

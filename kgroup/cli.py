@@ -8,7 +8,9 @@ Commands:
 * ``kgroup list [--state S,...] [--json]``: every consumer group, with its type, state and
   protocol type (ListGroups).
 * ``kgroup describe GROUP [--json]``: state, protocol, members with their decoded assignments
-  and subscriptions, committed offsets, log end offsets and lag.
+  and subscriptions, committed offsets, log end offsets and lag; for a group of the consumer
+  group protocol (KIP-848, ConsumerGroupDescribe) also the group and assignment epochs and each
+  member's epoch and target assignment.
 * ``kgroup reset-offsets GROUP (--topic T[:P,P...] ... | --all-topics) (--to-earliest |
   --to-latest | --to-datetime ISO8601 | --to-offset N | --shift-by N) [--execute] [--json]``:
   plan (and with ``--execute`` commit) new offsets for an inactive group, as Kafka's
@@ -179,6 +181,11 @@ def _member_json(m: MemberDescription) -> dict[str, Any]:
         "subscribed_topics": None if m.subscribed_topics is None else list(m.subscribed_topics),
         "assignment": [_tp_json(tp) for tp in m.assignment],
         "decode_error": m.decode_error,
+        "member_epoch": m.member_epoch,
+        "target_assignment": None if m.target_assignment is None else [_tp_json(tp) for tp in m.target_assignment],
+        "member_protocol": m.member_protocol,
+        "rack_id": m.rack_id,
+        "subscribed_topic_regex": m.subscribed_topic_regex,
     }
 
 
@@ -212,6 +219,9 @@ def describe_json(description: GroupDescription, offsets: Sequence[PartitionLag]
         "members": [_member_json(m) for m in description.members],
         "offsets": [_lag_json(p) for p in offsets],
         "total_lag": sum(known) if known else None,
+        "group_type": description.group_type,
+        "group_epoch": description.group_epoch,
+        "assignment_epoch": description.assignment_epoch,
     }
 
 
@@ -237,22 +247,49 @@ def describe_text(description: GroupDescription, offsets: Sequence[PartitionLag]
     """The ``kgroup describe`` table (columns in ``docs/cli.md``)."""
     c = description.coordinator
     known = [p.lag for p in offsets if p.lag is not None]
-    head = _table(
-        ("", ""),
-        [
-            ("GROUP", description.group_id),
-            ("COORDINATOR", f"{c.node_id} ({c.host}:{c.port})"),
-            ("STATE", description.state),
+    consumer_group = description.group_type == "consumer"
+    rows: list[tuple[str, str]] = [
+        ("GROUP", description.group_id),
+        ("COORDINATOR", f"{c.node_id} ({c.host}:{c.port})"),
+        ("STATE", description.state),
+    ]
+    if consumer_group:
+        rows += [
+            ("GROUP-TYPE", "consumer"),
+            ("ASSIGNOR", _dash(description.protocol)),
+            ("GROUP-EPOCH", _dash(description.group_epoch)),
+            ("ASSIGNMENT-EPOCH", _dash(description.assignment_epoch)),
+        ]
+    else:
+        rows += [
             ("PROTOCOL-TYPE", _dash(description.protocol_type)),
             ("PROTOCOL", _dash(description.protocol)),
             ("GENERATION", _dash(description.generation_id)),
-            ("MEMBERS", str(len(description.members))),
-            ("TOTAL-LAG", _dash(sum(known) if known else None)),
-        ],
-    )
+        ]
+    rows += [("MEMBERS", str(len(description.members))), ("TOTAL-LAG", _dash(sum(known) if known else None))]
+    head = _table(("", ""), rows)
     head = "\n".join(line.strip() for line in head.splitlines()[1:])
     parts = [head]
-    if description.members:
+    if description.members and consumer_group:
+        parts.append(_table(
+            ("MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "EPOCH", "PROTOCOL", "TOPICS", "ASSIGNMENT",
+             "TARGET-ASSIGNMENT"),
+            [
+                [
+                    m.member_id,
+                    _dash(m.group_instance_id),
+                    _dash(m.client_id),
+                    _dash(m.client_host),
+                    _dash(m.member_epoch),
+                    _dash(m.member_protocol),
+                    m.subscribed_topic_regex or ",".join(m.subscribed_topics or ()) or "-",
+                    _partitions_text(m.assignment),
+                    _partitions_text(m.target_assignment or ()),
+                ]
+                for m in description.members
+            ],
+        ))
+    elif description.members:
         member_rows = [
             [
                 m.member_id,
@@ -308,7 +345,7 @@ def _emit_json(document: Any) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="kgroup")
 def main() -> None:
-    """Inspect and administer Kafka consumer groups (classic protocol).
+    """Inspect and administer Kafka consumer groups (classic and consumer group protocols).
 
     Exit codes: 0 success, 1 the cluster answered with an error or did not answer in time,
     2 usage error. Reference: docs/cli.md in kgroup's source distribution.

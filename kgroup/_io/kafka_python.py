@@ -60,6 +60,7 @@ from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
 from kgroup.protocol import group_api
+from kgroup.protocol.consumer_group_describe import ConsumerGroupDescribeRequest, DescribedConsumerGroup
 from kgroup.protocol.group_api import (
     DescribedGroup,
     DescribeGroupsRequest,
@@ -407,6 +408,26 @@ class KafkaPythonTransport:
             request, self._manager.least_loaded_node, timeout_ms,
             lambda r: {t.topic_id: t.name for t in r.topics if t.error_code == 0 and t.topic_id is not None},
         )
+
+    def consumer_group_describe(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:
+        """ConsumerGroupDescribe (API 69, v1 max) at the coordinator ``node_id``.
+
+        Through :mod:`kgroup._io.consumer_group_describe`; a broker without the API yields
+        each group with error UNSUPPORTED_VERSION.
+        """
+        from kgroup._io import consumer_group_describe as wire
+
+        ids = tuple(dict.fromkeys(group_ids))
+        inner = self._bridge(
+            lambda: wire.request_message(ConsumerGroupDescribeRequest(group_ids=ids)),
+            self._coordinator_node(node_id), timeout_ms, lambda message: wire.response_value(message).groups,
+        )
+        unsupported = tuple(DescribedConsumerGroup(
+            error_code=codes.UNSUPPORTED_VERSION, group_id=g, group_state="", group_epoch=-1, assignment_epoch=-1,
+            assignor_name="") for g in ids)
+        return _unsupported_as(inner, unsupported)
 
     def list_offsets(
         self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from kgroup.membership import consumer_group as cg
+    from kgroup.protocol.consumer_group_describe import DescribedConsumerGroup
 
 __all__ = [
     "CommittedOffset",
@@ -282,4 +283,14 @@ class ConsumerGroupTransport(Protocol):
 
     def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[UUID, str]]:
         """Topic id -> name of every topic in the cluster (Metadata v10+)."""
+        ...
+
+    def consumer_group_describe(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:
+        """ConsumerGroupDescribe (API 69) for ``group_ids`` at their coordinator ``node_id``.
+
+        One ``DescribedConsumerGroup`` per group, in response order; a broker without API 69
+        yields each group with error UNSUPPORTED_VERSION instead of failing.
+        """
         ...

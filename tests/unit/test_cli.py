@@ -197,11 +197,14 @@ def test_describe_json_schema_is_stable():
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert list(doc) == ["group_id", "state", "protocol_type", "protocol", "generation_id", "coordinator",
-                         "members", "offsets", "total_lag"]
+                         "members", "offsets", "total_lag", "group_type", "group_epoch", "assignment_epoch"]
+    assert (doc["group_type"], doc["group_epoch"], doc["assignment_epoch"]) == ("classic", None, None)
     assert doc["state"] == "Stable" and doc["protocol"] == "range" and doc["generation_id"] is None
     assert doc["coordinator"] == {"node_id": 1, "host": "broker1", "port": 9092}
     assert list(doc["members"][0]) == ["member_id", "group_instance_id", "client_id", "client_host",
-                                       "subscribed_topics", "assignment", "decode_error"]
+                                       "subscribed_topics", "assignment", "decode_error", "member_epoch",
+                                       "target_assignment", "member_protocol", "rack_id", "subscribed_topic_regex"]
+    assert doc["members"][0]["member_epoch"] is None and doc["members"][0]["target_assignment"] is None
     assert doc["members"][0]["assignment"] == [{"topic": "orders", "partition": 0}, {"topic": "orders", "partition": 1}]
     assert doc["members"][1]["group_instance_id"] is None
     assert list(doc["offsets"][0]) == ["topic", "partition", "committed_offset", "log_end_offset", "lag",
