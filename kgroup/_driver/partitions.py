@@ -70,10 +70,14 @@ class PartitionState:
     def hold(self, records: list[ConsumerRecord]) -> None:
         """``records`` were fetched and will be returned by this ``poll()`` unless dropped."""
         held = self._held
-        for record in records:
-            tp = record.topic_partition
-            if tp not in held:
-                held[tp] = record.offset
+        topic: str | None = None
+        partition = -1
+        for record in records:  # a fetch returns each partition's records in one run
+            if record.partition != partition or record.topic != topic:
+                topic, partition = record.topic, record.partition
+                tp = TopicPartition(topic, partition)
+                if tp not in held:
+                    held[tp] = record.offset
 
     def release(self) -> None:
         """The held records were returned to the application (or dropped)."""

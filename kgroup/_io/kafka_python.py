@@ -26,6 +26,7 @@ from __future__ import annotations
 import concurrent.futures
 import importlib
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -49,6 +50,7 @@ from kgroup._io.kafka_messages import request_message, response_values
 from kgroup._io.transport import (
     GroupRequest,
     OffsetFetchResult,
+    RecordFetcher,
     commit_results,
     fetch_result,
     offset_commit_request,
@@ -90,6 +92,9 @@ LEAVE_GROUP_BATCH_MIN = 3
 OFFSET_FETCH_ALL_MIN = 8
 #: Metadata carries topic ids from v10 (KIP-516); the consumer protocol's assignments name topics by id
 TOPIC_IDS_MIN = 10
+#: the internal switch between the two record fetchers: "pipeline" or "kafka-python"
+FETCHER_ENV = "KGROUP_FETCHER"
+DEFAULT_FETCHER = "kafka-python"
 
 _PASS_THROUGH = (
     "bootstrap_servers", "client_id", "request_timeout_ms", "retry_backoff_ms",
@@ -153,7 +158,7 @@ class KafkaPythonTransport:
         self._manager = self._client._manager
         self._net = self._manager._net
         self._cluster = self._manager.cluster
-        self._fetcher: KafkaFetcher | None = None
+        self._fetcher: RecordFetcher | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -602,10 +607,20 @@ class KafkaPythonTransport:
         return _unsupported_as(inner, LeaveGroupResponse(error_code=codes.UNSUPPORTED_VERSION))
 
     # ------------------------------------------------------------------ fetching
-    def fetcher(self) -> KafkaFetcher:
-        """The record fetcher over kafka-python's ``Fetcher`` (created once)."""
+    def fetcher(self) -> RecordFetcher:
+        """The record fetcher (created once).
+
+        kgroup's own pipelined fetcher (:mod:`kgroup._io.fetch_pipeline`) when the environment
+        variable ``KGROUP_FETCHER`` is ``pipeline``; else ``KafkaFetcher``, over kafka-python's
+        ``Fetcher``. The switch is internal: it lets tests and benchmarks run both side by side.
+        """
         if self._fetcher is None:
-            self._fetcher = KafkaFetcher(self._client, self._cluster, self._kp_config, self._config)
+            if os.environ.get(FETCHER_ENV, DEFAULT_FETCHER) == "pipeline":
+                from kgroup._io.fetch_pipeline import PipelinedFetcher
+
+                self._fetcher = PipelinedFetcher(self._client, self._cluster, self._kp_config, self._config)
+            else:
+                self._fetcher = KafkaFetcher(self._client, self._cluster, self._kp_config, self._config)
         return self._fetcher
 
 

@@ -1,0 +1,633 @@
+"""kgroup's own fetch pipeline: Fetch requests over kafka-python's network client.
+
+``PipelinedFetcher`` is a ``RecordFetcher`` that schedules, sends and buffers Fetch requests
+itself (Java's ``Fetcher``/``FetchCollector`` are the reference) instead of kafka-python's
+``Fetcher``, whose rule "send the next fetch only when every buffered response was handed out"
+leaves the poll loop waiting a whole round trip after each response. What it keeps from
+kafka-python: the network client (``KafkaConnectionManager.send`` on the IO thread), the
+``FetchRequest``/``FetchResponse`` message classes, ``MemoryRecords`` and the batch decoder of
+``KafkaFetcher._PartitionRecords`` (aiokafka's C decoder when installed), and the
+``SubscriptionState`` with kafka-python's offset reset (ListOffsets, ``auto_offset_reset``) and
+KIP-320 position validation (OffsetForLeaderEpoch), exactly as ``KafkaFetcher`` drives them.
+
+Scheduling (poll thread; the IO thread only queues responses and wakes it):
+
+1. **One response per partition.** A partition is put in a Fetch only when it is fetchable
+   (assigned, not paused, position known and validated), holds no fetched records and has no
+   fetch in flight (Java ``AbstractFetch.fetchablePartitions``). A partition whose records ran
+   dry is fetched again at once, whatever the others hold.
+2. **Pipelining, bounded.** At most one Fetch is in flight per node. A Fetch goes to a node
+   while at most one earlier response of that node still holds records of unpaused partitions:
+   the next response is on its way while the previous one is handed out.
+3. **No long poll behind buffered records.** A Fetch sent while the node still holds records
+   asks the broker not to wait (``max_wait_ms`` 1 ms); only a node whose records were all handed
+   out long-polls for ``fetch_max_wait_ms``/``fetch_min_bytes``. So caught-up partitions never
+   hold the others for ``fetch_max_wait_ms``. After such a no-wait Fetch came back without
+   records, the node is not asked again until some buffered records were handed out or dropped
+   (no busy loop of empty fetches).
+
+Memory bound: per node at most two responses with records (the one being handed out and the
+next one, in flight or arrived), each of at most ``fetch_max_bytes``, and at most one response
+per partition, of at most ``max_partition_fetch_bytes``; a single record batch larger than
+these limits is returned whole (KIP-74) and counts once. Paused partitions keep their one
+response aside (Java keeps paused partitions' completed fetches too). So the buffered bytes are
+at most ``min(2 * fetch_max_bytes * nodes, partitions * max_partition_fetch_bytes)`` plus
+oversized batches, when the broker honours the limits.
+
+Semantics kept from ``KafkaFetcher`` (kafka-python's ``Fetcher._parse_fetched_data``): a
+response is used only if its partition is still fetchable and its position still equals the
+fetch offset (responses for partitions revoked, re-assigned, seeked or reset meanwhile are
+dropped); NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION and
+KAFKA_STORAGE_ERROR refresh metadata (and apply a KIP-951 leader hint); FENCED_LEADER_EPOCH,
+UNKNOWN_LEADER_EPOCH and a diverging epoch (Fetch v12) mark the position for KIP-320
+validation; OFFSET_OUT_OF_RANGE resets the position by ``auto_offset_reset`` or raises with
+``"none"``; TOPIC_AUTHORIZATION_FAILED and unexpected codes raise. Errors are raised in line:
+records handed out before them first. Records are decoded by ``KafkaFetcher._PartitionRecords``
+(CRC check with ``check_crcs``, compression, read_committed aborted transactions and control
+batches skipped). One difference: a response without records leaves the position's leader
+epoch as it was (Java's ``FetchCollector``), where kafka-python sets it to -1.
+
+Fetch sessions (KIP-227) are not used: every Fetch is a full one (session id 0, epoch -1).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from typing import Any
+
+from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
+
+# isort: split
+import kafka.errors as KErrors
+from kafka.consumer.fetcher import Fetcher
+from kafka.consumer.subscription_state import SubscriptionState
+from kafka.protocol.consumer import FetchRequest, IsolationLevel, OffsetResetStrategy
+from kafka.record import MemoryRecords
+from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
+from kafka.structs import TopicPartition as KTopicPartition
+
+from kgroup._clock import MonotonicClock
+from kgroup._io.kafka_python import KafkaFetcher, _fetch_error, _ktp
+from kgroup.config import ConsumerConfig
+from kgroup.types import ConsumerRecord, TopicPartition
+
+__all__ = ["PipelinedFetcher"]
+
+log = logging.getLogger(__name__)
+
+_FetchTopic = FetchRequest.FetchTopic
+_FetchPartition = _FetchTopic.FetchPartition
+
+#: newest Fetch version sent (as kafka-python's Fetcher: topic ids, v13+, are not used)
+FETCH_MAX_VERSION = 12
+#: responses of a node that may still hold records when the next Fetch goes to it
+MAX_HELD_RESPONSES_PER_NODE = 1
+#: ``max_wait_ms`` of a Fetch sent while the node still holds records (rule 3): 1, not 0, as the
+#: embedded Tansu broker (docs/testing.md) answers a 0 ms Fetch without any records
+NO_WAIT_MS = 1
+
+_LEADER_ERRORS = (
+    KErrors.NotLeaderForPartitionError,
+    KErrors.ReplicaNotAvailableError,
+    KErrors.UnknownTopicOrPartitionError,
+    KErrors.KafkaStorageError,
+)
+_EPOCH_ERRORS = (KErrors.FencedLeaderEpochError, KErrors.UnknownLeaderEpochError)
+
+
+class _Held:
+    """One partition's fetched response: raw (parked while paused), parsed records, or an error."""
+
+    __slots__ = ("data", "error", "fetch_offset", "node", "records", "response_id", "tp", "version")
+
+    def __init__(self, tp: KTopicPartition, node: int, response_id: int, fetch_offset: int, data: Any,
+                 version: int) -> None:
+        self.tp = tp
+        self.node = node
+        self.response_id = response_id
+        self.fetch_offset = fetch_offset
+        self.data = data
+        self.version = version
+        self.records: Any = None
+        self.error: Exception | None = None
+
+    def size(self) -> int:
+        if self.records is not None:
+            batches = getattr(self.records, "_batches", None)
+            return int(batches.size_in_bytes()) if batches is not None else 0
+        raw = getattr(self.data, "records", None)
+        return len(raw or b"")
+
+
+class PipelinedFetcher:
+    """``RecordFetcher`` with kgroup's own fetch scheduling (module docstring: rules and bounds).
+
+    Args:
+        client: kafka-python's ``KafkaNetClient`` (its connection manager sends the Fetches).
+        cluster: its cluster metadata (leaders, leader epochs).
+        kp_config: the kafka-python settings ``KafkaPythonTransport`` built (resets and validation).
+        config: the consumer configuration (``fetch_*``, ``max_partition_fetch_bytes``,
+            ``check_crcs``, ``isolation_level``, ``retry_backoff_ms`` in ms).
+
+    Used from the poll thread; ``wakeup`` from any thread.
+
+    """
+
+    def __init__(self, client: Any, cluster: Any, kp_config: dict[str, Any], config: ConsumerConfig) -> None:
+        strategy = config.auto_offset_reset if config.auto_offset_reset != "none" else "none"
+        self._subscription = SubscriptionState(strategy)
+        # kafka-python's Fetcher runs the offset resets and KIP-320 validations only; it never fetches
+        self._offsets = Fetcher(client, self._subscription, **kp_config)
+        self._decoder = KafkaFetcher._load_batch_decoder()
+        self.batch_decoder = "aiokafka (C)" if self._decoder[0] is not None else "kafka-python"
+        self._client = client
+        self._manager = client._manager
+        self._cluster = cluster
+        self._clock = MonotonicClock()
+        self._config = config
+        self._isolation = IsolationLevel.build_from(config.isolation_level)
+        self._min_version = FetchRequest.min_version_for_isolation_level(self._isolation)
+        self._topics: set[str] = set()
+        self._idle = True
+        # poll thread
+        self._held: dict[KTopicPartition, _Held] = {}
+        self._order: collections.deque[KTopicPartition] = collections.deque()
+        self._in_flight_nodes: set[int] = set()
+        self._in_flight_tps: set[KTopicPartition] = set()
+        self._quiet: set[int] = set()
+        self._backoff_until: dict[int, float] = {}
+        self._next_response_id = 0
+        self._inline: tuple[KTopicPartition, int, Exception] | None = None
+        self._hooked: list[Any] = []
+        # IO thread -> poll thread
+        self._arrivals: collections.deque[tuple[int, int, dict[KTopicPartition, int], int, Any, Any]] = (
+            collections.deque()
+        )
+        self._woken = threading.Event()
+        self._dirty = True
+
+    # ------------------------------------------------------------------ RecordFetcher
+    def idle(self) -> bool:
+        """True when the last ``fetch`` had nothing buffered and nothing in flight to wait on."""
+        return self._idle
+
+    def assign(self, partitions: frozenset[TopicPartition]) -> None:
+        """Fetch exactly ``partitions``; what is buffered for others is dropped."""
+        self._subscription.assign_from_user([_ktp(tp) for tp in sorted(partitions)])
+        for ktp in [ktp for ktp in self._held if not self._subscription.is_assigned(ktp)]:
+            self._drop(ktp)
+        topics = {tp.topic for tp in partitions}
+        if not topics <= self._topics:
+            self._topics |= topics
+            self._cluster.set_topics(sorted(self._topics))
+        self._changed()
+
+    def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
+        """Fetch ``tp`` from ``offset`` next (what is buffered for ``tp`` is dropped)."""
+        ktp = _ktp(tp)
+        self._subscription.seek(ktp, KOffsetAndMetadata(offset, "", -1 if leader_epoch is None else leader_epoch))
+        self._drop(ktp)
+        self._changed()
+
+    def request_reset(self, tp: TopicPartition, strategy: str) -> None:
+        """Find ``tp``'s position with ListOffsets: "earliest" or "latest"."""
+        ktp = _ktp(tp)
+        value = OffsetResetStrategy.EARLIEST if strategy == "earliest" else OffsetResetStrategy.LATEST
+        self._subscription.request_offset_reset(ktp, value)
+        self._drop(ktp)
+        self._hook(self._offsets.reset_offsets_if_needed())
+        self._changed()
+
+    def position(self, tp: TopicPartition) -> int | None:
+        """Offset of the next record, or None while unknown."""
+        pos = self._subscription.assignment[_ktp(tp)].position
+        return None if pos is None else int(pos.offset)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark from ``tp``'s last fetch response, or None before one."""
+        state = self._subscription.assignment.get(_ktp(tp))
+        return None if state is None or state.highwater is None else int(state.highwater)
+
+    def has_position(self, tp: TopicPartition) -> bool:
+        """True when the position is known."""
+        return bool(self._subscription.has_valid_position(_ktp(tp)))
+
+    def pause(self, tp: TopicPartition) -> None:
+        """Stop fetching ``tp`` (its buffered response is kept)."""
+        self._subscription.pause(_ktp(tp))
+        self._changed()
+
+    def resume(self, tp: TopicPartition) -> None:
+        """Fetch ``tp`` again."""
+        self._subscription.resume(_ktp(tp))
+        self._changed()
+
+    def wakeup(self) -> None:
+        """Interrupt a blocked ``fetch`` (any thread)."""
+        self._woken.set()
+
+    def missing_topics(self) -> frozenset[str]:
+        """Assigned topics kafka-python's cluster metadata does not know (after its refresh)."""
+        if self._cluster._last_successful_refresh_ms <= 0:
+            return frozenset()  # no metadata yet: nothing is known missing
+        known = self._cluster.topics()
+        return frozenset(tp.topic for tp in self._subscription.assigned_partitions() if tp.topic not in known)
+
+    def buffered(self) -> list[tuple[TopicPartition, int]]:
+        """Fetched responses not fully handed out: ``(partition, record bytes)`` each (read by tests)."""
+        return [(TopicPartition(ktp.topic, ktp.partition), held.size()) for ktp, held in list(self._held.items())
+                if held.error is None]
+
+    def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
+        """Up to ``max_records`` records, waiting at most ``timeout_ms`` (ms) for a fetch response.
+
+        Raises:
+            OffsetOutOfRangeError: out of range with ``auto_offset_reset="none"``.
+            FetchError: any other fetch failure (CRC, authorization, truncation, ...).
+
+        """
+        if not self._subscription.assignment:
+            self._idle = True
+            return []
+        try:
+            self._prepare()
+            records = self._hand_out(max_records)
+            self._maybe_send()
+            if records:
+                self._idle = False
+                return records
+            if not self._in_flight_nodes and not self._resetting():
+                self._idle = True
+                return []
+            self._idle = False
+            self._woken.clear()
+            if not self._arrivals and timeout_ms > 0:
+                self._woken.wait(timeout_ms / 1000)
+            self._prepare()
+            records = self._hand_out(max_records)
+            self._maybe_send()
+            return records
+        except KErrors.KafkaError as exc:
+            raise _fetch_error(exc) from exc
+
+    # ------------------------------------------------------------------ offsets: resets, KIP-320
+    def _prepare(self) -> None:
+        """Start position look-ups and validations (as ``KafkaFetcher``), then take in responses."""
+        self._hook(self._offsets.reset_offsets_if_needed())
+        # KIP-320: positions whose leader epoch moved are validated with OffsetForLeaderEpoch
+        # before fetching resumes (a truncation raises from here)
+        self._offsets.maybe_validate_positions()
+        self._hook(self._offsets.validate_offsets_if_needed())
+        self._ingest()
+
+    def _resetting(self) -> bool:
+        task = self._offsets._reset_task
+        return task is not None and not task.is_done
+
+    def _hook(self, task: Any) -> None:
+        """Wake the poll thread when a reset or validation task ends (positions change)."""
+        if task is None or any(task is t for t in self._hooked):
+            return
+        self._hooked = [t for t in self._hooked if not t.is_done]
+        self._hooked.append(task)
+        task.add_both(self._io_event)
+
+    def _io_event(self, _: Any = None) -> None:
+        self._dirty = True
+        self._woken.set()
+
+    def _changed(self) -> None:
+        self._dirty = True
+        self._quiet.clear()
+
+    # ------------------------------------------------------------------ sending
+    def _maybe_send(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self._send_fetches()
+
+    def _send_fetches(self) -> None:
+        """One Fetch per node that may take one (module docstring, rules 1-3)."""
+        sub = self._subscription
+        cluster = self._cluster
+        manager = self._manager
+        now = self._clock.monotonic()
+        by_node: dict[int, dict[KTopicPartition, Any]] = {}
+        skipped: set[int] = set()
+        for ktp in sub.fetchable_partitions():
+            if ktp in self._held or ktp in self._in_flight_tps:
+                continue
+            node = cluster.leader_for_partition(ktp)
+            if node is None or node == -1:
+                log.debug("no leader known for %s: metadata update requested", ktp)
+                cluster.request_update()
+                self._dirty = True  # look again at the next fetch(): no event says when metadata came
+                continue
+            if node in skipped:
+                continue
+            if node not in by_node:
+                if node in self._in_flight_nodes or node in self._quiet:
+                    skipped.add(node)  # its response, or handing out its records, sets _dirty
+                    continue
+                if (self._backoff_until.get(node, 0.0) > now or manager.connection_delay(node) > 0
+                        or self._client.throttle_delay(node) > 0):
+                    skipped.add(node)
+                    self._dirty = True  # a wait in time: look again at the next fetch()
+                    continue
+            position = sub.assignment[ktp].position
+            epoch = cluster.leader_epoch_for_partition(ktp)
+            by_node.setdefault(node, {})[ktp] = _FetchPartition(
+                partition=ktp.partition,
+                current_leader_epoch=-1 if epoch is None else epoch,
+                fetch_offset=position.offset,
+                last_fetched_epoch=position.leader_epoch,
+                partition_max_bytes=self._config.max_partition_fetch_bytes,
+            )
+        if not by_node:
+            return
+        holding = self._holding()
+        for node, partitions in by_node.items():
+            held = holding.get(node, set())
+            if len(held) > MAX_HELD_RESPONSES_PER_NODE:
+                continue
+            self._send(node, partitions, NO_WAIT_MS if held else self._config.fetch_max_wait_ms)
+
+    def _holding(self) -> dict[int, set[int]]:
+        """Per node, the responses that still hold records of unpaused partitions."""
+        out: dict[int, set[int]] = {}
+        is_paused = self._subscription.is_paused
+        for ktp, held in self._held.items():
+            if held.error is None and not is_paused(ktp):
+                out.setdefault(held.node, set()).add(held.response_id)
+        return out
+
+    def _send(self, node: int, partitions: dict[KTopicPartition, Any], wait_ms: int) -> None:
+        by_topic: dict[str, list[Any]] = collections.defaultdict(list)
+        for ktp, part in partitions.items():
+            by_topic[ktp.topic].append(part)
+        request = FetchRequest(
+            max_wait_ms=wait_ms,
+            min_bytes=self._config.fetch_min_bytes,
+            max_bytes=self._config.fetch_max_bytes,
+            isolation_level=self._isolation,
+            session_id=0,
+            session_epoch=-1,
+            topics=[_FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            forgotten_topics_data=[],
+            rack_id="",
+            min_version=self._min_version,
+            max_version=FETCH_MAX_VERSION,
+        )
+        offsets = {ktp: part.fetch_offset for ktp, part in partitions.items()}
+        response_id = self._next_response_id
+        self._next_response_id += 1
+        arrivals = self._arrivals
+        wake = self._io_event
+        done: list[bool] = []
+
+        def arrived(response: Any, exc: Any) -> None:  # IO thread (or here, when sending failed)
+            if done:
+                return
+            done.append(True)
+            arrivals.append((node, response_id, offsets, wait_ms, response, exc))
+            wake()
+
+        manager = self._manager
+
+        def go() -> None:  # IO thread
+            future = manager.send(request, node_id=node)
+            future.add_callback(lambda response: arrived(response, None))
+            future.add_errback(lambda exc: arrived(None, exc))
+
+        self._in_flight_nodes.add(node)
+        self._in_flight_tps.update(offsets)
+        log.debug("Fetch %d to node %s (max_wait_ms %d): %s", response_id, node, wait_ms, offsets)
+        try:
+            scheduled = manager.call_soon(go)
+        except Exception as exc:  # the network thread is closed
+            arrived(None, exc)
+            return
+        scheduled.add_errback(lambda exc: arrived(None, exc))
+
+    # ------------------------------------------------------------------ receiving
+    def _ingest(self) -> None:
+        """Take in the responses the IO thread queued: parse, buffer, note errors."""
+        arrivals = self._arrivals
+        sub = self._subscription
+        while arrivals:
+            node, response_id, offsets, wait_ms, response, exc = arrivals.popleft()
+            self._in_flight_nodes.discard(node)
+            self._in_flight_tps.difference_update(offsets)
+            self._dirty = True
+            if exc is not None:
+                log.debug("Fetch to node %s failed: %s", node, exc)
+                self._backoff(node)
+                continue
+            top_error = getattr(response, "error_code", 0)
+            if top_error:
+                log.info("node %s refused a Fetch: %s", node, KErrors.for_code(top_error).__name__)
+                self._backoff(node)
+                continue
+            got_records = False
+            version = response.API_VERSION
+            for topic_data in response.responses:
+                for data in topic_data.partitions:
+                    ktp = KTopicPartition(topic_data.topic, data.partition_index)
+                    fetch_offset = offsets.get(ktp)
+                    if fetch_offset is None or ktp in self._held:
+                        continue
+                    held = _Held(ktp, node, response_id, fetch_offset, data, version)
+                    if sub.is_paused(ktp):
+                        # parked raw until resumed (kafka-python and Java keep paused partitions' data)
+                        if data.error_code or data.records:
+                            self._keep(held)
+                        continue
+                    if self._parse(held):
+                        self._keep(held)
+                        got_records = got_records or held.records is not None
+            if wait_ms == NO_WAIT_MS and not got_records and node in self._holding():
+                self._quiet.add(node)  # rule 3: not asked again until records are handed out
+
+    def _backoff(self, node: int) -> None:
+        self._backoff_until[node] = self._clock.monotonic() + self._config.retry_backoff_ms / 1000
+
+    def _keep(self, held: _Held) -> None:
+        self._held[held.tp] = held
+        self._order.append(held.tp)
+
+    def _drop(self, ktp: KTopicPartition) -> None:
+        held = self._held.pop(ktp, None)
+        if held is None:
+            return
+        if held.records is not None:
+            held.records.drain()
+        self._dirty = True
+        self._quiet.clear()
+
+    def _parse(self, held: _Held) -> bool:
+        """Kafka's rules for one partition's response (kafka-python's ``_parse_fetched_data``).
+
+        Returns True when ``held`` keeps records (or an error to raise in line), False when
+        nothing of it is left to hand out.
+        """
+        try:
+            return self._parse_or_raise(held)
+        except Exception as exc:
+            held.error = exc
+            return True
+
+    def _parse_or_raise(self, held: _Held) -> bool:
+        tp, fetch_offset, data = held.tp, held.fetch_offset, held.data
+        sub = self._subscription
+        cluster = self._cluster
+        error_type = KErrors.for_code(data.error_code)
+        try:
+            if not sub.is_fetchable(tp):
+                return False  # revoked, paused or being validated meanwhile
+            if error_type is KErrors.NoError:
+                state = sub.assignment[tp]
+                position = state.position
+                if position is None or position.offset != fetch_offset:
+                    return False  # the position moved (seek, reset) while the fetch was in flight
+                diverging = getattr(data, "diverging_epoch", None)
+                if diverging is not None and diverging.end_offset >= 0:
+                    log.info("Fetch for %s diverged at epoch %s offset %s: validating the position",
+                             tp, diverging.epoch, diverging.end_offset)
+                    sub.request_position_validation(tp)
+                    cluster.request_update()
+                    return False
+                records = MemoryRecords(data.records)
+                size = records.size_in_bytes()
+                if size > 0 and not records.has_next():
+                    raise KErrors.KafkaError(
+                        f"Failed to make progress reading messages at {tp}={fetch_offset}: a non-empty fetch "
+                        "response without a complete record batch"
+                    )
+                if data.high_watermark >= 0:
+                    state.highwater = data.high_watermark
+                if size == 0:
+                    return False
+                held.records = KafkaFetcher._PartitionRecords(
+                    self._decoder, fetch_offset, tp, records,
+                    check_crcs=self._config.check_crcs,
+                    isolation_level=self._isolation,
+                    aborted_transactions=data.aborted_transactions,
+                    on_drain=self._on_drain,
+                )
+                held.data = None
+                return True
+            if error_type in _LEADER_ERRORS:
+                log.debug("Error fetching partition %s: %s", tp, error_type.__name__)
+                self._leader_hint(tp, data)
+                cluster.request_update()
+            elif error_type in _EPOCH_ERRORS:
+                log.debug("Fetch for %s returned %s: validating the position", tp, error_type.__name__)
+                self._leader_hint(tp, data)
+                sub.request_position_validation(tp)
+                cluster.request_update()
+            elif error_type is KErrors.OffsetOutOfRangeError:
+                position = sub.assignment[tp].position
+                if position is None or position.offset != fetch_offset:
+                    return False
+                if sub.has_default_offset_reset_policy():
+                    log.info("Fetch offset %s is out of range for topic-partition %s", fetch_offset, tp)
+                    sub.request_offset_reset(tp)
+                else:
+                    raise KErrors.OffsetOutOfRangeError({tp: fetch_offset})
+            elif error_type is KErrors.TopicAuthorizationFailedError:
+                log.warning("Not authorized to read from topic %s.", tp.topic)
+                raise KErrors.TopicAuthorizationFailedError({tp.topic})
+            elif issubclass(error_type, KErrors.RetriableError):
+                log.debug("Retriable error fetching partition %s: %s", tp, error_type.__name__)
+                if issubclass(error_type, KErrors.InvalidMetadataError):
+                    cluster.request_update()
+            else:
+                raise error_type("Unexpected error while fetching data")
+            return False
+        finally:
+            if error_type is not KErrors.NoError:
+                sub.move_partition_to_end(tp)  # healthier partitions first in the next Fetch
+
+    def _leader_hint(self, tp: KTopicPartition, data: Any) -> None:
+        """A KIP-951 ``current_leader`` hint of a Fetch v12+ response."""
+        leader = getattr(data, "current_leader", None)
+        if leader is None or leader.leader_epoch < 0:
+            return
+        moved = self._cluster.update_partition_leader(tp, leader.leader_id, leader.leader_epoch)
+        if moved and self._cluster.broker_metadata(leader.leader_id) is None:
+            self._cluster.request_update()  # a leader whose address is not known yet
+
+    def _on_drain(self, records: Any) -> None:
+        if records.bytes_read > 0:
+            self._subscription.move_partition_to_end(records.topic_partition)  # round-robin fairness
+
+    # ------------------------------------------------------------------ handing out
+    def _hand_out(self, max_records: int) -> list[ConsumerRecord]:
+        """Records of the buffered responses, oldest response first (Java's ``FetchCollector``)."""
+        sub = self._subscription
+        inline, self._inline = self._inline, None
+        if inline is not None:
+            tp, offset, exc = inline
+            position = sub.assignment[tp].position if sub.is_fetchable(tp) else None
+            if position is not None and position.offset == offset:
+                raise exc
+        out: list[ConsumerRecord] = []
+        remaining = max_records
+        order = self._order
+        parked: list[KTopicPartition] = []
+        tp = None
+        offset = -1
+        try:
+            while remaining > 0 and order:
+                tp = order[0]
+                held = self._held.get(tp)
+                if held is None:
+                    order.popleft()  # dropped meanwhile (seek, assignment)
+                    continue
+                if sub.is_paused(tp):
+                    parked.append(order.popleft())
+                    continue
+                if held.records is None and held.error is None and not self._parse(held):
+                    order.popleft()  # parked while paused, nothing left of it now
+                    self._drop(tp)
+                    continue
+                offset = held.fetch_offset
+                if held.error is not None:
+                    position = sub.assignment[tp].position if sub.is_fetchable(tp) else None
+                    order.popleft()
+                    self._drop(tp)
+                    if position is not None and position.offset == held.fetch_offset:
+                        raise held.error
+                    continue
+                part = held.records
+                state = sub.assignment[tp] if sub.is_fetchable(tp) else None
+                if state is None or part.next_fetch_offset != state.position.offset:
+                    order.popleft()  # revoked, awaiting validation, or the position moved
+                    self._drop(tp)
+                    continue
+                offset = part.next_fetch_offset
+                taken = part.take(remaining)
+                if taken:
+                    out += taken
+                    remaining -= len(taken)
+                    if (not remaining and part._next_index >= len(part._decoded)
+                            and part._next_inline_exception is None and not part._batches.has_next()):
+                        part.take(1)  # nothing left: drained now, so tp is fetched again at once
+                epoch = part.leader_epoch
+                state.position = KOffsetAndMetadata(
+                    part.next_fetch_offset, "", epoch if epoch >= 0 else state.position.leader_epoch
+                )
+                if not part:
+                    order.popleft()
+                    self._drop(tp)
+        except Exception as exc:
+            if not out:
+                raise
+            assert tp is not None
+            self._inline = (tp, offset, exc)  # raised by the next fetch, if the position is still there
+        finally:
+            if parked:
+                order.extendleft(reversed(parked))
+        return out
