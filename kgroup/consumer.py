@@ -228,7 +228,7 @@ class Consumer(Generic[K, V]):
         #: while close() runs: the deadline its revoke-step commit must respect (clock seconds)
         self._close_deadline: float | None = None
         self._rng = random.Random()
-        self._metrics = Recorder(self._clock)
+        self._metrics = Recorder(self._clock, group_protocol=config.group_protocol)
         self._health_servers: list[HealthServer] = []
         self._subscribed_at: float | None = None
         #: assign() was called: no group membership, a StandaloneGroup stands for the group thread

@@ -13,6 +13,14 @@ to wire them to Kubernetes probes):
   consumer that has not joined yet makes it not ready; each failed verdict adds a line to
   ``reasons``.
 
+Under ``group_protocol="consumer"`` (KIP-848) the same verdicts hold with that protocol's terms:
+the generation is the member epoch (``STABLE`` needs an epoch from the broker: the target
+assignment reconciled and acknowledged; RECONCILING and ACKNOWLEDGING read as ``RECONCILING``), the
+coordinator's answer is a ConsumerGroupHeartbeat without error, and the bound is
+``session_timeout_ms``'s default, 45000 ms, which is also the broker's default
+``group.consumer.session.timeout.ms`` (the broker owns the session timeout under this protocol
+and does not tell the member).
+
 ``serve_health(consumer, port=8080)`` (or ``consumer.serve_health(...)``) starts a daemon HTTP
 server answering ``GET /livez`` and ``GET /readyz`` (200 "ok", or 503 with the reasons, one
 per line) and, when prometheus-client is installed, ``GET /metrics`` (the consumer's metrics in
@@ -47,7 +55,7 @@ class HealthReport:
         live: False when only a restart helps (closed, fatal error, poll loop stalled past
             ``max_poll_interval_ms``).
         ready: live, STABLE with an assignment, and the coordinator answered within
-            ``session_timeout_ms``.
+            ``session_timeout_ms`` (the consumer protocol: the module docstring).
         reasons: why ``live`` or ``ready`` is False, one sentence each (empty when both hold).
         last_poll_seconds_ago: since the last ``poll()`` (-1 before the first).
         assigned_partitions: how many partitions the member owns.

@@ -11,6 +11,16 @@ samples, as Java's defaults (``metrics.num.samples`` = 2, ``metrics.sample.windo
 30000); with no sample in the window it is NaN (Java's ``Avg``/``Max`` likewise). A
 ``*-seconds-ago`` value is -1 before the first event (Java's ``last-rebalance-seconds-ago``).
 
+Both group protocols report the names Java's consumer reports for them. Under
+``group_protocol="classic"`` (Java's ``ConsumerCoordinator``) a rebalance runs from the first
+JoinGroup to the SyncGroup answer; under ``group_protocol="consumer"`` (KIP-848; Java's
+``AsyncKafkaConsumer`` with ``ConsumerRebalanceMetricsManager`` and ``HeartbeatMetricsManager``)
+it runs from the member entering RECONCILING to its leaving it for ACKNOWLEDGING or STABLE (a
+reconciliation, Java's ``AbstractMembershipManager.transitionTo``), a failed rebalance is a
+ConsumerGroupHeartbeat answered with an error while one runs (Java's ``onHeartbeatFailure``),
+and the heartbeat names count ConsumerGroupHeartbeat. The JoinGroup and SyncGroup names
+(``CLASSIC_ONLY``) exist only under ``classic``, as in Java.
+
 Where kgroup measures differently from Java, the table says so. docs/production.md shows the
 Prometheus collector (``kgroup.prometheus``) and an OpenTelemetry bridge.
 
@@ -30,7 +40,7 @@ import attrs
 
 from kgroup._clock import Clock
 
-__all__ = ["METRICS", "MetricInfo"]
+__all__ = ["CLASSIC_ONLY", "METRICS", "MetricInfo"]
 
 #: Java's defaults: ``metrics.sample.window.ms`` and ``metrics.num.samples``
 _WINDOW_S = 30.0
@@ -52,9 +62,14 @@ _CONSUMER = "consumer-metrics"
 
 #: Every member-level name ``Consumer.metrics()`` returns, with its group, unit and meaning.
 METRICS: Mapping[str, MetricInfo] = {
-    "rebalance-total": MetricInfo(_COORD, "count", "rebalances this member completed (SyncGroup succeeded)"),
+    "rebalance-total": MetricInfo(
+        _COORD, "count", "rebalances this member completed (classic: SyncGroup succeeded; consumer: a reconciliation)"
+    ),
     "rebalance-latency-avg": MetricInfo(
-        _COORD, "ms", "average time from the first JoinGroup of a rebalance to its SyncGroup response"
+        _COORD,
+        "ms",
+        "average time from the first JoinGroup of a rebalance to its SyncGroup response (classic), "
+        "from entering RECONCILING to leaving it for ACKNOWLEDGING or STABLE (consumer)",
     ),
     "rebalance-latency-max": MetricInfo(_COORD, "ms", "longest rebalance, as above"),
     "rebalance-latency-total": MetricInfo(_COORD, "ms", "time spent in completed rebalances"),
@@ -62,15 +77,20 @@ METRICS: Mapping[str, MetricInfo] = {
     "failed-rebalance-total": MetricInfo(
         _COORD,
         "count",
-        "JoinGroup/SyncGroup attempts that failed (an error code or no response); "
-        "as in Java, a new dynamic member's MEMBER_ID_REQUIRED round counts",
+        "classic: JoinGroup/SyncGroup attempts that failed (an error code or no response); "
+        "as in Java, a new dynamic member's MEMBER_ID_REQUIRED round counts. consumer: "
+        "ConsumerGroupHeartbeat answers with an error while a reconciliation runs",
     ),
     "failed-rebalance-rate-per-hour": MetricInfo(_COORD, "1/h", "failed rebalance attempts per hour"),
     "last-rebalance-seconds-ago": MetricInfo(_COORD, "s", "since the last completed rebalance; -1 before the first"),
-    "last-heartbeat-seconds-ago": MetricInfo(_COORD, "s", "since the last Heartbeat was sent; -1 before the first"),
-    "heartbeat-response-time-max": MetricInfo(_COORD, "ms", "longest Heartbeat round trip"),
-    "heartbeat-rate": MetricInfo(_COORD, "1/s", "Heartbeat responses per second"),
-    "heartbeat-total": MetricInfo(_COORD, "count", "Heartbeat responses"),
+    "last-heartbeat-seconds-ago": MetricInfo(
+        _COORD, "s", "since the last Heartbeat (consumer: ConsumerGroupHeartbeat) was sent; -1 before the first"
+    ),
+    "heartbeat-response-time-max": MetricInfo(
+        _COORD, "ms", "longest Heartbeat (consumer: ConsumerGroupHeartbeat) round trip"
+    ),
+    "heartbeat-rate": MetricInfo(_COORD, "1/s", "Heartbeat (consumer: ConsumerGroupHeartbeat) responses per second"),
+    "heartbeat-total": MetricInfo(_COORD, "count", "Heartbeat (consumer: ConsumerGroupHeartbeat) responses"),
     "join-time-avg": MetricInfo(
         _COORD, "ms", "average JoinGroup round trip (a parked JoinGroup waits for the other members)"
     ),
@@ -105,6 +125,18 @@ METRICS: Mapping[str, MetricInfo] = {
     "time-between-poll-avg": MetricInfo(_CONSUMER, "ms", "average time between poll() calls"),
     "time-between-poll-max": MetricInfo(_CONSUMER, "ms", "longest time between poll() calls"),
 }
+
+#: The names only ``group_protocol="classic"`` reports: the consumer protocol has no JoinGroup
+#: or SyncGroup (Java's ``AsyncKafkaConsumer`` does not register them).
+CLASSIC_ONLY: frozenset[str] = frozenset(
+    f"{api}-{stat}" for api in ("join", "sync") for stat in ("time-avg", "time-max", "rate", "total")
+)
+
+#: ``Recorder.request_sent``'s name for a ConsumerGroupHeartbeat. Every answer with an error
+#: during a reconciliation is a failed rebalance (Java's ``AbstractHeartbeatRequestManager``
+#: calls ``onHeartbeatFailure(false)`` for each error answer); a request without an answer (a
+#: disconnect, a timeout: a ``RetriableException`` in Java) is not.
+_CONSUMER_HEARTBEAT = "consumer-heartbeat"
 
 #: The per-partition metric: ``records-lag{topic=T,partition=P}`` (the fetch high watermark
 #: minus the position, from the last fetch response of that partition).
@@ -153,10 +185,17 @@ class _Windowed:
 
 
 class Recorder:
-    """Where the consumer's threads record what the metrics are computed from (internal)."""
+    """Where the consumer's threads record what the metrics are computed from (internal).
 
-    def __init__(self, clock: Clock) -> None:
+    ``group_protocol`` (``"classic"`` or ``"consumer"``) decides how a rebalance is measured
+    and which names the snapshot has (the module docstring).
+    """
+
+    def __init__(self, clock: Clock, group_protocol: str = "classic") -> None:
         self._clock = clock
+        self._group_protocol = group_protocol
+        #: the consumer-protocol member's last state (``member_state``)
+        self._member_state: str | None = None
         self._lock = threading.Lock()
         self._started = clock.monotonic()
         self._sent: dict[int, tuple[str, float]] = {}
@@ -170,11 +209,11 @@ class Recorder:
 
     # ------------------------------------------------------------------ group thread
     def request_sent(self, api: str, request_id: int) -> None:
-        """A group request (``"join"``, ``"sync"``, ``"heartbeat"``, ...) left."""
+        """A group request (``"join"``, ``"sync"``, ``"heartbeat"``, ``"consumer-heartbeat"``, ...) left."""
         now = self._clock.monotonic()
         with self._lock:
             self._sent[request_id] = (api, now)
-            if api == "heartbeat":
+            if api in ("heartbeat", _CONSUMER_HEARTBEAT):
                 self._last_heartbeat_sent = now
             elif api == "join" and self._rebalance_started is None:
                 self._rebalance_started = now
@@ -187,6 +226,9 @@ class Recorder:
             if sent is None:
                 return
             api, at = sent
+            if api == _CONSUMER_HEARTBEAT:
+                self._consumer_heartbeat_answered(now, at, error_code)
+                return
             # Java records a heartbeat's round trip for every response, a JoinGroup's and a
             # SyncGroup's only for a successful one (AbstractCoordinator's response handlers)
             if (api == "heartbeat" and error_code is not None) or (api in ("join", "sync") and error_code == 0):
@@ -199,6 +241,38 @@ class Recorder:
                 self._stats["rebalance"].record(now, (now - self._rebalance_started) * 1000)
                 self._rebalance_started = None
                 self._last_rebalance = now
+
+    def _consumer_heartbeat_answered(self, now: float, sent_at: float, error_code: int | None) -> None:
+        """Java's ``HeartbeatMetricsManager`` (every answer's round trip) and ``onHeartbeatFailure``."""
+        if error_code is None:
+            return  # no answer: retriable, neither a round trip nor a failed rebalance
+        self._stats["heartbeat"].record(now, (now - sent_at) * 1000)
+        if error_code == 0:
+            self.last_group_ok = now
+        elif self._rebalance_started is not None:
+            # ConsumerRebalanceMetricsManager.maybeRecordRebalanceFailed: only while one runs
+            self._stats["failed-rebalance"].record(now, 1)
+
+    def member_state(self, state: str) -> None:
+        """The consumer-protocol member's state (``ConsumerGroupMachine``'s, by name) as the group thread publishes it.
+
+        A rebalance starts when the member enters RECONCILING from another state and ends when it
+        leaves RECONCILING for ACKNOWLEDGING or STABLE (Java ``AbstractMembershipManager``'s
+        ``isStartingRebalance`` / ``isCompletingRebalance``); its latency is the time between.
+        States are sampled when the group thread publishes its snapshot, after each event.
+        """
+        now = self._clock.monotonic()
+        with self._lock:
+            previous, self._member_state = self._member_state, state
+            if previous == state:
+                return
+            if previous == "RECONCILING" and state in ("ACKNOWLEDGING", "STABLE"):
+                if self._rebalance_started is not None:
+                    self._stats["rebalance"].record(now, (now - self._rebalance_started) * 1000)
+                self._rebalance_started = None
+                self._last_rebalance = now
+            if state == "RECONCILING":
+                self._rebalance_started = now
 
     # ------------------------------------------------------------------ poll thread
     def polled(self) -> None:
@@ -233,7 +307,10 @@ class Recorder:
 
     # ------------------------------------------------------------------ the snapshot
     def snapshot(self, assigned: int, lags: Mapping[tuple[str, int], int]) -> dict[str, float]:
-        """Every name of ``METRICS`` plus ``records-lag{topic=T,partition=P}`` per known lag."""
+        """Every name of ``METRICS``, plus ``records-lag{topic=T,partition=P}`` per known lag.
+
+        Under the consumer protocol the names of ``CLASSIC_ONLY`` are left out.
+        """
         now = self._clock.monotonic()
         started = self._started
         hour = 3600.0
@@ -284,6 +361,9 @@ class Recorder:
                 "time-between-poll-avg": s["time-between-poll"].avg(now),
                 "time-between-poll-max": s["time-between-poll"].max(now),
             }
+        if self._group_protocol == "consumer":
+            for name in CLASSIC_ONLY:
+                del out[name]
         for (topic, partition), lag in sorted(lags.items()):
             out[lag_key(topic, partition)] = float(lag)
         return out

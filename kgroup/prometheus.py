@@ -44,6 +44,8 @@ class ConsumerCollector:
         labels = ["group", "client_id"]
         label_values = [consumer.config.group_id, consumer.config.client_id]
         for name, info in METRICS.items():
+            if name not in values:
+                continue  # a name the consumer's group protocol does not report (metrics.CLASSIC_ONLY)
             help_text = f"{info.description} ({info.unit}; Java {info.group} {name})"
             family: Metric
             if name.endswith("-total"):

@@ -364,6 +364,8 @@ class GroupThread:
 
     def _publish(self) -> None:
         self._snapshot = self._machine.snapshot()
+        if isinstance(self._machine, ConsumerGroupMember):  # the consumer protocol's rebalance metrics
+            self.metrics.member_state(self._machine.machine.state.name)
         self._mailbox.notify()  # a poll-thread wait may be on the state (close)
 
     def _execute(self, commands: list[Command]) -> None:
@@ -387,7 +389,7 @@ class GroupThread:
                 self._publish()
                 self._mailbox.post(command.error)
             elif isinstance(command, cg.SendConsumerGroupHeartbeat):
-                self.metrics.request_sent("heartbeat", command.request_id)
+                self.metrics.request_sent("consumer-heartbeat", command.request_id)
                 future = cast(ConsumerGroupTransport, self._transport).consumer_group_heartbeat(command)
                 future.add_done_callback(self._on_response)
             elif isinstance(command, cg.RequestMetadata):

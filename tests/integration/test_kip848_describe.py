@@ -6,7 +6,9 @@ group type ``consumer``, state ``Stable``, the broker's assignor, the group epoc
 assignment epoch, and for the member its member id (the consumer's own), instance id, member
 epoch, assignment equal to its target assignment and to what the consumer owns, and the
 committed offsets and lag. A classic group on the same broker is still described with
-DescribeGroups (group type ``classic``). About 5 s on the session broker: 1.2 s until the
+DescribeGroups (group type ``classic``). On the way, both consumers' ``health()`` is ready and
+their ``metrics()`` carry the Java consumer's names for their protocol (no ``join-*`` under the
+consumer protocol). About 5 s on the session broker: 1.2 s until the
 consumer-protocol member owns the topic, 3 s for the classic group's first join
 (``group.initial.rebalance.delay.ms``); each describe takes 65-85 ms.
 """
@@ -67,6 +69,14 @@ def test_describe_a_consumer_protocol_group_and_a_classic_one(
         for c in members:
             c.commit({tp: kgroup.OffsetAndMetadata(1) for tp in c.assignment()})
         print(f"\nassigned and committed: {time.monotonic() - started:.1f} s")
+        # health and metrics under the consumer protocol: Java's names, no JoinGroup/SyncGroup ones
+        health = static.health()
+        assert health.live and health.ready, health.reasons
+        metrics = static.metrics()
+        assert metrics["rebalance-total"] >= 1 and metrics["rebalance-latency-max"] >= 0
+        assert metrics["heartbeat-total"] >= 1 and metrics["last-heartbeat-seconds-ago"] >= 0
+        assert metrics["assigned-partitions"] == 4 and metrics["commit-total"] >= 1
+        assert "join-total" not in metrics and "sync-time-avg" not in metrics
 
         described = time.monotonic()
         doc = json.loads(cli(kafka_bootstrap, "describe", group, "--json"))
@@ -95,6 +105,7 @@ def test_describe_a_consumer_protocol_group_and_a_classic_one(
 
         classic.subscribe([topic])
         poll_until([classic, *members], lambda: classic.assignment() == all_partitions(topic, 4), "the classic group")
+        assert classic.health().ready and classic.metrics()["join-total"] >= 1
         old = json.loads(cli(kafka_bootstrap, "describe", classic_group, "--json"))
         assert (old["group_type"], old["state"], old["group_epoch"]) == ("classic", "Stable", None)
         assert old["protocol"] in ("range", "cooperative-sticky")
