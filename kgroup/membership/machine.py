@@ -290,8 +290,11 @@ class GroupMachine:
             deadlines.append(self._coordinator.lookup.at)
         if self._heartbeats_enabled():
             deadlines.append(self._heartbeat.next_at)
-        if self._heartbeats_enabled() or (self._holds_for_session() and not self._in_doubt):
-            deadlines.append(self._session_deadline())
+        if self._holds_for_session():
+            if not self._in_doubt:
+                deadlines.append(self._session_deadline())
+        elif self._heartbeats_enabled():
+            deadlines.append(self._java_session_deadline())
         if self._rejoin_needed:
             deadlines.append(self._join_retry.at)
         future = [d for d in deadlines if d > now]
@@ -420,6 +423,9 @@ class GroupMachine:
 
     def _session_deadline(self) -> float:
         return self._heartbeat.alive_at + self._config.session_timeout_ms / 1000
+
+    def _java_session_deadline(self) -> float:
+        return self._heartbeat.last_ok + self._config.session_timeout_ms / 1000
 
     def _holds_for_session(self) -> bool:
         """A member holding partitions under a generation (``_check_session`` watches it)."""
@@ -708,9 +714,9 @@ class GroupMachine:
         A member holding no partitions only looks for the coordinator again, as Java.
         docs/protocol.md ("Liveness: the session timer").
         """
-        if now < self._session_deadline():
-            return
         if self._holds_for_session():
+            if now < self._session_deadline():
+                return
             if self._parked() or self._heartbeats_enabled():
                 if not self._in_doubt:
                     log.warning(
@@ -729,7 +735,7 @@ class GroupMachine:
             self._reset_generation(
                 "session timeout expired without a successful heartbeat", out, reset_member_id=False
             )
-        elif self._heartbeats_enabled():
+        elif self._heartbeats_enabled() and now >= self._java_session_deadline():
             # nothing to hand out: as Java, look for the coordinator again, keep the generation
             log.warning(
                 "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms); "
@@ -737,7 +743,7 @@ class GroupMachine:
                 self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
             )
             self._mark_coordinator_unknown("session timeout expired", now)
-            self._heartbeat = self._heartbeat.confirmed(now)
+            self._heartbeat = self._heartbeat.reset(now)
 
     # ---------------------------------------------------------------- user events
     def _on_subscribe(self, event: ev.Subscribe, now: float, out: list[Command]) -> None:
@@ -826,6 +832,7 @@ class GroupMachine:
         disposition = classify(Api.FIND_COORDINATOR, event.error_code)
         if disposition is Disposition.OK:
             self._coordinator = self._coordinator.found(event.node_id)
+            self._heartbeat = self._heartbeat.reset(now)
             log.info(
                 "group %s: discovered coordinator %s at %s:%s",
                 self._config.group_id, event.node_id, event.host, event.port,
@@ -855,7 +862,7 @@ class GroupMachine:
                 # the generation the member already had, renews nothing)
                 alive_at = max(alive_at, sent.sent_at)
                 self._joined_generation_id = event.generation_id
-            self._heartbeat = HeartbeatTimer(now + self._config.heartbeat_interval_ms / 1000, alive_at)
+            self._heartbeat = HeartbeatTimer(now + self._config.heartbeat_interval_ms / 1000, alive_at, now)
             is_leader = event.leader == event.member_id
             log.info(
                 "group %s: joined generation %d as %r (%s), protocol %s",
@@ -1052,9 +1059,9 @@ class GroupMachine:
         disposition = classify(Api.HEARTBEAT, event.error_code)
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
-            self._heartbeat = self._heartbeat.confirmed(sent.sent_at)
+            self._heartbeat = self._heartbeat.confirmed(sent.sent_at, now)
         elif disposition is Disposition.REJOIN:
-            self._heartbeat = self._heartbeat.confirmed(sent.sent_at)
+            self._heartbeat = self._heartbeat.confirmed(sent.sent_at, now)
             if self._state in (MemberState.STABLE, MemberState.RECONCILING):
                 self._request_rejoin(f"Heartbeat returned {name}")
         elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):

@@ -235,21 +235,29 @@ class CoordinatorState:
 
 @attrs.frozen
 class HeartbeatTimer:
-    """When the next Heartbeat is due, and when the session was last confirmed."""
+    """When the next Heartbeat is due, and the two session marks."""
 
     next_at: float = 0.0
-    #: the latest moment the coordinator is known to have held the session: the send time of
-    #: the last successful Heartbeat or SyncGroup, or the arrival of the JoinGroup response.
-    #: The coordinator cannot have expired the member before this plus ``session_timeout_ms``.
+    #: the latest moment the coordinator is known to have renewed the session: the send time
+    #: of the last successful Heartbeat, or of the JoinGroup that completed a rebalance. The
+    #: coordinator cannot have expired the member before this plus ``session_timeout_ms``.
     alive_at: float = 0.0
+    #: Java's session timer (``Heartbeat.sessionTimer``): the last successful response, join
+    #: or coordinator discovery; past it plus ``session_timeout_ms`` the coordinator is
+    #: rediscovered
+    last_ok: float = 0.0
 
-    def confirmed(self, at: float) -> HeartbeatTimer:
-        """The coordinator held the session at ``at`` (never moves the mark back)."""
-        return HeartbeatTimer(self.next_at, max(self.alive_at, at))
+    def confirmed(self, sent_at: float, now: float) -> HeartbeatTimer:
+        """A request sent at ``sent_at`` succeeded at ``now`` (the alive mark never goes back)."""
+        return HeartbeatTimer(self.next_at, max(self.alive_at, sent_at), now)
+
+    def reset(self, now: float) -> HeartbeatTimer:
+        """Restart Java's session timer at ``now`` (the alive mark stays)."""
+        return HeartbeatTimer(self.next_at, self.alive_at, now)
 
     def due_at(self, at: float) -> HeartbeatTimer:
         """The next Heartbeat goes at ``at``."""
-        return HeartbeatTimer(at, self.alive_at)
+        return HeartbeatTimer(at, self.alive_at, self.last_ok)
 
 
 @attrs.frozen

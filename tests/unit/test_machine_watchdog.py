@@ -14,6 +14,7 @@ from kgroup.membership.commands import (
     SendHeartbeat,
     SendJoinGroup,
     SendLeaveGroup,
+    SendSyncGroup,
 )
 from tests.unit.machine_script import MEMBER_ID, NODE_ID, Script, kinds, of_kind, only, tp
 
@@ -235,3 +236,18 @@ def test_session_tick_at_reported_deadline_rediscovers():
     assert deadline == pytest.approx(10.0)
     t.tick(m, deadline)
     assert m.snapshot().hand_out_on_hold
+
+
+def test_session_java_timer_of_a_member_without_partitions_starts_at_the_join_response():
+    # a JoinGroup parked 8 s (a slow first rebalance) and a SyncGroup still parked: a member that
+    # holds nothing follows Java's timer, which restarts at the JoinGroup response (8.0), not at
+    # its send (0.0): no rediscovery before 18.0
+    t = Script()
+    m = t.machine()
+    only(t.handle(m, ev.Subscribe(frozenset({"a"})), now=0.0), SendFindCoordinator)
+    only(t.handle(m, t.coordinator_found(), now=0.0), SendJoinGroup)
+    joined = t.handle(m, t.join_response(generation_id=1, leader="someone-else"), now=8.0)
+    assert SendSyncGroup in kinds(joined)
+    for now in (10.0, 12.0, 15.0, 17.9):
+        assert of_kind(t.tick(m, now), SendFindCoordinator) == []
+    assert m.coordinator == NODE_ID
