@@ -296,3 +296,49 @@ def test_a_pattern_subscription_is_matched_by_the_broker(
     timed("the broker assigns every topic the RE2J pattern matches", lambda: wanted <= a.assignment())
     assert all(tp.topic.startswith(prefix) for tp in a.assignment()), a.assignment()
     assert not a.errors, a.errors
+
+
+def test_kgroup_aio_runs_on_the_consumer_protocol(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any
+) -> None:
+    """``kgroup.aio.Consumer(group_protocol="consumer")``: an async listener runs on the event
+    loop, commits inside ``on_partitions_revoked`` (with the member epoch), and every record is
+    received once; close leaves with epoch -1."""
+    import asyncio
+
+    from kgroup import aio
+
+    topic = topic_factory(3)
+    produce(kafka_bootstrap, topic, [(i % 3, None, f"v{i}".encode()) for i in range(90)])
+    events: list[tuple[str, frozenset[TopicPartition], int]] = []
+
+    async def scenario() -> list[tuple[int, int]]:
+        loop_thread = threading.get_ident()
+        consumer: aio.Consumer[bytes, bytes] = aio.Consumer(
+            bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(), group_protocol="consumer",
+            auto_offset_reset="earliest", enable_auto_commit=False, client_id="aio",
+        )
+
+        class Listener(aio.RebalanceListener):
+            async def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+                events.append(("assigned", partitions, threading.get_ident()))
+
+            async def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+                events.append(("revoked", partitions, threading.get_ident()))
+                await consumer.commit()
+
+        await consumer.subscribe([topic], listener=Listener())
+        received: list[tuple[int, int]] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while len(received) < 90 and time.monotonic() < deadline:
+            received += [(r.partition, r.offset) for r in await consumer.poll(200)]
+        await consumer.close()
+        assert {thread for _, _, thread in events} == {loop_thread}
+        return received
+
+    received = asyncio.run(scenario())
+    assert sorted(received) == sorted((p, o) for p in range(3) for o in range(30))
+    # the broker may hand the partitions out in more than one reconciliation (incremental sets)
+    kinds = [kind for kind, _, _ in events]
+    assert kinds[-1] == "revoked" and set(kinds[:-1]) == {"assigned"}, kinds
+    assert frozenset().union(*(p for _, p, _ in events[:-1])) == all_partitions(topic, 3) == events[-1][1]
