@@ -2,7 +2,8 @@
 
 :class:`GroupCoordinatorModel` answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 OffsetFetch, DescribeGroups, ListGroups and DeleteGroups as an Apache Kafka 3.x/4.x broker's classic group
-coordinator does, with time taken from an injected clock (no IO, no threads). Parked
+coordinator does; :class:`ConsumerGroupModel` answers ConsumerGroupHeartbeat (KIP-848) and the offset APIs
+of consumer groups as Apache Kafka 4.x does. Both run with time taken from an injected clock (no IO, no threads). Parked
 JoinGroup/SyncGroup requests return an undone :class:`Reply` that the model completes later.
 See :mod:`kgroup.testing.coordinator._model` for the rules and their sources. The request and
 response types are the client's own (:mod:`kgroup.protocol.group_api`), re-exported here.
@@ -11,8 +12,13 @@ response types are the client's own (:mod:`kgroup.protocol.group_api`), re-expor
 from kgroup.protocol.group_api import *  # noqa: F403 (the request and response types, re-exported)
 from kgroup.protocol.group_api import __all__ as _group_api_names
 from kgroup.testing.coordinator._config import CoordinatorConfig as CoordinatorConfig
+from kgroup.testing.coordinator._consumer_group import ConsumerGroupConfig as ConsumerGroupConfig
+from kgroup.testing.coordinator._consumer_group import ConsumerGroupModel as ConsumerGroupModel
 from kgroup.testing.coordinator._events import CoordinatorEvent as CoordinatorEvent
 from kgroup.testing.coordinator._model import GroupCoordinatorModel as GroupCoordinatorModel
 from kgroup.testing.coordinator._reply import Reply as Reply
 
-__all__ = sorted(["CoordinatorConfig", "CoordinatorEvent", "GroupCoordinatorModel", "Reply", *_group_api_names])
+__all__ = sorted([
+    "ConsumerGroupConfig", "ConsumerGroupModel", "CoordinatorConfig", "CoordinatorEvent", "GroupCoordinatorModel",
+    "Reply", *_group_api_names,
+])
