@@ -274,13 +274,13 @@ class PipelinedFetcher:
 
     # ------------------------------------------------------------------ offsets: resets, KIP-320
     def _prepare(self) -> None:
-        """Start position look-ups and validations (as ``KafkaFetcher``), then take in responses."""
+        """Take in responses, then start the position look-ups and validations they call for."""
+        self._ingest()
         self._hook(self._offsets.reset_offsets_if_needed())
         # KIP-320: positions whose leader epoch moved are validated with OffsetForLeaderEpoch
         # before fetching resumes (a truncation raises from here)
         self._offsets.maybe_validate_positions()
         self._hook(self._offsets.validate_offsets_if_needed())
-        self._ingest()
 
     def _resetting(self) -> bool:
         task = self._offsets._reset_task

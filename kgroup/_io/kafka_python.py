@@ -16,9 +16,11 @@ Rules:
    thread-safe); results are bridged to ``concurrent.futures.Future``. Group requests go
    over a dedicated coordinator connection (kafka-python's ``coordinator-N`` node), as in
    Java, so heartbeats never queue behind fetches.
-4. Records are fetched by kafka-python's ``Fetcher`` over a ``SubscriptionState`` in manual
-   assignment mode: kgroup decides what is assigned (``KafkaFetcher.assign``); records of a
-   partition not assigned any more are never handed out (acquiesce, the classic protocol's first rebalance step).
+4. Records are fetched over a kafka-python ``SubscriptionState`` in manual assignment mode:
+   kgroup decides what is assigned (``RecordFetcher.assign``); records of a partition not
+   assigned any more are never handed out (acquiesce, the classic protocol's first rebalance
+   step). The fetch scheduling is kgroup's own (:mod:`kgroup._io.fetch_pipeline`);
+   ``KafkaFetcher``, over kafka-python's ``Fetcher``, is the earlier one (``KGROUP_FETCHER``).
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ OFFSET_FETCH_ALL_MIN = 8
 TOPIC_IDS_MIN = 10
 #: the internal switch between the two record fetchers: "pipeline" or "kafka-python"
 FETCHER_ENV = "KGROUP_FETCHER"
-DEFAULT_FETCHER = "kafka-python"
+DEFAULT_FETCHER = "pipeline"
 
 _PASS_THROUGH = (
     "bootstrap_servers", "client_id", "request_timeout_ms", "retry_backoff_ms",
@@ -610,12 +612,12 @@ class KafkaPythonTransport:
     def fetcher(self) -> RecordFetcher:
         """The record fetcher (created once).
 
-        kgroup's own pipelined fetcher (:mod:`kgroup._io.fetch_pipeline`) when the environment
-        variable ``KGROUP_FETCHER`` is ``pipeline``; else ``KafkaFetcher``, over kafka-python's
-        ``Fetcher``. The switch is internal: it lets tests and benchmarks run both side by side.
+        kgroup's own pipelined fetcher (:mod:`kgroup._io.fetch_pipeline`); ``KafkaFetcher``, over
+        kafka-python's ``Fetcher``, when the environment variable ``KGROUP_FETCHER`` is
+        ``kafka-python``. The switch is internal: it lets tests and benchmarks run both side by side.
         """
         if self._fetcher is None:
-            if os.environ.get(FETCHER_ENV, DEFAULT_FETCHER) == "pipeline":
+            if os.environ.get(FETCHER_ENV, DEFAULT_FETCHER) != "kafka-python":
                 from kgroup._io.fetch_pipeline import PipelinedFetcher
 
                 self._fetcher = PipelinedFetcher(self._client, self._cluster, self._kp_config, self._config)

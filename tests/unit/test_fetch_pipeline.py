@@ -1,0 +1,317 @@
+"""``PipelinedFetcher``'s scheduling and Kafka's fetch rules, on a fake network.
+
+The fake connection manager records every Fetch and the test answers it: which partitions
+each Fetch carries and with which ``max_wait_ms`` is the scheduling (rules 1-3 of
+``kgroup._io.fetch_pipeline``); what ``fetch()`` returns and raises is the semantics kept from
+kafka-python's ``Fetcher`` (positions, pauses, seeks, assignment changes, errors in line).
+"""
+
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kafka.future import Future
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.structs import TopicPartition as KTopicPartition
+
+import kgroup
+from kgroup import _error_codes as codes
+from kgroup._io import fetch_pipeline
+from kgroup._io.fetch_pipeline import NO_WAIT_MS, PipelinedFetcher
+from kgroup._io.kafka_python import _PASS_THROUGH
+from kgroup.config import ConsumerConfig
+from kgroup.types import TopicPartition
+
+T = "t"
+P0, P1, P2 = (TopicPartition(T, p) for p in range(3))
+NODE = 1
+
+
+def batch(base: int, n: int) -> bytes:
+    """One v2 batch of ``n`` records at ``base``..; record i has value ``b"v<offset>"``."""
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i in range(n):
+        builder.append(i, timestamp=1_700_000_000_000 + i, key=b"k", value=b"v%d" % (base + i), headers=[])
+    buf = bytearray(builder.build())
+    struct.pack_into(">q", buf, 0, base)
+    return bytes(buf)
+
+
+class FakeManager:
+    """kafka-python's connection manager: ``send`` records the request, the test answers it."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, Any, Future]] = []
+        self._net = SimpleNamespace(wakeup=lambda: None)
+        self.started: list[str] = []
+
+    def call_soon(self, fn: Any, *args: Any) -> Future:
+        result = fn(*args)
+        if hasattr(result, "close"):  # a coroutine of kafka-python's Fetcher (a reset, a validation)
+            self.started.append(result.__qualname__)
+            result.close()
+        return Future().success(None)
+
+    def send(self, request: Any, node_id: int | None = None, request_timeout_ms: Any = None) -> Future:
+        future = Future()
+        self.sent.append((node_id if node_id is not None else -1, request, future))
+        return future
+
+    def connection_delay(self, node_id: int) -> float:
+        return 0
+
+
+class FakeCluster:
+    def __init__(self) -> None:
+        self.updates = 0
+        self._last_successful_refresh_ms = 1
+
+    def leader_for_partition(self, tp: Any) -> int:
+        return NODE
+
+    def leader_epoch_for_partition(self, tp: Any) -> None:
+        return None
+
+    def request_update(self) -> Future:
+        self.updates += 1
+        return Future()
+
+    def set_topics(self, topics: Any) -> None:
+        pass
+
+    def topics(self) -> set[str]:
+        return {T}
+
+    def update_partition_leader(self, *args: Any) -> bool:
+        return False
+
+
+def make(**overrides: Any) -> tuple[PipelinedFetcher, FakeManager, FakeCluster]:
+    config = ConsumerConfig(bootstrap_servers="fake:9092", group_id="g", **overrides)
+    manager = FakeManager()
+    cluster = FakeCluster()
+    manager.cluster = cluster  # type: ignore[attr-defined]
+    client = SimpleNamespace(_manager=manager, throttle_delay=lambda node: 0)
+    kp_config = {key: getattr(config, key) for key in _PASS_THROUGH}
+    return PipelinedFetcher(client, cluster, kp_config, config), manager, cluster
+
+
+def start(fetcher: PipelinedFetcher, *partitions: TopicPartition, offset: int = 0) -> None:
+    fetcher.assign(frozenset(partitions))
+    for tp in partitions:
+        fetcher.seek(tp, offset)
+
+
+def fetched(request: Any) -> dict[TopicPartition, int]:
+    """The partitions of a Fetch request with their fetch offsets."""
+    return {TopicPartition(t.topic, p.partition): p.fetch_offset for t in request.topics for p in t.partitions}
+
+
+def answer(manager: FakeManager, index: int, parts: dict[TopicPartition, Any], aborted: Any = None) -> None:
+    """Answer the ``index``-th Fetch: ``{tp: bytes}`` (records) or ``{tp: error code}``."""
+    _, request, future = manager.sent[index]
+    partitions = []
+    for tp in fetched(request):
+        value = parts.get(tp, b"")
+        error = value if isinstance(value, int) else codes.NONE
+        records = value if isinstance(value, bytes) else b""
+        partitions.append(SimpleNamespace(partition_index=tp.partition, error_code=error, high_watermark=1000,
+                                          records=records, aborted_transactions=aborted, diverging_epoch=None,
+                                          current_leader=None))
+    response = SimpleNamespace(API_VERSION=12, error_code=codes.NONE,
+                               responses=[SimpleNamespace(topic=T, partitions=partitions)])
+    future.success(response)
+
+
+def offsets(records: list[kgroup.ConsumerRecord]) -> list[tuple[int, int]]:
+    return [(r.partition, r.offset) for r in records]
+
+
+def test_the_next_fetch_is_in_flight_while_a_response_is_handed_out() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1)
+    assert fetcher.fetch(3, 0) == []
+    assert len(manager.sent) == 1
+    assert fetched(manager.sent[0][1]) == {P0: 0, P1: 0}
+    assert manager.sent[0][1].max_wait_ms == 500  # nothing held: the broker may long-poll
+    answer(manager, 0, {P0: batch(0, 10)})  # P1 had nothing
+    assert offsets(fetcher.fetch(3, 0)) == [(0, 0), (0, 1), (0, 2)]
+    # P1 is fetched again at once, and without long-polling: P0 still holds records
+    assert len(manager.sent) == 2
+    assert fetched(manager.sent[1][1]) == {P1: 0}
+    assert manager.sent[1][1].max_wait_ms == NO_WAIT_MS
+    answer(manager, 1, {P1: batch(0, 4)})
+    got = []
+    for _ in range(6):
+        got += offsets(fetcher.fetch(3, 0))
+    assert got == [(0, i) for i in range(3, 10)] + [(1, i) for i in range(4)]
+    assert fetcher.position(P0) == 10 and fetcher.position(P1) == 4
+    assert fetcher.highwater(P0) == 1000
+
+
+def test_caught_up_partitions_are_not_asked_again_until_records_are_handed_out() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1)
+    fetcher.fetch(3, 0)
+    answer(manager, 0, {P0: batch(0, 10)})
+    fetcher.fetch(3, 0)
+    answer(manager, 1, {})  # the no-wait Fetch of P1: still nothing
+    fetcher.fetch(3, 0)
+    fetcher.fetch(3, 0)
+    assert len(manager.sent) == 2, "an empty no-wait Fetch is not repeated while P0 is handed out"
+    for _ in range(4):
+        fetcher.fetch(3, 0)
+    assert fetcher.position(P0) == 10
+    # P0 ran dry: both are fetched, and the broker may long-poll again
+    assert len(manager.sent) == 3
+    assert fetched(manager.sent[2][1]) == {P0: 10, P1: 0}
+    assert manager.sent[2][1].max_wait_ms == 500
+
+
+def test_a_node_holds_at_most_two_responses() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1, P2)
+    fetcher.fetch(1, 0)
+    answer(manager, 0, {P0: batch(0, 5)})
+    fetcher.fetch(1, 0)
+    assert fetched(manager.sent[1][1]) == {P1: 0, P2: 0}
+    answer(manager, 1, {P1: batch(0, 5)})
+    fetcher.fetch(1, 0)
+    assert len(manager.sent) == 2, "P2 waits: the node holds two responses with records"
+    assert sorted((tp.partition, size > 0) for tp, size in fetcher.buffered()) == [(0, True), (1, True)]
+    for _ in range(4):
+        fetcher.fetch(1, 0)
+    assert fetcher.position(P0) == 5
+    assert fetched(manager.sent[2][1]) == {P0: 5, P2: 0}
+
+
+def test_responses_for_moved_positions_and_revoked_partitions_are_dropped() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1)
+    fetcher.fetch(5, 0)
+    fetcher.seek(P0, 3)  # while the Fetch of offset 0 is in flight
+    answer(manager, 0, {P0: batch(0, 10), P1: batch(0, 10)})
+    got = offsets(fetcher.fetch(20, 0))
+    assert got == [(1, i) for i in range(10)], "P0's records of offset 0 are not handed out after a seek to 3"
+    assert fetcher.position(P0) == 3
+    assert fetched(manager.sent[-1][1]).get(P0) == 3
+    # a buffered response of a partition no longer assigned is dropped with the assignment
+    answer(manager, len(manager.sent) - 1, {P0: batch(3, 5), P1: batch(10, 5)})
+    assert offsets(fetcher.fetch(2, 0)) == [(0, 3), (0, 4)]
+    fetcher.assign(frozenset({P1}))
+    assert [tp for tp, _ in fetcher.buffered()] == [P1]
+    assert {r.partition for r in fetcher.fetch(20, 0)} == {1}
+
+
+def test_paused_partitions_keep_their_records_and_are_not_fetched() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1)
+    fetcher.fetch(5, 0)
+    answer(manager, 0, {P0: batch(0, 4), P1: batch(0, 4)})
+    fetcher.pause(P0)
+    assert {r.partition for r in fetcher.fetch(20, 0)} == {1}
+    assert all(P0 not in fetched(request) for _, request, _ in manager.sent[1:])
+    assert [tp for tp, _ in fetcher.buffered()] == [P0]
+    fetcher.resume(P0)
+    assert offsets(fetcher.fetch(20, 0)) == [(0, i) for i in range(4)]
+
+
+def test_leader_errors_refresh_metadata_and_out_of_range_resets() -> None:
+    fetcher, manager, cluster = make(auto_offset_reset="earliest")
+    start(fetcher, P0, P1, P2)
+    fetcher.fetch(5, 0)
+    updates = cluster.updates
+    answer(manager, 0, {P0: codes.NOT_LEADER_FOR_PARTITION, P1: codes.OFFSET_OUT_OF_RANGE, P2: batch(0, 2)})
+    assert offsets(fetcher.fetch(5, 0)) == [(2, 0), (2, 1)]
+    assert cluster.updates > updates
+    assert not fetcher.has_position(P1), "out of range: the position is looked up again (auto_offset_reset)"
+    assert any("reset" in name for name in manager.started)
+
+
+def test_fenced_leader_epoch_validates_the_position() -> None:
+    fetcher, manager, _ = make()
+    fetcher.assign(frozenset({P0}))
+    fetcher.seek(P0, 7, leader_epoch=2)
+    fetcher.fetch(5, 0)
+    answer(manager, 0, {P0: codes.FENCED_LEADER_EPOCH})
+    assert fetcher.fetch(5, 0) == []
+    assert fetcher._subscription.assignment[KTopicPartition(T, 0)].awaiting_validation
+    assert any("validate" in name for name in manager.started)
+
+
+def test_errors_are_raised_after_the_records_before_them() -> None:
+    fetcher, manager, _ = make(auto_offset_reset="none")
+    start(fetcher, P0, P1)
+    fetcher.fetch(5, 0)
+    answer(manager, 0, {P0: batch(0, 3), P1: codes.OFFSET_OUT_OF_RANGE})
+    assert offsets(fetcher.fetch(10, 0)) == [(0, 0), (0, 1), (0, 2)]
+    with pytest.raises(kgroup.OffsetOutOfRangeError) as raised:
+        fetcher.fetch(10, 0)
+    assert raised.value.topic_partition == P1
+
+
+def test_a_corrupt_batch_raises_until_the_position_moves_past_it() -> None:
+    fetcher, manager, _ = make(check_crcs=True)
+    start(fetcher, P0)
+    fetcher.fetch(5, 0)
+    bad = bytearray(batch(0, 3))
+    bad[-1] ^= 0xFF
+    answer(manager, 0, {P0: bytes(bad)})
+    for _ in range(2):
+        with pytest.raises(kgroup.FetchError, match="crc"):
+            fetcher.fetch(5, 0)
+    fetcher.seek(P0, 3)
+    assert fetcher.fetch(5, 0) == []
+    assert fetched(manager.sent[-1][1]) == {P0: 3}
+
+
+def test_read_committed_skips_aborted_transactions_and_their_markers() -> None:
+    from tests.compat.test_partition_records import batch as transactional_batch
+    from tests.compat.test_partition_records import control_batch
+
+    fetcher, manager, _ = make(isolation_level="read_committed")
+    start(fetcher, P0)
+    fetcher.fetch(10, 0)
+    assert manager.sent[0][1].isolation_level == 1
+    data = (transactional_batch(0, 2, transactional=True, producer_id=7) + control_batch(2, 7, abort=True)
+            + transactional_batch(3, 2, transactional=True, producer_id=8) + control_batch(5, 8, abort=False))
+    answer(manager, 0, {P0: data}, aborted=[SimpleNamespace(producer_id=7, first_offset=0)])
+    assert offsets(fetcher.fetch(10, 0)) == [(0, 3), (0, 4)]
+    fetcher.fetch(10, 0)
+    assert fetcher.position(P0) == 6, "the position moves past the commit marker"
+
+
+def test_topic_authorization_failure_is_a_fetch_error() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0)
+    fetcher.fetch(5, 0)
+    answer(manager, 0, {P0: codes.TOPIC_AUTHORIZATION_FAILED})
+    with pytest.raises(kgroup.FetchError):
+        fetcher.fetch(5, 0)
+
+
+def test_a_failed_fetch_is_retried_after_retry_backoff_ms(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, manager, _ = make(retry_backoff_ms=100)
+    now = [1000.0]
+    monkeypatch.setattr(fetcher, "_clock", SimpleNamespace(monotonic=lambda: now[0]))
+    start(fetcher, P0)
+    fetcher.fetch(5, 0)
+    manager.sent[0][2].failure(ConnectionError("reset by peer"))
+    fetcher.fetch(5, 0)
+    assert len(manager.sent) == 1
+    now[0] += 0.2
+    fetcher.fetch(5, 0)
+    assert len(manager.sent) == 2 and fetched(manager.sent[1][1]) == {P0: 0}
+
+
+def test_idle_when_nothing_is_in_flight() -> None:
+    fetcher, _, _ = make()
+    assert fetcher.fetch(5, 0) == [] and fetcher.idle()
+    start(fetcher, P0)
+    fetcher.fetch(5, 0)
+    assert not fetcher.idle()
+    assert fetch_pipeline.FETCH_MAX_VERSION == 12
