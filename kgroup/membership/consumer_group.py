@@ -1180,6 +1180,10 @@ class ConsumerGroupMachine:
         if disposition is Disposition.OK:
             self._coordinator = event.node_id
             self._coordinator_attempts = 0
+            # Java's CoordinatorRequestManager (RequestState.onSuccessfulAttempt): the next
+            # FindCoordinator waits retry_backoff_ms after this answer even so, so a coordinator
+            # that answers NOT_COORDINATOR while it loads is not asked again in a tight loop
+            self._coordinator_retry_at = now + self._backoff(1)
             log.info("group %s: coordinator %s at %s:%s", self._group_id, event.node_id, event.host, event.port)
         elif disposition is Disposition.FATAL:
             self._transition_to_fatal(

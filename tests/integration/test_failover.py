@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,13 +154,19 @@ class Worker:
 
     FATAL = (kgroup.FatalGroupError, GroupThreadCrashed, ConsumerClosedError)
 
-    def __init__(self, name: str, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, name: str, bootstrap: str, group: str, topic: str, **config: Any) -> None:
         self.name = name
+        settings: dict[str, Any] = {
+            "session_timeout_ms": ST, "heartbeat_interval_ms": HB, "enable_auto_commit": False,
+            "auto_offset_reset": "earliest", "max_poll_records": 100,
+        }
+        settings.update(config)  # a setting given as None is left out
         self.consumer = kgroup.Consumer(
-            bootstrap_servers=bootstrap, group_id=group, client_id=name, session_timeout_ms=ST,
-            heartbeat_interval_ms=HB, enable_auto_commit=False, auto_offset_reset="earliest",
-            max_poll_records=100,
+            bootstrap_servers=bootstrap, group_id=group, client_id=name,
+            **{k: v for k, v in settings.items() if v is not None},
         )
+        #: the rebalance listener ``subscribe()`` gets (None: none)
+        self.listener: kgroup.RebalanceListener | None = None
         self.topic = topic
         self.consumed: list[tuple[float, int, int]] = []
         self.commits: list[float] = []
@@ -175,7 +181,7 @@ class Worker:
 
     def _run(self) -> None:
         try:
-            self.consumer.subscribe([self.topic])
+            self.consumer.subscribe([self.topic], listener=self.listener)
             last_commit = 0.0
             while not self._stop.is_set():
                 try:
@@ -311,12 +317,13 @@ def create_replicated_topic(bootstrap: str, name: str, replicas: int) -> None:
 class Scenario:
     """A topic, the producer, two workers and the monitor on one cluster; the test brings the fault."""
 
-    def __init__(self, broker: BrokerHandle, topic: str, group: str) -> None:
+    def __init__(self, broker: BrokerHandle, topic: str, group: str,
+                 make_worker: Callable[[str, str, str, str], Worker] = Worker) -> None:
         self.broker = broker
         self.topic, self.group = topic, group
         boot = broker.bootstrap_servers
         self.producer = Producer(boot, topic).start()
-        self.workers = [Worker(f"w{i}", boot, group, topic).start() for i in (1, 2)]
+        self.workers = [make_worker(f"w{i}", boot, group, topic).start() for i in (1, 2)]
         self.monitor = CommittedMonitor(boot, group).start()
 
     def split(self) -> bool:
