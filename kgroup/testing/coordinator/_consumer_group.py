@@ -15,17 +15,21 @@ The rules, each from the Kafka method named:
   id or rack id, a missing member id (v1+: the member makes its own, KIP-1082), a join (epoch 0)
   without a rebalance timeout, a subscription, or with owned partitions, an epoch below -2: all
   INVALID_REQUEST; an unknown server assignor: UNSUPPORTED_ASSIGNOR.
-* **Join and heartbeat** (``consumerGroupHeartbeat``): epoch 0 creates the group and the member;
+* **Join and heartbeat** (``consumerGroupHeartbeat``): epoch 0 creates the group and the member,
+  or takes a known member back as it is (Apache Kafka 4.4: its epoch and assignment unchanged);
   any other epoch needs both (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID). An epoch above the member's
   is FENCED_MEMBER_EPOCH; below it too, unless it is the member's previous epoch and the owned
   partitions it reports are a subset of its assignment (the answer that bumped it was lost:
   ``throwIfConsumerGroupMemberEpochIsInvalid``). A new member or a changed subscription (topic
   names or pattern) bumps the group epoch, and so does a change of the subscribed topics'
   metadata (a topic created or deleted, partitions added: checked on every heartbeat, where
-  Kafka checks at its next metadata refresh). The group is full at ``max_size`` members
+  Kafka checks at its next metadata refresh). A new group starts at epoch 1, so its first member
+  gets epoch 2, as Apache Kafka 4.4 answers. The group is full at ``max_size`` members
   (GROUP_MAX_SIZE_REACHED).
 * **Target assignment** (``updateTargetAssignment``, ``TargetAssignmentBuilder``): when the group
-  epoch is ahead of the assignment epoch, the heartbeat that notices computes the new target with
+  epoch is ahead of the assignment epoch and ``assignment_interval_ms`` has passed since the last
+  target was computed (Kafka 4.4's ``group.consumer.assignment.interval.ms``; a group's first target
+  is computed at once), the heartbeat that notices computes the new target with
   the assignor most members ask for (ties: the first in ``assignors`` order; none asked: the first
   of ``assignors``), from every member's previous target; a static member replacing its previous
   incarnation inherits its target.
@@ -50,7 +54,9 @@ The rules, each from the Kafka method named:
 * **Offsets** (``ConsumerGroup.validateOffsetCommit`` / ``validateOffsetFetch``): an OffsetCommit
   with epoch < 0 to a group without members is accepted (admin, manual assignment); otherwise the
   member must exist (UNKNOWN_MEMBER_ID), use OffsetCommit v9+ (UNSUPPORTED_VERSION) and send its
-  current epoch (STALE_MEMBER_EPOCH). An unknown group: GROUP_ID_NOT_FOUND with an epoch >= 0,
+  current epoch, or (Apache Kafka 4.4) an older one no older than the epoch at which it got each
+  partition of the commit, which it must still hold, assigned or pending revocation
+  (STALE_MEMBER_EPOCH otherwise, for the whole request). An unknown group: GROUP_ID_NOT_FOUND with an epoch >= 0,
   accepted without. OffsetFetch validates a member id and epoch only when given.
 * **Failover** (``restart``): the group is kept as written (everything here is persisted at once in
   Kafka), requests get COORDINATOR_LOAD_IN_PROGRESS until ``load_ms`` passed; then every member's
@@ -128,22 +134,25 @@ class ConsumerGroupConfig:
 
     Defaults are Apache Kafka 4.x's: ``group.consumer.session.timeout.ms`` 45000,
     ``group.consumer.heartbeat.interval.ms`` 5000, ``group.consumer.assignors`` uniform then
-    range, ``group.consumer.max.size`` Integer.MAX_VALUE.
+    range, ``group.consumer.max.size`` Integer.MAX_VALUE, ``group.consumer.assignment.interval.ms``
+    1000 (Kafka 4.4: a new target assignment is computed at most once per interval; 0: at once).
     """
 
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 5000
     assignors: tuple[str, ...] = ("uniform", "range")
     max_size: int = _INT32_MAX
+    assignment_interval_ms: int = 1000
 
     def __attrs_post_init__(self) -> None:
         unknown = [a for a in self.assignors if a not in ASSIGNORS]
         if unknown or not self.assignors:
             raise ValueError(f"assignors must be a non-empty subset of {sorted(ASSIGNORS)}, got {self.assignors!r}")
-        for name in ("session_timeout_ms", "heartbeat_interval_ms", "max_size"):
+        for name in ("session_timeout_ms", "heartbeat_interval_ms", "max_size", "assignment_interval_ms"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            minimum = 0 if name == "assignment_interval_ms" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 class MemberState(enum.Enum):
@@ -172,6 +181,8 @@ class _Member:
     previous_member_epoch: int = 0
     assigned: Assignment = attrs.field(factory=dict)
     pending_revocation: Assignment = attrs.field(factory=dict)
+    assigned_at: dict[tuple[uuid.UUID, int], int] = attrs.field(factory=dict)
+    """the member epoch at which each partition it holds was assigned to it"""
 
     def copy(self, **changes: object) -> _Member:
         return attrs.evolve(self, **changes)  # type: ignore[arg-type]
@@ -191,8 +202,10 @@ class _Group:
     """One consumer group (Kafka ``ConsumerGroup``)."""
 
     group_id: str
-    group_epoch: int = 0
+    group_epoch: int = 1
     assignment_epoch: int = 0
+    assigned_at_ms: int | None = None
+    """when the last target assignment was computed"""
     members: dict[str, _Member] = attrs.field(factory=dict)
     static_members: dict[str, str] = attrs.field(factory=dict)
     target: dict[str, Assignment] = attrs.field(factory=dict)
@@ -543,7 +556,8 @@ class ConsumerGroupModel:
                 member = _Member(member_id=r.member_id)
             else:
                 member = existing
-                self._epoch_check(member, r.member_epoch, r.topic_partitions)
+                if not joining:  # Kafka 4.4 takes a rejoin (epoch 0) of a known member as it is
+                    self._epoch_check(member, r.member_epoch, r.topic_partitions)
         else:
             static_id = group.static_members.get(r.instance_id)
             static = group.members.get(static_id) if static_id is not None else None
@@ -620,8 +634,10 @@ class ConsumerGroupModel:
             group.group_epoch += 1
             self._event(group.group_id, GROUP_EPOCH_BUMPED, updated.member_id,
                         f"epoch {group.group_epoch}: {'; '.join(bump_reasons)}")
-        # ---- 2. the target assignment
-        if group.group_epoch > group.assignment_epoch:
+        # ---- 2. the target assignment, at most once per assignment interval
+        last = group.assigned_at_ms
+        due = last is None or self._now_ms() - last >= self._config.assignment_interval_ms
+        if group.group_epoch > group.assignment_epoch and due:
             self._compute_target(group)
         # ---- 3. reconciliation
         target = group.target.get(updated.member_id, {})
@@ -685,6 +701,7 @@ class ConsumerGroupModel:
         plan = assign(name, AssignmentSpec(members=specs, partitions=partitions))
         group.target = {mid: {t: ps for t, ps in a.items() if ps} for mid, a in plan.items()}
         group.assignment_epoch = group.group_epoch
+        group.assigned_at_ms = self._now_ms()
         self._event(
             group.group_id, TARGET_ASSIGNMENT_COMPUTED,
             detail=f"epoch {group.assignment_epoch} by {name}: "
@@ -752,6 +769,7 @@ class ConsumerGroupModel:
                 incoming[topic_id] = frozenset(take)
         if revoking and _owns_any(owned, revoking):
             return member.copy(
+                assigned_at=member.assigned_at,
                 state=MemberState.UNREVOKED_PARTITIONS,
                 previous_member_epoch=member.member_epoch,
                 member_epoch=member_epoch,
@@ -760,8 +778,12 @@ class ConsumerGroupModel:
             )
         for topic_id, partitions in incoming.items():
             assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
+        assigned_at = {
+            (t, p): member.assigned_at.get((t, p), target_epoch) for t, ps in assigned.items() for p in ps
+        }
         state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
         return member.copy(
+            assigned_at=assigned_at,
             state=state,
             previous_member_epoch=member.member_epoch,
             member_epoch=target_epoch,
@@ -826,12 +848,31 @@ class ConsumerGroupModel:
     # offsets
     # ==========================================================================================
 
-    def _validate_member(self, group: _Group, member_id: str, epoch: int) -> int:
+    def _validate_member(
+        self, group: _Group, member_id: str, epoch: int, partitions: Sequence[tuple[str, int]] | None = None
+    ) -> int:
+        """``ConsumerGroup.validateMemberEpoch``, with Kafka 4.4's older epochs for commits.
+
+        The member's current epoch is always accepted. An older epoch is accepted for an
+        OffsetCommit whose every partition the member still holds (assigned, or pending
+        revocation) since that epoch or before (observed on Apache Kafka 4.4: a member that moved
+        to a new epoch may still commit, with the epoch it had, the partitions it kept).
+        """
         member = group.members.get(member_id)
         if member is None:
             return codes.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
+        if epoch == member.member_epoch:
+            return codes.NONE
+        if epoch > member.member_epoch or partitions is None:
             return codes.STALE_MEMBER_EPOCH
+        topics = self._topics()
+        for name, index in partitions:
+            topic_id = topics[name][0] if name in topics else None
+            held = topic_id is not None and (
+                index in member.assigned.get(topic_id, ()) or index in member.pending_revocation.get(topic_id, ())
+            )
+            if not held or member.assigned_at.get((topic_id, index), epoch + 1) > epoch:  # type: ignore[arg-type]
+                return codes.STALE_MEMBER_EPOCH
         return codes.NONE
 
     def _validate_offset_commit(self, request: OffsetCommitRequest) -> int:
@@ -849,7 +890,8 @@ class ConsumerGroupModel:
             return codes.UNKNOWN_MEMBER_ID
         if request.api_version < 9:
             return codes.UNSUPPORTED_VERSION
-        return self._validate_member(group, request.member_id, request.generation_id)
+        partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        return self._validate_member(group, request.member_id, request.generation_id, partitions)
 
     def _offset_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
         verdict: dict[tuple[int, int], int] = {}
