@@ -3,7 +3,11 @@
     python benchmarks/_members.py '{"client": "kgroup"|"kafka-python"|"confluent"|"java", "bootstrap": ...,
         "group": ..., "topic": ..., "assignor": "range"|"cooperative-sticky",
         "instance_id": null|"...", "client_id": "...", "session_timeout_ms": 10000,
-        "heartbeat_interval_ms": 1000, "auto_commit_interval_ms": 1000}'
+        "heartbeat_interval_ms": 1000, "auto_commit_interval_ms": 1000, "group_protocol": "classic"|"consumer"}'
+
+``"group_protocol": "consumer"`` (kgroup and java only) runs the consumer group protocol of
+KIP-848: the session timeout, heartbeat interval and assignor are then the broker's
+(``group.consumer.*``), and the member sets none of them, as Java requires.
 
 Every client is configured alike: the given session timeout and heartbeat interval, auto-commit
 every ``auto_commit_interval_ms``, ``auto_offset_reset="earliest"``, Kafka's default
@@ -109,14 +113,21 @@ def run_kgroup(cfg: dict[str, Any], cmds: queue.Queue[str]) -> None:
             tracker.revoked((tp.partition for tp in partitions), "lost")
 
     emit("start")
+    if cfg.get("group_protocol", "classic") == "consumer":
+        # KIP-848: the broker decides the session timeout, the heartbeat interval and the assignor
+        protocol: dict[str, Any] = {"group_protocol": "consumer"}
+    else:
+        protocol = {
+            "session_timeout_ms": cfg["session_timeout_ms"],
+            "heartbeat_interval_ms": cfg["heartbeat_interval_ms"],
+            "assignors": (cfg["assignor"],),
+        }
     consumer = kgroup.Consumer(
         bootstrap_servers=cfg["bootstrap"],
         group_id=cfg["group"],
         group_instance_id=cfg.get("instance_id"),
         client_id=cfg.get("client_id", "bench"),
-        session_timeout_ms=cfg["session_timeout_ms"],
-        heartbeat_interval_ms=cfg["heartbeat_interval_ms"],
-        assignors=(cfg["assignor"],),
+        **protocol,
         enable_auto_commit=True,
         auto_commit_interval_ms=cfg["auto_commit_interval_ms"],
         auto_offset_reset="earliest",
@@ -266,12 +277,14 @@ def run_producer(cfg: dict[str, Any], cmds: queue.Queue[str]) -> None:
 
 def java_argv(cfg: dict[str, Any]) -> list[str]:
     """The Java member's command for ``cfg`` (the JSON object this module takes)."""
+    consumer = cfg.get("group_protocol", "classic") == "consumer"  # the broker assigns: no --assignors
     args = [
         "--mode", "bench", "--bootstrap", cfg["bootstrap"], "--group", cfg["group"], "--topic", cfg["topic"],
-        "--assignors", cfg["assignor"], "--client-id", cfg.get("client_id", "bench"),
+        *([] if consumer else ["--assignors", cfg["assignor"]]), "--client-id", cfg.get("client_id", "bench"),
         "--session-timeout-ms", str(cfg["session_timeout_ms"]),
         "--heartbeat-interval-ms", str(cfg["heartbeat_interval_ms"]),
         "--auto-commit-interval-ms", str(cfg["auto_commit_interval_ms"]),
+        "--group-protocol", cfg.get("group_protocol", "classic"),
     ]
     if cfg.get("instance_id"):
         args += ["--instance-id", cfg["instance_id"]]

@@ -23,6 +23,18 @@ Scenarios, each in three modes (dynamic eager with ``range``, dynamic cooperativ
 * ``rolling``: 4 members; one after the other is closed (a static member without LeaveGroup,
   as Java does), stays down ``--gap`` seconds, and is started again (same instance id when
   static); the next one goes once the group is stable again.
+* ``leave`` (not in the default ``--scenarios``): 4 members; one closes (LeaveGroup, or the
+  leave heartbeat with epoch -1 under the consumer protocol) and does not come back.
+* ``crash`` (not in the default ``--scenarios``): 4 members; one is SIGKILLed (no leave): its
+  partitions come back when the coordinator's session timeout expires.
+
+The mode ``consumer`` (not in the default ``--modes``; kgroup and java only, Apache Kafka only)
+runs the consumer group protocol of KIP-848 (``group_protocol="consumer"``, Java's
+``group.protocol=consumer``): the broker assigns (its default ``uniform`` assignor) and decides
+the session timeout and heartbeat interval, so on Apache Kafka the broker is started with
+``group.consumer.session.timeout.ms`` = ``--session-timeout-ms`` and
+``group.consumer.heartbeat.interval.ms`` = ``--heartbeat-interval-ms`` (and the same minimums),
+the classic members' values: both protocols run with a 10 s session and 1 s heartbeats.
 
 Every member is its own process (``benchmarks/_members.py``), all configured alike:
 ``session_timeout_ms`` 10000, ``heartbeat_interval_ms`` 1000, auto-commit every 1000 ms,
@@ -54,7 +66,17 @@ group is stable again: every partition owned exactly once, equal shares, no call
 * moved: partitions whose owner slot at the end differs from the start; owner changes: every
   assignment of a partition to a slot other than its previous owner, summed over the steps;
 * per restart (rolling): close() duration, process start (spawn -> ``start``: interpreter
-  and imports), start -> first assignment, and closing -> first assignment of the new process.
+  and imports), start -> first assignment, and closing -> first assignment of the new process;
+* stop-the-world s: the time within the steps during which no partition had an owner at all
+  (an eager rebalance's pause; 0 when partitions that stay keep their owner);
+* time to full ownership s: per step, from its start (joiner spawned, member told to close or
+  killed) to the last ownership change that left every partition owned exactly once with
+  equal shares;
+* peak RSS MB: each member process's ``VmHWM`` (``/proc/<pid>/status``, the JVM's whole for
+  java), read just before it is closed or killed; the largest member of the run.
+
+``render`` prints the scale-out and rolling tables, then one table of every scenario with the
+pauses, the time to full ownership and the peak RSS as min-max over the runs.
 
 Scale-out runs are repeated (``--repeat``, default 3; clients interleaved) and medians are
 reported, because the joiner's wait for the others is uniform in the heartbeat phase (0-1 s).
@@ -63,6 +85,8 @@ reported, because the joiner's wait for the others is uniform in the heartbeat p
     python benchmarks/rebalance.py --quick             # kgroup only, one run each (~2 min)
     python benchmarks/rebalance.py --clients kgroup,confluent --modes cooperative --scenarios scale-out
     python benchmarks/rebalance.py --broker apache-kafka --clients kgroup,java
+    python benchmarks/rebalance.py --broker apache-kafka --clients kgroup,java --modes cooperative,consumer \
+        --scenarios scale-out,leave,crash,rolling --repeat 1     # the consumer protocol beside classic
 """
 
 from __future__ import annotations
@@ -98,7 +122,13 @@ MODES = {
     "cooperative": ("cooperative-sticky", False),
     "static": ("range", True),
 }
+#: the consumer group protocol (KIP-848): the broker's assignor; kgroup and java only
+CONSUMER_MODE = "consumer"
+ALL_MODES = {**MODES, CONSUMER_MODE: ("uniform", False)}
+#: clients that speak the consumer group protocol here
+CONSUMER_CLIENTS = ("kgroup", "java")
 SCENARIOS = ("scale-out", "rolling")
+ALL_SCENARIOS = (*SCENARIOS, "leave", "crash")
 PARTITIONS = 12
 ROLLING_TITLE = (
     "#### Rolling restart of 4 members (each down --gap s; per-restart columns: medians over the 4 restarts)"
@@ -117,9 +147,31 @@ class Proc(PeerProcess):
         event["slot"] = self.slot
         return True
 
+    #: the process's peak RSS in MB (``VmHWM``) when last read, else None
+    peak_rss_mb: float | None = None
+
     def close(self, timeout_s: float = 40.0) -> bool:
         """Ask the member to close; True when it exited in time (else it is killed)."""
+        self.read_peak_rss()
         return super().close(timeout_s)
+
+    def read_peak_rss(self) -> None:
+        """Read the process's ``VmHWM`` (peak resident set) from ``/proc`` while it runs (Linux)."""
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    self.peak_rss_mb = int(line.split()[1]) / 1024
+        except (OSError, ValueError):
+            pass
+
+    def crash(self) -> float:
+        """SIGKILL the member (no leave); its partitions count as unowned from now. Returns the time."""
+        self.read_peak_rss()
+        at = time.time()
+        self.kill()
+        with self._lock:
+            self.events.append({"event": "closing", "t": at, "slot": self.slot, "killed": True})
+        return at
 
 
 # --- ownership from the event logs ------------------------------------------------------------
@@ -213,6 +265,32 @@ def _intervals_unowned(
     return out
 
 
+def _nothing_owned(changes: Sequence[tuple[float, str, int, bool]], t0: float, t1: float) -> float:
+    """Seconds within [t0, t1] during which no partition had an owner (a stop-the-world pause)."""
+    holders = owners_at(changes, t0)
+    owned = sum(1 for slots in holders.values() if slots)
+    since = t0 if owned == 0 else None
+    total = 0.0
+    for when, slot, part, is_owned in changes:
+        if when <= t0:
+            continue
+        if when > t1:
+            break
+        was = bool(holders[part])
+        (holders[part].add if is_owned else holders[part].discard)(slot)
+        if was == bool(holders[part]):
+            continue
+        owned += -1 if was else 1
+        if owned == 0:
+            since = when
+        elif since is not None:
+            total += when - since
+            since = None
+    if since is not None:
+        total += t1 - since
+    return total
+
+
 def _overlap(a: tuple[float, float], windows: Iterable[tuple[float, float]]) -> float:
     return sum(max(0.0, min(a[1], w[1]) - max(a[0], w[0])) for w in windows)
 
@@ -244,6 +322,9 @@ class Metrics:
     joiner_group_wait_s: float | None = None  # joiner's JoinGroup/SyncGroup parked at the coordinator
     joiner_spawn_to_start_s: float | None = None  # interpreter start and the client's imports
     restarts: list[dict[str, float | None]] = field(default_factory=list)
+    stop_the_world_s: float = 0.0  # no partition owned at all
+    full_ownership_s: list[float] = field(default_factory=list)  # per step: start -> every partition owned once
+    peak_rss_mb: float | None = None  # the largest member process's VmHWM
     duration_s: float = 0.0
     stabilised: bool = True
     errors: list[str] = field(default_factory=list)
@@ -260,6 +341,8 @@ def measure(procs: Sequence[Proc], steps: Sequence[Step]) -> Metrics:
         if start[part] != end[part]:
             m.moved += 1
     for step in steps:
+        m.stop_the_world_s += _nothing_owned(changes, step.start, step.end)
+        m.full_ownership_s.append(step.end - step.start)
         before = owners_at(changes, step.start)
         for part in range(PARTITIONS):
             last = set(before[part])
@@ -317,7 +400,7 @@ def group_wait(env: Env, client_id: str, start: float, until: float) -> float | 
 
 
 def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Namespace) -> Metrics:
-    assignor, static = MODES[mode]
+    assignor, static = ALL_MODES[mode]
     tag = uuid.uuid4().hex[:8]
     topic = f"bench-rebalance-{tag}"
     group = f"bench-{client}-{mode}-{scenario}-{tag}"
@@ -341,6 +424,7 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
             "heartbeat_interval_ms": args.heartbeat_interval_ms,
             "auto_commit_interval_ms": 1000,
             "java_clients": args.java_clients,
+            "group_protocol": "consumer" if mode == CONSUMER_MODE else "classic",
         }
         before = time.time()
         p = Proc(slot, cfg)
@@ -371,6 +455,17 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
             end = wait_stable(procs, 4, args.quiet, args.deadline)
             if end is None:
                 errors.append("scale-out did not stabilise")
+            steps.append(Step(t0, end if end is not None else time.time()))
+        elif scenario in ("leave", "crash"):
+            victim = current.pop("m3")
+            t0 = time.time()
+            if scenario == "crash":
+                victim.crash()  # SIGKILL: no leave, the coordinator's session timeout frees its partitions
+            elif not victim.close():
+                errors.append("m3 did not close in time (killed)")
+            end = wait_stable(procs, 3, args.quiet, args.deadline)  # the victim's "closing" released its partitions
+            if end is None:
+                errors.append(f"{scenario} did not stabilise")
             steps.append(Step(t0, end if end is not None else time.time()))
         else:
             for i in range(4):
@@ -406,8 +501,12 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
                 if end is None:
                     errors.append(f"restart of {slot} did not stabilise")
                     break
+        for p in current.values():
+            p.read_peak_rss()
         metrics = measure(procs, steps)
         metrics.restarts = restarts
+        rss = [p.peak_rss_mb for p in procs if p.peak_rss_mb is not None]
+        metrics.peak_rss_mb = max(rss) if rss else None
         metrics.stabilised = end is not None
         t0, t1 = steps[0].start, steps[-1].end
         if env.proxy is not None:
@@ -483,8 +582,10 @@ def grouped(results: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], lis
 
 
 def render(results: Sequence[dict[str, Any]]) -> str:
-    """Scale-out and rolling-restart tables (medians over the runs, [min-max] where useful)."""
+    """Scale-out and rolling-restart tables (medians over the runs, [min-max] where useful); "" without either."""
     groups = grouped(results)
+    if not any(scenario in SCENARIOS for scenario, _, _ in groups):
+        return ""
     lines = [
         "#### Scale-out 3 -> 4 (medians over N runs, [min-max])",
         "",
@@ -555,6 +656,46 @@ def render(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _span(values: Sequence[float], digits: int = 2) -> str:
+    """``min-max`` (one value: itself; none: n/a)."""
+    if not values:
+        return "n/a"
+    lo, hi = min(values), max(values)
+    return f"{lo:.{digits}f}" if f"{lo:.{digits}f}" == f"{hi:.{digits}f}" else f"{lo:.{digits}f}-{hi:.{digits}f}"
+
+
+PAUSES_TITLE = "#### Pauses, time to full ownership and peak RSS, every scenario (min-max over N runs)"
+
+
+def render_pauses(results: Sequence[dict[str, Any]]) -> str:
+    """One row per scenario, mode and client: the pauses, the time to full ownership, the peak RSS (min-max)."""
+    lines = [
+        PAUSES_TITLE,
+        "",
+        "| scenario | mode | client | N | stop-the-world s | unmoved partitions: unowned s while their owner was up "
+        "| unowned partition-s | time to full ownership s (per step) | owner changes | peak RSS MB (largest member) "
+        "| notes |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for (scenario, mode, client), runs in sorted(grouped(results).items(),
+                                                 key=lambda kv: (ALL_SCENARIOS.index(kv[0][0]), kv[0][1], kv[0][2])):
+        notes = []
+        bad = sum(1 for r in runs if not r["stabilised"])
+        if bad:
+            notes.append(f"{bad} run(s) did not stabilise")
+        errs = sorted({e for r in runs for e in r["errors"]})
+        if errs:
+            notes.append(f"{sum(len(r['errors']) for r in runs)} error events: " + "; ".join(errs[:2])[:160])
+        full = [float(v) for r in runs for v in r.get("full_ownership_s", [])]
+        lines.append(
+            f"| {scenario} | {mode} | {client} | {len(runs)} | {_span(_values(runs, 'stop_the_world_s'))} | "
+            f"{_span(_values(runs, 'unmoved_pause_ps'))} | {_span(_values(runs, 'unowned_ps'))} | {_span(full)} | "
+            f"{_span(_values(runs, 'owner_changes'), 0)} | {_span(_values(runs, 'peak_rss_mb'), 0)} | "
+            + " ".join(notes).replace("|", "/") + " |"
+        )
+    return "\n".join(lines)
+
+
 def targets(results: Sequence[dict[str, Any]]) -> list[str]:
     """The issue 4/5 targets, met or not, with the measured figures (medians)."""
     groups = grouped(results)
@@ -606,8 +747,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="kgroup only, one run each")
     parser.add_argument("--clients", default=",".join(CLIENTS))
-    parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"of {', '.join(ALL_MODES)} ({CONSUMER_MODE}: KIP-848, kgroup and java on Apache Kafka)")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"of {', '.join(ALL_SCENARIOS)}")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each scale-out combination")
     parser.add_argument("--repeat-rolling", type=int, default=1, help="runs of each rolling-restart combination")
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
@@ -630,10 +772,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     scenarios = [s for s in args.scenarios.split(",") if s]
     if args.quick:
         args.repeat = args.repeat_rolling = 1
+    unknown = sorted(set(modes) - set(ALL_MODES)) + sorted(set(scenarios) - set(ALL_SCENARIOS))
+    if unknown:
+        parser.error(f"unknown modes or scenarios: {unknown}")
 
     if args.broker == "apache-kafka":
-        broker = start_broker(kind="apache-kafka", overrides={"group.initial.rebalance.delay.ms": 0},
-                              startup_timeout_s=120)
+        # the consumer protocol's session and heartbeat are the broker's: the classic members' values
+        overrides: dict[str, Any] = {
+            "group.initial.rebalance.delay.ms": 0,
+            "group.consumer.session.timeout.ms": args.session_timeout_ms,
+            "group.consumer.min.session.timeout.ms": args.session_timeout_ms,
+            "group.consumer.heartbeat.interval.ms": args.heartbeat_interval_ms,
+            "group.consumer.min.heartbeat.interval.ms": args.heartbeat_interval_ms,
+        }
+        broker = start_broker(kind="apache-kafka", overrides=overrides, startup_timeout_s=120)
     else:
         broker = start_broker(kind=None if args.broker == "default" else args.broker)
     if args.java_clients is None and broker.kind == "tansu":
@@ -655,10 +807,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         results: list[dict[str, Any]] = []
         started = time.monotonic()
         for scenario in scenarios:
-            repeat = args.repeat if scenario == "scale-out" else args.repeat_rolling
+            repeat = args.repeat if scenario != "rolling" else args.repeat_rolling
             for n in range(repeat):  # clients interleaved, so a slow minute hits all of them
                 for mode in modes:
                     for client in clients:
+                        if mode == CONSUMER_MODE and (client not in CONSUMER_CLIENTS or broker.kind != "apache-kafka"):
+                            print(f"skipped: {mode} {client} (the consumer protocol: {', '.join(CONSUMER_CLIENTS)} "
+                                  "on Apache Kafka)", file=sys.stderr)
+                            continue
                         elapsed = time.monotonic() - started
                         print(f"[{elapsed:6.1f}s] {scenario} {mode} {client} #{n}", file=sys.stderr, flush=True)
                         m = run_one(env, client, mode, scenario, args)
@@ -666,6 +822,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             {"scenario": scenario, "mode": mode, "client": client, "run": n, "metrics": m.__dict__}
                         )
         print(render(results))
+        print()
+        print(render_pauses(results))
         print()
         for line in targets(results):
             print(line)
