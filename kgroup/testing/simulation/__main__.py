@@ -18,26 +18,33 @@ from kgroup.testing.simulation._run import describe, run_seed, scenario_for
 @click.option("--seed", type=int, default=None, help="Replay this one seed (and print its report).")
 @click.option("--trace", is_flag=True, help="With --seed: print the whole trace.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes (default: cores).")
-def main(seeds: int, first: int, minutes: float | None, seed: int | None, trace: bool, workers: int | None) -> None:
+@click.option(
+    "--group-protocol", type=click.Choice(["classic", "consumer"]), default="classic", show_default=True,
+    help="The members' group protocol (consumer: KIP-848 against the consumer-group coordinator model).",
+)
+def main(
+    seeds: int, first: int, minutes: float | None, seed: int | None, trace: bool, workers: int | None,
+    group_protocol: str,
+) -> None:
     """Simulate consumer groups deterministically; exit 1 on any violation."""
     if os.environ.get("PYTHONHASHSEED") != "0":
         # set iteration order must not depend on the process: re-run with a fixed hash seed
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, "-m", "kgroup.testing.simulation", *sys.argv[1:]])
     if seed is not None:
-        result = run_seed(seed)
+        result = run_seed(seed, group_protocol)
         if trace:
-            click.echo(repr(scenario_for(seed)))
+            click.echo(repr(scenario_for(seed, group_protocol)))
             click.echo("\n".join(result.trace))
         if result.violations:
-            click.echo(describe(result, replay_command))
+            click.echo(describe(result, lambda s: replay_command(s, group_protocol)))
             sys.exit(1)
         click.echo(
             f"seed {seed}: no violation ({result.rebalances} rebalances, {result.faults} faults, "
             f"{result.records} records, {result.virtual_s:.1f} s simulated)"
         )
         return
-    outcome = campaign(range(first, first + seeds), workers=workers, minutes=minutes)
+    outcome = campaign(range(first, first + seeds), workers=workers, minutes=minutes, group_protocol=group_protocol)
     if outcome.failed:
         click.echo(outcome.reports())
     click.echo(outcome.summary())

@@ -13,9 +13,10 @@ from kgroup.testing.simulation._run import RunResult, describe, run_seed
 __all__ = ["CampaignResult", "campaign", "replay_command"]
 
 
-def replay_command(seed: int) -> str:
+def replay_command(seed: int, group_protocol: str = "classic") -> str:
     """The one-line command that replays ``seed`` exactly, with its trace."""
-    return f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed} --trace"
+    protocol = "" if group_protocol == "classic" else f" --group-protocol {group_protocol}"
+    return f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed}{protocol} --trace"
 
 
 @attrs.define
@@ -31,6 +32,7 @@ class CampaignResult:
     failed: list[RunResult] = attrs.field(factory=list)
     wall_s: float = 0.0
     virtual_s: float = 0.0
+    group_protocol: str = "classic"
 
     def add(self, result: RunResult) -> None:
         """Count one run."""
@@ -56,13 +58,13 @@ class CampaignResult:
 
     def reports(self) -> str:
         """A report for every failed seed."""
-        return "\n\n".join(describe(r, replay_command) for r in self.failed)
+        return "\n\n".join(describe(r, lambda s: replay_command(s, self.group_protocol)) for r in self.failed)
 
 
-def _run_many(seeds: list[int]) -> list[RunResult]:
+def _run_many(seeds: list[int], group_protocol: str = "classic") -> list[RunResult]:
     out = []
     for seed in seeds:
-        result = run_seed(seed)
+        result = run_seed(seed, group_protocol)
         if not result.violations:
             result.trace = []  # only failed runs carry their trace back
         out.append(result)
@@ -75,6 +77,7 @@ def campaign(
     workers: int | None = None,
     minutes: float | None = None,
     stop_on_violation: bool = False,
+    group_protocol: str = "classic",
 ) -> CampaignResult:
     """Run ``seeds`` (in ``workers`` processes; default: one per core) within ``minutes``.
 
@@ -83,7 +86,7 @@ def campaign(
     """
     seeds = list(seeds)
     workers = workers or os.cpu_count() or 1
-    result = CampaignResult()
+    result = CampaignResult(group_protocol=group_protocol)
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes else None
     chunk = 25
@@ -92,7 +95,7 @@ def campaign(
         for part in chunks:
             if deadline is not None and time.monotonic() > deadline:
                 break
-            for run in _run_many(part):
+            for run in _run_many(part, group_protocol):
                 result.add(run)
             if stop_on_violation and result.failed:
                 break
@@ -105,7 +108,7 @@ def campaign(
                     if deadline is not None and time.monotonic() > deadline:
                         queue = []
                         break
-                    pending.add(pool.submit(_run_many, queue.pop(0)))
+                    pending.add(pool.submit(_run_many, queue.pop(0), group_protocol))
                 if not pending:
                     break
                 done, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)

@@ -14,6 +14,9 @@ Rules:
    response, a closed connection, a black hole, a coordinator move or restart.
 4. Strings longer than Kafka's 32,767-byte limit make the broker close the connection, as
    Kafka's generated request readers do ("string field ... had invalid length").
+5. With ``group_protocol="consumer"`` the group's coordinator is
+   :class:`~kgroup.testing.coordinator.ConsumerGroupModel` (KIP-848): ConsumerGroupHeartbeat,
+   OffsetCommit and OffsetFetch go to it; topics have ids (a UUID derived from the name).
 """
 
 from __future__ import annotations
@@ -21,19 +24,21 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import random
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from kgroup import _error_codes as codes
+from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatResponse
 from kgroup.protocol import group_api as mt
 from kgroup.testing._model_wire import error_responses
-from kgroup.testing.coordinator import CoordinatorConfig, GroupCoordinatorModel
+from kgroup.testing.coordinator import ConsumerGroupConfig, ConsumerGroupModel, CoordinatorConfig, GroupCoordinatorModel
 from kgroup.testing.simulation._scheduler import Scheduler, SimClock
 from kgroup.types import TopicPartition
 
-__all__ = ["API_ERRORS", "CLOSE", "Connection", "FaultProfile", "SimCluster"]
+__all__ = ["API_ERRORS", "CLOSE", "Connection", "FaultProfile", "SimCluster", "topic_id"]
 
 #: Kafka's limit for a protocol string (int16 length prefix)
 MAX_STRING_BYTES = 0x7FFF
@@ -69,6 +74,12 @@ API_ERRORS: Mapping[str, tuple[int, ...]] = {
         codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR,
         codes.UNKNOWN_SERVER_ERROR, _UNKNOWN_CODE,
     ),
+    # the codes Kafka's consumer-group coordinator answers a heartbeat with that a member survives
+    # (an unexpected code is fatal to Java's client and kgroup's, as a fatal fault is)
+    "ConsumerGroupHeartbeat": (
+        codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR,
+        codes.FENCED_MEMBER_EPOCH, codes.UNKNOWN_MEMBER_ID,
+    ),
 }
 #: codes that stop a member for good when injected (FATAL per the Java handlers)
 FATAL_ERRORS: Mapping[str, tuple[int, ...]] = {
@@ -79,6 +90,7 @@ FATAL_ERRORS: Mapping[str, tuple[int, ...]] = {
     "SyncGroup": (codes.GROUP_AUTHORIZATION_FAILED,),
     "Heartbeat": (codes.GROUP_AUTHORIZATION_FAILED,),
     "OffsetCommit": (codes.GROUP_AUTHORIZATION_FAILED,),
+    "ConsumerGroupHeartbeat": (codes.GROUP_AUTHORIZATION_FAILED,),
 }
 
 
@@ -224,6 +236,7 @@ class SimCluster:
         topics: Mapping[str, int],
         coordinator_config: CoordinatorConfig,
         trace: Callable[[str], None],
+        consumer_group_config: ConsumerGroupConfig | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.clock = SimClock(scheduler)
@@ -240,6 +253,16 @@ class SimCluster:
             partition_exists=lambda topic, partition: TopicPartition(topic, partition) in self.log_end,
             member_id_factory=lambda prefix: f"{prefix}-{next(ids)}",
         )
+        #: "consumer": the group runs the consumer protocol (KIP-848) against ``consumer_model``
+        self.group_protocol = "classic" if consumer_group_config is None else "consumer"
+        self.consumer_model = ConsumerGroupModel(
+            consumer_group_config,
+            clock=self.clock,
+            topics=lambda: {t: (topic_id(t), n) for t, n in self.topics.items()},
+            partition_exists=lambda topic, partition: TopicPartition(topic, partition) in self.log_end,
+        )
+        #: a hook the run sets: (owner, request, response) of every ConsumerGroupHeartbeat a member received
+        self.on_heartbeat: Callable[[str, Any, ConsumerGroupHeartbeatResponse], None] | None = None
         self.coordinator_node = 1
         self.faults = FaultProfile()
         self.black_hole_until = 0.0
@@ -251,17 +274,21 @@ class SimCluster:
         scheduler.pumps.append(self)
 
     # ------------------------------------------------------------------ the model's timers
+    def _group_model(self) -> GroupCoordinatorModel | ConsumerGroupModel:
+        return self.consumer_model if self.group_protocol == "consumer" else self.model
+
     def pump(self) -> bool:
         """Fire the coordinator model's due timers (session expiry, join and sync timeouts)."""
-        due = self.model.next_deadline()
+        model = self._group_model()
+        due = model.next_deadline()
         if due is not None and due <= self.scheduler.now:
-            self.model.tick()
+            model.tick()
             return True
         return False
 
     def deadline(self) -> float:
         """When the model's next timer is due (inf: none)."""
-        due = self.model.next_deadline()
+        due = self._group_model().next_deadline()
         return float("inf") if due is None else due
 
     # ------------------------------------------------------------------ randomness
@@ -309,12 +336,12 @@ class SimCluster:
         """The group's coordinator moves to another node, which loads the group for ``load_ms``."""
         self.coordinator_node = self.coordinator_node % 3 + 1
         self.trace(f"coordinator moved to node {self.coordinator_node} (load {load_ms} ms)")
-        self.model.restart(load_ms=load_ms)
+        self._group_model().restart(load_ms=load_ms)
 
     def restart_coordinator(self, load_ms: int) -> None:
         """The coordinator's node restarts in place and loads the group for ``load_ms``."""
         self.trace(f"coordinator restarted (load {load_ms} ms)")
-        self.model.restart(load_ms=load_ms)
+        self._group_model().restart(load_ms=load_ms)
 
     # ------------------------------------------------------------------ broker side
     def run_request(
@@ -323,6 +350,9 @@ class SimCluster:
         """Process ``request`` at the broker (model, or a fault) and ``answer`` it (None: lost)."""
         if self.black_holed():
             return  # no answer: the client times out
+        if api == "ConsumerGroupHeartbeat":
+            self._run_heartbeat(owner, node, request, answer)
+            return
         if node != self.coordinator_node:
             answer(error_responses((request,), codes.NOT_COORDINATOR)[0])
             return
@@ -337,7 +367,10 @@ class SimCluster:
             answer(error_responses((request,), self.rng.choice(API_ERRORS[api]))[0])
             return
         lost = self.draw("drop")
-        reply = _MODEL_CALLS[api](self.model, request)
+        if self.group_protocol == "consumer" and api in _CONSUMER_MODEL_CALLS:
+            reply = _CONSUMER_MODEL_CALLS[api](self.consumer_model, request)
+        else:
+            reply = _MODEL_CALLS[api](self.model, request)
 
         def done(response: Any) -> None:
             if api == "OffsetCommit" and self.on_commit is not None:
@@ -345,6 +378,22 @@ class SimCluster:
             answer(None if lost else response)
 
         reply.add_done_callback(done)
+
+    def _run_heartbeat(self, owner: str, node: int, request: Any, answer: Callable[[Any], None]) -> None:
+        """ConsumerGroupHeartbeat at the broker: the consumer-group model, or a fault."""
+        if node != self.coordinator_node:
+            answer(ConsumerGroupHeartbeatResponse(error_code=codes.NOT_COORDINATOR))
+            return
+        if self.draw("fatal"):
+            answer(ConsumerGroupHeartbeatResponse(
+                error_code=self.rng.choice(FATAL_ERRORS["ConsumerGroupHeartbeat"])))
+            return
+        if self.draw("error"):
+            answer(ConsumerGroupHeartbeatResponse(error_code=self.rng.choice(API_ERRORS["ConsumerGroupHeartbeat"])))
+            return
+        lost = self.draw("drop")
+        response = self.consumer_model.heartbeat(request, client_id=owner.split("#")[0]).response
+        answer(None if lost else response)
 
     def find_coordinator(self) -> tuple[int, int]:
         """(error code, node id) of a FindCoordinator answered now."""
@@ -375,6 +424,17 @@ _MODEL_CALLS: Mapping[str, Callable[[GroupCoordinatorModel, Any], Any]] = {
     "OffsetFetch": GroupCoordinatorModel.offset_fetch,
     "DescribeGroups": GroupCoordinatorModel.describe_groups,
 }
+
+_CONSUMER_MODEL_CALLS: Mapping[str, Callable[[ConsumerGroupModel, Any], Any]] = {
+    "OffsetCommit": ConsumerGroupModel.offset_commit,
+    "OffsetFetch": ConsumerGroupModel.offset_fetch,
+}
+
+
+def topic_id(name: str) -> uuid.UUID:
+    """A topic's id in the simulated cluster: derived from its name (a deleted topic is never recreated)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"kgroup-sim-topic:{name}")
+
 
 # ---------------------------------------------------------------------- client commands -> model requests
 

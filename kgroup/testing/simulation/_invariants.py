@@ -138,6 +138,15 @@ class Checker:
         """Member id ``member_id`` belongs to incarnation ``who``."""
         self._incarnation_of[member_id] = who
 
+    def assigned(self, generation_id: int, member_id: str, partitions: frozenset[TopicPartition]) -> None:
+        """``member_id`` was given ``partitions`` in ``generation_id`` (the consumer protocol: its epoch).
+
+        Under the consumer protocol a revocation keeps the epoch: what the member held at that
+        epoch is the union of what it was given at it (a revoke commit is for a partition it held).
+        """
+        plans = self._assigned.setdefault(member_id, {})
+        plans[generation_id] = plans.get(generation_id, frozenset()) | partitions
+
     def synced(self, generation_id: int, member_id: str, assignment: bytes) -> None:
         """The coordinator answered ``member_id``'s SyncGroup of ``generation_id``."""
         try:

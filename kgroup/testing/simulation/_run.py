@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from kgroup import _error_codes as codes
 from kgroup.config import ConsumerConfig
 from kgroup.consumer import Consumer
 from kgroup.errors import (
@@ -24,9 +25,10 @@ from kgroup.errors import (
     WakeupError,
 )
 from kgroup.listener import RebalanceListener
-from kgroup.testing.coordinator import CoordinatorConfig
+from kgroup.testing.coordinator import ConsumerGroupConfig, CoordinatorConfig
+from kgroup.testing.coordinator._consumer_group import GROUP_EPOCH_BUMPED
 from kgroup.testing.coordinator._events import MEMBER_REMOVED
-from kgroup.testing.simulation._cluster import FaultProfile, SimCluster
+from kgroup.testing.simulation._cluster import FaultProfile, SimCluster, topic_id
 from kgroup.testing.simulation._invariants import Checker, Violation
 from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
 from kgroup.testing.simulation._transport import SimRuntime, SimTransport
@@ -86,6 +88,9 @@ class Scenario:
     quiet_s: float
     profile: FaultProfile
     faults: tuple[FaultEvent, ...]
+    #: "classic", or "consumer": the members run KIP-848 against ConsumerGroupModel, the session
+    #: timeout and heartbeat interval are the broker's, ``assignors`` names the server assignor
+    group_protocol: str = "classic"
 
 
 @attrs.define
@@ -104,8 +109,31 @@ class RunResult:
     switches: int
 
 
-def scenario_for(seed: int) -> Scenario:
-    """The scenario of ``seed``: 2 to 4 members, 1 or 2 topics, 2 to 8 timed faults and per-request faults."""
+#: the server assignor a consumer-protocol member asks for, by the classic assignor list the seed drew
+#: (``()``: none, the broker's default)
+SERVER_ASSIGNORS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("range",): ("range",),
+    ("roundrobin",): (),
+    ("sticky",): ("uniform",),
+    ("cooperative-sticky",): ("uniform",),
+    ("cooperative-sticky", "range"): ("uniform",),
+}
+
+
+def scenario_for(seed: int, group_protocol: str = "classic") -> Scenario:
+    """The scenario of ``seed``: 2 to 4 members, 1 or 2 topics, 2 to 8 timed faults and per-request faults.
+
+    With ``group_protocol="consumer"`` the same draws make a consumer-protocol scenario (KIP-848):
+    each member asks for the server assignor :data:`SERVER_ASSIGNORS` maps its assignors to.
+    """
+    scenario = _classic_scenario_for(seed)
+    if group_protocol == "classic":
+        return scenario
+    members = tuple(attrs.evolve(m, assignors=SERVER_ASSIGNORS[m.assignors]) for m in scenario.members)
+    return attrs.evolve(scenario, members=members, group_protocol=group_protocol)
+
+
+def _classic_scenario_for(seed: int) -> Scenario:
     rng = random.Random(seed)
     n_topics = rng.choice((1, 1, 2))
     topics = tuple((f"t{i}", rng.randint(2, 6)) for i in range(n_topics))
@@ -203,6 +231,17 @@ class _Listener(RebalanceListener):
         self._inc.sim.checker.excuse(self._inc.name, frozenset(partitions), "lost")
 
 
+def _protocol_settings(scenario: Scenario, spec: MemberSpec) -> dict[str, Any]:
+    """The settings the group protocol owns (under "consumer", Java's rules forbid the classic ones)."""
+    if scenario.group_protocol == "consumer":
+        return {"group_protocol": "consumer", "group_remote_assignor": spec.assignors[0] if spec.assignors else None}
+    return {
+        "session_timeout_ms": scenario.session_timeout_ms,
+        "heartbeat_interval_ms": scenario.heartbeat_interval_ms,
+        "assignors": spec.assignors,
+    }
+
+
 class _Incarnation:
     """One process of a member: a Consumer, its transport, runtime and application thread."""
 
@@ -218,8 +257,7 @@ class _Incarnation:
             group_id=GROUP_ID,
             client_id=spec.name,
             group_instance_id=spec.name if spec.static else None,
-            session_timeout_ms=scenario.session_timeout_ms,
-            heartbeat_interval_ms=scenario.heartbeat_interval_ms,
+            **_protocol_settings(scenario, spec),
             max_poll_interval_ms=scenario.max_poll_interval_ms,
             metadata_max_age_ms=scenario.metadata_max_age_ms,
             request_timeout_ms=5000,
@@ -227,7 +265,6 @@ class _Incarnation:
             enable_auto_commit=spec.commit_mode == "auto",
             auto_commit_interval_ms=1000,
             auto_offset_reset="earliest",
-            assignors=spec.assignors,
             max_poll_records=50,
         )
         self.consumer = Consumer(config, transport=self.transport, clock=sim.cluster.clock, _runtime=self.runtime)
@@ -337,6 +374,11 @@ class _Incarnation:
             except (FatalGroupError, GroupThreadCrashed) as exc:
                 self.trace(f"fatal: {exc!r}")
                 sim.checker.excuse(self.name, None, "crash")
+                if sim.scenario.group_protocol == "consumer":
+                    # a supervisor restarts the process (UNRELEASED_INSTANCE_ID is fatal until the
+                    # previous process's session has run out)
+                    index = sim.scenario.members.index(self.spec)
+                    sim.scheduler.call_later(1.0, lambda i=index: sim._restart(i))  # type: ignore[misc]
                 break
             except KGroupError as exc:
                 self.trace(f"poll raised {type(exc).__name__}: {exc}")
@@ -355,7 +397,12 @@ class _Incarnation:
         if thread is not None:
             member_id = thread.snapshot.generation.member_id
             removed = sim.removed(member_id) if member_id else None
-            if removed is not None:
+            if removed is not None and not sim.told_since(self.name, removed[0]):
+                # the consumer protocol: only a heartbeat answer can tell a member it was removed
+                # (the session timeout is the broker's); until one comes, it hands out as Java's
+                # client does, a zombie whose duplicates its loss explains (docs/simulation.md)
+                self.trace(f"zombie hand-out: removed at {removed[0]:.3f} ({removed[1]}), not told yet")
+            elif removed is not None:
                 # the coordinator gave this member's partitions away: a zombie hand-out
                 parts = sorted({f"{r.topic}-{r.partition}" for r in records})
                 sim.checker.fail(
@@ -425,7 +472,16 @@ class Simulation:
             dict(scenario.topics),
             CoordinatorConfig(group_initial_rebalance_delay_ms=scenario.rebalance_delay_ms),
             self.trace,
+            consumer_group_config=ConsumerGroupConfig(
+                session_timeout_ms=scenario.session_timeout_ms, heartbeat_interval_ms=scenario.heartbeat_interval_ms
+            ) if scenario.group_protocol == "consumer" else None,
         )
+        self._consumer = scenario.group_protocol == "consumer"
+        #: member id -> the partitions of its last assignment (consumer protocol)
+        self._last_assignment: dict[str, frozenset[TopicPartition]] = {}
+        #: incarnation -> when it last received a ConsumerGroupHeartbeat answer that told it where it stands
+        self._answered_at: dict[str, float] = {}
+        self.cluster.on_heartbeat = self._heartbeat_answered
         self.cluster.faults = attrs.evolve(scenario.profile, enabled=True)
         self.cluster.on_commit = lambda owner, req, resp: self.checker.committed(req, resp, owner)
         self.cluster.on_sync = lambda owner, gen, mid, assignment: self.checker.synced(gen, mid, assignment)
@@ -437,8 +493,36 @@ class Simulation:
         self._removed: dict[str, tuple[float, str]] = {}
         self._events_read = 0
 
+    def told_since(self, owner: str, at: float) -> bool:
+        """Whether incarnation ``owner`` received a heartbeat answer after ``at`` (always, under classic)."""
+        return not self._consumer or self._answered_at.get(owner, -1.0) > at
+
+    def _heartbeat_answered(self, owner: str, request: Any, response: Any) -> None:
+        """A member received a ConsumerGroupHeartbeat answer: what it is assigned at which epoch."""
+        if response.error_code in (0, codes.FENCED_MEMBER_EPOCH, codes.UNKNOWN_MEMBER_ID):
+            self._answered_at[owner] = self.scheduler.now  # an answer that tells the member where it stands
+        if response.error_code != 0 or response.member_epoch <= 0:
+            return
+        member_id = request.member_id
+        if response.assignment is not None:
+            names = {topic_id(t): t for t in self.cluster.topics}
+            self._last_assignment[member_id] = frozenset(
+                TopicPartition(names[t.topic_id], p) for t in response.assignment if t.topic_id in names
+                for p in t.partitions
+            )
+        parts = self._last_assignment.get(member_id, frozenset())
+        self.checker.assigned(response.member_epoch, member_id, parts)
+
+    def _consumer_members(self) -> dict[str, tuple[int, str, Any]] | None:
+        """The consumer-protocol group's members at the model (None: a classic scenario)."""
+        if not self._consumer:
+            return None
+        return dict(self.cluster.consumer_model.members(GROUP_ID))
+
     def removed(self, member_id: str) -> tuple[float, str] | None:
         """When and why the coordinator removed ``member_id`` from the group (None: it did not)."""
+        if self._consumer:
+            return self._consumer_removed(member_id)
         events = self.cluster.model.events
         for event in events[self._events_read:]:
             if event.kind == MEMBER_REMOVED and event.group_id == GROUP_ID:
@@ -449,6 +533,15 @@ class Simulation:
         if removed is not None and group is not None and member_id in group.members:
             return None  # a coordinator restart reloaded the group as last written, with it
         return removed
+
+    def _consumer_removed(self, member_id: str) -> tuple[float, str] | None:
+        events = self.cluster.consumer_model.events
+        for event in events[self._events_read:]:
+            if event.kind == MEMBER_REMOVED and event.group_id == GROUP_ID:
+                self._removed[event.member_id] = (event.time_ms / 1000, event.detail)
+        self._events_read = len(events)
+        members = self._consumer_members() or {}
+        return None if member_id in members else self._removed.get(member_id)
 
     def trace(self, line: str) -> None:
         """Add a line to the run's trace (virtual time first)."""
@@ -535,6 +628,8 @@ class Simulation:
             inc.burst = 2 + int(fault.arg * 5)
 
     def _leader_alive(self) -> bool:
+        if self._consumer:
+            return True  # the broker assigns: no leader
         group = self.cluster.model._groups.get(GROUP_ID)
         if group is None or group.leader_id is None:
             return True
@@ -590,6 +685,8 @@ class Simulation:
                 self.checker.fail("application thread raised", f"{inc.name}: {error!r}")
         self.checker.check_duplicates()
         rebalances = sum(1 for e in self.cluster.model.events if e.kind == "rebalance_started")
+        if self._consumer:
+            rebalances = sum(1 for e in self.cluster.consumer_model.events if e.kind == GROUP_EPOCH_BUMPED)
         return RunResult(
             seed=scenario.seed,
             violations=self.checker.violations,
@@ -614,6 +711,9 @@ class Simulation:
         """After every instant: at most one unfenced owner per partition. True stops the run."""
         if self._settled:
             return True
+        if self._consumer:
+            self._check_consumer_owners()
+            return bool(self.checker.violations)
         group = self.cluster.model._groups.get(GROUP_ID)
         if group is not None:
             owners: dict[TopicPartition, str] = {}
@@ -640,6 +740,28 @@ class Simulation:
                 if meta.member_id:
                     self.checker.member_is(meta.member_id, inc.name)
         return bool(self.checker.violations)
+
+    def _check_consumer_owners(self) -> None:
+        """At most one owner per partition among live members the consumer-group model still has."""
+        members = self._consumer_members() or {}
+        owners: dict[TopicPartition, str] = {}
+        for inc in self._live():
+            thread = inc.consumer._group
+            if thread is None:
+                continue
+            member_id = thread.snapshot.generation.member_id
+            if not member_id:
+                continue
+            self.checker.member_is(member_id, inc.name)
+            if member_id not in members:
+                continue
+            for tp in inc.consumer.assignment():
+                other = owners.get(tp)
+                if other is not None:
+                    self.checker.fail(
+                        "two unfenced owners", f"{tp} owned by {other} and {inc.name} (consumer protocol)"
+                    )
+                owners[tp] = inc.name
 
     def _check_end(self) -> None:
         """Liveness: every partition owned by one live member and every record handed out."""
@@ -720,9 +842,9 @@ def run_scenario(scenario: Scenario) -> RunResult:
     return Simulation(scenario).run()
 
 
-def run_seed(seed: int) -> RunResult:
-    """Run the scenario of ``seed``."""
-    return run_scenario(scenario_for(seed))
+def run_seed(seed: int, group_protocol: str = "classic") -> RunResult:
+    """Run the scenario of ``seed`` (on ``group_protocol``)."""
+    return run_scenario(scenario_for(seed, group_protocol))
 
 
 def describe(result: RunResult, replay: Callable[[int], str]) -> str:

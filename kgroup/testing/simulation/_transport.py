@@ -14,8 +14,11 @@ The consumer under test is the production ``kgroup.Consumer`` with these swapped
 from __future__ import annotations
 
 import concurrent.futures
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+import attrs
 
 from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
@@ -27,8 +30,10 @@ from kgroup._io.transport import (
     offset_commit_request,
     offset_fetch_request,
 )
+from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
+from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatRequest
 from kgroup.protocol.group_api import DescribeGroupsRequest
 from kgroup.testing.simulation._cluster import (
     Connection,
@@ -36,6 +41,7 @@ from kgroup.testing.simulation._cluster import (
     _Pending,
     fail_future,
     request_of,
+    topic_id,
 )
 from kgroup.testing.simulation._scheduler import Scheduler
 from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
@@ -199,6 +205,47 @@ class SimTransport:
             trace(f"{self.owner}: {api} -> node {command.node_id} gen {getattr(command, 'generation_id', '')}")
         self._send(api, command.node_id, request, command.timeout_ms, answer, fail)
         return future
+
+    # ------------------------------------------------------------------ the consumer protocol (KIP-848)
+    def consumer_group_heartbeat(
+        self, command: cg.SendConsumerGroupHeartbeat
+    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
+        """ConsumerGroupHeartbeat on the coordinator connection (``ConsumerGroupTransport``)."""
+        future: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
+        if self.dead:
+            return future
+        cluster = self._cluster
+        fields = {f.name for f in attrs.fields(ConsumerGroupHeartbeatRequest)}
+        request = ConsumerGroupHeartbeatRequest(**{name: getattr(command, name) for name in fields})
+        trace = cluster.trace
+        owned = "-" if request.topic_partitions is None else sum(len(t.partitions) for t in request.topic_partitions)
+        trace(f"{self.owner}: ConsumerGroupHeartbeat -> epoch {request.member_epoch} owned {owned}")
+
+        def answer(response: Any) -> None:
+            parts = "-" if response.assignment is None else sorted(
+                f"{self._names.get(t.topic_id, t.topic_id)}-{p}" for t in response.assignment for p in t.partitions
+            )
+            trace(f"{self.owner}: ConsumerGroupHeartbeat <- {response.error_code} "
+                  f"epoch {response.member_epoch} {parts}")
+            if cluster.on_heartbeat is not None:
+                cluster.on_heartbeat(self.owner, request, response)
+            values = attrs.asdict(response, recurse=False)
+            future.set_result(cg.HeartbeatResponded(request_id=command.request_id, **values))
+
+        def fail(reason: str) -> None:
+            trace(f"{self.owner}: ConsumerGroupHeartbeat failed: {reason}")
+            future.set_result(cg.RequestFailed(request_id=command.request_id, reason=reason))
+
+        self._send("ConsumerGroupHeartbeat", command.node_id, request, command.timeout_ms, answer, fail)
+        return future
+
+    @property
+    def _names(self) -> dict[uuid.UUID, str]:
+        return {topic_id(t): t for t in self._cluster.topics}
+
+    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[uuid.UUID, str]]:
+        """Topic id -> name of every topic of the simulated cluster (Metadata v10+)."""
+        return self._later(lambda: dict(self._names))
 
     def describe_topics(
         self, topics: Iterable[str], timeout_ms: int

@@ -1,0 +1,42 @@
+"""The simulator on the consumer group protocol (KIP-848): members against ConsumerGroupModel.
+
+``scenario_for(seed, "consumer")`` makes the same draws as the classic scenario of the seed, so
+the classic seeds do not change; the members run ``Consumer(group_protocol="consumer")`` and the
+coordinator is the consumer-group model, checked against Apache Kafka by
+tests/conformance/test_consumer_group_conformance.py.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kgroup.testing.simulation import run_seed, scenario_for
+from kgroup.testing.simulation._run import SERVER_ASSIGNORS
+
+
+def test_the_classic_scenario_of_a_seed_is_unchanged_by_the_protocol_choice() -> None:
+    for seed in range(50):
+        classic = scenario_for(seed)
+        assert classic.group_protocol == "classic"
+        assert scenario_for(seed, "classic") == classic
+        consumer = scenario_for(seed, "consumer")
+        assert consumer.group_protocol == "consumer"
+        assert attrs.evolve(consumer, members=classic.members, group_protocol="classic") == classic
+        assert [m.assignors for m in consumer.members] == [SERVER_ASSIGNORS[m.assignors] for m in classic.members]
+
+
+def test_consumer_protocol_seeds_hold_every_property_and_replay_exactly() -> None:
+    for seed in (0, 1, 2, 3, 5, 7):
+        result = run_seed(seed, "consumer")
+        assert result.violations == [], "\n".join(map(str, result.violations))
+        assert result.rebalances >= 2  # two members at least joined: group epoch bumps
+        assert result.records > 0
+    again = run_seed(7, "consumer")
+    assert (again.trace, again.records, again.rebalances) == (run_seed(7, "consumer").trace, again.records,
+                                                              again.rebalances)
+
+
+def test_a_consumer_protocol_member_is_assigned_by_the_broker() -> None:
+    result = run_seed(0, "consumer")
+    assert any("ConsumerGroupHeartbeat <- 0 epoch" in line for line in result.trace)
+    assert not any("JoinGroup" in line or "SyncGroup" in line for line in result.trace)
