@@ -422,7 +422,11 @@ class GroupMachine:
         return self._poll.last + self._config.max_poll_interval_ms / 1000
 
     def _session_deadline(self) -> float:
-        return self._heartbeat.alive_at + self._config.session_timeout_ms / 1000
+        """The first moment the coordinator may have removed the member (session or rebalance timeout)."""
+        return min(
+            self._heartbeat.alive_at + self._config.session_timeout_ms / 1000,
+            self._heartbeat.calm_at + self._config.rebalance_timeout_ms / 1000,
+        )
 
     def _java_session_deadline(self) -> float:
         return self._heartbeat.last_ok + self._config.session_timeout_ms / 1000
@@ -700,7 +704,9 @@ class GroupMachine:
         assignment as lost. kgroup counts from the *send* time of the last Heartbeat that
         succeeded (or the JoinGroup that completed a rebalance): the coordinator renewed the
         session no earlier than that, so the member stops before the coordinator can have
-        expired it. A member holding partitions then hands nothing out (``hand_out_on_hold``)
+        expired it. A rebalance the member never heard of (its heartbeats lost) removes it
+        after ``rebalance_timeout_ms``, which may be the shorter: that clock starts at the send
+        time of the last Heartbeat answered without REBALANCE_IN_PROGRESS. A member holding partitions then hands nothing out (``hand_out_on_hold``)
         until it knows:
 
         * a JoinGroup or SyncGroup in flight is waited for (Kafka keeps a member whose join or
@@ -855,14 +861,17 @@ class GroupMachine:
             self._generation = Generation(event.generation_id, event.member_id, event.protocol_name)
             if self._second_round_after is not None and event.generation_id > self._second_round_after:
                 self._second_round_after = None  # the second round is this new generation
-            alive_at = self._heartbeat.alive_at
+            alive_at, calm_at = self._heartbeat.alive_at, self._heartbeat.calm_at
             if event.generation_id > self._joined_generation_id:
                 # a completed join: the coordinator renewed every member's session then, after
                 # this JoinGroup arrived (a Stable group's answer to a follower's rejoin, with
                 # the generation the member already had, renews nothing)
                 alive_at = max(alive_at, sent.sent_at)
                 self._joined_generation_id = event.generation_id
-            self._heartbeat = HeartbeatTimer(now + self._config.heartbeat_interval_ms / 1000, alive_at, now)
+            self._heartbeat = HeartbeatTimer(
+                # calm: an answered JoinGroup found the group past its join phase on arrival
+                now + self._config.heartbeat_interval_ms / 1000, alive_at, now, max(calm_at, sent.sent_at)
+            )
             is_leader = event.leader == event.member_id
             log.info(
                 "group %s: joined generation %d as %r (%s), protocol %s",
@@ -1059,9 +1068,9 @@ class GroupMachine:
         disposition = classify(Api.HEARTBEAT, event.error_code)
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
-            self._heartbeat = self._heartbeat.confirmed(sent.sent_at, now)
+            self._heartbeat = self._heartbeat.confirmed(sent.sent_at, now, calm=True)
         elif disposition is Disposition.REJOIN:
-            self._heartbeat = self._heartbeat.confirmed(sent.sent_at, now)
+            self._heartbeat = self._heartbeat.confirmed(sent.sent_at, now, calm=False)
             if self._state in (MemberState.STABLE, MemberState.RECONCILING):
                 self._request_rejoin(f"Heartbeat returned {name}")
         elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):

@@ -246,18 +246,25 @@ class HeartbeatTimer:
     #: or coordinator discovery; past it plus ``session_timeout_ms`` the coordinator is
     #: rediscovered
     last_ok: float = 0.0
+    #: the latest moment the group is known to have had no rebalance under way: the send time
+    #: of the last Heartbeat answered without error, or of the JoinGroup that completed a
+    #: rebalance. A rebalance the member never heard of began after it, so its rebalance
+    #: timeout cannot remove the member before this plus ``rebalance_timeout_ms``.
+    calm_at: float = 0.0
 
-    def confirmed(self, sent_at: float, now: float) -> HeartbeatTimer:
-        """A request sent at ``sent_at`` succeeded at ``now`` (the alive mark never goes back)."""
-        return HeartbeatTimer(self.next_at, max(self.alive_at, sent_at), now)
+    def confirmed(self, sent_at: float, now: float, *, calm: bool) -> HeartbeatTimer:
+        """A request sent at ``sent_at`` succeeded at ``now`` (the marks never go back)."""
+        return HeartbeatTimer(
+            self.next_at, max(self.alive_at, sent_at), now, max(self.calm_at, sent_at) if calm else self.calm_at
+        )
 
     def reset(self, now: float) -> HeartbeatTimer:
-        """Restart Java's session timer at ``now`` (the alive mark stays)."""
-        return HeartbeatTimer(self.next_at, self.alive_at, now)
+        """Restart Java's session timer at ``now`` (the other marks stay)."""
+        return HeartbeatTimer(self.next_at, self.alive_at, now, self.calm_at)
 
     def due_at(self, at: float) -> HeartbeatTimer:
         """The next Heartbeat goes at ``at``."""
-        return HeartbeatTimer(at, self.alive_at, self.last_ok)
+        return HeartbeatTimer(at, self.alive_at, self.last_ok, self.calm_at)
 
 
 @attrs.frozen

@@ -251,3 +251,17 @@ def test_session_java_timer_of_a_member_without_partitions_starts_at_the_join_re
     for now in (10.0, 12.0, 15.0, 17.9):
         assert of_kind(t.tick(m, now), SendFindCoordinator) == []
     assert m.coordinator == NODE_ID
+
+
+def test_session_doubt_comes_at_the_rebalance_timeout_when_it_is_the_shorter():
+    # A rebalance that began after the last calm Heartbeat (sent at 3.0), which the member never
+    # heard of, removes it rebalance_timeout_ms (8 s) later: in doubt at 11.0, before the
+    # session's 13.0 (found by the deterministic simulator: seeds 7271, 18678)
+    t, m = _stable(rebalance_timeout_ms=8000)
+    hb = only(t.tick(m, 3.0), SendHeartbeat)
+    t.handle(m, t.heartbeat_response(request_id=hb.request_id), now=3.1)
+    t.tick(m, 6.1)  # the next one is never answered
+    t.tick(m, 10.99)
+    assert not m.snapshot().hand_out_on_hold
+    t.tick(m, 11.0)
+    assert m.snapshot().hand_out_on_hold
