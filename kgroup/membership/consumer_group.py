@@ -878,6 +878,12 @@ class ConsumerGroupMachine:
         assigned = frozenset(TopicPartition(self._name_of(t), p) for t, p in partitions)
         revoked = self._owned - assigned
         added = assigned - self._owned
+        if added and self._heartbeat_rid is not None:
+            # kgroup, beyond Java: no partition is taken while a heartbeat is unanswered. It told the
+            # coordinator what the member owns now; if a newer target came meanwhile, the coordinator
+            # released what that heartbeat did not claim, and this target's additions may already be
+            # another member's. Its answer brings the newer target, or confirms this one.
+            return
         log.info(
             "group %s member %s epoch %d: reconciling target %d: %d partitions (added %d, revoked %d)",
             self._group_id, self._member_id, self._epoch, resolved.local_epoch, len(assigned), len(added), len(revoked),

@@ -40,3 +40,12 @@ def test_a_consumer_protocol_member_is_assigned_by_the_broker() -> None:
     result = run_seed(0, "consumer")
     assert any("ConsumerGroupHeartbeat <- 0 epoch" in line for line in result.trace)
     assert not any("JoinGroup" in line or "SyncGroup" in line for line in result.trace)
+
+
+def test_a_member_takes_no_partition_while_its_heartbeat_is_unanswered() -> None:
+    """Seeds where a member acknowledged a partial reconciliation (a topic's name unknown), the
+    coordinator moved to a newer target meanwhile, and the member then took the older target's
+    partitions: two owners, until ConsumerGroupMachine waited for the heartbeat's answer."""
+    for seed in (115, 732, 1084):
+        result = run_seed(seed, "consumer")
+        assert result.violations == [], "\n".join(map(str, result.violations))
