@@ -73,7 +73,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -126,6 +125,8 @@ _POOL_KEY: Final = pytest.StashKey["BrokerPool"]()
 _KIND_OF_ITEM_KEY: Final = pytest.StashKey[dict[str, str]]()
 #: kind -> [seconds, tests] (setup to teardown), for the terminal summary
 _SECONDS_KEY: Final = pytest.StashKey[dict[str, list[float]]]()
+#: the user property that carries a test's broker kind to its reports
+_KIND_PROPERTY: Final = "kgroup_broker_kind"
 _UNSAFE_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_TEST_NAME_CHARS: Final = 80
 _NO_BROKER: Final = "no broker"
@@ -247,6 +248,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if name not in registered:
             config.addinivalue_line("markers", line)
     config.stash[_SECONDS_KEY] = defaultdict(lambda: [0.0, 0.0])
+    config.pluginmanager.register(_KindTimer(config), "kgroup-kind-timer")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -305,6 +307,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if _item_kind(item, default) == "tansu":
             item.add_marker(pytest.mark.xfail(reason=f"Tansu deviates: {reason}", strict=True))
     config.stash[_KIND_OF_ITEM_KEY] = kinds
+    parallel = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        kind = kinds[item.nodeid]
+        # the report carries the kind: with pytest-xdist the summary is made from reports
+        item.user_properties.append((_KIND_PROPERTY, kind))
+        if parallel and kind == "apache-kafka":
+            # one worker runs every test on the session's Apache Kafka node (``--dist loadgroup``):
+            # one JVM broker per run, the other worker takes the rest
+            item.add_marker(pytest.mark.xdist_group("apache-kafka"))
 
 
 def _kind_and_twin_key(item: pytest.Item) -> tuple[str, tuple[str, tuple[tuple[str, str], ...]]] | None:
@@ -356,17 +367,21 @@ def pytest_collection_modifyitems_tansu_deviations(config: pytest.Config, items:
     config.stash[_DESELECTED_DEVIATIONS_KEY] = dict(counts)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """Time each test (setup to teardown) for the per-kind totals in the terminal summary."""
-    started = time.monotonic()
-    try:
-        return (yield)
-    finally:
-        kind = item.config.stash.get(_KIND_OF_ITEM_KEY, {}).get(item.nodeid, _NO_BROKER)
-        totals = item.config.stash[_SECONDS_KEY][kind]
-        totals[0] += time.monotonic() - started
-        totals[1] += 1
+class _KindTimer:
+    """Times each test (setup, call, teardown) for the per-kind totals in the terminal summary.
+
+    From the reports, so the totals add up on pytest-xdist's controller too.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._totals = config.stash[_SECONDS_KEY]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        kind = str(dict(report.user_properties).get(_KIND_PROPERTY, _NO_BROKER))
+        totals = self._totals[kind]
+        totals[0] += report.duration
+        if report.when == "teardown":
+            totals[1] += 1
 
 
 def pytest_report_header(config: pytest.Config) -> str:
