@@ -515,6 +515,9 @@ class ConsumerGroupMachine:
         self._next_request_id = 1
         self._find_rid: int | None = None
         self._heartbeat_rid: int | None = None
+        #: the heartbeat whose answer stopped counting when the coordinator was marked unknown, and
+        #: the epoch it was sent with: a fencing answer to it still fences (Java handles every answer)
+        self._abandoned_heartbeat: tuple[int, int] | None = None
         self._leave_rid: int | None = None
         # heartbeat timing (seconds on the driver's clock)
         self._interval_s = 0.0
@@ -738,6 +741,8 @@ class ConsumerGroupMachine:
         if self._coordinator is not None:
             log.info("group %s: coordinator %s marked unknown: %s", self._group_id, self._coordinator, reason)
         self._coordinator = None
+        if self._heartbeat_rid is not None:
+            self._abandoned_heartbeat = (self._heartbeat_rid, self._epoch)
         self._heartbeat_rid = None  # its answer (from the old coordinator) no longer counts
         self._coordinator_retry_at = max(self._coordinator_retry_at, now + self._backoff(self._coordinator_attempts))
         self._sent.reset()
@@ -1207,6 +1212,19 @@ class ConsumerGroupMachine:
             self._finish_leave()
             return
         if event.request_id != self._heartbeat_rid:
+            abandoned = self._abandoned_heartbeat
+            if abandoned is not None and abandoned[0] == event.request_id:
+                self._abandoned_heartbeat = None
+            if (
+                abandoned == (event.request_id, self._epoch)
+                and classify_heartbeat_error(event.error_code) is HeartbeatAction.FENCED
+                and self._state in (MemberState.STABLE, MemberState.RECONCILING, MemberState.ACKNOWLEDGING)
+            ):
+                # the coordinator removed or fenced the member at this very epoch: as authoritative
+                # as the answer to the current heartbeat (Java's handler takes it too)
+                self._transition_to_fenced(f"ConsumerGroupHeartbeat returned {error_name(event.error_code)}", now)
+                self._reset_backoff()
+                return
             log.debug("group %s: dropping a stale heartbeat response %d", self._group_id, event.request_id)
             return
         self._heartbeat_rid = None

@@ -49,3 +49,10 @@ def test_a_member_takes_no_partition_while_its_heartbeat_is_unanswered() -> None
     for seed in (115, 732, 1084):
         result = run_seed(seed, "consumer")
         assert result.violations == [], "\n".join(map(str, result.violations))
+
+
+def test_a_member_told_it_is_gone_by_an_abandoned_heartbeat_stops_handing_out() -> None:
+    """A seed where a commit's error marked the coordinator unknown while a heartbeat was out; its
+    answer (UNKNOWN_MEMBER_ID) was dropped and the member went on handing out after removal."""
+    result = run_seed(153, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))

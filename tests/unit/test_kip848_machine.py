@@ -412,8 +412,22 @@ def test_a_stale_response_is_dropped() -> None:
     member.stable_with(orders=[0])
     hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
     member.handle(CoordinatorDead("disconnected"))
-    assert member.respond(hb, FENCED_MEMBER_EPOCH) == []
+    assert member.respond(hb, epoch=9, assigned=assignment(orders=[0, 1])) == []
     assert member.state is MemberState.STABLE
+
+
+@pytest.mark.parametrize("code", [FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID])
+def test_a_fencing_answer_to_a_heartbeat_dropped_with_its_coordinator_still_fences(code: int) -> None:
+    """Java handles every heartbeat answer; found by the simulator on the consumer protocol: a
+    commit's NOT_COORDINATOR marked the coordinator unknown while a heartbeat was out, whose answer
+    said the member was gone, and the member went on handing out its partitions."""
+    member = Member()
+    member.stable_with(orders=[0])
+    hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
+    member.handle(CoordinatorDead("a commit returned NOT_COORDINATOR"))
+    step = only(member.respond(hb, code), DeliverStep).step
+    assert step.lost == tps("orders", 0)
+    assert member.state is MemberState.FENCED
 
 
 # ==================================================================== leaving
