@@ -56,3 +56,10 @@ def test_a_member_told_it_is_gone_by_an_abandoned_heartbeat_stops_handing_out() 
     answer (UNKNOWN_MEMBER_ID) was dropped and the member went on handing out after removal."""
     result = run_seed(153, "consumer")
     assert result.violations == [], "\n".join(map(str, result.violations))
+
+
+def test_a_close_that_ends_exactly_at_its_timeout_counts_as_giving_up() -> None:
+    """A seed whose close() gave up at its deadline to the microsecond (virtual time is a float):
+    its last hand-outs were not committed, and their redelivery must be excused."""
+    result = run_seed(4903, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))

@@ -433,7 +433,7 @@ class _Incarnation:
             self.trace(f"close raised {exc!r}")
             self.sim.checker.excuse(self.name, None)
         else:
-            if self.sim.scheduler.now - started >= timeout / 1000:
+            if self.sim.scheduler.now - started >= timeout / 1000 - 1e-6:  # (virtual time is a float)
                 # close() gave up at its deadline (it logs a warning and returns, as Java's):
                 # the final commit may not have been made, so the next owner re-reads from the
                 # last commit that was (at-least-once, not a defect)
