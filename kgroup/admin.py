@@ -660,6 +660,7 @@ class GroupAdmin:
         """
         deadline = self._deadline(timeout_ms)
         describe = getattr(self._transport, "consumer_group_describe", None)
+        consumer_group: GroupDescription | None = None
         if describe is not None:
 
             def consumer_attempt(coordinator: Coordinator) -> GroupDescription | None:
@@ -675,7 +676,7 @@ class GroupAdmin:
                 return _describe_consumer_group(described, coordinator)
 
             consumer_group = self._retrying(group_id, "ConsumerGroupDescribe", deadline, consumer_attempt)
-            if consumer_group is not None:
+            if consumer_group is not None and consumer_group.members:
                 return consumer_group
 
         def attempt(coordinator: Coordinator) -> GroupDescription:
@@ -690,6 +691,14 @@ class GroupAdmin:
             self._check("DescribeGroups", group_id, described.error_code)
             return _describe(described, coordinator)
 
+        if consumer_group is not None:
+            # an empty consumer group, or a broker that answers ConsumerGroupDescribe for every
+            # group (the embedded Tansu): a classic group's members come from DescribeGroups
+            try:
+                classic = self._retrying(group_id, "DescribeGroups", deadline, attempt)
+            except KGroupError:
+                return consumer_group
+            return classic if classic.members else consumer_group
         return self._retrying(group_id, "DescribeGroups", deadline, attempt)
 
     def committed_offsets(
