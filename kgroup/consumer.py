@@ -348,14 +348,8 @@ class Consumer(Generic[K, V]):
             wanted = frozenset(topics)
             if not wanted or not all(isinstance(t, str) and t for t in wanted):
                 raise IllegalStateError(f"subscribe() needs a non-empty list of topic names, got {topics!r}")
-        if listener is not None:
-            if not isinstance(listener, RebalanceListener):
-                raise IllegalStateError("listener must be a kgroup.RebalanceListener instance")
-            self._listener = listener
-        self._ensure_started()
+        self._start_subscription(listener)
         assert self._group is not None
-        if self._subscribed_at is None:
-            self._subscribed_at = self._clock.monotonic()
         self._pattern = compiled
         self._pattern_lookup = None
         self._pattern_check_at = float("-inf")
@@ -363,6 +357,16 @@ class Consumer(Generic[K, V]):
             self._group.post(ev.Subscribe(wanted))
         else:
             self._maybe_match_pattern()  # the lookup goes out now; poll() applies its answer
+
+    def _start_subscription(self, listener: RebalanceListener | None) -> None:
+        """Take the listener (``IllegalStateError`` if it is not a ``RebalanceListener``), start the group."""
+        if listener is not None:
+            if not isinstance(listener, RebalanceListener):
+                raise IllegalStateError("listener must be a kgroup.RebalanceListener instance")
+            self._listener = listener
+        self._ensure_started()
+        if self._subscribed_at is None:
+            self._subscribed_at = self._clock.monotonic()
 
     def _subscribe_regex(self, pattern: re.Pattern[str] | str, listener: RebalanceListener | None) -> None:
         """``subscribe(pattern=...)`` under the consumer protocol: the broker matches (KIP-848).
@@ -376,14 +380,8 @@ class Consumer(Generic[K, V]):
         text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
         if not isinstance(text, str) or not text:
             raise IllegalStateError(f"subscribe(): pattern must be a non-empty str or re.Pattern, got {pattern!r}")
-        if listener is not None:
-            if not isinstance(listener, RebalanceListener):
-                raise IllegalStateError("listener must be a kgroup.RebalanceListener instance")
-            self._listener = listener
-        self._ensure_started()
+        self._start_subscription(listener)
         assert self._group is not None
-        if self._subscribed_at is None:
-            self._subscribed_at = self._clock.monotonic()
         self._pattern = None
         self._pattern_lookup = None
         from kgroup.membership.consumer_group import Subscribe  # the consumer protocol's own event
