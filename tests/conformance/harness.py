@@ -62,6 +62,9 @@ EARLY_TOLERANCE_MS = 50
 LATE_TOLERANCE_MS = 500
 PARKED_PROBE_MS = 100
 RESPONSE_TIMEOUT_S = 10.0
+SETTLE_ACTOR = "settle"
+"""The harness's own connection for DescribeGroups after a parked request (see ``Runner._settle``)."""
+SETTLE_DESCRIBE_V = 5
 POLL_MS = 20
 LATE_REPORT_S = 2.0
 """After a mismatch, how much longer to wait for Kafka's late answer, only to report it."""
@@ -712,6 +715,42 @@ class Runner:
             raise Mismatch(f"{self._where(step)}: both park a request the script expects answered at once")
         self._record(step, "parked on both")
         self.pending[step.actor] = (step, sent, call)
+        self._settle(step)
+
+    def _settle(self, step: Send) -> None:
+        """Wait until Kafka has taken in the request it parked, as the model has.
+
+        A parked request has no answer to wait for, and Kafka processes requests from different
+        connections in no fixed order: on a starved machine the script's next step (another
+        member's Heartbeat, say) could reach the coordinator first and see the group as it was.
+        So the harness polls DescribeGroups on a connection of its own until Kafka's group has
+        the model's state and member count (ids and metadata aside), or raises
+        :class:`KafkaLate` after ``RESPONSE_TIMEOUT_S``.
+        """
+        group = step.fields.get("group_id")
+        if not isinstance(group, Group):
+            return
+        body = {"groups": [group], "include_authorized_operations": False}
+        m_conn = self.model_conn(SETTLE_ACTOR)
+        call = m_conn.send(API_KEYS["DescribeGroups"], SETTLE_DESCRIBE_V, self.modelled.resolve(body))
+        m_conn.calls.remove(call)
+        want = _state_and_size(call.answer)
+        conn = self.kafka_conn(SETTLE_ACTOR)
+        k_body = self.kafka.resolve(body)
+        deadline = time.monotonic() + RESPONSE_TIMEOUT_S
+        while True:
+            conn.send(API_KEYS["DescribeGroups"], SETTLE_DESCRIBE_V, k_body)
+            got = conn.receive(RESPONSE_TIMEOUT_S)
+            if got is None or isinstance(got[1], Closed):
+                raise KafkaLate(f"{self._where(step)}: Kafka did not answer DescribeGroups while settling")
+            have = _state_and_size(got[1])
+            if have == want:
+                return
+            if time.monotonic() > deadline:
+                raise KafkaLate(
+                    f"{self._where(step)}: after the parked request Kafka's group stayed {have}, the model's is {want}"
+                )
+            time.sleep(POLL_MS / 1000.0)  # polling interval of a condition wait, bounded by `deadline`
 
     def _finish(self, step: Step, actor: str, api_key: int, k_answer: Any, m_answer: Any, expect: Any) -> None:
         if not isinstance(k_answer, Closed):
@@ -824,6 +863,14 @@ class Runner:
         self.model_conn(step.actor).close()
         self.pending.pop(step.actor, None)
         self._record(step, "closed")
+
+
+def _state_and_size(answer: Any) -> tuple[str, int] | None:
+    """A raw DescribeGroups answer's first group as (state, member count); None for a closed connection."""
+    if not isinstance(answer, Mapping):
+        return None
+    group = answer["groups"][0]
+    return str(group["group_state"]), len(group["members"])
 
 
 def _group_symbols(steps: Sequence[Step]) -> Iterator[str]:

@@ -28,7 +28,9 @@ Checked (``groupcheck``; kgroup's listener times and the Java peer's, both CLOCK
   assign callback starts only after the old owner's revocation (and its commit) finished. A
   revocation in progress is inside the old owner's interval, so this allows nothing more; and
   no member may see ``on_partitions_lost`` at all (a clean roll fences nobody), which would be
-  the one case the protocol lets a partition move before its owner knows.
+  the one case the protocol lets a partition move before its owner knows. (Kafka's downgrade
+  fences a classic member that has not caught up with the group epoch, so each step also waits
+  for every member to reach it: :func:`at_group_epoch`.)
 * **Nothing lost.** Every ``(partition, offset)`` the producer wrote was handed out by some
   member's ``poll()`` at least once, and only while that member owned the partition.
 * **Commits never go back.** A monitor reads the group's committed offsets (OffsetFetch through
@@ -152,6 +154,27 @@ def consuming(side: Side) -> bool:
     return all(any(p == q and t >= since.get(p, 0.0) for t, q, _ in side.consumed()) for p in side.owned())
 
 
+def at_group_epoch(admin: GroupAdmin, group: str) -> bool:
+    """A classic group, or a consumer group whose every member has reached the group epoch.
+
+    Kafka converts a consumer group back to a classic one with the group epoch as its generation
+    (``ClassicGroup.fromConsumerGroup``). A classic member still at an older member epoch (it
+    learns of the last bump only from its next Heartbeat's REBALANCE_IN_PROGRESS) is then answered
+    ILLEGAL_GENERATION and loses its partitions; Java's ``KafkaConsumer`` does too (seen once
+    under load: the Java peer's ``onPartitionsLost``). A roll that must fence nobody waits for
+    every member to catch up before the next member leaves, as an operator would check with
+    ``kafka-consumer-groups.sh --describe --members``.
+    """
+    try:
+        description = admin.describe_group(group, timeout_ms=10000)
+    except AdminError:
+        return False
+    if description.group_type != "consumer":
+        return True
+    epoch = description.group_epoch
+    return description.assignment_epoch == epoch and all(m.member_epoch == epoch for m in description.members)
+
+
 def group_type(admin: GroupAdmin, group: str) -> str | None:
     listing = [g for g in admin.list_groups(timeout_ms=10000) if g.group_id == group]
     return listing[0].group_type if listing else None
@@ -190,7 +213,8 @@ def test_a_classic_group_with_a_java_member_rolls_to_the_consumer_protocol_and_b
 
     def settle(step: int, what: str, started: float) -> None:
         members = [current[s] for s in ("k1", "k2", "java")]
-        wait_until(lambda: split_exactly(members, PARTITIONS) and all(map(consuming, members)), STEP_S,
+        wait_until(lambda: split_exactly(members, PARTITIONS) and all(map(consuming, members))
+                   and at_group_epoch(admin, group), STEP_S,
                    f"step {step} ({what}) to settle:\n{describe(members)}", interval_s=0.1)
         print(f"\nstep {step} ({what}): settled in {time.monotonic() - started:.1f} s, "
               f"group type {group_type(admin, group)}")

@@ -33,19 +33,33 @@ def produce(bootstrap: str, topic: str, partitions: int, prefix: str, count: int
 
 
 class BatchSink:
-    """A ``foreachBatch`` sink in this process: the rows and the input partitions of every batch."""
+    """A ``foreachBatch`` sink in this process: the rows and the input partitions of every batch.
 
-    def __init__(self, on_batch: Any = None) -> None:
+    With ``by_batch_id`` it is idempotent as Spark's documentation asks of a ``foreachBatch``
+    sink: a query stopped after a batch ran but before Spark wrote it to the checkpoint's commit
+    log runs that batch again on restart, with the same ``batch_id`` and offsets; the sink then
+    keeps the rows once and records in ``replayed_differently`` a replay whose rows differ.
+    """
+
+    def __init__(self, on_batch: Any = None, *, by_batch_id: bool = False) -> None:
         self.batches: list[list[tuple]] = []
         self.input_partitions: list[int] = []
+        self.replayed_differently: list[int] = []
         self._on_batch = on_batch
+        self._by_batch_id = by_batch_id
+        self._index_of: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def __call__(self, df: Any, batch_id: int) -> None:
         rows = df.collect()
         with self._lock:
-            if rows:
-                self.batches.append([(r.topic, r.partition, r.offset, bytes(r.value)) for r in rows])
+            got = [(r.topic, r.partition, r.offset, bytes(r.value)) for r in rows]
+            if self._by_batch_id and batch_id in self._index_of:
+                if self.batches[self._index_of[batch_id]] != got:
+                    self.replayed_differently.append(batch_id)
+            elif rows:
+                self._index_of[batch_id] = len(self.batches)
+                self.batches.append(got)
                 self.input_partitions.append(df.rdd.getNumPartitions())
         if self._on_batch is not None:
             self._on_batch(batch_id, rows)
