@@ -240,6 +240,8 @@ class Consumer(Generic[K, V]):
         #: the network client until its first bootstrap succeeds (ClusterUnreachableError)
         self._bootstrapping: KafkaPythonTransport | None = None
         self._rebalance_reason = ""
+        #: the member id under group_protocol="consumer", from the first subscribe() on (KIP-1082)
+        self._member_id: str | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -268,7 +270,13 @@ class Consumer(Generic[K, V]):
         from kgroup._driver.commits import OffsetsClient
         from kgroup._driver.group_thread import GroupThread
 
-        self._group = GroupThread(self._config, transport, self._mailbox, self._clock, self._rng, self._metrics)
+        self._group = GroupThread(
+            self._config, transport, self._mailbox, self._clock, self._rng, self._metrics, member_id=self._member_id
+        )
+        if self._member_id is None:
+            # the consumer protocol's member id: generated once and kept for the consumer's lifetime,
+            # across unsubscribe() and subscribe() too (KIP-1082; Java's AbstractMembershipManager)
+            self._member_id = self._group.consumer_member_id
         self._offsets = OffsetsClient(
             self._config, transport, self._group, self._mailbox, self._clock, self._rng, self._metrics
         )
@@ -783,13 +791,8 @@ class Consumer(Generic[K, V]):
             snap = self._snapshot()
             if snap is None or snap.coordinator is None or snap.fatal is not None:
                 return
-            assert self._transport is not None
-            lookup = _PositionLookup(
-                wanted,
-                self._transport.offset_fetch(
-                    self._config.group_id, wanted, snap.coordinator, self._config.request_timeout_ms
-                ),
-            )
+            # under the consumer protocol it carries the member id and epoch (OffsetFetch v9+, KIP-848)
+            lookup = _PositionLookup(wanted, self._offsets.send_fetch(wanted, snap, snap.coordinator))
             self._position_lookup = lookup
         if not self._mailbox.wait_future(lookup.future, deadline - self._clock.monotonic()):
             return
@@ -960,6 +963,10 @@ class Consumer(Generic[K, V]):
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets (OffsetFetch), None where nothing is committed.
 
+        Under ``group_protocol="consumer"`` a member with an epoch sends its member id and member
+        epoch (OffsetFetch v9+, KIP-848), as Java's ``CommitRequestManager`` does; a
+        STALE_MEMBER_EPOCH answer is retried, within ``timeout_ms``, with the member's latest epoch.
+
         Args:
             partitions: the partitions to look up.
             timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
@@ -968,6 +975,8 @@ class Consumer(Generic[K, V]):
             CoordinatorUnavailable: no answer within ``timeout_ms``.
             WakeupError: ``wakeup()`` interrupted the call.
             FatalGroupError: authorization failures.
+            BrokerError: under ``group_protocol="consumer"``, UNKNOWN_MEMBER_ID, or
+                STALE_MEMBER_EPOCH once the member has no epoch (fenced or left; not retried, as in Java).
 
         """
         self._check_open()
@@ -1494,7 +1503,9 @@ class Consumer(Generic[K, V]):
         generation is gone), after the auto-commit if enabled; a dynamic member then sends
         LeaveGroup, a static one does not (as Java, KIP-345: its session keeps the partitions
         until it subscribes again or the session expires). A later ``subscribe()`` joins the
-        group again, as a new member for a dynamic consumer. A no-op when not subscribed.
+        group again: under ``group_protocol="classic"`` as a new member for a dynamic consumer;
+        under ``"consumer"`` with the same member id, which the consumer keeps for its lifetime
+        (KIP-1082), at epoch 0. A no-op when not subscribed.
 
         Args:
             timeout_ms: the longest to wait for the commit, the callbacks and LeaveGroup, in ms

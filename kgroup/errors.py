@@ -421,6 +421,9 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
         GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
         UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
+        # the consumer protocol (KIP-848, OffsetFetch v9+ with the member id and epoch): retried
+        # with the member's latest epoch while it has one, else raised (Java CommitRequestManager)
+        STALE_MEMBER_EPOCH: Disposition.RESET_MEMBER,
         ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
         FENCED_INSTANCE_ID: Disposition.FATAL,
     },

@@ -207,6 +207,8 @@ class OffsetsClient:
     def _member_epoch_error(self, api: Api, code: int, sent: Generation | None) -> Exception:
         """UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH under the consumer protocol (KIP-848).
 
+        OffsetFetch (v9+, which carries the member id and epoch): :meth:`_fetch_member_error`.
+
         STALE_MEMBER_EPOCH while the member has an epoch: the broker bumped the epoch (a new
         assignment) before this member's heartbeat brought it. Retriable, as in Java's
         ``CommitRequestManager`` (``maybeRetryOnGroupError``): a synchronous commit's loop
@@ -217,6 +219,8 @@ class OffsetsClient:
         fail with ``CommitFailedError``: the partitions may belong to another member by now.
         The heartbeat, not the commit, tells the member it was fenced.
         """
+        if api is Api.OFFSET_FETCH:
+            return self._fetch_member_error(code)
         snap = self._group.snapshot
         name = error_name(code)
         epoch = sent.generation_id if sent is not None else -1
@@ -226,6 +230,26 @@ class OffsetsClient:
         return CommitFailedError(
             f"{api.value} failed with {name}: the member is no longer in the group with member epoch {epoch}; "
             "the partitions may now belong to another member. No offsets were written."
+        )
+
+    def _fetch_member_error(self, code: int) -> Exception:
+        """An OffsetFetch's UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH, as Java's ``CommitRequestManager`` takes them.
+
+        STALE_MEMBER_EPOCH while the member has an epoch is retriable: the fetch goes again, within
+        its timeout, with the epoch the member holds then (Java's
+        ``isStaleEpochErrorAndValidEpochAvailable``). UNKNOWN_MEMBER_ID, and STALE_MEMBER_EPOCH
+        once the member has no epoch (fenced, left, rejoining), fail the fetch with a
+        ``BrokerError`` naming the code (Java's ``UnknownMemberIdException`` /
+        ``StaleMemberEpochException``, not retried); the group is not told: the heartbeat, not
+        the fetch, tells the member it was fenced.
+        """
+        if code == codes.STALE_MEMBER_EPOCH and self._group.snapshot.generation.is_valid():
+            return Retriable(f"OffsetFetch returned {error_name(code)}: retrying with the member's latest epoch",
+                             code)
+        return broker_error(
+            Api.OFFSET_FETCH, code,
+            f"group_id={self._config.group_id!r}: the member id and epoch the fetch carried are no longer "
+            "the group's (the member was fenced, left or is rejoining)",
         )
 
     # ------------------------------------------------------------------ retry loop
@@ -362,6 +386,30 @@ class OffsetsClient:
         return result
 
     # ------------------------------------------------------------------ OffsetFetch
+    def fetch_member(self, snap: MemberSnapshot) -> Generation | None:
+        """The member id and epoch an OffsetFetch carries now (OffsetFetch v9+, KIP-848), or None.
+
+        Under the consumer protocol, a member with an epoch sends its member id and epoch, as
+        Java's ``CommitRequestManager`` does (its ``MemberInfo``, updated at every epoch change);
+        without an epoch (joining, fenced, left), a classic member and a consumer outside the
+        group (``assign()``) send none, which the coordinator does not check.
+        """
+        if self._config.group_protocol != "consumer" or getattr(self._group, "manual", False):
+            return None
+        return snap.generation if snap.generation.is_valid() else None
+
+    def send_fetch(
+        self, partitions: Iterable[TopicPartition], snap: MemberSnapshot, node: int
+    ) -> concurrent.futures.Future[OffsetFetchResult]:
+        """Send one OffsetFetch of ``partitions`` to ``node``, carrying :meth:`fetch_member` of ``snap``."""
+        member = self.fetch_member(snap)
+        if member is not None:
+            log.debug("group %s: OffsetFetch with member %s epoch %d", self._config.group_id,
+                      member.member_id, member.generation_id)
+        return self._transport.offset_fetch(
+            self._config.group_id, partitions, node, self._config.request_timeout_ms, member=member
+        )
+
     def fetch_committed(
         self, partitions: Iterable[TopicPartition], timeout_ms: int
     ) -> dict[TopicPartition, OffsetAndMetadata]:
@@ -378,11 +426,8 @@ class OffsetsClient:
         def attempt(deadline: float) -> dict[TopicPartition, OffsetAndMetadata]:
             snap = self._snapshot()
             node = self._coordinator(snap)
-            result: OffsetFetchResult = self._await(
-                Api.OFFSET_FETCH,
-                self._transport.offset_fetch(self._config.group_id, parts, node, self._config.request_timeout_ms),
-                deadline,
-            )
+            future = self.send_fetch(parts, snap, node)  # each attempt: the member's latest epoch
+            result: OffsetFetchResult = self._await(Api.OFFSET_FETCH, future, deadline)
             self._raise_first(
                 Api.OFFSET_FETCH, [result.error_code] + [c.error_code for c in result.partitions.values()], None
             )

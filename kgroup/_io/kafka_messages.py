@@ -26,7 +26,9 @@ FindCoordinator  0-6       v4+ batch the keys (``coordinator_keys``, KIP-699): o
                            key; before v4 one ``key``
 JoinGroup        0-9       v0 has no ``rebalance_timeout_ms``: Kafka uses the session timeout
 LeaveGroup       0-5       v0-2 carry one ``member_id``: the single entry of ``members``
-OffsetFetch      1-9       v8+ batch the groups (KIP-709): one value per group; v0-1 have no
+OffsetFetch      1-9       v8+ batch the groups (KIP-709): one value per group; v9 adds each
+                           group's ``member_id`` and ``member_epoch`` (KIP-848), which the
+                           single-group form (v1-7) does not carry; v0-1 have no
                            top-level ``error_code``: a group error is copied onto every
                            partition (the requested ones when the answer lists none)
 ===============  ========  ==================================================================
@@ -114,6 +116,9 @@ _BODY_NAMES: Final[Mapping[tuple[type, str], str]] = types.MappingProxyType(
 )
 
 
+#: OffsetFetch fields that only the batched form's group entries carry (v9+, KIP-848)
+_FETCH_GROUP_ONLY: Final = frozenset({"member_id", "member_epoch"})
+
 #: the batched answers: api key -> (first version, array of entries, the entry's name field, which
 #: is the attribute of the same name of the request it answers)
 _BATCHED_RESPONSES: Final[Mapping[int, tuple[int, str, str]]] = types.MappingProxyType(
@@ -197,7 +202,9 @@ def request_body(requests: Sequence[GroupRequest], version: int | None = None) -
             "groups": [_encode(r, groups, version, leave_out=frozenset({"require_stable"})) for r in fetches],
             "require_stable": any(r.require_stable for r in fetches),
         }
-        return body if len(fetches) != 1 else {**_encode(first, fields, version), **body}
+        if len(fetches) != 1:
+            return body
+        return {**_encode(first, fields, version, leave_out=_FETCH_GROUP_ONLY), **body}
     body = _encode(first, fields, version)
     if api_key == LEAVE_GROUP and isinstance(first, group_api.LeaveGroupRequest):
         body["member_id"] = first.members[0].member_id if first.members else ""
@@ -336,6 +343,8 @@ def requests_from_body(
             known["rebalance_timeout_ms"] = int(body["session_timeout_ms"])
     if api_key == LEAVE_GROUP and v < 3:
         known["members"] = (LeaveMember(member_id=body["member_id"]),)
+    if api_key == OFFSET_FETCH:
+        known.update(member_id=None, member_epoch=-1)  # the single-group form has no member
     return (_decode(cls, body, fields, v, **known),)
 
 

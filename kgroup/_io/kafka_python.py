@@ -553,10 +553,16 @@ class KafkaPythonTransport:
         return self._coordinator_call(request, node_id, timeout_ms, lambda r: commit_results(r[0]))
 
     def offset_fetch(
-        self, group_id: str, partitions: Iterable[TopicPartition], node_id: int, timeout_ms: int
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition],
+        node_id: int,
+        timeout_ms: int,
+        *,
+        member: Generation | None = None,
     ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch (v9 max) for ``partitions``."""
-        request = offset_fetch_request(group_id, partitions, require_stable=self._read_committed)
+        """OffsetFetch (v9 max) for ``partitions``; ``member``'s id and epoch go in v9 (KIP-848)."""
+        request = offset_fetch_request(group_id, partitions, require_stable=self._read_committed, member=member)
         return self._coordinator_call(request, node_id, timeout_ms, lambda r: fetch_result(r[0]))
 
     @property

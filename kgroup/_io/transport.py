@@ -110,14 +110,27 @@ def commit_results(response: OffsetCommitResponse) -> dict[TopicPartition, int]:
 
 
 def offset_fetch_request(
-    group_id: str, partitions: Iterable[TopicPartition], *, require_stable: bool = False
+    group_id: str,
+    partitions: Iterable[TopicPartition],
+    *,
+    require_stable: bool = False,
+    member: Generation | None = None,
 ) -> OffsetFetchRequest:
-    """The OffsetFetch of ``partitions`` (sorted, grouped by topic; ``require_stable`` under read_committed)."""
+    """The OffsetFetch of ``partitions`` (sorted, grouped by topic; ``require_stable`` under read_committed).
+
+    ``member`` is a consumer-protocol member's id and epoch (``Generation(member_epoch,
+    member_id)``), sent in OffsetFetch v9+ (KIP-848); None sends none (null and -1).
+    """
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(set(partitions)):
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     topics = tuple(FetchTopic(name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items())
-    return OffsetFetchRequest(group_id=group_id, topics=topics, require_stable=require_stable)
+    if member is None:
+        return OffsetFetchRequest(group_id=group_id, topics=topics, require_stable=require_stable)
+    return OffsetFetchRequest(
+        group_id=group_id, member_id=member.member_id, member_epoch=member.generation_id,
+        topics=topics, require_stable=require_stable,
+    )
 
 
 def fetch_result(response: OffsetFetchResponse) -> OffsetFetchResult:
@@ -235,9 +248,18 @@ class Transport(Protocol):
         ...
 
     def offset_fetch(
-        self, group_id: str, partitions: Iterable[TopicPartition], node_id: int, timeout_ms: int
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition],
+        node_id: int,
+        timeout_ms: int,
+        *,
+        member: Generation | None = None,
     ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch for ``partitions`` from the coordinator ``node_id``."""
+        """OffsetFetch for ``partitions`` from the coordinator ``node_id``.
+
+        ``member``: a consumer-protocol member's id and epoch, sent in OffsetFetch v9+ (KIP-848).
+        """
         ...
 
     def offset_fetch_all(

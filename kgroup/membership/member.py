@@ -117,14 +117,20 @@ class ConsumerGroupMember:
     Args:
         config: the consumer's configuration (``group_remote_assignor`` is the server assignor).
         rng: randomness for the member id and the backoff jitter.
+        member_id: the member id to use (the consumer keeps one for its lifetime, KIP-1082);
+            None generates one.
 
     Not thread-safe: the group thread owns it.
 
     """
 
-    def __init__(self, config: ConsumerConfig, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, config: ConsumerConfig, *, rng: random.Random | None = None, member_id: str | None = None
+    ) -> None:
         self._config = config
-        self.machine = cg.ConsumerGroupMachine(config, server_assignor=config.group_remote_assignor, rng=rng)
+        self.machine = cg.ConsumerGroupMachine(
+            config, server_assignor=config.group_remote_assignor, rng=rng, member_id=member_id
+        )
 
     @property
     def state(self) -> MemberState:

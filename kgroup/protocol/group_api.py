@@ -412,12 +412,19 @@ class FetchTopic:
 
 @attrs.frozen(kw_only=True)
 class OffsetFetchRequest:
-    """OffsetFetch for one group; ``topics=None`` asks for every committed partition (v2+)."""
+    """OffsetFetch for one group; ``topics=None`` asks for every committed partition (v2+).
+
+    ``member_id`` and ``member_epoch`` (v9+, KIP-848) are a consumer-protocol member's, which
+    the coordinator checks (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); ``None`` and ``-1``, what
+    classic members and admin clients send, are not checked.
+    """
 
     API_KEY: ClassVar[int] = OFFSET_FETCH
 
     api_version: int = NEWEST_VERSIONS[OFFSET_FETCH]
     group_id: str
+    member_id: str | None = None
+    member_epoch: int = -1
     topics: tuple[FetchTopic, ...] | None = None
     require_stable: bool = False
 

@@ -366,7 +366,9 @@ class ConsumerGroupModel:
     def offset_fetch(
         self, request: OffsetFetchRequest, *, member_id: str | None = None, member_epoch: int = -1
     ) -> Reply[OffsetFetchResponse]:
-        """Handle OffsetFetch; ``member_id``/``member_epoch`` are OffsetFetch v9's, validated when given."""
+        """Handle OffsetFetch; v9's ``member_id``/``member_epoch`` (else the request's), validated when given."""
+        if member_id is None and member_epoch < 0:
+            member_id, member_epoch = request.member_id, request.member_epoch
         self._fire_due_timers()
         response = self._offset_fetch(request, member_id, member_epoch)
         self._fire_due_timers()

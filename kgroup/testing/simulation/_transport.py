@@ -313,11 +313,17 @@ class SimTransport:
         return future
 
     def offset_fetch(
-        self, group_id: str, partitions: Iterable[TopicPartition], node_id: int, timeout_ms: int
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition],
+        node_id: int,
+        timeout_ms: int,
+        *,
+        member: Generation | None = None,
     ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch v9 on the coordinator connection."""
+        """OffsetFetch v9 on the coordinator connection (with ``member``'s id and epoch, KIP-848)."""
         future: concurrent.futures.Future[OffsetFetchResult] = concurrent.futures.Future()
-        request = offset_fetch_request(group_id, partitions)
+        request = offset_fetch_request(group_id, partitions, member=member)
 
         def answer(response: Any) -> None:
             result = fetch_result(response)
