@@ -35,12 +35,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from typing_extensions import TypeVar
 
-from kgroup._clock import Clock, MonotonicClock
-from kgroup._driver.mailbox import Mailbox
-from kgroup._io.transport import OffsetFetchResult, Transport
-from kgroup._retry import Deadline
-from kgroup.config import ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
-from kgroup.deserializers import DeserializerLike, as_function
+from kgroup._typevars import K, V
 from kgroup.errors import (
     Api,
     ClusterUnreachableError,
@@ -57,34 +52,35 @@ from kgroup.errors import (
     RecordDeserializationError,
     WakeupError,
 )
-from kgroup.health import HealthReport, HealthServer
-from kgroup.listener import RebalanceListener
-from kgroup.membership import events as ev
-from kgroup.membership.backoff import exponential_backoff
-from kgroup.membership.commands import RebalanceStep
-from kgroup.membership.states import MemberState
-from kgroup.metrics import Recorder
-from kgroup.types import (
-    ConsumerRecord,
-    GroupMetadata,
-    K,
-    OffsetAndMetadata,
-    OffsetAndTimestamp,
-    TopicPartition,
-    V,
-)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    # imported where first used (subscribe(), assign(), a look-up), not with ``import kgroup``:
-    # kafka-python, aiokafka's C decoder, the group thread and its machine (benchmarks/startup.py)
+    # Not imported with ``from kgroup import Consumer`` (tests/unit/test_import_time.py): the names
+    # the facade uses at run time are imported and bound by the first ``Consumer(...)``
+    # (``_import_deferred``: the configuration, the assignors, the membership's events, commands
+    # and states, metrics, health, the value types, and attrs); the rest where first used
+    # (subscribe(), assign(), a look-up): kafka-python, aiokafka's C decoder, the group thread
+    # and its machine (benchmarks/startup.py)
+    from kgroup._clock import Clock, MonotonicClock
     from kgroup._driver.commits import OffsetsClient
     from kgroup._driver.group_thread import GroupThread
+    from kgroup._driver.mailbox import Mailbox
     from kgroup._driver.partitions import PartitionState
     from kgroup._io.kafka_python import KafkaPythonTransport
-    from kgroup.config import ConsumerArgs
+    from kgroup._io.transport import OffsetFetchResult, Transport
+    from kgroup._retry import Deadline
+    from kgroup.config import ConsumerArgs, ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
+    from kgroup.deserializers import DeserializerLike, as_function
+    from kgroup.health import HealthReport, HealthServer
+    from kgroup.listener import RebalanceListener
+    from kgroup.membership import events as ev
+    from kgroup.membership.backoff import exponential_backoff
+    from kgroup.membership.commands import RebalanceStep
     from kgroup.membership.machine import MemberSnapshot
+    from kgroup.membership.states import MemberState
+    from kgroup.metrics import Recorder
+    from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 __all__ = ["Consumer"]
 
@@ -100,6 +96,45 @@ _FETCH_SLICE_MS = 20
 _CLOSE_POLICIES: dict[str, bool | None] = {"default": None, "remain": False, "leave": True}
 #: how long close() waits for the group thread to stop once the member left, in seconds
 _GROUP_STOP_S = 5.0
+
+#: set once ``_import_deferred`` has bound the names below
+_deferred_imported = False
+
+
+def _import_deferred() -> None:
+    """Import this module's run-time names and bind them as globals, once: at the first ``Consumer(...)``.
+
+    ``from kgroup import Consumer`` loads only this module, ``kgroup.errors`` and the ``K``/``V``
+    type variables. The rest of what the facade uses (the configuration and its assignors, the
+    mailbox, the membership's events, commands and states, the transport port, metrics, health
+    and the value types: about 80 attrs classes, and attrs) is imported here, by the constructor,
+    before any method can run. Afterwards the module holds the same names as when these were
+    top-level imports, the methods use them as plain globals, and ``subscribe()`` finds the same
+    modules loaded as before: the first JoinGroup waits for no import it did not wait for then.
+    """
+    global _deferred_imported
+    global Clock, MonotonicClock, Mailbox, OffsetFetchResult, Transport, Deadline
+    global ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers, DeserializerLike, as_function
+    global HealthReport, HealthServer, RebalanceListener, ev, exponential_backoff, RebalanceStep, MemberState
+    global Recorder, ConsumerRecord, GroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+    if _deferred_imported:
+        return
+    from kgroup._clock import Clock, MonotonicClock
+    from kgroup._driver.mailbox import Mailbox
+    from kgroup._io.transport import OffsetFetchResult, Transport
+    from kgroup._retry import Deadline
+    from kgroup.config import ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
+    from kgroup.deserializers import DeserializerLike, as_function
+    from kgroup.health import HealthReport, HealthServer
+    from kgroup.listener import RebalanceListener
+    from kgroup.membership import events as ev
+    from kgroup.membership.backoff import exponential_backoff
+    from kgroup.membership.commands import RebalanceStep
+    from kgroup.membership.states import MemberState
+    from kgroup.metrics import Recorder
+    from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+
+    _deferred_imported = True
 
 
 class _Runtime(Protocol):
@@ -193,6 +228,8 @@ class Consumer(Generic[K, V]):
         _runtime: _Runtime | None = None,
         **kwargs: Unpack[ConsumerArgs],
     ) -> None:
+        if not _deferred_imported:
+            _import_deferred()
         if config is None:
             config = ConsumerConfig.from_kwargs(**kwargs)
         elif kwargs:

@@ -14,7 +14,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
 import attrs
-from typing_extensions import TypeVar
+
+# K and V live apart (kgroup._typevars) so importing kgroup.consumer needs no attrs; re-exported here
+from kgroup._typevars import K as K
+from kgroup._typevars import V as V
 
 __all__ = [
     "NO_GENERATION",
@@ -132,11 +135,6 @@ class GroupMetadata:
     generation_id: int
     member_id: str
     group_instance_id: str | None
-
-
-#: the types of a record's key and value (``Consumer[K, V]``); raw bytes without a deserializer
-K = TypeVar("K", default=bytes)
-V = TypeVar("V", default=bytes)
 
 
 if TYPE_CHECKING or sys.version_info >= (3, 11):  # a generic NamedTuple needs Python 3.11
