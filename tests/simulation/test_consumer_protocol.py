@@ -8,10 +8,16 @@ tests/conformance/test_consumer_group_conformance.py.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import attrs
+import pytest
 
 from kgroup.testing.simulation import run_seed, scenario_for
 from kgroup.testing.simulation._run import SERVER_ASSIGNORS
+from tests.simulation.test_simulation import SUMMARY
 
 
 def test_the_classic_scenario_of_a_seed_is_unchanged_by_the_protocol_choice() -> None:
@@ -63,3 +69,28 @@ def test_a_close_that_ends_exactly_at_its_timeout_counts_as_giving_up() -> None:
     its last hand-outs were not committed, and their redelivery must be excused."""
     result = run_seed(4903, "consumer")
     assert result.violations == [], "\n".join(map(str, result.violations))
+
+
+#: CI's seed budget on the consumer protocol (beside the classic protocol's in test_simulation.py)
+CI_CONSUMER_SEEDS = int(os.environ.get("KGROUP_SIM_CONSUMER_SEEDS", "500"))
+
+
+@pytest.mark.timeout(900)
+def test_ci_seed_budget_on_the_consumer_protocol_finds_no_violation(capsys: pytest.CaptureFixture[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgroup.testing.simulation", "--seeds", str(CI_CONSUMER_SEEDS),
+         "--group-protocol", "consumer"],
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    output = proc.stdout + proc.stderr
+    summary = [line for line in output.splitlines() if line.startswith("simulation:")]
+    with capsys.disabled():
+        print("\n" + (summary[-1] if summary else output[-2000:]))
+    assert proc.returncode == 0, output[-20000:]
+    match = SUMMARY.search(summary[-1])
+    assert match is not None, summary
+    seeds, epoch_bumps, faults, violations = map(int, match.groups())
+    assert seeds == CI_CONSUMER_SEEDS
+    assert violations == 0
+    assert epoch_bumps >= 2 * seeds  # every run has several group epoch bumps
+    assert faults >= 5 * seeds
