@@ -38,6 +38,7 @@ from tests.integration.harness import EventLog, RecordingListener, wait_until
 from tests.integration.test_failover import (
     BROKER_SESSION_TIMEOUT_S,
     CONSUME_LAG_BOUND_S,
+    DURABLE,
     FORM_S,
     Scenario,
     Worker,
@@ -54,6 +55,7 @@ HB_MS = 1000
 OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": HB_MS,
     "group.consumer.min.heartbeat.interval.ms": HB_MS,
+    **DURABLE,  # min.insync.replicas 2, as the classic failover test (its module docstring says why)
 }
 #: Asserted bound, from the SIGKILL to each member's first heartbeat answered by the new
 #: coordinator and its first commit accepted by it: the controller fences the dead node (9 s),
