@@ -11,6 +11,12 @@ including the join is reported too.
     python benchmarks/throughput.py --records 20000       # quick smoke run
     python benchmarks/throughput.py --clients kgroup,aiokafka --profile
     python benchmarks/throughput.py --broker apache-kafka --repeat 3   # all of them, 3 rounds
+    python benchmarks/throughput.py --repeat 3 --work-ms-per-100 1     # a slow consumer
+    python benchmarks/throughput.py --repeat 3 --size 1024             # 1 KiB records
+
+``--work-ms-per-100 MS`` makes every client (the Java one too) sleep ``MS`` after each 100
+records it touched: processing that waits, as a call to a database would, during which a client
+that fetches ahead keeps its next records coming.
 
 ``kgroup-legacy-fetcher`` is kgroup with its earlier record fetcher (kafka-python's ``Fetcher``
 underneath, ``KGROUP_FETCHER=kafka-python``), to compare the two in one run.
@@ -66,6 +72,9 @@ MAX_POLL_RECORDS = 500
 class Tally:
     """What every client does with each record: touch all fields, check per-partition order."""
 
+    #: milliseconds of simulated processing per 100 records (``--work-ms-per-100``; 0: none)
+    work_ms_per_100 = 0.0
+
     def __init__(self, expected: int) -> None:
         self.expected = expected
         self.count = 0
@@ -84,6 +93,8 @@ class Tally:
         if headers:
             self.headers_seen += len(headers)
         self.count += 1
+        if self.work_ms_per_100 and self.count % 100 == 0:
+            time.sleep(self.work_ms_per_100 / 1000)  # a slow consumer: processing that waits (I/O)
 
     def started(self, t0: float) -> None:
         if self.t_first is None:
@@ -310,6 +321,7 @@ def produce(bootstrap: str, topic: str, records: int, partitions: int, size: int
 # ------------------------------------------------------------------------------ driver
 def child(args: argparse.Namespace) -> None:
     runner = RUNNERS[args.child]
+    Tally.work_ms_per_100 = args.work_ms_per_100
     group = f"bench-{args.child}-{uuid.uuid4().hex[:8]}"
     if args.profile and args.child == "kgroup":
         from pyinstrument import Profiler
@@ -334,11 +346,12 @@ def run_child(client: str, bootstrap: str, topic: str, args: argparse.Namespace)
         cmd = java_command(["--mode", "throughput", "--bootstrap", bootstrap, "--group", group, "--topic", topic,
                             "--records", str(args.records), "--max-poll-records", str(MAX_POLL_RECORDS),
                             "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
-                            "--heartbeat-interval-ms", str(HEARTBEAT_MS)],
+                            "--heartbeat-interval-ms", str(HEARTBEAT_MS),
+                            "--work-ms-per-100", str(args.work_ms_per_100)],
                            compiled=True, clients_version=args.java_clients)
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", client, "--bootstrap", bootstrap,
-               "--topic", topic, "--records", str(args.records)]
+               "--topic", topic, "--records", str(args.records), "--work-ms-per-100", str(args.work_ms_per_100)]
     if args.profile and client == "kgroup":
         cmd += ["--profile", "--profile-out", str(args.profile_out)]
     env = dict(os.environ)
@@ -383,6 +396,8 @@ def parse(argv: Iterable[str] | None = None) -> argparse.Namespace:
     p.add_argument("--partitions", type=int, default=12)
     p.add_argument("--size", type=int, default=100, help="value size in bytes")
     p.add_argument("--headers", type=int, default=0, help="headers per record")
+    p.add_argument("--work-ms-per-100", type=float, default=0.0,
+                   help="a slow consumer: every client sleeps this many ms after each 100 records (e.g. 1)")
     p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated subset of {','.join(CLIENTS)}")
     p.add_argument("--profile", action="store_true", help="run kgroup under pyinstrument")
     p.add_argument("--profile-out", default=str(HERE / "profile-kgroup.txt"))

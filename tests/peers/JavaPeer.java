@@ -65,6 +65,7 @@
  *   synchronously, close, and print one line "RESULT {json}" with client, records, order_errors,
  *   value_bytes, headers, seconds (first non-empty poll's start to the last record), wall_seconds
  *   (from before the consumer is built), rps and peak_rss_mb (VmHWM of /proc/self/status).
+ *   --work-ms-per-100 MS: sleep MS after each 100 records (a slow consumer's processing).
  */
 
 import java.io.BufferedReader;
@@ -563,8 +564,18 @@ public class JavaPeer {
         return -1;
     }
 
+    /** A slow consumer's processing (throughput --work-ms-per-100): a wait, as for I/O. */
+    static void sleepNanos(long nanos) {
+        try {
+            Thread.sleep(nanos / 1_000_000, (int) (nanos % 1_000_000));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     static void runThroughput(Map<String, String> opts) {
         long expected = Long.parseLong(opts.get("records"));
+        long workNanosPer100 = (long) (Double.parseDouble(opts.getOrDefault("work-ms-per-100", "0")) * 1_000_000);
         long tStart = System.nanoTime();
         consumer = new KafkaConsumer<>(config(opts));
         long count = 0;
@@ -599,6 +610,9 @@ public class JavaPeer {
                         headers++;
                     }
                     count++;
+                    if (workNanosPer100 > 0 && count % 100 == 0) {
+                        sleepNanos(workNanosPer100);
+                    }
                 }
             }
             tLast = System.nanoTime();
