@@ -92,17 +92,13 @@ from kgroup.membership.consumer_group_api import (
     TopicIdPartitions,
 )
 from kgroup.protocol.group_api import (
-    FetchPartitionResult,
-    FetchTopicResult,
     OffsetCommitRequest,
-    OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
 from kgroup.testing.coordinator import _events as ev
-from kgroup.testing.coordinator._config import OFFSET_METADATA_MAX_BYTES
-from kgroup.testing.coordinator._events import CoordinatorEvent
-from kgroup.testing.coordinator._model import _commit_answer_order, _Committed, _fetch_result
+from kgroup.testing.coordinator._core import CoordinatorCore
+from kgroup.testing.coordinator._offsets import fetch_answer
 from kgroup.testing.coordinator._reply import Reply
 from kgroup.testing.coordinator._server_assignors import ASSIGNORS, AssignmentSpec, MemberSpec, assign
 
@@ -221,6 +217,11 @@ class _Group:
             return "Reconciling"
         return "Stable"
 
+    def static_member(self, instance_id: str) -> _Member | None:
+        """The member that holds the static ``instance_id``, if any."""
+        member_id = self.static_members.get(instance_id)
+        return self.members.get(member_id) if member_id is not None else None
+
     def partition_owner(self, topic_id: uuid.UUID, partition: int) -> str | None:
         """Kafka ``currentPartitionEpoch``: who holds the partition (assigned or pending revocation)."""
         for member in self.members.values():
@@ -231,13 +232,6 @@ class _Group:
         return None
 
 
-@attrs.define
-class _Timer:
-    deadline_ms: int
-    seq: int
-    callback: Callable[[], None]
-
-
 class _Error(Exception):
     """A heartbeat or commit refused with an error code (Kafka's ``ApiException``s)."""
 
@@ -245,6 +239,23 @@ class _Error(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def _known_static_member(static: _Member | None, r: ConsumerGroupHeartbeatRequest) -> _Member:
+    """Kafka ``throwIfStaticMemberIsUnknown`` and ``throwIfInstanceIdIsFenced``: ``r``'s static member.
+
+    ``static`` is the member holding ``r``'s instance id: none is UNKNOWN_MEMBER_ID, another member
+    id than ``r``'s is FENCED_INSTANCE_ID.
+    """
+    if static is None:
+        raise _Error(codes.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
+    if static.member_id != r.member_id:
+        raise _Error(
+            codes.FENCED_INSTANCE_ID,
+            f"Static member {r.member_id} with instance id {r.instance_id} was fenced by member "
+            f"{static.member_id}.",
+        )
+    return static
 
 
 def _assignment_of(parts: Sequence[TopicIdPartitions] | None) -> Assignment:
@@ -263,7 +274,7 @@ def _brief(assignment: Assignment) -> str:
     return " ".join(f"{str(t)[:8]}:{sorted(ps)}" for t, ps in sorted(assignment.items(), key=lambda i: str(i[0])))
 
 
-class ConsumerGroupModel:
+class ConsumerGroupModel(CoordinatorCore[ConsumerGroupConfig, _Group]):
     """Apache Kafka 4.x's consumer-group coordinator (KIP-848), as a deterministic in-memory model.
 
     Args:
@@ -284,31 +295,14 @@ class ConsumerGroupModel:
         topics: TopicsFn,
         partition_exists: Callable[[str, int], bool] | None = None,
     ) -> None:
-        self._config = config if config is not None else ConsumerGroupConfig()
-        self._clock = clock
+        super().__init__(
+            config if config is not None else ConsumerGroupConfig(), clock=clock, partition_exists=partition_exists
+        )
         self._topics = topics
-        self._partition_exists = partition_exists
-        self._groups: dict[str, _Group] = {}
-        self._offsets: dict[str, dict[tuple[str, int], _Committed]] = {}
-        self._timers: dict[tuple[str, ...], _Timer] = {}
-        self._timer_seq = 0
-        self._events: list[CoordinatorEvent] = []
-        self._loading_until_ms: int | None = None
-        self._firing_at_ms: int | None = None
 
     # ==========================================================================================
     # public surface
     # ==========================================================================================
-
-    @property
-    def config(self) -> ConsumerGroupConfig:
-        """The broker configs in use."""
-        return self._config
-
-    @property
-    def events(self) -> Sequence[CoordinatorEvent]:
-        """Everything the model did, oldest first (a read-only view of an append-only log)."""
-        return tuple(self._events)
 
     def group_state(self, group_id: str) -> str:
         """Kafka's name of the group's state (Empty, Assigning, Reconciling, Stable); ``"Dead"`` if unknown."""
@@ -337,29 +331,12 @@ class ConsumerGroupModel:
         group = self._groups.get(group_id)
         return {} if group is None else {mid: dict(a) for mid, a in group.target.items()}
 
-    def next_deadline(self) -> float | None:
-        """Clock seconds of the earliest armed timer, or ``None``: sleep until then and call :meth:`tick`."""
-        if not self._timers:
-            return None
-        return min(timer.deadline_ms for timer in self._timers.values()) / 1000.0
-
-    def tick(self) -> None:
-        """Fire every timer due at ``clock.monotonic()`` (session and rebalance timeouts, the load)."""
-        self._fire_due_timers()
-
     def heartbeat(self, request: ConsumerGroupHeartbeatRequest, *, client_id: str = "") -> Reply[
         ConsumerGroupHeartbeatResponse
     ]:
         """Handle ConsumerGroupHeartbeat (v0-v1); always answered at once."""
         self._fire_due_timers()
         response = self._heartbeat(request, client_id)
-        self._fire_due_timers()
-        return Reply.of(response)
-
-    def offset_commit(self, request: OffsetCommitRequest) -> Reply[OffsetCommitResponse]:
-        """Handle OffsetCommit for a consumer group (``generation_id`` is the member epoch)."""
-        self._fire_due_timers()
-        response = self._offset_commit(request)
         self._fire_due_timers()
         return Reply.of(response)
 
@@ -374,55 +351,17 @@ class ConsumerGroupModel:
         self._fire_due_timers()
         return Reply.of(response)
 
-    def restart(self, *, load_ms: int = 0) -> None:
-        """A coordinator failover: timers are lost, the groups reload as written, then timers are re-armed.
+    # ==========================================================================================
+    # failover
+    # ==========================================================================================
 
-        Raises:
-            ValueError: ``load_ms`` is negative.
+    def _unload(self) -> None:
+        """A coordinator failover (:meth:`restart`) loses nothing but the timers.
 
+        Every change of a consumer group is written to ``__consumer_offsets`` at once, so the
+        groups reload as they were; requests get COORDINATOR_LOAD_IN_PROGRESS until ``load_ms``
+        have passed, then :meth:`_on_loaded` arms the timers afresh.
         """
-        if load_ms < 0:
-            raise ValueError(f"load_ms must be >= 0, got {load_ms!r}")
-        self._fire_due_timers()
-        self._timers.clear()
-        self._loading_until_ms = self._now_ms() + load_ms
-        self._event("", ev.COORDINATOR_RESTARTED, detail=f"load_ms={load_ms}")
-        self._schedule(("load",), load_ms, self._on_loaded)
-        self._fire_due_timers()
-
-    # ==========================================================================================
-    # time
-    # ==========================================================================================
-
-    def _now_ms(self) -> int:
-        if self._firing_at_ms is not None:
-            return self._firing_at_ms
-        return round(self._clock.monotonic() * 1000)
-
-    def _loading(self) -> bool:
-        return self._loading_until_ms is not None and self._now_ms() < self._loading_until_ms
-
-    def _schedule(self, key: tuple[str, ...], delay_ms: int, callback: Callable[[], None]) -> None:
-        self._timer_seq += 1
-        self._timers[key] = _Timer(self._now_ms() + max(delay_ms, 0), self._timer_seq, callback)
-
-    def _fire_due_timers(self) -> None:
-        now = self._now_ms()
-        try:
-            while True:
-                due = [(t.deadline_ms, t.seq, key) for key, t in self._timers.items() if t.deadline_ms <= now]
-                if not due:
-                    return
-                deadline, _, key = min(due)
-                self._firing_at_ms = deadline
-                self._timers.pop(key).callback()
-        finally:
-            self._firing_at_ms = None
-
-    def _event(self, group_id: str, kind: str, member_id: str = "", detail: str = "") -> None:
-        self._events.append(
-            CoordinatorEvent(time_ms=self._now_ms(), group_id=group_id, kind=kind, member_id=member_id, detail=detail)
-        )
 
     def _on_loaded(self) -> None:
         """Kafka ``GroupMetadataManager.onLoaded``: session timers for all, rebalance timers where due."""
@@ -561,8 +500,7 @@ class ConsumerGroupModel:
                 if not joining:  # Kafka 4.4 takes a rejoin (epoch 0) of a known member as it is
                     self._epoch_check(member, r.member_epoch, r.topic_partitions)
         else:
-            static_id = group.static_members.get(r.instance_id)
-            static = group.members.get(static_id) if static_id is not None else None
+            static = group.static_member(r.instance_id)
             if joining:
                 if static is None:
                     member = group.members.get(r.member_id) or _Member(member_id=r.member_id)
@@ -577,15 +515,7 @@ class ConsumerGroupModel:
                     if static.member_id != r.member_id:
                         replaced = static.member_id
             else:
-                if static is None:
-                    raise _Error(codes.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
-                if static.member_id != r.member_id:
-                    raise _Error(
-                        codes.FENCED_INSTANCE_ID,
-                        f"Static member {r.member_id} with instance id {r.instance_id} was fenced by member "
-                        f"{static.member_id}.",
-                    )
-                member = static
+                member = _known_static_member(static, r)
                 self._epoch_check(member, r.member_epoch, r.topic_partitions)
 
         is_new = r.member_id not in group.members
@@ -649,7 +579,7 @@ class ConsumerGroupModel:
             if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(group, reconciled)
             else:
-                self._timers.pop(("rebalance", group.group_id, reconciled.member_id), None)
+                self._cancel(("rebalance", group.group_id, reconciled.member_id))
         self._schedule_session(group, reconciled.member_id)
         full = joining or (
             r.rebalance_timeout_ms != -1 and r.subscribed_topic_names is not None and r.topic_partitions is not None
@@ -807,16 +737,7 @@ class ConsumerGroupModel:
             self._remove_member(group, member, "left")
             return ConsumerGroupHeartbeatResponse(error_code=codes.NONE, member_id=r.member_id,
                                                   member_epoch=r.member_epoch)
-        static_id = group.static_members.get(r.instance_id)
-        member = group.members.get(static_id) if static_id is not None else None
-        if member is None:
-            raise _Error(codes.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
-        if member.member_id != r.member_id:
-            raise _Error(
-                codes.FENCED_INSTANCE_ID,
-                f"Static member {r.member_id} with instance id {r.instance_id} was fenced by member "
-                f"{member.member_id}.",
-            )
+        member = _known_static_member(group.static_member(r.instance_id), r)
         if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             group.members[member.member_id] = member.copy(
                 member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={}
@@ -843,8 +764,8 @@ class ConsumerGroupModel:
                     f"epoch {group.group_epoch}: member {member.member_id} removed ({why})")
 
     def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
-        self._timers.pop(("session", group_id, member_id), None)
-        self._timers.pop(("rebalance", group_id, member_id), None)
+        self._cancel(("session", group_id, member_id))
+        self._cancel(("rebalance", group_id, member_id))
 
     # ==========================================================================================
     # offsets
@@ -877,15 +798,12 @@ class ConsumerGroupModel:
                 return codes.STALE_MEMBER_EPOCH
         return codes.NONE
 
-    def _validate_offset_commit(self, request: OffsetCommitRequest) -> int:
-        """Kafka ``OffsetMetadataManager.validateOffsetCommit`` + ``ConsumerGroup.validateOffsetCommit``."""
-        if self._loading():
-            return codes.COORDINATOR_LOAD_IN_PROGRESS
-        group = self._groups.get(request.group_id)
-        if group is None:
-            if request.generation_id < 0:
-                return codes.NONE
-            return codes.GROUP_ID_NOT_FOUND if request.api_version >= 9 else codes.ILLEGAL_GENERATION
+    def _create_simple_group(self, group_id: str) -> None:
+        """Nothing: the commit is accepted and kept without a group (this model has no classic groups)."""
+
+    def _validate_group_offset_commit(self, request: OffsetCommitRequest) -> int:
+        """Kafka ``ConsumerGroup.validateOffsetCommit`` (after :meth:`_validate_offset_commit`'s checks)."""
+        group = self._groups[request.group_id]
         if request.generation_id < 0 and not group.members:
             return codes.NONE
         if request.member_id not in group.members:
@@ -894,40 +812,6 @@ class ConsumerGroupModel:
             return codes.UNSUPPORTED_VERSION
         partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         return self._validate_member(group, request.member_id, request.generation_id, partitions)
-
-    def _offset_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
-        verdict: dict[tuple[int, int], int] = {}
-        to_coordinator: list[tuple[int, int]] = []
-        for t_index, topic in enumerate(request.topics):
-            for p_index, partition in enumerate(topic.partitions):
-                if self._partition_exists is not None and not self._partition_exists(
-                    topic.name, partition.partition_index
-                ):
-                    verdict[t_index, p_index] = codes.UNKNOWN_TOPIC_OR_PARTITION
-                else:
-                    to_coordinator.append((t_index, p_index))
-        if to_coordinator:
-            error = self._validate_offset_commit(request)
-            stored: list[str] = []
-            for t_index, p_index in to_coordinator:
-                topic = request.topics[t_index]
-                partition = topic.partitions[p_index]
-                code = error
-                metadata = partition.committed_metadata if partition.committed_metadata is not None else ""
-                if code == codes.NONE and len(metadata) > OFFSET_METADATA_MAX_BYTES:
-                    code = codes.OFFSET_METADATA_TOO_LARGE
-                if code == codes.NONE:
-                    self._offsets.setdefault(request.group_id, {})[topic.name, partition.partition_index] = _Committed(
-                        offset=partition.committed_offset,
-                        leader_epoch=partition.committed_leader_epoch,
-                        metadata=metadata,
-                        commit_time_ms=self._now_ms(),
-                    )
-                    stored.append(f"{topic.name}-{partition.partition_index}@{partition.committed_offset}")
-                verdict[t_index, p_index] = code
-            if stored:
-                self._event(request.group_id, ev.OFFSETS_COMMITTED, request.member_id, ", ".join(stored))
-        return OffsetCommitResponse(topics=_commit_answer_order(request, verdict, to_coordinator))
 
     def _offset_fetch(self, request: OffsetFetchRequest, member_id: str | None, epoch: int) -> OffsetFetchResponse:
         """Kafka ``OffsetMetadataManager.fetchOffsets`` + ``ConsumerGroup.validateOffsetFetch``."""
@@ -938,26 +822,7 @@ class ConsumerGroupModel:
             error = self._validate_member(group, member_id or "", epoch)
             if error != codes.NONE:
                 return OffsetFetchResponse(error_code=error)
-        committed = self._offsets.get(request.group_id, {})
-        if request.topics is None:
-            by_topic: dict[str, list[FetchPartitionResult]] = {}
-            for (topic_name, index), value in committed.items():
-                by_topic.setdefault(topic_name, []).append(_fetch_result(index, value))
-            return OffsetFetchResponse(
-                topics=tuple(
-                    FetchTopicResult(name=name, partitions=tuple(sorted(parts, key=lambda r: r.partition_index)))
-                    for name, parts in by_topic.items()
-                )
-            )
-        return OffsetFetchResponse(
-            topics=tuple(
-                FetchTopicResult(
-                    name=topic.name,
-                    partitions=tuple(_fetch_result(i, committed.get((topic.name, i))) for i in topic.partition_indexes),
-                )
-                for topic in request.topics
-            )
-        )
+        return fetch_answer(self._offsets.get(request.group_id, {}), request.topics)
 
 
 def _owns_any(owned: Sequence[TopicIdPartitions] | None, assignment: Assignment) -> bool:

@@ -35,7 +35,7 @@ failures to append to ``__consumer_offsets``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Final
 
 import attrs
@@ -43,8 +43,6 @@ import attrs
 from kgroup import _error_codes as codes
 from kgroup._clock import Clock
 from kgroup.protocol.group_api import (
-    CommitPartitionResult,
-    CommitTopicResult,
     DeletedGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -52,8 +50,6 @@ from kgroup.protocol.group_api import (
     DescribedMember,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
-    FetchPartitionResult,
-    FetchTopicResult,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -65,16 +61,16 @@ from kgroup.protocol.group_api import (
     ListGroupsRequest,
     ListGroupsResponse,
     OffsetCommitRequest,
-    OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from kgroup.testing.coordinator import _events as ev
-from kgroup.testing.coordinator._config import NEW_MEMBER_JOIN_TIMEOUT_MS, OFFSET_METADATA_MAX_BYTES, CoordinatorConfig
-from kgroup.testing.coordinator._events import CoordinatorEvent
+from kgroup.testing.coordinator._config import NEW_MEMBER_JOIN_TIMEOUT_MS, CoordinatorConfig
+from kgroup.testing.coordinator._core import CoordinatorCore
 from kgroup.testing.coordinator._group import Group, GroupState, Member
+from kgroup.testing.coordinator._offsets import fetch_answer
 from kgroup.testing.coordinator._reply import Reply
 
 __all__ = ["GroupCoordinatorModel"]
@@ -88,29 +84,6 @@ GROUP_OPERATIONS: Final = frozenset({3, 6, 8, 10, 11})
 """READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: Kafka ``AclEntry.supportedOperations(GROUP)``,
 what ``AuthHelper.authorizedOperations`` grants on a cluster without an authorizer (the model's)."""
 
-_MAX_TIMER_FIRINGS_PER_TICK: Final = 100_000
-"""A runaway-loop guard: more timer firings than this in one instant is a model bug."""
-
-_TimerKey = tuple[str, ...]
-
-
-@attrs.frozen(kw_only=True)
-class _Committed:
-    """One committed offset (Kafka ``OffsetAndMetadata``)."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_time_ms: int
-
-
-@attrs.define(kw_only=True)
-class _Timer:
-    deadline_ms: int
-    seq: int
-    callback: Callable[[], None]
-
-
 def _default_member_id(prefix: str) -> str:
     """Kafka ``ClassicGroup.generateMemberId``: ``<client id or instance id>-<random UUID>``."""
     return f"{prefix}-{uuid.uuid4()}"
@@ -121,7 +94,7 @@ def _reason(reason: str | None) -> str:
     return reason if reason else "not provided"
 
 
-class GroupCoordinatorModel:
+class GroupCoordinatorModel(CoordinatorCore[CoordinatorConfig, Group]):
     """Apache Kafka's classic group coordinator, as a deterministic in-memory model.
 
     Args:
@@ -135,6 +108,8 @@ class GroupCoordinatorModel:
 
     """
 
+    _max_timer_firings = 100_000
+
     def __init__(
         self,
         config: CoordinatorConfig | None = None,
@@ -143,46 +118,19 @@ class GroupCoordinatorModel:
         partition_exists: Callable[[str, int], bool] | None = None,
         member_id_factory: Callable[[str], str] | None = None,
     ) -> None:
-        self._config = config if config is not None else CoordinatorConfig()
-        self._clock = clock
-        self._partition_exists = partition_exists
+        super().__init__(
+            config if config is not None else CoordinatorConfig(), clock=clock, partition_exists=partition_exists
+        )
         self._new_member_id = member_id_factory if member_id_factory is not None else _default_member_id
-        self._groups: dict[str, Group] = {}
-        self._offsets: dict[str, dict[tuple[str, int], _Committed]] = {}
-        self._timers: dict[_TimerKey, _Timer] = {}
-        self._timer_seq = 0
-        self._events: list[CoordinatorEvent] = []
-        self._loading_until_ms: int | None = None
-        self._firing_at_ms: int | None = None
 
     # ==========================================================================================
     # public surface
     # ==========================================================================================
 
-    @property
-    def config(self) -> CoordinatorConfig:
-        """The broker configs in use."""
-        return self._config
-
-    @property
-    def events(self) -> Sequence[CoordinatorEvent]:
-        """Everything the model did, oldest first (a read-only view of an append-only log)."""
-        return tuple(self._events)
-
     def group_state(self, group_id: str) -> str:
         """Kafka's name of the group's state; ``"Dead"`` for a group the coordinator does not know."""
         group = self._groups.get(group_id)
         return group.state.value if group is not None else GroupState.DEAD.value
-
-    def next_deadline(self) -> float | None:
-        """Clock seconds of the earliest armed timer, or ``None``: sleep until then and call :meth:`tick`."""
-        if not self._timers:
-            return None
-        return min(timer.deadline_ms for timer in self._timers.values()) / 1000.0
-
-    def tick(self) -> None:
-        """Fire every timer due at ``clock.monotonic()`` (session expiry, join/sync timeouts, initial delay...)."""
-        self._fire_due_timers()
 
     def join_group(self, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
         """Handle JoinGroup (v0-v9); the reply is parked until the join phase completes."""
@@ -212,13 +160,6 @@ class GroupCoordinatorModel:
         self._fire_due_timers()
         return reply
 
-    def offset_commit(self, request: OffsetCommitRequest) -> Reply[OffsetCommitResponse]:
-        """Handle OffsetCommit (v2-v9) with Kafka's classic-group validation."""
-        self._fire_due_timers()
-        reply = Reply.of(self._offset_commit(request))
-        self._fire_due_timers()
-        return reply
-
     def offset_fetch(self, request: OffsetFetchRequest) -> Reply[OffsetFetchResponse]:
         """Handle OffsetFetch for one group (``topics=None``: every committed partition)."""
         self._fire_due_timers()
@@ -243,8 +184,12 @@ class GroupCoordinatorModel:
         self._fire_due_timers()
         return Reply.of(DeleteGroupsResponse(results=tuple(self._delete_group(gid) for gid in request.groups)))
 
-    def restart(self, *, load_ms: int = 0) -> None:
-        """Simulate a coordinator failover: unload every group, then reload it from ``__consumer_offsets``.
+    # ==========================================================================================
+    # failover
+    # ==========================================================================================
+
+    def _unload(self) -> None:
+        """A coordinator failover (:meth:`restart`): unload every group, then reload it from ``__consumer_offsets``.
 
         Kafka ``GroupMetadataManager.onUnloaded`` answers every parked JoinGroup/SyncGroup with
         NOT_COORDINATOR; the new coordinator replays the log (``replay(GroupMetadataKey, ...)``):
@@ -255,14 +200,7 @@ class GroupCoordinatorModel:
         ``load_ms`` have passed, requests are answered COORDINATOR_LOAD_IN_PROGRESS (the classic protocol
         "Group Coordinator Failover"), except Heartbeat, which Kafka ``GroupCoordinatorService.heartbeat``
         answers NONE while the group loads.
-
-        Raises:
-            ValueError: ``load_ms`` is negative.
-
         """
-        if load_ms < 0:
-            raise ValueError(f"load_ms must be >= 0, got {load_ms!r}")
-        self._fire_due_timers()
         for group in self._groups.values():
             for member in group.members.values():
                 join_reply, member.join_reply = member.join_reply, None
@@ -271,57 +209,7 @@ class GroupCoordinatorModel:
                     join_reply.complete(JoinGroupResponse(error_code=codes.NOT_COORDINATOR, member_id=member.member_id))
                 if sync_reply is not None:
                     sync_reply.complete(SyncGroupResponse(error_code=codes.NOT_COORDINATOR))
-        self._timers.clear()
         self._groups = {gid: Group.from_persisted(gid, group.persisted) for gid, group in self._groups.items()}
-        now = self._now_ms()
-        self._loading_until_ms = now + load_ms
-        self._event("", ev.COORDINATOR_RESTARTED, detail=f"load_ms={load_ms}")
-        self._schedule(("load",), load_ms, self._on_loaded)
-        self._fire_due_timers()
-
-    # ==========================================================================================
-    # time
-    # ==========================================================================================
-
-    def _now_ms(self) -> int:
-        """The model's time: the clock, or while a timer fires, that timer's deadline (it fired "on time")."""
-        if self._firing_at_ms is not None:
-            return self._firing_at_ms
-        return round(self._clock.monotonic() * 1000)
-
-    def _loading(self) -> bool:
-        return self._loading_until_ms is not None and self._now_ms() < self._loading_until_ms
-
-    def _schedule(self, key: _TimerKey, delay_ms: int, callback: Callable[[], None]) -> None:
-        """Arm (or re-arm: same key replaces) a timer, like Kafka's coordinator ``timer.schedule``."""
-        self._timer_seq += 1
-        deadline = self._now_ms() + max(delay_ms, 0)
-        self._timers[key] = _Timer(deadline_ms=deadline, seq=self._timer_seq, callback=callback)
-
-    def _cancel(self, key: _TimerKey) -> None:
-        self._timers.pop(key, None)
-
-    def _fire_due_timers(self) -> None:
-        """Fire due timers, earliest first (ties in arming order), including ones armed while firing."""
-        now = self._now_ms()
-        try:
-            for _ in range(_MAX_TIMER_FIRINGS_PER_TICK):
-                due = [(t.deadline_ms, t.seq, key) for key, t in self._timers.items() if t.deadline_ms <= now]
-                if not due:
-                    return
-                deadline, _, key = min(due)
-                # A timer fires at its own deadline even when tick() comes late: what it arms is
-                # measured from there, as on a broker whose timer thread never sleeps in.
-                self._firing_at_ms = deadline
-                self._timers.pop(key).callback()
-            raise RuntimeError("coordinator model: runaway timers (a model bug)")
-        finally:
-            self._firing_at_ms = None
-
-    def _event(self, group_id: str, kind: str, member_id: str = "", detail: str = "") -> None:
-        self._events.append(
-            CoordinatorEvent(time_ms=self._now_ms(), group_id=group_id, kind=kind, member_id=member_id, detail=detail)
-        )
 
     def _on_loaded(self) -> None:
         """Kafka ``GroupMetadataManager.onLoaded``: arm session timers; rebalance an over-capacity group."""
@@ -1012,53 +900,13 @@ class GroupCoordinatorModel:
     # OffsetCommit / OffsetFetch
     # ==========================================================================================
 
-    def _offset_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
-        """KafkaApis OffsetCommit + ``OffsetMetadataManager.commitOffset`` for a classic group.
+    def _create_simple_group(self, group_id: str) -> None:
+        """Kafka ``getOrMaybeCreateClassicGroup(createIfNotExists=true)``: a "simple" Empty group, generation 0."""
+        self._create_group(group_id)
 
-        Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION (KafkaApis filters them before
-        the coordinator); the rest share the coordinator's verdict (``_validate_offset_commit``).
-        Accepted commits store offset, leader epoch and metadata (OFFSET_METADATA_TOO_LARGE past
-        4096 chars) and renew the member's session when the group is Stable or PreparingRebalance.
-        The answer lists partitions in Kafka's order (:func:`_commit_answer_order`).
-        """
-        verdict: dict[tuple[int, int], int] = {}
-        to_coordinator: list[tuple[int, int]] = []
-        for t_index, topic in enumerate(request.topics):
-            for p_index, partition in enumerate(topic.partitions):
-                if self._partition_exists is not None and not self._partition_exists(
-                    topic.name, partition.partition_index
-                ):
-                    verdict[t_index, p_index] = codes.UNKNOWN_TOPIC_OR_PARTITION
-                else:
-                    to_coordinator.append((t_index, p_index))
-        if to_coordinator:
-            error = self._validate_offset_commit(request)
-            stored: list[str] = []
-            for t_index, p_index in to_coordinator:
-                topic = request.topics[t_index]
-                partition = topic.partitions[p_index]
-                code = error
-                metadata = partition.committed_metadata if partition.committed_metadata is not None else ""
-                if code == codes.NONE and len(metadata) > OFFSET_METADATA_MAX_BYTES:
-                    code = codes.OFFSET_METADATA_TOO_LARGE
-                if code == codes.NONE:
-                    self._offsets.setdefault(request.group_id, {})[topic.name, partition.partition_index] = _Committed(
-                        offset=partition.committed_offset,
-                        leader_epoch=partition.committed_leader_epoch,
-                        metadata=metadata,
-                        commit_time_ms=self._now_ms(),
-                    )
-                    stored.append(f"{topic.name}-{partition.partition_index}@{partition.committed_offset}")
-                verdict[t_index, p_index] = code
-            if stored:
-                self._event(request.group_id, ev.OFFSETS_COMMITTED, request.member_id, ", ".join(stored))
-        return OffsetCommitResponse(topics=_commit_answer_order(request, verdict, to_coordinator))
+    def _validate_group_offset_commit(self, request: OffsetCommitRequest) -> int:
+        """Kafka ``ClassicGroup.validateOffsetCommit`` (after :meth:`_validate_offset_commit`'s checks).
 
-    def _validate_offset_commit(self, request: OffsetCommitRequest) -> int:
-        """Kafka ``OffsetMetadataManager.validateOffsetCommit`` + ``ClassicGroup.validateOffsetCommit``.
-
-        * Unknown group: generation < 0 creates a "simple" Empty group and is accepted; otherwise
-          GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before.
         * generation < 0 on an Empty group: accepted (admin client / manual assignment).
         * generation >= 0, a member id or an instance id: the member must be valid
           (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID) and the generation current (ILLEGAL_GENERATION).
@@ -1066,18 +914,9 @@ class GroupCoordinatorModel:
         * CompletingRebalance: REBALANCE_IN_PROGRESS (the member must finish SyncGroup first).
           In PreparingRebalance a commit at the current (old) generation is accepted.
 
-        On success in Stable/PreparingRebalance the member's session timer is re-armed. The empty group
-        id is a group like any other ("for backwards compatibility", GroupCoordinatorService.commitOffsets
-        refuses only a null one, which the wire format cannot carry).
+        On success in Stable/PreparingRebalance the member's session timer is re-armed.
         """
-        if self._loading():
-            return codes.COORDINATOR_LOAD_IN_PROGRESS
-        group = self._groups.get(request.group_id)
-        if group is None:
-            if request.generation_id < 0:
-                group = self._create_group(request.group_id)
-            else:
-                return codes.GROUP_ID_NOT_FOUND if request.api_version >= 9 else codes.ILLEGAL_GENERATION
+        group = self._groups[request.group_id]
         if request.generation_id < 0 and group.state is _EMPTY:
             return codes.NONE
         if request.generation_id >= 0 or request.member_id or request.group_instance_id is not None:
@@ -1106,26 +945,7 @@ class GroupCoordinatorModel:
         if self._loading():
             return OffsetFetchResponse(error_code=codes.COORDINATOR_LOAD_IN_PROGRESS)
         committed = self._offsets.get(request.group_id, {}) if request.group_id in self._groups else {}
-        if request.topics is None:
-            by_topic: dict[str, list[FetchPartitionResult]] = {}
-            for (topic_name, partition_index), value in committed.items():
-                by_topic.setdefault(topic_name, []).append(_fetch_result(partition_index, value))
-            topics = tuple(
-                FetchTopicResult(name=name, partitions=tuple(sorted(parts, key=lambda r: r.partition_index)))
-                for name, parts in by_topic.items()
-            )
-            return OffsetFetchResponse(topics=topics)
-        return OffsetFetchResponse(
-            topics=tuple(
-                FetchTopicResult(
-                    name=topic.name,
-                    partitions=tuple(
-                        _fetch_result(index, committed.get((topic.name, index))) for index in topic.partition_indexes
-                    ),
-                )
-                for topic in request.topics
-            )
-        )
+        return fetch_answer(committed, request.topics)
 
     # ==========================================================================================
     # DescribeGroups / ListGroups
@@ -1228,39 +1048,3 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
     """Kafka ``isProtocolInconsistent``: both known and different (SyncGroup v5 protocol checks)."""
     return requested is not None and current is not None and requested != current
 
-
-def _commit_answer_order(
-    request: OffsetCommitRequest, verdict: dict[tuple[int, int], int], to_coordinator: list[tuple[int, int]]
-) -> tuple[CommitTopicResult, ...]:
-    """The OffsetCommit answer as ``KafkaApis.handleOffsetCommitRequest`` assembles it.
-
-    KafkaApis answers the unknown partitions itself, in an ``OffsetCommitResponse.Builder``
-    (topics in order of first appearance, partitions in request order), and ``Builder.merge``
-    then adds the coordinator's answer: when the builder is empty it *is* the coordinator's
-    answer (request order); otherwise each coordinator topic's partitions are appended to the
-    builder's topic of that name, or the topic is appended. So unknown partitions come first.
-    """
-    answer: dict[str, list[CommitPartitionResult]] = {}
-    for t, topic in enumerate(request.topics):
-        for p, partition in enumerate(topic.partitions):
-            if (t, p) not in to_coordinator:
-                answer.setdefault(topic.name, []).append(
-                    CommitPartitionResult(partition_index=partition.partition_index, error_code=verdict[t, p])
-                )
-    for t, p in to_coordinator:
-        topic = request.topics[t]
-        answer.setdefault(topic.name, []).append(
-            CommitPartitionResult(partition_index=topic.partitions[p].partition_index, error_code=verdict[t, p])
-        )
-    return tuple(CommitTopicResult(name=name, partitions=tuple(parts)) for name, parts in answer.items())
-
-
-def _fetch_result(partition_index: int, value: _Committed | None) -> FetchPartitionResult:
-    if value is None:
-        return FetchPartitionResult(partition_index=partition_index)
-    return FetchPartitionResult(
-        partition_index=partition_index,
-        committed_offset=value.offset,
-        committed_leader_epoch=value.leader_epoch,
-        metadata=value.metadata,
-    )
