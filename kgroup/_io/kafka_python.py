@@ -59,7 +59,7 @@ from kgroup._io.transport import (
     offset_fetch_request,
 )
 from kgroup.config import ConsumerConfig
-from kgroup.errors import FetchError, OffsetOutOfRangeError
+from kgroup.errors import FetchError, KGroupError, OffsetOutOfRangeError
 from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
@@ -94,6 +94,8 @@ LEAVE_GROUP_BATCH_MIN = 3
 OFFSET_FETCH_ALL_MIN = 8
 #: Metadata carries topic ids from v10 (KIP-516); the consumer protocol's assignments name topics by id
 TOPIC_IDS_MIN = 10
+#: DescribeConfigs' resource type of a group's configs (``ConfigResource.Type.GROUP``, KIP-848)
+GROUP_CONFIG_RESOURCE = 32
 #: the internal switch between the two record fetchers: "pipeline" or "kafka-python"
 FETCHER_ENV = "KGROUP_FETCHER"
 DEFAULT_FETCHER = "pipeline"
@@ -415,6 +417,37 @@ class KafkaPythonTransport:
             request, self._manager.least_loaded_node, timeout_ms,
             lambda r: {t.topic_id: t.name for t in r.topics if t.error_code == 0 and t.topic_id is not None},
         )
+
+    def describe_group_configs(
+        self, group_id: str, names: Iterable[str], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, str | None]]:
+        """DescribeConfigs (API 32) of a group's configs (resource type GROUP) at the least loaded broker.
+
+        Any broker answers for a group (Kafka's ``ConfigHelper``: the group's own configs over
+        the broker's ``group.consumer.*`` defaults). An error code in the answer fails the future
+        with a ``KGroupError`` naming it.
+        """
+        from kafka.protocol.admin import DescribeConfigsRequest
+
+        wanted = list(dict.fromkeys(names))
+
+        def build() -> Any:
+            resource = DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=GROUP_CONFIG_RESOURCE, resource_name=group_id, configuration_keys=wanted
+            )
+            return DescribeConfigsRequest(resources=[resource], include_synonyms=False, include_documentation=False)
+
+        def convert(response: Any) -> dict[str, str | None]:
+            for result in response.results:
+                if result.resource_type != GROUP_CONFIG_RESOURCE or result.resource_name != group_id:
+                    continue
+                if result.error_code != codes.NONE:
+                    detail = f": {result.error_message}" if result.error_message else ""
+                    raise KGroupError(f"DescribeConfigs returned {codes.error_name(result.error_code)}{detail}")
+                return {c.name: c.value for c in result.configs}
+            raise KGroupError(f"DescribeConfigs answered without the group {group_id!r}")
+
+        return self._bridge(build, self._manager.least_loaded_node, timeout_ms, convert)
 
     def consumer_group_describe(
         self, group_ids: Iterable[str], node_id: int, timeout_ms: int

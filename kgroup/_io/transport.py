@@ -307,6 +307,19 @@ class ConsumerGroupTransport(Protocol):
         """Topic id -> name of every topic in the cluster (Metadata v10+)."""
         ...
 
+    def describe_group_configs(
+        self, group_id: str, names: Iterable[str], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, str | None]]:
+        """DescribeConfigs (API 32) of the group's configs ``names`` (resource type GROUP, KIP-848) at any broker.
+
+        The future yields the name -> value of each config the broker answered with (a group
+        without its own config answers with the broker's ``group.consumer.*`` value); it fails
+        (a ``KGroupError``, or the transport's error) on an error code (GROUP_AUTHORIZATION_FAILED
+        without DESCRIBE_CONFIGS on the group, INVALID_REQUEST on a broker without group
+        configs), an unsupported request or no answer.
+        """
+        ...
+
     def consumer_group_describe(
         self, group_ids: Iterable[str], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:

@@ -41,6 +41,14 @@ The member, as Java's ``ConsumerMembershipManager`` / ``AbstractMembershipManage
    member (``group_instance_id``: it keeps its assignment until the session times out). The
    poll watchdog (``max_poll_interval_ms`` without ``Polled``) sends the same leave heartbeat,
    then releases the partitions as lost (STALE) and rejoins at the next ``Polled``.
+7. **The session timer** (kgroup, beyond Java): with the group's session timeout known
+   (``SessionTimeoutDescribed``: the group thread asks DescribeConfigs for the group's
+   ``consumer.session.timeout.ms``), a member holding partitions whose last successful heartbeat
+   was sent ``session_timeout_ms`` ago, or that was told to revoke partitions a rebalance timeout
+   ago without its acknowledgement being answered, hands nothing out (``hand_out_on_hold``) until
+   the coordinator answers; with no coordinator to ask, its partitions are lost and it rejoins
+   (a static member asks again with its epoch instead) (``_settle_session``; docs/kip848.md,
+   "Beyond Java: the session timer").
 """
 
 from __future__ import annotations
@@ -95,6 +103,7 @@ __all__ = [
     "RequestMetadata",
     "SendConsumerGroupHeartbeat",
     "SendFindCoordinator",
+    "SessionTimeoutDescribed",
     "StepCompleted",
     "Subscribe",
     "Unsubscribe",
@@ -161,6 +170,8 @@ TRANSITIONS: Final[Mapping[MemberState, frozenset[MemberState]]] = MappingProxyT
 _NOT_IN_GROUP: Final = frozenset({_S.UNSUBSCRIBED, _S.FENCED, _S.FATAL, _S.STALE, _S.CLOSED})
 #: states that take a new target assignment
 _TAKES_ASSIGNMENT: Final = TRANSITIONS[_S.RECONCILING]
+#: states in which a member in the group may hold partitions (the session timer watches them)
+_HOLDING: Final = frozenset({_S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING})
 
 
 # ==================================================================== inputs
@@ -277,6 +288,17 @@ class RequestFailed:
     unsupported_version: bool = False
 
 
+@attrs.frozen
+class SessionTimeoutDescribed:
+    """What DescribeConfigs answered for the group's ``consumer.session.timeout.ms``.
+
+    ``session_timeout_ms`` None: the request failed (no DESCRIBE_CONFIGS permission on the
+    group, a broker without group configs, no answer); the value learned before, if any, stays.
+    """
+
+    session_timeout_ms: int | None
+
+
 Event = (
     Subscribe
     | Unsubscribe
@@ -288,6 +310,7 @@ Event = (
     | FindCoordinatorResponded
     | HeartbeatResponded
     | RequestFailed
+    | SessionTimeoutDescribed
 )
 
 
@@ -432,6 +455,11 @@ class ConsumerGroupSnapshot:
     subscription: frozenset[str]
     group_instance_id: str | None
     fatal: Exception | None
+    #: the member may be out of the group: hand nothing out (the session timer, or its
+    #: partitions wait to be released as lost)
+    hand_out_on_hold: bool = False
+    #: the group's session timeout as DescribeConfigs answered it (None: not known)
+    session_timeout_ms: int | None = None
 
 
 class _StepKind(enum.Enum):
@@ -545,6 +573,26 @@ class ConsumerGroupMachine:
         self._poll_expired = False
         self._started = False
         self._last_poll = 0.0
+        # the session timer (``_settle_session``)
+        #: the group's session timeout in seconds (DescribeConfigs), None while unknown
+        self._session_timeout_s: float | None = None
+        #: the send time of the last heartbeat answered without error: the coordinator renewed
+        #: the session no earlier than that
+        self._alive_at = 0.0
+        #: the heartbeat in flight: when it was sent, and the owned partitions it carried (None: not carried)
+        self._heartbeat_sent_at = 0.0
+        self._heartbeat_carried: frozenset[tuple[UUID, int]] | None = None
+        #: the send time of the first heartbeat sent since the last one answered without error
+        self._unconfirmed_since: float | None = None
+        #: heartbeats whose answer has not come back (abandoned ones too): request id -> send time
+        self._unresolved: dict[int, float] = {}
+        #: the revocation clock: the earliest moment the coordinator may have started waiting for
+        #: this member to revoke partitions (None: no revocation pending as far as it knows)
+        self._revoke_since: float | None = None
+        #: hand-outs on hold: the coordinator may have removed the member
+        self._in_doubt = False
+        #: in doubt because of the session (a successful heartbeat settles it: one goes out at once)
+        self._doubt_asks = False
 
     # ---------------------------------------------------------------- read-only views
     @property
@@ -592,11 +640,28 @@ class ConsumerGroupMachine:
         """The fatal error, once FATAL."""
         return self._fatal
 
+    @property
+    def session_timeout_ms(self) -> int | None:
+        """The group's session timeout (``consumer.session.timeout.ms``, from DescribeConfigs); None while unknown."""
+        return None if self._session_timeout_s is None else round(self._session_timeout_s * 1000)
+
+    @property
+    def hand_out_on_hold(self) -> bool:
+        """The member may be out of the group: the poll thread hands nothing out.
+
+        In doubt (the session timer, ``_settle_session``), or its partitions wait to be released
+        as lost (its epoch gone, or the session timer's release) behind a step the poll thread is
+        running.
+        """
+        return self._in_doubt or (
+            bool(self._owned) and (self._epoch <= 0 or self._release_after_step is _StepKind.RELEASE_LOST)
+        )
+
     def snapshot(self) -> ConsumerGroupSnapshot:
         """An immutable view for other threads."""
         return ConsumerGroupSnapshot(
             self._state, self._member_id, self._epoch, self._owned, self._coordinator,
-            self._topics, self._instance_id, self._fatal,
+            self._topics, self._instance_id, self._fatal, self.hand_out_on_hold, self.session_timeout_ms,
         )
 
     def next_deadline(self, now: float) -> float:
@@ -612,6 +677,12 @@ class ConsumerGroupMachine:
             deadlines.append(self._poll_deadline())
         if self._requested_ids:
             deadlines.append(self._metadata_requested_at + self._config.retry_backoff_max_ms / 1000)
+        if self._holds_for_session():
+            # the session timer's clocks (one already past is filtered out below)
+            if self._session_timeout_s is not None:
+                deadlines.append(self._alive_at + self._session_timeout_s)
+            if self._revoke_since is not None:
+                deadlines.append(self._revoke_since + self._rebalance_timeout_ms / 1000)
         future = [d for d in deadlines if d > now]
         return min(future) if future else float("inf")
 
@@ -632,6 +703,7 @@ class ConsumerGroupMachine:
             if handler is None:
                 raise ProtocolViolation(f"unknown event {event!r}")
             handler(self, event, now, out)
+            self._settle_session(now)
             self._drive(now, out)
         except ProtocolViolation as exc:
             self._poisoned = exc
@@ -645,6 +717,7 @@ class ConsumerGroupMachine:
         out = self._out = []
         try:
             self._check_poll_watchdog(now, out)
+            self._settle_session(now)
             self._drive(now, out)
         except ProtocolViolation as exc:
             self._poisoned = exc
@@ -692,7 +765,8 @@ class ConsumerGroupMachine:
         return self._state in (MemberState.ACKNOWLEDGING, MemberState.JOINING, MemberState.LEAVING)
 
     def _heartbeat_due(self) -> float:
-        if self._heartbeat_now():
+        if self._heartbeat_now() or (self._in_doubt and self._session_overdue()):
+            # in doubt about the session: ask at once (after a failed attempt's backoff)
             return 0.0 if self._state is MemberState.LEAVING else self._backoff_until
         return max(self._next_heartbeat_at, self._backoff_until)
 
@@ -804,6 +878,12 @@ class ConsumerGroupMachine:
             self._heartbeat_rid = None  # an answer to an earlier heartbeat no longer matters
         else:
             self._heartbeat_rid = rid
+            self._heartbeat_sent_at = now
+            carried = fields.get("topic_partitions")
+            self._heartbeat_carried = None if carried is None else self._current.partitions
+            self._unresolved[rid] = now
+            if self._unconfirmed_since is None:
+                self._unconfirmed_since = now
         out.append(
             SendConsumerGroupHeartbeat(
                 request_id=rid,
@@ -943,6 +1023,11 @@ class ConsumerGroupMachine:
 
     def _lost_released(self) -> None:
         """The lost partitions are released (Java: the ``onPartitionsLost`` callback completed)."""
+        if self._state in _HOLDING:
+            # released in place (a static member's session timer, ``_release_in_place``): the
+            # member is still in the group; the target its next answer brings is reconciled anew
+            self._released_in_place()
+            return
         self._clear_assignment()
         if self._closing is not None:
             return
@@ -958,6 +1043,7 @@ class ConsumerGroupMachine:
             self._rejoined_while_reconciling = True
         self._epoch = JOIN_GROUP_MEMBER_EPOCH
         self._transition(MemberState.JOINING)
+        self._revoke_since = None  # the join heartbeat owns nothing: no revocation can be pending
         self._target = NO_ASSIGNMENT
         self._assigned_names.clear()
         self._requested_ids = frozenset()
@@ -1057,6 +1143,153 @@ class ConsumerGroupMachine:
     def _close_if_done(self) -> None:
         if self._pending is None and self._leave_rid is None:
             self._transition(MemberState.CLOSED)
+
+    # ---------------------------------------------------------------- the session timer
+    def _holds_for_session(self) -> bool:
+        """A member in the group holding partitions (``_settle_session`` watches it)."""
+        return (
+            bool(self._owned)
+            and self._epoch > 0
+            and self._closing is None
+            and self._state in _HOLDING
+            and self._release_after_step is None
+        )
+
+    def _session_overdue(self) -> bool:
+        """In doubt because of the session: a successful heartbeat settles it (one goes out at once)."""
+        return self._doubt_asks
+
+    def _session_renewed(self, previous_target: frozenset[tuple[UUID, int]]) -> None:
+        """The current heartbeat was answered without error: move the session and revocation clocks.
+
+        The coordinator re-arms the session timer on every successful heartbeat
+        (``GroupMetadataManager.scheduleConsumerGroupSessionTimeout``), no earlier than the
+        heartbeat was sent. A member whose reported partitions include some the coordinator takes
+        away waits in UNREVOKED_PARTITIONS, and its rebalance timeout (the one it sends) fences it
+        unless a heartbeat reporting them released arrives first
+        (``CurrentAssignmentBuilder``, ``scheduleConsumerGroupRebalanceTimeout``). That timer starts
+        when the coordinator processes the heartbeat that moved the member there, which may be an
+        earlier one whose answer was lost: the clock starts at the send time of the first heartbeat
+        sent since the last successful one (or still unanswered), a safe lower bound.
+        """
+        sent_at = self._heartbeat_sent_at
+        self._alive_at = max(self._alive_at, sent_at)
+        first = min(
+            [sent_at, *self._unresolved.values()]
+            + ([self._unconfirmed_since] if self._unconfirmed_since is not None else [])
+        )
+        self._unconfirmed_since = None
+        if self._state in _NOT_IN_GROUP or self._state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+            self._revoke_since = None
+            return
+        target = self._target.partitions
+        carried = self._heartbeat_carried
+        if carried is not None:
+            # the coordinator keeps the member in UNREVOKED_PARTITIONS while what it reports owning
+            # includes partitions pending revocation
+            pending = not carried <= target
+        else:
+            # no owned partitions reported: the coordinator takes it that the member still owns them
+            pending = self._revoke_since is not None or bool(previous_target - target)
+        if not pending:
+            self._revoke_since = None
+        elif self._revoke_since is None:
+            self._revoke_since = first
+            log.debug("group %s member %s: partitions to revoke; the coordinator's rebalance timeout runs from %.3f",
+                      self._group_id, self._member_id, first)
+
+    def _release_in_place(self, reason: str) -> None:
+        """A static member's session timer ran out with no coordinator to ask: partitions lost, epoch kept.
+
+        A dynamic member rejoins with epoch 0 (Java's ``transitionToFenced``): the coordinator
+        takes a member it still has back as it is, and a removed one as new. A static member
+        cannot: the coordinator refuses epoch 0 for an instance id it still holds, even with the
+        same member id (UNRELEASED_INSTANCE_ID, fatal; Apache Kafka 4.4). So it releases its
+        partitions as lost and stays at its epoch: its next heartbeat (every field, the owned
+        partitions empty) gets its assignment back if the coordinator still has it, which is then
+        reconciled anew; UNKNOWN_MEMBER_ID (removed, the instance id released) fences it and it
+        rejoins.
+        """
+        if self._pending is not None and self._pending.kind is _StepKind.RECONCILE:
+            self._rejoined_while_reconciling = True  # its completion must not become the current assignment
+        self._revoke_since = None
+        self._release_lost(f"released: {reason}")
+
+    def _released_in_place(self) -> None:
+        """The poll thread released the partitions (``_release_in_place``): report owning none.
+
+        Until then the heartbeats report the partitions as owned, so the coordinator gives none
+        of them to another member while the poll thread may still hold them; from now on the
+        next heartbeat carries every field and no partitions, and its answer's assignment is
+        reconciled anew.
+        """
+        self._current = NO_ASSIGNMENT
+        self._target = NO_ASSIGNMENT
+        self._assigned_names.clear()
+        self._requested_ids = frozenset()
+        self._revoke_since = None
+        self._sent.reset()
+        self._next_heartbeat_at = 0.0  # ask at once
+        if self._state is not MemberState.RECONCILING:
+            self._transition(MemberState.RECONCILING)
+
+    def _settle_session(self, now: float) -> None:
+        """The session timer: hand nothing out while the coordinator may have removed the member.
+
+        Under the consumer protocol the coordinator removes a member it has not heard from for
+        the group's session timeout (``consumer.session.timeout.ms``, the broker's
+        ``group.consumer.session.timeout.ms`` unless the group overrides it; Kafka's
+        ``GroupMetadataManager``), and one that has not acknowledged a revocation within its
+        rebalance timeout, and gives its partitions to others. A member cut off from the
+        coordinator goes on fetching and would hand out records the new owners also process
+        (Java's ``AsyncKafkaConsumer`` does). kgroup learns the session timeout (DescribeConfigs)
+        and counts from the *send* time of the last successful ConsumerGroupHeartbeat (the
+        coordinator renewed the session no earlier), and from the revocation clock
+        (``_session_renewed``). Once either runs out, a member holding partitions hands nothing
+        out (``hand_out_on_hold``) until it knows:
+
+        * a heartbeat goes out at once (or the one in flight is waited for); its success
+          resumes the hand-outs, a fencing error releases the partitions as lost as always;
+        * a pending revocation is settled by the answer to the heartbeat that acknowledges it;
+        * with the coordinator unknown nothing can be asked: the partitions are lost and the
+          member rejoins with epoch 0 and its member id (Java's ``transitionToFenced``); a static
+          member keeps its epoch instead (``_release_in_place``).
+
+        Without a known session timeout (DescribeConfigs not allowed or not answered) only the
+        revocation clock runs. docs/kip848.md, "Beyond Java: the session timer".
+        """
+        if not self._holds_for_session():
+            self._in_doubt = self._doubt_asks = False
+            return
+        session_late = self._session_timeout_s is not None and now >= self._alive_at + self._session_timeout_s
+        revoke_late = (
+            self._revoke_since is not None and now >= self._revoke_since + self._rebalance_timeout_ms / 1000
+        )
+        if not (session_late or revoke_late):
+            self._in_doubt = self._doubt_asks = False
+            return
+        why = (
+            f"no successful heartbeat within the session timeout ({self.session_timeout_ms} ms)" if session_late
+            else f"a revocation not acknowledged within the rebalance timeout ({self._rebalance_timeout_ms} ms)"
+        )
+        if self._coordinator is None:
+            log.warning(
+                "group %s member %s epoch %d: %s and no coordinator to ask: the coordinator may have removed the "
+                "member; its partitions are lost and it %s", self._group_id, self._member_id, self._epoch, why,
+                "asks again with its epoch" if self._instance_id is not None else "rejoins",
+            )
+            self._in_doubt = self._doubt_asks = False
+            if self._instance_id is not None:
+                self._release_in_place(f"{why}, no coordinator to ask")
+            else:
+                self._transition_to_fenced(f"{why}, no coordinator to ask", now)
+            self._reset_backoff()
+            return
+        if not self._in_doubt:
+            log.warning("group %s member %s epoch %d: %s: holding back records until the coordinator answers",
+                        self._group_id, self._member_id, self._epoch, why)
+        self._in_doubt = True
+        self._doubt_asks = session_late
 
     # ---------------------------------------------------------------- the poll watchdog
     def _check_poll_watchdog(self, now: float, out: list[Command]) -> None:
@@ -1206,6 +1439,7 @@ class ConsumerGroupMachine:
             log.info("group %s: FindCoordinator failed: %s", self._group_id, error_name(event.error_code))
 
     def _on_heartbeat(self, event: HeartbeatResponded, now: float, out: list[Command]) -> None:
+        self._unresolved.pop(event.request_id, None)
         if event.request_id == self._leave_rid:
             if event.error_code != NONE:
                 log.info("group %s: the leave heartbeat returned %s", self._group_id, error_name(event.error_code))
@@ -1230,7 +1464,9 @@ class ConsumerGroupMachine:
         self._heartbeat_rid = None
         action = classify_heartbeat_error(event.error_code)
         if action is HeartbeatAction.OK:
+            previous_target = self._target.partitions
             self._on_heartbeat_success(event, now)
+            self._session_renewed(previous_target)
             return
         self._failed_attempt(now)
         name = error_name(event.error_code)
@@ -1276,6 +1512,7 @@ class ConsumerGroupMachine:
 
     def _on_request_failed(self, event: RequestFailed, now: float, out: list[Command]) -> None:
         rid = event.request_id
+        self._unresolved.pop(rid, None)
         if rid == self._find_rid:
             self._find_rid = None
             self._coordinator_attempts += 1
@@ -1301,6 +1538,18 @@ class ConsumerGroupMachine:
                  event.reason)
         self._mark_coordinator_unknown(f"ConsumerGroupHeartbeat failed: {event.reason}", now)
 
+    def _on_session_timeout(self, event: SessionTimeoutDescribed, now: float, out: list[Command]) -> None:
+        ms = event.session_timeout_ms
+        if ms is None or ms <= 0:
+            return  # a failed request: the value learned before, if any, stays
+        if ms / 1000 != self._session_timeout_s:
+            log.info(
+                "group %s member %s: the group's session timeout is %d ms (consumer.session.timeout.ms, from "
+                "DescribeConfigs): records are held back when no heartbeat has succeeded for that long",
+                self._group_id, self._member_id, ms,
+            )
+        self._session_timeout_s = ms / 1000
+
     _HANDLERS: Final[Mapping[type, Callable[[ConsumerGroupMachine, object, float, list[Command]], None]]] = {
         Subscribe: _on_subscribe,  # type: ignore[dict-item]
         Unsubscribe: _on_unsubscribe,  # type: ignore[dict-item]
@@ -1312,4 +1561,5 @@ class ConsumerGroupMachine:
         FindCoordinatorResponded: _on_find_coordinator,  # type: ignore[dict-item]
         HeartbeatResponded: _on_heartbeat,  # type: ignore[dict-item]
         RequestFailed: _on_request_failed,  # type: ignore[dict-item]
+        SessionTimeoutDescribed: _on_session_timeout,  # type: ignore[dict-item]
     }

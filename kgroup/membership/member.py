@@ -22,7 +22,8 @@ What the translation keeps (docs/kip848.md, "The Consumer"):
 * ``CommitErrorObserved`` is ignored: the next heartbeat learns of a fencing itself.
 
 The consumer-protocol events (``kgroup.membership.consumer_group``'s ``Subscribe`` with a
-pattern, ``HeartbeatResponded``, ``RequestFailed``, ``MetadataUpdated``, ``StepCompleted``) pass
+pattern, ``HeartbeatResponded``, ``RequestFailed``, ``MetadataUpdated``, ``StepCompleted``,
+``SessionTimeoutDescribed``) pass
 through; so do its ``SendConsumerGroupHeartbeat`` and ``RequestMetadata`` commands, which the
 group thread executes itself. Pure, as the machines are: no IO, no clock, no threads.
 """
@@ -103,6 +104,7 @@ _LEAVE_OPERATIONS: Final = {
 #: consumer-protocol events that go to the machine as they are
 _PASS_THROUGH: Final = (
     cg.Subscribe, cg.Unsubscribe, cg.StepCompleted, cg.MetadataUpdated, cg.HeartbeatResponded, cg.RequestFailed,
+    cg.SessionTimeoutDescribed,
 )
 
 
@@ -153,6 +155,7 @@ class ConsumerGroupMember:
             snap.subscription,
             snap.group_instance_id,
             snap.fatal,
+            snap.hand_out_on_hold,
         )
 
     def handle(self, event: Any, now: float) -> list[Any]:

@@ -15,8 +15,9 @@ import sys
 import attrs
 import pytest
 
+from kgroup.membership.consumer_group import ConsumerGroupMachine
 from kgroup.testing.simulation import run_seed, scenario_for
-from kgroup.testing.simulation._run import SERVER_ASSIGNORS
+from kgroup.testing.simulation._run import SERVER_ASSIGNORS, Simulation
 from tests.simulation.test_simulation import SUMMARY
 
 
@@ -69,6 +70,63 @@ def test_a_close_that_ends_exactly_at_its_timeout_counts_as_giving_up() -> None:
     its last hand-outs were not committed, and their redelivery must be excused."""
     result = run_seed(4903, "consumer")
     assert result.violations == [], "\n".join(map(str, result.violations))
+
+
+def test_a_member_whose_session_may_have_expired_hands_nothing_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 129: m1's last answered heartbeat was sent at 3.025 s; its next one went into a
+    coordinator black hole, and the coordinator removed it for its session timeout (6000 ms, which
+    the member read with DescribeConfigs) at 9.029 s. With the session timer the member held back
+    its records from 9.025 s and, its heartbeat failing, released its partitions as lost. Without it
+    (as Java's consumer) it handed out 50 records of t0-1 at 9.646 s, already another member's: the
+    zombie hand-out the simulator excused on the consumer protocol before kgroup had the timer."""
+    result = run_seed(129, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))
+    assert any("m1#1: DescribeConfigs <- {'consumer.session.timeout.ms': '6000'}" in line for line in result.trace)
+    assert not any("zombie hand-out" in line for line in result.trace)
+    monkeypatch.setattr(ConsumerGroupMachine, "_settle_session", lambda self, now: None)  # no timer
+    without = run_seed(129, "consumer")
+    assert [v.rule for v in without.violations] == ["hand-out after removal"], without.violations
+    assert "m1#1" in without.violations[0].detail and "(session timeout)" in without.violations[0].detail
+
+
+def test_a_static_member_whose_session_may_have_expired_keeps_its_epoch() -> None:
+    """Seed 232: static m0#1's heartbeats met a coordinator loading (COORDINATOR_LOAD_IN_PROGRESS) and
+    then a lost answer; 10 s after its last successful one was sent, with no coordinator to ask, its
+    session timer released t0-0 as lost. The coordinator still held it (its timers start afresh once
+    loaded): rejoining with epoch 0 was UNRELEASED_INSTANCE_ID, fatal, until the static member kept
+    its epoch and asked with it, getting t0-0 back."""
+    result = run_seed(232, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))
+    assert not any("m0#1: fatal" in line for line in result.trace)
+    released = next(i for i, line in enumerate(result.trace) if "m0#1: lost ['t0-0']" in line)
+    assert "ConsumerGroupHeartbeat -> epoch 5 owned 0" in result.trace[released + 1]
+    assert any("m0#1: assigned ['t0-0']" in line for line in result.trace[released:])
+
+
+def test_a_static_member_reports_its_partitions_until_the_poll_thread_released_them() -> None:
+    """Seed 519: static m0#1's poll thread was stuck in processing when its session timer released
+    its partitions in place (no coordinator to ask). Its next heartbeat reported owning none while
+    the poll thread had not run on_partitions_lost yet, and the coordinator gave t0-0 to m1#2: two
+    owners, until the heartbeats reported the partitions until the release completed."""
+    result = run_seed(519, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))
+    assert any("m0#1: ConsumerGroupHeartbeat -> epoch 4 owned 3" in line for line in result.trace)
+
+
+def test_a_zombie_that_left_the_group_explains_the_redelivery_of_what_it_handed_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 874: static m1#1 handed out t0-2@702-711, then its processing stalled past
+    max_poll_interval_ms (a "zombie" fault) before its auto-commit; its group thread left the group
+    (-2) and m2#1 was given t0-2 and handed those records out again. The run ended, liveness
+    holding, before m1#1's application came back to run on_partitions_lost: the redelivery is that
+    loss's, not an unexplained duplicate."""
+    result = run_seed(874, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))
+    assert any("m1#1: lost ['t0-2'] (left the group; the callback has not run yet)" in line for line in result.trace)
+    monkeypatch.setattr(Simulation, "_pending_losses", lambda self: None)
+    without = run_seed(874, "consumer")
+    assert {v.rule for v in without.violations} == {"unexplained duplicate"}
 
 
 #: CI's seed budget on the consumer protocol (beside the classic protocol's in test_simulation.py)

@@ -263,6 +263,15 @@ class SimCluster:
         )
         #: a hook the run sets: (owner, request, response) of every ConsumerGroupHeartbeat a member received
         self.on_heartbeat: Callable[[str, Any, ConsumerGroupHeartbeatResponse], None] | None = None
+        #: the consumer-group model's broker configs (DescribeConfigs answers its session timeout)
+        self.consumer_group_config = consumer_group_config
+        #: DescribeConfigs of a group's configs: the error code every request gets (0: none, the
+        #: value; GROUP_AUTHORIZATION_FAILED: no DESCRIBE_CONFIGS permission), the share of requests
+        #: that go unanswered while faults are on, and its own random generator (so that runs
+        #: which never send one draw as before)
+        self.describe_configs_error = codes.NONE
+        self.describe_configs_loss = 0.0
+        self.config_rng = random.Random(0)
         self.coordinator_node = 1
         self.faults = FaultProfile()
         self.black_hole_until = 0.0

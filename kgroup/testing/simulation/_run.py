@@ -397,11 +397,18 @@ class _Incarnation:
         if thread is not None:
             member_id = thread.snapshot.generation.member_id
             removed = sim.removed(member_id) if member_id else None
-            if removed is not None and not sim.told_since(self.name, removed[0]):
-                # the consumer protocol: only a heartbeat answer can tell a member it was removed
-                # (the session timeout is the broker's); until one comes, it hands out as Java's
-                # client does, a zombie whose duplicates its loss explains (docs/simulation.md)
-                self.trace(f"zombie hand-out: removed at {removed[0]:.3f} ({removed[1]}), not told yet")
+            if (
+                removed is not None
+                and removed[1] == "session timeout"
+                and not sim.told_since(self.name, removed[0])
+                and thread.consumer_session_timeout_ms is None
+            ):
+                # the consumer protocol, a member whose DescribeConfigs failed: without the group's
+                # session timeout it has no session timer, and only a heartbeat answer can tell it it
+                # was removed; until one comes, it hands out as Java's client does, a zombie whose
+                # duplicates its loss explains (docs/simulation.md)
+                self.trace(f"zombie hand-out: removed at {removed[0]:.3f} ({removed[1]}), not told yet, "
+                           "session timeout unknown")
             elif removed is not None:
                 # the coordinator gave this member's partitions away: a zombie hand-out
                 parts = sorted({f"{r.topic}-{r.partition}" for r in records})
@@ -477,6 +484,14 @@ class Simulation:
             ) if scenario.group_protocol == "consumer" else None,
         )
         self._consumer = scenario.group_protocol == "consumer"
+        # DescribeConfigs (the consumer protocol's session timeout) draws from its own generator, so
+        # the rest of a run draws as it did before members asked: one scenario in ten denies it
+        # (no DESCRIBE_CONFIGS permission: the members run without a session timer, as Java's),
+        # and while faults are on some requests go unanswered
+        self.cluster.config_rng = random.Random(scenario.seed * 104729 + 17)
+        if self._consumer and self.cluster.config_rng.random() < 0.1:
+            self.cluster.describe_configs_error = codes.GROUP_AUTHORIZATION_FAILED
+        self.cluster.describe_configs_loss = 0.05
         #: member id -> the partitions of its last assignment (consumer protocol)
         self._last_assignment: dict[str, frozenset[TopicPartition]] = {}
         #: incarnation -> when it last received a ConsumerGroupHeartbeat answer that told it where it stands
@@ -672,6 +687,7 @@ class Simulation:
         logger.setLevel(logging.CRITICAL)
         try:
             sched.run_until(end, stop=self._check_step)
+            self._pending_losses()
             if not self.checker.violations:
                 self._check_end()
         except Exception as exc:  # a simulator or client bug: report it as a violation
@@ -699,6 +715,26 @@ class Simulation:
             virtual_s=sched.now,
             switches=sched.switches,
         )
+
+    def _pending_losses(self) -> None:
+        """Partitions a live consumer-protocol member still holds after its group thread left the group.
+
+        A member stuck in processing past ``max_poll_interval_ms`` (a "zombie" fault) leaves the
+        group (epoch -1, or -2 if static) and its partitions are released as lost once its
+        application calls ``poll()`` again, which may be after the run ended (it ends as soon as
+        liveness holds). Its uncommitted hand-outs are handed out again by the next owner then, as
+        they are when the callback has run: the same at-least-once redelivery, explained by that
+        loss.
+        """
+        if not self._consumer:
+            return
+        for inc in self._live():
+            thread = inc.consumer._group
+            held = inc.consumer.assignment()
+            if thread is None or not held or thread.snapshot.generation.generation_id > 0:
+                continue
+            inc.trace(f"lost {sorted(map(str, held))} (left the group; the callback has not run yet)")
+            self.checker.excuse(inc.name, frozenset(held), "lost")
 
     def _settled_check(self) -> None:
         """After the faults: end the run early once liveness holds (it is a bound, not a wait)."""

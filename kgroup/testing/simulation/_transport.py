@@ -22,6 +22,7 @@ import attrs
 
 from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
+from kgroup._error_codes import NONE, error_name
 from kgroup._io.transport import (
     GroupRequest,
     OffsetFetchResult,
@@ -30,6 +31,7 @@ from kgroup._io.transport import (
     offset_commit_request,
     offset_fetch_request,
 )
+from kgroup.errors import KGroupError
 from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
@@ -246,6 +248,43 @@ class SimTransport:
     def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[uuid.UUID, str]]:
         """Topic id -> name of every topic of the simulated cluster (Metadata v10+)."""
         return self._later(lambda: dict(self._names))
+
+    def describe_group_configs(
+        self, group_id: str, names: Iterable[str], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, str | None]]:
+        """DescribeConfigs of the group's configs at any node: the consumer-group model's session timeout.
+
+        Fails as the cluster says (``describe_configs_error``: every request; ``describe_configs_loss``:
+        some go unanswered, failing at ``timeout_ms``), with draws from the cluster's ``config_rng``.
+        """
+        future: concurrent.futures.Future[dict[str, str | None]] = concurrent.futures.Future()
+        if self.dead:
+            return future
+        cluster = self._cluster
+        rng = cluster.config_rng
+        wanted = tuple(names)
+        lost = cluster.faults.enabled and rng.random() < cluster.describe_configs_loss
+        delay = timeout_ms / 1000 if lost else rng.uniform(0.001, 0.006)
+
+        def complete() -> None:
+            if self.dead:
+                return
+            code = cluster.describe_configs_error
+            config = cluster.consumer_group_config
+            if lost:
+                cluster.trace(f"{self.owner}: DescribeConfigs failed: timed out")
+                future.set_exception(TimeoutError(f"DescribeConfigs timed out after {timeout_ms} ms"))
+            elif code != NONE:
+                cluster.trace(f"{self.owner}: DescribeConfigs <- {error_name(code)}")
+                future.set_exception(KGroupError(f"DescribeConfigs returned {error_name(code)}"))
+            else:
+                values = {} if config is None else {"consumer.session.timeout.ms": str(config.session_timeout_ms)}
+                answer: dict[str, str | None] = {n: values[n] for n in wanted if n in values}
+                cluster.trace(f"{self.owner}: DescribeConfigs <- {answer}")
+                future.set_result(answer)
+
+        cluster.scheduler.call_later(delay, complete)
+        return future
 
     def describe_topics(
         self, topics: Iterable[str], timeout_ms: int
