@@ -9,8 +9,6 @@ tests/conformance/test_consumer_group_conformance.py.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import attrs
 import pytest
@@ -18,7 +16,7 @@ import pytest
 from kgroup.membership.consumer_group import ConsumerGroupMachine
 from kgroup.testing.simulation import run_seed, scenario_for
 from kgroup.testing.simulation._run import SERVER_ASSIGNORS, Simulation
-from tests.simulation.test_simulation import SUMMARY
+from tests.simulation.test_simulation import check_campaign
 
 
 def test_the_classic_scenario_of_a_seed_is_unchanged_by_the_protocol_choice() -> None:
@@ -135,20 +133,4 @@ CI_CONSUMER_SEEDS = int(os.environ.get("KGROUP_SIM_CONSUMER_SEEDS", "500"))
 
 @pytest.mark.timeout(900)
 def test_ci_seed_budget_on_the_consumer_protocol_finds_no_violation(capsys: pytest.CaptureFixture[str]) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "kgroup.testing.simulation", "--seeds", str(CI_CONSUMER_SEEDS),
-         "--group-protocol", "consumer"],
-        capture_output=True, text=True, timeout=900, check=False,
-    )
-    output = proc.stdout + proc.stderr
-    summary = [line for line in output.splitlines() if line.startswith("simulation:")]
-    with capsys.disabled():
-        print("\n" + (summary[-1] if summary else output[-2000:]))
-    assert proc.returncode == 0, output[-20000:]
-    match = SUMMARY.search(summary[-1])
-    assert match is not None, summary
-    seeds, epoch_bumps, faults, violations = map(int, match.groups())
-    assert seeds == CI_CONSUMER_SEEDS
-    assert violations == 0
-    assert epoch_bumps >= 2 * seeds  # every run has several group epoch bumps
-    assert faults >= 5 * seeds
+    check_campaign(capsys, CI_CONSUMER_SEEDS, "--group-protocol", "consumer")
