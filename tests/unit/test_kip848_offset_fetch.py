@@ -22,7 +22,6 @@ from typing import Any, Literal
 import pytest
 
 from kgroup._driver.commits import OffsetsClient
-from kgroup._driver.mailbox import Mailbox
 from kgroup._error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     NONE,
@@ -41,6 +40,8 @@ from kgroup.protocol import group_api
 from kgroup.protocol.group_api import FetchTopic, OffsetFetchRequest
 from kgroup.testing import FakeClock
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
+from tests.unit import test_kip848_commits as commits_tests
+from tests.unit.test_kip848_commits import ClockMailbox
 
 TP = TopicPartition("orders", 0)
 MEMBER = "m-1"
@@ -103,27 +104,11 @@ def test_stale_member_epoch_has_a_row_in_the_offset_fetch_table() -> None:
 # ==================================================================== the offsets client
 
 
-class ClockMailbox(Mailbox):
-    """A mailbox whose waits advance the fake clock and run ``on_wait`` (the group thread's heartbeat)."""
-
-    def __init__(self, clock: FakeClock, on_wait: Callable[[], None]) -> None:
-        super().__init__()
-        self.clock, self.on_wait = clock, on_wait
-
-    def wait_until(self, ready: Callable[[], bool], timeout_s: float) -> bool:
-        if not ready() and timeout_s > 0:
-            self.clock.sleep(timeout_s)
-            self.on_wait()
-        return ready()
-
-
-class Group:
-    """The group thread as the offsets client sees it: a snapshot in the member epoch."""
+class Group(commits_tests.Group):
+    """The group thread as the offsets client sees it; ``manual``: a consumer of ``assign()``."""
 
     def __init__(self, epoch: int, *, manual: bool = False) -> None:
-        self.snapshot = self.at(epoch)
-        self.crashed = None
-        self.posted: list[object] = []
+        super().__init__(epoch)
         self.manual = manual
 
     @staticmethod
@@ -131,9 +116,6 @@ class Group:
         generation = Generation(epoch, MEMBER) if epoch > 0 else Generation()
         state = MemberState.STABLE if epoch > 0 else MemberState.JOINING
         return MemberSnapshot(state, generation, frozenset({TP}), 1, frozenset({"orders"}), None, None)
-
-    def post(self, event: object) -> None:
-        self.posted.append(event)
 
 
 class Transport:
