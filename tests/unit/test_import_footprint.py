@@ -39,7 +39,7 @@ TEST_ONLY = (
 )
 
 
-def _modules_after(statement: str) -> set[str]:
+def modules_after(statement: str) -> set[str]:
     code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
     return set(json.loads(out.stdout))
@@ -47,17 +47,17 @@ def _modules_after(statement: str) -> set[str]:
 
 def test_import_kgroup_does_not_load_the_proxy_frame_codec():
     # kgroup's names are imported on first use: looking up Consumer loads the client
-    loaded = _modules_after("import kgroup; kgroup.Consumer")
+    loaded = modules_after("import kgroup; kgroup.Consumer")
     assert "kgroup.consumer" in loaded  # the facade is there (sanity)
     assert loaded.isdisjoint(TEST_ONLY), sorted(loaded & set(TEST_ONLY))
 
 
 def test_the_proxy_loads_the_frame_codec():
-    assert "kgroup._io.kafka_frames" in _modules_after("import kgroup.testing.proxy")
+    assert "kgroup._io.kafka_frames" in modules_after("import kgroup.testing.proxy")
 
 
 def test_kgroup_and_all_its_public_names_load_nothing_heavy():
-    loaded = _modules_after("import kgroup\nfor name in kgroup.__all__: getattr(kgroup, name)")
+    loaded = modules_after("import kgroup\nfor name in kgroup.__all__: getattr(kgroup, name)")
     assert {"kgroup.consumer", "kgroup.config", "kgroup.health"} <= loaded  # they were looked up (sanity)
     heavy = {m for m in loaded if m in HEAVY or m.split(".")[0] in HEAVY}
     assert heavy == set(), sorted(heavy)
@@ -65,7 +65,7 @@ def test_kgroup_and_all_its_public_names_load_nothing_heavy():
 
 def test_the_network_client_loads_the_heavy_modules():
     """The names above are the ones the client path really loads (else the test above is vacuous)."""
-    loaded = _modules_after("import kgroup._io.kafka_python, kgroup._driver.group_thread, kgroup._driver.commits")
+    loaded = modules_after("import kgroup._io.kafka_python, kgroup._driver.group_thread, kgroup._driver.commits")
     assert {
         "kafka",
         "kgroup._io.kafka_messages",

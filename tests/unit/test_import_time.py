@@ -12,12 +12,10 @@ Consumer"``'s. Checked in fresh interpreters, since this process has imported ev
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import kgroup.consumer
+from tests.unit.test_import_footprint import modules_after
 
 #: loaded by ``Consumer(...)`` or later, never by ``from kgroup import Consumer``
 HEAVY = (
@@ -57,14 +55,8 @@ ALLOWED_KGROUP = {
 }
 
 
-def _modules_after(statements: str) -> set[str]:
-    code = f"import json, sys\n{statements}\nprint(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
-    return set(json.loads(out.stdout))
-
-
 def test_from_kgroup_import_consumer_loads_no_heavy_module():
-    loaded = _modules_after("from kgroup import Consumer")
+    loaded = modules_after("from kgroup import Consumer")
     assert "kgroup.consumer" in loaded  # sanity
     heavy = sorted(m for m in loaded if m in HEAVY or m.split(".")[0] in HEAVY)
     assert heavy == [], f"imported with `from kgroup import Consumer`, defer them: {heavy}"
@@ -74,7 +66,7 @@ def test_from_kgroup_import_consumer_loads_no_heavy_module():
 
 def test_the_constructor_loads_them_and_still_no_network_client():
     """The modules above are the facade's (else the test above is vacuous), loaded by ``Consumer(...)``."""
-    loaded = _modules_after(
+    loaded = modules_after(
         "from kgroup import Consumer\nConsumer(bootstrap_servers='127.0.0.1:1', group_id='g').close(timeout_ms=0)"
     )
     assert {
