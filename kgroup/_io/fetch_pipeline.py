@@ -48,12 +48,18 @@ batches skipped). One difference: a response without records leaves the position
 epoch as it was (Java's ``FetchCollector``), where kafka-python sets it to -1.
 
 Fetch sessions (KIP-227) are not used: every Fetch is a full one (session id 0, epoch -1).
+
+Bulk readers (the Spark source's executors) take the same hand-out as columns with
+``fetch_columns``: one :class:`RecordColumns` per partition instead of one list of records, by the
+same code (``_take``/``_hand_out``), so every rule above holds for both.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
+import operator
 import threading
 from typing import Any
 
@@ -73,7 +79,7 @@ from kgroup._io.kafka_python import KafkaFetcher, _fetch_error, _ktp
 from kgroup.config import ConsumerConfig
 from kgroup.types import ConsumerRecord, TopicPartition
 
-__all__ = ["PipelinedFetcher"]
+__all__ = ["PipelinedFetcher", "RecordColumns", "fetch_columns"]
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +125,60 @@ class _Held:
             return int(batches.size_in_bytes()) if batches is not None else 0
         raw = getattr(self.data, "records", None)
         return len(raw or b"")
+
+
+#: the ``ConsumerRecord`` fields of ``RecordColumns``, in its attributes' order
+_COLUMN_FIELDS = tuple(
+    operator.itemgetter(ConsumerRecord._fields.index(name))
+    for name in ("offset", "key", "value", "headers", "timestamp", "timestamp_type")
+)
+
+
+class RecordColumns:
+    """One partition's records of one fetch, as columns: row ``i`` of each is the ``i``-th record.
+
+    What :meth:`PipelinedFetcher.fetch_columns` returns, for readers that turn records into
+    columnar data (the Spark source's Arrow batches) and need no object per record: the columns
+    are taken from the hand-out by ``map(itemgetter)`` (in C), not by a Python loop per record.
+    (The batch decoder still builds a ``ConsumerRecord`` per record inside; see
+    ``benchmarks/results.md``, Spark section.) ``len()`` is the number of records, at least 1 as
+    handed out by the fetcher.
+
+    Attributes:
+        topic_partition: the partition (every row's).
+        offsets: ``list[int]``, ascending; gaps where compaction, transaction markers or
+            aborted transactions (read_committed) removed records.
+        timestamps: ``list[int]``, ms since the epoch (UTC).
+        timestamp_types: ``list[int]``, 0 = CreateTime, 1 = LogAppendTime.
+        keys, values: ``list[bytes | None]``, the raw bytes; None for a null key or value.
+        headers: ``list[tuple[tuple[str, bytes | None], ...]]``: per record its headers as
+            ``(key, value)`` pairs, ``()`` without headers.
+
+    """
+
+    __slots__ = ("headers", "keys", "offsets", "timestamp_types", "timestamps", "topic_partition", "values")
+
+    def __init__(self, topic_partition: TopicPartition, records: list[ConsumerRecord]) -> None:
+        """Columns of ``records``: one partition's, non-empty, ascending offsets."""
+        self.topic_partition = topic_partition
+        (self.offsets, self.keys, self.values, self.headers, self.timestamps,
+         self.timestamp_types) = [list(map(field, records)) for field in _COLUMN_FIELDS]
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+def fetch_columns(fetcher: Any, max_records: int, timeout_ms: int) -> list[RecordColumns]:
+    """``fetcher.fetch_columns``, or the columns of ``fetcher.fetch`` for a fetcher without it.
+
+    ``KafkaFetcher`` (the ``KGROUP_FETCHER=kafka-python`` switch) has no columnar hand-out: its
+    records are grouped by partition here. Same arguments, results and errors as
+    :meth:`PipelinedFetcher.fetch_columns`.
+    """
+    if isinstance(fetcher, PipelinedFetcher):
+        return fetcher.fetch_columns(max_records, timeout_ms)
+    groups = itertools.groupby(fetcher.fetch(max_records, timeout_ms), key=lambda r: (r.topic, r.partition))
+    return [RecordColumns(TopicPartition(*tp), list(records)) for tp, records in groups]
 
 
 class PipelinedFetcher:
@@ -248,16 +308,41 @@ class PipelinedFetcher:
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
+        taken = self._take(max_records, timeout_ms)
+        if len(taken) == 1:
+            return taken[0][1]
+        out: list[ConsumerRecord] = []
+        for _, records in taken:
+            out += records
+        return out
+
+    def fetch_columns(self, max_records: int, timeout_ms: int) -> list[RecordColumns]:
+        """What :meth:`fetch` returns, as one :class:`RecordColumns` per partition (for bulk readers).
+
+        The same records, in the same order, with the same positions, waits, rules and errors as
+        ``fetch(max_records, timeout_ms)`` (it is the same hand-out): up to ``max_records``
+        records in all, at most one ``RecordColumns`` per partition, partitions in hand-out order.
+
+        Raises:
+            OffsetOutOfRangeError: out of range with ``auto_offset_reset="none"``.
+            FetchError: any other fetch failure (CRC, authorization, truncation, ...).
+
+        """
+        return [RecordColumns(TopicPartition(ktp.topic, ktp.partition), records)
+                for ktp, records in self._take(max_records, timeout_ms)]
+
+    def _take(self, max_records: int, timeout_ms: int) -> list[tuple[KTopicPartition, list[ConsumerRecord]]]:
+        """``fetch``'s records, per partition (``_hand_out``)."""
         if not self._subscription.assignment:
             self._idle = True
             return []
         try:
             self._prepare()
-            records = self._hand_out(max_records)
+            taken = self._hand_out(max_records)
             self._maybe_send()
-            if records:
+            if taken:
                 self._idle = False
-                return records
+                return taken
             if not self._in_flight_nodes and not self._resetting():
                 self._idle = True
                 return []
@@ -266,9 +351,9 @@ class PipelinedFetcher:
             if not self._arrivals and timeout_ms > 0:
                 self._woken.wait(timeout_ms / 1000)
             self._prepare()
-            records = self._hand_out(max_records)
+            taken = self._hand_out(max_records)
             self._maybe_send()
-            return records
+            return taken
         except KErrors.KafkaError as exc:
             raise _fetch_error(exc) from exc
 
@@ -564,8 +649,11 @@ class PipelinedFetcher:
             self._subscription.move_partition_to_end(records.topic_partition)  # round-robin fairness
 
     # ------------------------------------------------------------------ handing out
-    def _hand_out(self, max_records: int) -> list[ConsumerRecord]:
-        """Records of the buffered responses, oldest response first (Java's ``FetchCollector``)."""
+    def _hand_out(self, max_records: int) -> list[tuple[KTopicPartition, list[ConsumerRecord]]]:
+        """Records of the buffered responses, oldest response first (Java's ``FetchCollector``).
+
+        One ``(partition, records)`` per partition that handed out records.
+        """
         sub = self._subscription
         inline, self._inline = self._inline, None
         if inline is not None:
@@ -573,7 +661,7 @@ class PipelinedFetcher:
             position = sub.assignment[tp].position if sub.is_fetchable(tp) else None
             if position is not None and position.offset == offset:
                 raise exc
-        out: list[ConsumerRecord] = []
+        out: list[tuple[KTopicPartition, list[ConsumerRecord]]] = []
         remaining = max_records
         order = self._order
         parked: list[KTopicPartition] = []
@@ -610,7 +698,7 @@ class PipelinedFetcher:
                 offset = part.next_fetch_offset
                 taken = part.take(remaining)
                 if taken:
-                    out += taken
+                    out.append((tp, taken))
                     remaining -= len(taken)
                     if (not remaining and part._next_index >= len(part._decoded)
                             and part._next_inline_exception is None and not part._batches.has_next()):

@@ -28,7 +28,8 @@ shorter with ``maxOffsetsPerTrigger`` or raise that property.
 
 Executors read each planned range ``[start, end)`` of one partition with the kafka-python
 adapter's record fetcher (assign, seek, fetch until the position reaches ``end``) and return
-Arrow record batches in the schema of Spark's own Kafka source.
+Arrow record batches in the schema of Spark's own Kafka source, built from the fetcher's
+columnar hand-out (``PipelinedFetcher.fetch_columns``: no Python loop per record in kgroup.spark).
 
 The options of Spark's Kafka source behave as there (Spark's "Structured Streaming + Kafka
 Integration Guide"): ``Trigger.AvailableNow`` through PySpark's ``SupportsTriggerAvailableNow``
@@ -41,6 +42,7 @@ docs/spark.md has the table and the differences.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -67,6 +69,7 @@ from pyspark.sql.types import (
 )
 
 from kgroup._clock import MonotonicClock
+from kgroup._io.fetch_pipeline import RecordColumns, fetch_columns
 from kgroup._io.kafka_python import KafkaPythonTransport
 from kgroup._retry import Deadline, retry_until
 from kgroup.config import ConsumerConfig
@@ -93,7 +96,7 @@ from kgroup.spark._planner import (
     positions_of,
     split_ranges,
 )
-from kgroup.types import ConsumerRecord, TopicPartition
+from kgroup.types import TopicPartition
 
 __all__ = ["SCHEMA", "KGroupBatchReader", "KGroupDataSource", "KGroupStreamReader", "RangePartition", "read_range"]
 
@@ -140,30 +143,28 @@ def _executor_config(options: SourceOptions) -> ConsumerConfig:
     )
 
 
-def _records_to_batch(records: list[ConsumerRecord], schema: pa.Schema) -> pa.RecordBatch:
-    n = len(records)
-    topic = records[0].topic
-    partition = records[0].partition
-    keys, values, offsets, timestamps, types, headers = [], [], [], [], [], []
-    for r in records:
-        keys.append(r.key)
-        values.append(r.value)
-        offsets.append(r.offset)
-        timestamps.append(r.timestamp)
-        types.append(r.timestamp_type)
-        headers.append(r.headers)
+def _columns_to_batch(columns: RecordColumns, schema: pa.Schema) -> pa.RecordBatch:
+    """One partition's fetched columns as an Arrow batch of ``schema`` (``SCHEMA`` in Arrow)."""
+    n = len(columns)
+    tp = columns.topic_partition
     ts_type = schema.field("timestamp").type
-    columns = [
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
-        pa.array([topic] * n, pa.string()),
-        pa.array([partition] * n, pa.int32()),
-        pa.array(offsets, pa.int64()),
-        pa.array(timestamps, pa.int64()).cast(pa.timestamp("ms", tz=ts_type.tz)).cast(ts_type),
-        pa.array(types, pa.int32()),
-        pa.array(headers, schema.field("headers").type),
+    headers_type = schema.field("headers").type
+    if any(columns.headers):
+        headers = pa.array(columns.headers, headers_type)
+    else:  # the common case: no record has headers, n empty lists
+        headers = pa.ListArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n + 1),
+                                           pa.array([], headers_type.value_type), type=headers_type)
+    arrays = [
+        pa.array(columns.keys, pa.binary()),
+        pa.array(columns.values, pa.binary()),
+        pa.repeat(pa.scalar(tp.topic, pa.string()), n),
+        pa.repeat(pa.scalar(tp.partition, pa.int32()), n),
+        pa.array(columns.offsets, pa.int64()),
+        pa.array(columns.timestamps, pa.int64()).cast(pa.timestamp("ms", tz=ts_type.tz)).cast(ts_type),
+        pa.array(columns.timestamp_types, pa.int32()),
+        headers,
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _data_loss(options: SourceOptions, message: str, cause: BaseException | None = None) -> None:
@@ -231,7 +232,8 @@ def read_range(
         fetcher.assign(frozenset({tp}))
         fetcher.seek(tp, rng.start)
         deadline = Deadline.after_ms(_CLOCK, options.fetch_timeout_ms)
-        pending: list[ConsumerRecord] = []
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
         position = rng.start
         progressed_at = _CLOCK.monotonic()
         while position < rng.end:
@@ -241,7 +243,8 @@ def read_range(
                     f"{options.fetch_timeout_ms} ms (fetchTimeoutMs)"
                 )
             try:
-                records = fetcher.fetch(_FETCH_RECORDS, 500)
+                # no more than the next Arrow batch lacks: batches are cut where the fetches ended
+                fetched = fetch_columns(fetcher, min(_FETCH_RECORDS, batch_rows - pending_rows), 500)
             except OffsetOutOfRangeError as exc:
                 resumed = _resume_after_loss(options, transport, rng, position, exc)
                 if resumed is None:
@@ -251,14 +254,19 @@ def read_range(
                 continue
             except Exception as exc:
                 raise KGroupError(f"kgroup.spark: fetching {tp} at offset {position} failed: {exc!r}") from exc
-            for record in records:
-                if record.offset < rng.end:
-                    pending.append(record)
+            last = -1
+            for columns in fetched:
+                last = columns.offsets[-1]
+                within = bisect.bisect_left(columns.offsets, rng.end)  # offsets ascend
+                if within:
+                    batch = _columns_to_batch(columns, schema)
+                    pending.append(batch if within == len(columns) else batch.slice(0, within))
+                    pending_rows += within
             before = position
             current = fetcher.position(tp)
             position = current if current is not None else position
-            if records and records[-1].offset + 1 > position:
-                position = records[-1].offset + 1
+            if last + 1 > position:
+                position = last + 1
             now = _CLOCK.monotonic()
             if position > before:
                 progressed_at = now
@@ -267,11 +275,15 @@ def read_range(
                 if not _partition_exists(options, transport, tp):  # deleted: no fetch will ever answer
                     _data_loss(options, f"{tp} no longer exists: records [{position}, {rng.end}) cannot be read")
                     break
-            while len(pending) >= batch_rows:
-                yield _records_to_batch(pending[:batch_rows], schema)
-                pending = pending[batch_rows:]
+            if pending_rows >= batch_rows:
+                whole = pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+                full = pending_rows - pending_rows % batch_rows
+                for start in range(0, full, batch_rows):
+                    yield whole.slice(start, batch_rows)
+                pending_rows -= full
+                pending = [whole.slice(full)] if pending_rows else []
         if pending:
-            yield _records_to_batch(pending, schema)
+            yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
     finally:
         transport.close()
 

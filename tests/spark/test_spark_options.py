@@ -222,3 +222,93 @@ def test_a_stale_log_end_that_catches_up_is_not_data_loss(clock):
     reader = _reader()
     reader._list_offsets = lambda partitions, spec: {T0: 120}
     assert reader._regressed({T0: 100}, {T0: 7}) == {}
+
+
+# ---------------------------------------------------------------------- executors: fetched columns to Arrow
+def _record(offset: int, headers: tuple = (), key: bytes | None = b"k", timestamp_type: int = 0):
+    from kgroup.types import ConsumerRecord
+
+    return ConsumerRecord("t", 0, offset, key, b"v%d" % offset, headers, 1_700_000_000_000 + offset, timestamp_type)
+
+
+def _spark_rows(batches) -> list[tuple]:
+    import datetime
+
+    out = []
+    for b in batches:
+        for row in b.to_pylist():
+            stamp = row["timestamp"]
+            assert stamp.tzinfo is not None
+            ms = (stamp - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // datetime.timedelta(
+                milliseconds=1)
+            out.append((row["topic"], row["partition"], row["offset"], row["key"], row["value"],
+                        tuple((h["key"], h["value"]) for h in row["headers"]), ms, row["timestampType"]))
+    return out
+
+
+def _expected_rows(records) -> list[tuple]:
+    return [(r.topic, r.partition, r.offset, r.key, r.value, r.headers, r.timestamp, r.timestamp_type) for r in records]
+
+
+@pytest.mark.parametrize("with_headers", [True, False])
+def test_fetched_columns_become_an_arrow_batch_of_sparks_kafka_schema(with_headers):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from kgroup._io.fetch_pipeline import RecordColumns
+    from kgroup.spark._source import SCHEMA, _columns_to_batch
+
+    schema = to_arrow_schema(SCHEMA, timezone="UTC")
+    headers = (("trace", b"abc"), ("empty", None)) if with_headers else ()
+    records = [_record(3, headers), _record(4, key=None, timestamp_type=1), _record(7)]
+    batch = _columns_to_batch(RecordColumns(T0, records), schema)
+    assert batch.schema == schema
+    assert _spark_rows([batch]) == _expected_rows(records)
+
+
+def test_read_range_cuts_arrow_batches_of_batch_rows_and_stops_at_the_range_end(monkeypatch):
+    """Fetches of any size (a gap, records past the end): batches of ``batch_rows``, the last one shorter."""
+    from kgroup.spark import _source
+    from kgroup.spark._planner import OffsetRange
+
+    log = [_record(o, (("h", b"%d" % o),) if o % 5 == 0 else ()) for o in range(30) if o != 11]  # 11: a marker
+
+    class Fetcher:
+        position_ = 0
+        asked: list[int] = []
+
+        def assign(self, partitions):
+            pass
+
+        def seek(self, tp, offset):
+            self.position_ = offset
+
+        def fetch(self, max_records, timeout_ms):
+            self.asked.append(max_records)
+            out = [r for r in log if r.offset >= self.position_][: min(max_records, 3)]
+            if out:
+                self.position_ = out[-1].offset + 1
+            return out
+
+        def position(self, tp):
+            return self.position_
+
+    fetcher = Fetcher()
+
+    class Transport:
+        def __init__(self, config):
+            pass
+
+        def start(self, timeout_ms):
+            pass
+
+        def fetcher(self):
+            return fetcher
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(_source, "KafkaPythonTransport", Transport)
+    batches = list(_source.read_range(parse_options(BASE), OffsetRange("t", 0, 2, 21), batch_rows=4))
+    assert [b.num_rows for b in batches] == [4, 4, 4, 4, 2]
+    assert _spark_rows(batches) == _expected_rows([r for r in log if 2 <= r.offset < 21])
+    assert max(fetcher.asked) <= 4, "never more than the next batch lacks"

@@ -315,3 +315,104 @@ def test_idle_when_nothing_is_in_flight() -> None:
     fetcher.fetch(5, 0)
     assert not fetcher.idle()
     assert fetch_pipeline.FETCH_MAX_VERSION == 12
+
+
+# ---------------------------------------------------------------------- fetch_columns: the same hand-out as fetch
+def _rows(records: list[kgroup.ConsumerRecord]) -> list[tuple[Any, ...]]:
+    return [(r.partition, r.offset, r.key, r.value, r.headers, r.timestamp, r.timestamp_type) for r in records]
+
+
+def _column_rows(columns: list[fetch_pipeline.RecordColumns]) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for c in columns:
+        assert c.topic_partition.topic == T and len(c) > 0
+        assert c.offsets == sorted(c.offsets)
+        out += [(c.topic_partition.partition, *row)
+                for row in zip(c.offsets, c.keys, c.values, c.headers, c.timestamps, c.timestamp_types, strict=True)]
+    return out
+
+
+def _outcomes(columnar: bool, decoder: Any, steps: list[Any], **config: Any) -> list[Any]:
+    """Run ``steps`` on a new fetcher: ``("fetch", n)``, ``("answer", i, parts, aborted)``, ``("seek", tp, o)``.
+
+    Each fetch's rows (or the error it raised) and every position after it, in order.
+    """
+    fetcher, manager, _ = make(**config)
+    fetcher._decoder = decoder
+    start(fetcher, P0, P1)
+    seen: list[Any] = []
+    for step in steps:
+        if step[0] == "answer":
+            answer(manager, step[1], step[2], aborted=step[3])
+            continue
+        if step[0] == "seek":
+            fetcher.seek(step[1], step[2])
+            continue
+        try:
+            if columnar:
+                columns = fetcher.fetch_columns(step[1], 0)
+                assert len({c.topic_partition for c in columns}) == len(columns), "one per partition"
+                seen.append(_column_rows(columns))
+            else:
+                seen.append(_rows(fetcher.fetch(step[1], 0)))
+        except kgroup.KGroupError as exc:
+            seen.append((type(exc).__name__, exc.topic_partition))  # type: ignore[attr-defined]
+        sent = [sorted(fetched(request).items()) for _, request, _ in manager.sent]
+        seen.append((fetcher.position(P0), fetcher.position(P1), sent))
+    return seen
+
+
+def _differential_cases() -> list[Any]:
+    from tests.compat.test_partition_records import batch as full_batch
+    from tests.compat.test_partition_records import control_batch
+
+    headers = [("trace", b"abc"), ("empty", None)]
+    plain = full_batch(0, 3, headers=headers) + full_batch(3, 4, key=None) + full_batch(7, 2, attrs_bits=0x08)
+    transactional = (full_batch(0, 2, transactional=True, producer_id=7) + control_batch(2, 7, abort=True)
+                     + full_batch(3, 2, transactional=True, producer_id=8) + control_batch(5, 8, abort=False)
+                     + full_batch(6, 2, headers=headers))
+    corrupt = bytearray(batch(0, 3))
+    corrupt[-1] ^= 0xFF
+    return [
+        pytest.param({}, [("fetch", 5), ("answer", 0, {P0: plain, P1: batch(0, 6)}, None)]
+                     + [("fetch", 4)] * 6, id="headers-nulls-log-append-time-max-records"),
+        pytest.param({"isolation_level": "read_committed"},
+                     [("fetch", 5), ("answer", 0, {P0: transactional, P1: transactional},
+                                     [SimpleNamespace(producer_id=7, first_offset=0)])] + [("fetch", 3)] * 5,
+                     id="read-committed-aborted-and-control-batches"),
+        pytest.param({"auto_offset_reset": "none"},
+                     [("fetch", 5), ("answer", 0, {P0: batch(0, 3), P1: codes.OFFSET_OUT_OF_RANGE}, None)]
+                     + [("fetch", 10)] * 3, id="error-in-line-after-records"),
+        pytest.param({"check_crcs": True},
+                     [("fetch", 5), ("answer", 0, {P0: bytes(corrupt), P1: batch(0, 2)}, None)]
+                     + [("fetch", 5)] * 3 + [("seek", P0, 3), ("fetch", 5)], id="corrupt-batch"),
+        pytest.param({}, [("seek", P0, 2), ("seek", P1, 4), ("fetch", 5),
+                          ("answer", 0, {P0: batch(0, 5), P1: batch(0, 3) + batch(3, 3)}, None)]
+                     + [("fetch", 2)] * 4, id="batches-starting-before-the-fetch-offset"),
+    ]
+
+
+@pytest.mark.parametrize(("config", "steps"), _differential_cases())
+@pytest.mark.parametrize("decoder", ["kafka-python", "aiokafka-c"])
+def test_fetch_columns_hands_out_exactly_what_fetch_does(config: dict[str, Any], steps: list[Any],
+                                                         decoder: str) -> None:
+    """Differential: same records (every field), same errors, same positions, same next Fetches."""
+    from tests.compat.test_partition_records import C_DECODER
+
+    chosen = C_DECODER if decoder == "aiokafka-c" else (None, frozenset())
+    if chosen[0] is None and decoder == "aiokafka-c":
+        pytest.skip("aiokafka's C extension not installed")
+    expected = _outcomes(False, chosen, steps, **config)
+    assert any(isinstance(o, list) and o for o in expected), "the case hands out records"
+    assert _outcomes(True, chosen, steps, **config) == expected
+
+
+def test_fetch_columns_of_a_fetcher_without_it_groups_fetch_by_partition() -> None:
+    """The ``KGROUP_FETCHER=kafka-python`` switch: ``fetch()``'s records, one ``RecordColumns`` per partition."""
+    records = [kgroup.ConsumerRecord(T, p, o, b"k", b"v%d" % o, (("h", None),) if o == 1 else (), 10 + o, 1)
+               for p, o in ((0, 0), (0, 1), (1, 5))]
+    plain = SimpleNamespace(fetch=lambda max_records, timeout_ms: records[:max_records])
+    columns = fetch_pipeline.fetch_columns(plain, 10, 0)
+    assert [c.topic_partition for c in columns] == [P0, P1]
+    assert _column_rows(columns) == _rows(records)
+    assert fetch_pipeline.fetch_columns(SimpleNamespace(fetch=lambda max_records, timeout_ms: []), 10, 0) == []
