@@ -683,6 +683,8 @@ class ConsumerGroupMachine:
                 deadlines.append(self._alive_at + self._session_timeout_s)
             if self._revoke_since is not None:
                 deadlines.append(self._revoke_since + self._rebalance_timeout_ms / 1000)
+            if self._unconfirmed_since is not None:
+                deadlines.append(self._unconfirmed_since + self._rebalance_timeout_ms / 1000)
         future = [d for d in deadlines if d > now]
         return min(future) if future else float("inf")
 
@@ -801,6 +803,19 @@ class ConsumerGroupMachine:
         self._pending = _Pending(step, kind, resolved)
         return DeliverStep(step)
 
+    def _taking_partitions(self) -> bool:
+        """A reconciliation that adds partitions is out: the owned set is about to grow.
+
+        kgroup, beyond Java: a heartbeat sent meanwhile leaves ``topic_partitions`` out (null:
+        "unchanged", on which the coordinator keeps assuming the member owns what it was given,
+        ``CurrentAssignmentBuilder``) instead of reporting the owned set from before the step.
+        Reporting it (Java resends every field after an error, ``HeartbeatState.reset``) tells a
+        coordinator with a newer target that the member owns none of the partitions it is taking,
+        so it releases them to another member at once: two owners (the simulator on the consumer
+        protocol, seed 5267). The acknowledgement after the step reports the new owned set.
+        """
+        return self._pending is not None and bool(self._pending.step.assigned)
+
     def _leave_group_epoch(self, operation: LeaveOperation) -> int:
         """Java's ``ConsumerMembershipManager.leaveGroupEpoch``."""
         if operation is LeaveOperation.LEAVE_GROUP or self._instance_id is None:
@@ -868,7 +883,7 @@ class ConsumerGroupMachine:
         if self._server_assignor is not None and (send_all or self._server_assignor != sent.server_assignor):
             fields["server_assignor"] = self._server_assignor
             sent.server_assignor = self._server_assignor
-        if send_all or self._current != sent.assignment:
+        if (send_all or self._current != sent.assignment) and not self._taking_partitions():
             fields["topic_partitions"] = self._current.by_topic()
             sent.assignment = self._current
         rid = self._request_id()
@@ -1265,12 +1280,21 @@ class ConsumerGroupMachine:
         revoke_late = (
             self._revoke_since is not None and now >= self._revoke_since + self._rebalance_timeout_ms / 1000
         )
-        if not (session_late or revoke_late):
+        # a heartbeat whose answer never came may have moved the member to UNREVOKED_PARTITIONS
+        # (a newer target took partitions away): its rebalance timeout runs from that heartbeat,
+        # and the member cannot know; the first heartbeat sent since the last success bounds it
+        unanswered_late = (
+            self._unconfirmed_since is not None
+            and now >= self._unconfirmed_since + self._rebalance_timeout_ms / 1000
+        )
+        if not (session_late or revoke_late or unanswered_late):
             self._in_doubt = self._doubt_asks = False
             return
         why = (
             f"no successful heartbeat within the session timeout ({self.session_timeout_ms} ms)" if session_late
             else f"a revocation not acknowledged within the rebalance timeout ({self._rebalance_timeout_ms} ms)"
+            if revoke_late
+            else f"no heartbeat answered within the rebalance timeout ({self._rebalance_timeout_ms} ms)"
         )
         if self._coordinator is None:
             log.warning(
@@ -1289,7 +1313,7 @@ class ConsumerGroupMachine:
             log.warning("group %s member %s epoch %d: %s: holding back records until the coordinator answers",
                         self._group_id, self._member_id, self._epoch, why)
         self._in_doubt = True
-        self._doubt_asks = session_late
+        self._doubt_asks = session_late or unanswered_late
 
     # ---------------------------------------------------------------- the poll watchdog
     def _check_poll_watchdog(self, now: float, out: list[Command]) -> None:

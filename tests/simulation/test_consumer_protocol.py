@@ -127,6 +127,47 @@ def test_a_zombie_that_left_the_group_explains_the_redelivery_of_what_it_handed_
     assert {v.rule for v in without.violations} == {"unexplained duplicate"}
 
 
+def test_a_heartbeat_sent_while_partitions_are_being_taken_leaves_the_owned_set_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 5267: m0's join answer (all three partitions, epoch 2) came 2.9 s late; its next
+    heartbeat failed (NOT_COORDINATOR) and the one after it, sent with every field while the poll
+    thread was taking the three partitions, reported owning none. The coordinator, whose newer
+    target gave t0-1 and t0-2 to m1, released them to m1 at once: two owners. Without the fix
+    (``ConsumerGroupMachine._taking_partitions``) the seed fails again."""
+    result = run_seed(5267, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))
+    monkeypatch.setattr(ConsumerGroupMachine, "_taking_partitions", lambda self: False)
+    without = run_seed(5267, "consumer")
+    assert {v.rule for v in without.violations} == {"two unfenced owners"}, without.violations
+
+
+def test_heartbeats_unanswered_for_the_rebalance_timeout_hold_the_hand_outs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 5310: DescribeConfigs is refused (no session timer); m0's heartbeat, delayed, reached
+    the coordinator after a newer target took t0-1 away, and its answer was lost. The coordinator
+    removed m0 a rebalance timeout later, for the revocation it never heard of. Holding the
+    hand-outs once heartbeats went unanswered for the rebalance timeout keeps m0 from handing out
+    t0-0 after that; without it the seed fails again."""
+    result = run_seed(5310, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))
+    original = ConsumerGroupMachine._settle_session
+
+    def without_the_unanswered_clock(self: ConsumerGroupMachine, now: float) -> None:
+        since, self._unconfirmed_since = self._unconfirmed_since, None
+        try:
+            original(self, now)
+        finally:
+            if self._unconfirmed_since is None:
+                self._unconfirmed_since = since
+
+    monkeypatch.setattr(ConsumerGroupMachine, "_settle_session", without_the_unanswered_clock)
+    without = run_seed(5310, "consumer")
+    assert [v.rule for v in without.violations] == ["hand-out after removal"], without.violations
+    assert "(rebalance timeout)" in without.violations[0].detail
+
+
 #: CI's seed budget on the consumer protocol (beside the classic protocol's in test_simulation.py)
 CI_CONSUMER_SEEDS = int(os.environ.get("KGROUP_SIM_CONSUMER_SEEDS", "500"))
 

@@ -701,3 +701,38 @@ def test_no_partition_is_taken_while_a_heartbeat_is_unanswered() -> None:
     out = member.respond(ack, epoch=7, assigned=(*assignment(orders=[0]), TopicIdPartitions(refunds, (0,))))
     step = only(out, DeliverStep).step
     assert (step.revoked, step.assigned) == (frozenset(), tps("refunds", 0))
+
+
+def test_a_heartbeat_sent_while_partitions_are_being_taken_does_not_report_the_old_owned_set() -> None:
+    """kgroup, beyond Java (found by the simulator on the consumer protocol, seed 5267).
+
+    A heartbeat with an error answer makes the member resend every field (Java's
+    ``HeartbeatState.reset``), the owned partitions too. Sent while the poll thread is taking the
+    partitions of the member's target, it would report the owned set from before: a coordinator
+    with a newer target then finds the member owns none of the partitions it is to give up, and
+    gives them to another member at once. So such a heartbeat leaves the owned partitions out
+    ("unchanged": the coordinator goes on assuming the member has what it was given); the
+    acknowledgement after the step reports them.
+    """
+    member = Member()
+    first = member.join()
+    member.handle(MetadataUpdated(NAMES))
+    step = only(member.respond(first, epoch=5, assigned=assignment(orders=[0, 1, 2])), DeliverStep).step
+    assert step.assigned == tps("orders", 0, 1, 2)
+    # while the poll thread takes them, the coordinator moves: the member finds it again and
+    # heartbeats with every field
+    out = member.handle(CoordinatorDead("a commit returned NOT_COORDINATOR"))
+    beats: list[SendConsumerGroupHeartbeat] = []
+    for _ in range(10):
+        if any(isinstance(c, SendFindCoordinator) for c in out):
+            out = out + member.find_coordinator(out)
+        beats = [c for c in out if isinstance(c, SendConsumerGroupHeartbeat)]
+        if beats:
+            break
+        out = member.until_next_deadline()
+    (hb,) = beats
+    assert hb.member_epoch == 5
+    assert hb.topic_partitions is None, "the owned set from before the step must not be reported"
+    none_of(member.respond(hb, epoch=5), SendConsumerGroupHeartbeat)
+    ack = only(member.complete(step), SendConsumerGroupHeartbeat)
+    assert ack.topic_partitions == assignment(orders=[0, 1, 2])

@@ -502,3 +502,28 @@ def test_classic_members_never_ask() -> None:
     thread = GroupThread(config, transport, Mailbox(), clock)  # type: ignore[arg-type]
     thread._maybe_describe_session_timeout()
     assert transport.described == [] and thread.consumer_session_timeout_ms is None
+
+
+def test_a_heartbeat_never_answered_holds_the_hand_outs_a_rebalance_timeout_after_it_was_sent() -> None:
+    """Found by the simulator on the consumer protocol (seed 5310), with no session timeout known.
+
+    A heartbeat the coordinator processed, whose answer was lost, may have moved the member to
+    UNREVOKED_PARTITIONS (a newer target takes partitions away); the coordinator then removes it
+    a rebalance timeout later unless the revocation is acknowledged, and the member cannot know.
+    So a member whose heartbeats have gone unanswered for its rebalance timeout, counted from the
+    first one sent since the last success, holds its hand-outs and asks; DescribeConfigs or not.
+    """
+    member = Member(rebalance_timeout_ms=20_000)
+    stable(member, 0, 1, session_ms=None, interval_ms=5000)
+    hb = next_heartbeat(member)  # its answer never comes
+    sent_at = member.now
+    assert member.machine.next_deadline(member.now) <= sent_at + 20.0
+    member.now = sent_at + 20.0 - 0.001
+    member.tick()
+    assert not on_hold(member)
+    member.now = sent_at + 20.0
+    member.tick()
+    assert on_hold(member), "the coordinator may have fenced the member for an unacknowledged revocation"
+    assert member.machine.owned == tps("orders", 0, 1)
+    member.respond(hb, epoch=5, interval_ms=5000)  # late, but a success: the member is still there
+    assert not on_hold(member)
