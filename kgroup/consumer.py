@@ -1651,6 +1651,7 @@ class Consumer(Generic[K, V]):
             return
         # not yet _closed: commit() must keep working inside the close revoke callback
         self._closing = True
+        self._mailbox.disable_wakeups()  # wakeup() does not interrupt close() (Java: disableWakeups)
         group = self._group
         deadline = self._clock.monotonic() + timeout_ms / 1000
         self._close_deadline = deadline

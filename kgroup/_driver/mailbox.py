@@ -37,6 +37,7 @@ class Mailbox:
         self._items: collections.deque[Message] = collections.deque()
         self._cond = threading.Condition()
         self._woken = False
+        self._wakeups_disabled = False
 
     def post(self, item: Message) -> None:
         """Add ``item`` and wake the poll thread (any thread)."""
@@ -50,10 +51,25 @@ class Mailbox:
             self._cond.notify_all()
 
     def wake(self) -> None:
-        """Wake a waiting poll thread without a message (``Consumer.wakeup``); sticky until consumed."""
+        """Wake a waiting poll thread without a message (``Consumer.wakeup``); sticky until consumed.
+
+        Ignored once :meth:`disable_wakeups` was called.
+        """
         with self._cond:
-            self._woken = True
+            if not self._wakeups_disabled:
+                self._woken = True
             self._cond.notify_all()
+
+    def disable_wakeups(self) -> None:
+        """From now on ``wake()`` interrupts nothing, and a pending one is dropped (``close()``).
+
+        Java's ``ConsumerCoordinator.close`` calls ``ConsumerNetworkClient.disableWakeups`` first:
+        a ``wakeup()`` that no ``poll()`` consumed (a SIGTERM handler's, say) must not make the
+        commit of the close's revocation fail.
+        """
+        with self._cond:
+            self._wakeups_disabled = True
+            self._woken = False
 
     def take_all(self) -> list[Message]:
         """Everything posted so far, oldest first (poll thread)."""

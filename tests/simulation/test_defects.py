@@ -168,6 +168,40 @@ def test_d10a_close_after_an_unconsumed_wakeup_does_not_spin():
     assert switches[0] < 50  # before the fix: a busy loop until the timeout
 
 
+def test_a_pending_wakeup_does_not_fail_the_commit_of_close_s_revocation():
+    """A SIGTERM handler's ``wakeup()`` that no ``poll()`` consumed made the commit inside
+    ``on_partitions_revoked`` during ``close()`` raise WakeupError, and ``close()`` failed
+    (``examples/service.py`` in CI). Java's ``ConsumerCoordinator.close`` disables wakeups first."""
+    group = SimulatedGroup({"t": 1}, seed=4)
+    outcome: list[object] = []
+
+    class CommitOnRevoke(kgroup.RebalanceListener):
+        def __init__(self) -> None:
+            self.consumer: kgroup.Consumer | None = None
+
+        def on_partitions_revoked(self, partitions) -> None:
+            assert self.consumer is not None
+            self.consumer.commit()
+
+    listener = CommitOnRevoke()
+
+    def app(consumer: kgroup.Consumer, running) -> None:
+        listener.consumer = consumer
+        consumer.subscribe(["t"], listener=listener)
+        while not consumer.assignment():
+            consumer.poll(100)
+        consumer.wakeup()  # never consumed by a poll()
+        try:
+            consumer.close(timeout_ms=3000)
+            outcome.append("closed")
+        except kgroup.KGroupError as exc:
+            outcome.append(exc)
+
+    group.add_member("a", app, enable_auto_commit=False, **FAST)
+    group.run_until(lambda: bool(outcome), timeout_s=30.0)
+    assert outcome == ["closed"]
+
+
 # ------------------------------------------------------------------------------ D6, D7
 def test_d6_a_group_with_mixed_subscriptions_does_not_rebalance_without_a_change():
     group = SimulatedGroup({"a": 2, "b": 2}, seed=5)
