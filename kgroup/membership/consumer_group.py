@@ -35,7 +35,10 @@ The member, as Java's ``ConsumerMembershipManager`` / ``AbstractMembershipManage
    RECONCILING again if the target moved on.
 5. **Fenced** (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID): the epoch drops to 0, the owned
    partitions go to the poll thread as *lost* (no commit: the epoch is gone), then the member
-   rejoins with epoch 0 at once (no backoff).
+   rejoins with epoch 0 at once (no backoff). A static member fenced with FENCED_MEMBER_EPOCH
+   first releases its instance id with a -2 heartbeat (kgroup, beyond Java: the coordinator
+   still holds the instance id at the member's old epoch and refuses epoch 0 with
+   UNRELEASED_INSTANCE_ID, which Java's consumer takes as fatal; ``_send_instance_release``).
 6. **Leave**: ``Leave`` (close) and ``Unsubscribe`` release the partitions (revoked if the
    member still has an epoch, else lost), then heartbeat with epoch -1, or -2 for a static
    member (``group_instance_id``: it keeps its assignment until the session times out). The
@@ -64,7 +67,7 @@ from uuid import UUID
 
 import attrs
 
-from kgroup._error_codes import NONE, UNSUPPORTED_VERSION, error_name
+from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, error_name
 from kgroup.config import ConsumerConfig
 from kgroup.errors import Api, Disposition, KGroupError, ProtocolViolation, broker_error, classify
 from kgroup.membership.backoff import next_backoff_s
@@ -547,6 +550,10 @@ class ConsumerGroupMachine:
         #: the epoch it was sent with: a fencing answer to it still fences (Java handles every answer)
         self._abandoned_heartbeat: tuple[int, int] | None = None
         self._leave_rid: int | None = None
+        #: a static member fenced at an epoch the coordinator still holds: release the instance id
+        #: (-2) before the epoch-0 join (``_send_instance_release``); the release heartbeat in flight
+        self._release_instance = False
+        self._release_rid: int | None = None
         # heartbeat timing (seconds on the driver's clock)
         self._interval_s = 0.0
         self._next_heartbeat_at = 0.0
@@ -865,6 +872,9 @@ class ConsumerGroupMachine:
     def _send_heartbeat(self, now: float, out: list[Command]) -> None:
         """Build the heartbeat (only what changed, Java's ``HeartbeatState.buildRequestData``) and send it."""
         assert self._coordinator is not None
+        if self._state is MemberState.JOINING and self._release_instance:
+            self._send_instance_release(now, out)
+            return
         send_all = self._state is MemberState.JOINING
         sent = self._sent
         fields: dict[str, object] = {}
@@ -913,6 +923,53 @@ class ConsumerGroupMachine:
         )
         self._next_heartbeat_at = now + self._interval_s
         self._on_heartbeat_sent()
+
+    def _send_instance_release(self, now: float, out: list[Command]) -> None:
+        """A fenced static member releases its instance id (epoch -2) before it rejoins with epoch 0.
+
+        The coordinator (Apache Kafka 4.4's ``GroupMetadataManager``) keeps a member it fenced with
+        FENCED_MEMBER_EPOCH, at its old epoch, and refuses a join (epoch 0) with an instance id a
+        member holds at any epoch but -2, even from the same member id: UNRELEASED_INSTANCE_ID,
+        which Java's consumer takes as fatal. A static leave (-2) is accepted at any epoch from
+        the member id that holds the instance id; it keeps the member's assignment, which the
+        epoch-0 join then takes over (the conformance script
+        ``a_fenced_static_member_cannot_rejoin_until_it_releases_its_instance_id`` checks both
+        against Apache Kafka). The answer is handled by ``_on_instance_released``.
+        """
+        assert self._coordinator is not None
+        rid = self._request_id()
+        self._heartbeat_rid = self._release_rid = rid
+        log.info("group %s member %s: fenced static member: releasing instance id %s (epoch -2) before rejoining",
+                 self._group_id, self._member_id, self._instance_id)
+        out.append(
+            SendConsumerGroupHeartbeat(
+                request_id=rid,
+                node_id=self._coordinator,
+                timeout_ms=self._config.request_timeout_ms,
+                group_id=self._group_id,
+                member_id=self._member_id,
+                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                instance_id=self._instance_id,
+            )
+        )
+        self._next_heartbeat_at = now + self._interval_s
+
+    def _on_instance_released(self, event: HeartbeatResponded) -> bool:
+        """The answer to ``_send_instance_release``: True when handled (the join goes out next).
+
+        NONE (released) and UNKNOWN_MEMBER_ID (the coordinator no longer has the member, so the
+        instance id is free) end the release; any other code is handled as a heartbeat's
+        (coordinator errors retry the release; FENCED_INSTANCE_ID, another process with the same
+        ``group_instance_id``, is fatal).
+        """
+        if event.error_code not in (NONE, UNKNOWN_MEMBER_ID):
+            return False
+        log.info("group %s member %s: instance id %s %s; rejoining", self._group_id, self._member_id,
+                 self._instance_id, "released" if event.error_code == NONE else "no longer held")
+        self._release_instance = False
+        self._next_heartbeat_at = 0.0
+        self._reset_backoff()
+        return True
 
     def _on_heartbeat_sent(self) -> None:
         """The states a heartbeat ends (Java ``onHeartbeatRequestGenerated``)."""
@@ -1065,8 +1122,12 @@ class ConsumerGroupMachine:
         self._retry_reconcile_at_poll = False
         self._subscription_updated = False
 
-    def _transition_to_fenced(self, reason: str, now: float) -> None:
-        """Java ``AbstractMembershipManager.transitionToFenced``."""
+    def _transition_to_fenced(self, reason: str, now: float, error_code: int | None = None) -> None:
+        """Java ``AbstractMembershipManager.transitionToFenced``.
+
+        ``error_code``: the heartbeat's, when an answer fenced the member; a static member fenced
+        with FENCED_MEMBER_EPOCH releases its instance id before the join (``_send_instance_release``).
+        """
         if self._state is MemberState.PREPARE_LEAVING:
             # fenced while releasing for a leave: no leave heartbeat, no rejoin; the release in
             # progress completes on its own
@@ -1089,6 +1150,8 @@ class ConsumerGroupMachine:
         self._transition(MemberState.FENCED)
         self._epoch = JOIN_GROUP_MEMBER_EPOCH
         self._heartbeat_rid = None
+        if self._instance_id is not None and error_code == FENCED_MEMBER_EPOCH:
+            self._release_instance = True
         self._release_lost(f"fenced: {reason}")
 
     def _transition_to_fatal(self, error: Exception, out: list[Command]) -> None:
@@ -1480,12 +1543,17 @@ class ConsumerGroupMachine:
             ):
                 # the coordinator removed or fenced the member at this very epoch: as authoritative
                 # as the answer to the current heartbeat (Java's handler takes it too)
-                self._transition_to_fenced(f"ConsumerGroupHeartbeat returned {error_name(event.error_code)}", now)
+                self._transition_to_fenced(f"ConsumerGroupHeartbeat returned {error_name(event.error_code)}", now,
+                                           event.error_code)
                 self._reset_backoff()
                 return
             log.debug("group %s: dropping a stale heartbeat response %d", self._group_id, event.request_id)
             return
         self._heartbeat_rid = None
+        if event.request_id == self._release_rid:
+            self._release_rid = None
+            if self._on_instance_released(event):
+                return
         action = classify_heartbeat_error(event.error_code)
         if action is HeartbeatAction.OK:
             previous_target = self._target.partitions
@@ -1501,7 +1569,7 @@ class ConsumerGroupMachine:
         elif action is HeartbeatAction.RETRY:
             log.info("group %s: %s; retrying after a backoff", self._group_id, detail)
         elif action is HeartbeatAction.FENCED:
-            self._transition_to_fenced(detail, now)
+            self._transition_to_fenced(detail, now, event.error_code)
             self._reset_backoff()
         elif action is HeartbeatAction.REPORT:
             log.error("group %s member %s: %s", self._group_id, self._member_id, detail)

@@ -170,6 +170,25 @@ SCRIPTS: dict[str, list[Step]] = {
         HB("a2", -1, instance="i", expect=_ok(-1)),
         HB("a2", 2, instance="i", expect=_err(codes.UNKNOWN_MEMBER_ID)),
     ],
+    "a_fenced_static_member_cannot_rejoin_until_it_releases_its_instance_id": [
+        HB("a", 0, join=True, instance="i", expect=_ok(2, {0: [0, 1, 2]})),
+        HB("a", 5, instance="i", owned=(0, 1, 2), expect=_err(codes.FENCED_MEMBER_EPOCH)),
+        # the same member id at epoch 0: refused while the instance id is held (Kafka 4.4; Java's
+        # consumer takes UNRELEASED_INSTANCE_ID as fatal)
+        HB("a", 0, join=True, instance="i", expect=_err(codes.UNRELEASED_INSTANCE_ID)),
+        # a static leave is accepted at any epoch: it releases the instance id, the assignment kept
+        HB("a", -2, instance="i", expect=_ok(-2)),
+        HB("a", 0, join=True, instance="i", expect=_ok(2, {0: [0, 1, 2]})),
+        HB("a", 2, instance="i", owned=(0, 1, 2), expect=_ok(2, None)),
+        HB("a", 7, instance="i", owned=(0, 1, 2), expect=_err(codes.FENCED_MEMBER_EPOCH)),
+        HB("a", -2, instance="i", expect=_ok(-2)),
+        HB("a", -2, instance="i", expect=_ok(-2)),
+        HB("a", 0, join=True, instance="i", expect=_ok(2, {0: [0, 1, 2]})),
+        HB("a", -1, instance="i", expect=_ok(-1)),
+        HB("a", -2, instance="i", expect=_err(codes.UNKNOWN_MEMBER_ID)),
+        Sleep(ASSIGNMENT_INTERVAL_MS + 100),
+        HB("a", 0, join=True, instance="i", expect=_ok(4, {0: [0, 1, 2]})),
+    ],
     "commits_carry_the_member_epoch": [
         HB("a", 0, join=True, expect=_ok(2)),
         Commit("a", 2, 7, expect=codes.NONE),

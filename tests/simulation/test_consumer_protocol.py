@@ -101,6 +101,32 @@ def test_a_static_member_whose_session_may_have_expired_keeps_its_epoch() -> Non
     assert any("m0#1: assigned ['t0-0']" in line for line in result.trace[released:])
 
 
+def test_a_static_member_fenced_at_its_epoch_releases_its_instance_id_before_rejoining(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 285: static m0#1's heartbeat got FENCED_MEMBER_EPOCH (injected) while the coordinator
+    still held it at epoch 6. Rejoining with epoch 0 was UNRELEASED_INSTANCE_ID, fatal (Apache
+    Kafka 4.4 answers so; Java's consumer stops), and a supervisor had to restart the process;
+    with a -2 heartbeat first, the member gets its partitions back at once."""
+    result = run_seed(285, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))
+    assert not any("m0#1: fatal" in line for line in result.trace)
+    fenced = next(i for i, line in enumerate(result.trace) if "m0#1: ConsumerGroupHeartbeat <- 110" in line)
+    after = result.trace[fenced:fenced + 8]
+    assert any("m0#1: ConsumerGroupHeartbeat -> epoch -2" in line for line in after), after
+    assert any("m0#1: assigned ['t1-0', 't1-1', 't1-2']" in line for line in after), after
+
+    send = ConsumerGroupMachine._send_heartbeat
+
+    def join_at_once(self: ConsumerGroupMachine, now: float, out: list[object]) -> None:
+        self._release_instance = False  # Java's rejoin
+        send(self, now, out)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ConsumerGroupMachine, "_send_heartbeat", join_at_once)
+    without = run_seed(285, "consumer")
+    assert any("m0#1: fatal" in line and "UNRELEASED_INSTANCE_ID" in line for line in without.trace)
+
+
 def test_a_static_member_reports_its_partitions_until_the_poll_thread_released_them() -> None:
     """Seed 519: static m0#1's poll thread was stuck in processing when its session timer released
     its partitions in place (no coordinator to ask). Its next heartbeat reported owning none while

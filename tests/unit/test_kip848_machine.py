@@ -384,6 +384,61 @@ def test_a_fenced_member_loses_its_partitions_then_rejoins_with_epoch_0(code: in
     assert (step.assigned, step.owned) == (tps("orders", 1), tps("orders", 1))
 
 
+def test_a_static_member_fenced_at_a_held_epoch_releases_its_instance_id_then_rejoins() -> None:
+    """Kafka 4.4 keeps a member it answered FENCED_MEMBER_EPOCH at its old epoch and refuses a
+    join with its instance id (UNRELEASED_INSTANCE_ID, fatal in Java's consumer); a -2 heartbeat
+    releases it (the conformance script checks both against Apache Kafka)."""
+    member = Member(group_instance_id="pod-0")
+    member.stable_with(orders=[0, 1])
+    hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
+    step = only(member.respond(hb, FENCED_MEMBER_EPOCH), DeliverStep).step
+    assert step.lost == tps("orders", 0, 1)
+    release = only(member.complete(step), SendConsumerGroupHeartbeat)
+    assert (release.member_epoch, release.instance_id, release.member_id) == (-2, "pod-0", hb.member_id)
+    assert (release.subscribed_topic_names, release.topic_partitions) == (None, None)
+    assert member.state is MemberState.JOINING
+    rejoin = only(member.respond(release, epoch=-2), SendConsumerGroupHeartbeat)  # at once
+    assert (rejoin.member_epoch, rejoin.instance_id, rejoin.topic_partitions) == (0, "pod-0", ())
+    assert rejoin.subscribed_topic_names == ("orders",)
+    step = only(member.respond(rejoin, epoch=5, assigned=assignment(orders=[0, 1])), DeliverStep).step
+    assert step.assigned == tps("orders", 0, 1) and member.machine.member_epoch == 5
+    # fenced again: released again (each fencing at a held epoch needs its own release)
+    ack = only(member.complete(step), SendConsumerGroupHeartbeat)
+    step = only(member.respond(ack, FENCED_MEMBER_EPOCH), DeliverStep).step
+    assert only(member.complete(step), SendConsumerGroupHeartbeat).member_epoch == -2
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [(UNKNOWN_MEMBER_ID, "join"), (NOT_COORDINATOR, "find"), (FENCED_INSTANCE_ID, "fatal")],
+)
+def test_the_answer_to_an_instance_release(code: int, outcome: str) -> None:
+    member = Member(group_instance_id="pod-0")
+    member.stable_with(orders=[0])
+    hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
+    step = only(member.respond(hb, FENCED_MEMBER_EPOCH), DeliverStep).step
+    release = only(member.complete(step), SendConsumerGroupHeartbeat)
+    out = member.respond(release, code)
+    if outcome == "join":  # the coordinator no longer has the member: the instance id is free
+        assert only(out, SendConsumerGroupHeartbeat).member_epoch == 0
+    elif outcome == "find":  # the release is sent again to the coordinator found next
+        again = only(member.find_coordinator(out), SendConsumerGroupHeartbeat)
+        assert again.member_epoch == -2
+        assert only(member.respond(again, epoch=-2), SendConsumerGroupHeartbeat).member_epoch == 0
+    else:  # another process holds the instance id
+        assert isinstance(only(out, Fail).error, FencedInstanceIdError)
+        assert member.state is MemberState.FATAL
+
+
+@pytest.mark.parametrize("instance_id", [None, "pod-0"])
+def test_unknown_member_id_needs_no_release(instance_id: str | None) -> None:
+    member = Member(group_instance_id=instance_id)
+    member.stable_with(orders=[0])
+    hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
+    step = only(member.respond(hb, UNKNOWN_MEMBER_ID), DeliverStep).step
+    assert only(member.complete(step), SendConsumerGroupHeartbeat).member_epoch == 0
+
+
 def test_fenced_while_a_reconciliation_is_out() -> None:
     member = Member()
     member.stable_with(orders=[0, 1])
