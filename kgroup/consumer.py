@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from kgroup._driver.group_thread import GroupThread
     from kgroup._driver.mailbox import Mailbox
     from kgroup._driver.partitions import PartitionState
+    from kgroup._io.fetch_pipeline import RecordColumns
     from kgroup._io.kafka_python import KafkaPythonTransport
     from kgroup._io.transport import OffsetFetchResult, Transport
     from kgroup._retry import Deadline
@@ -96,6 +97,21 @@ _FETCH_SLICE_MS = 20
 _CLOSE_POLICIES: dict[str, bool | None] = {"default": None, "remain": False, "leave": True}
 #: how long close() waits for the group thread to stop once the member left, in seconds
 _GROUP_STOP_S = 5.0
+
+def _fetch_columns(fetcher: Any, max_records: int, timeout_ms: int) -> list[RecordColumns]:
+    """The fetcher's columnar hand-out (``kgroup._io.fetch_pipeline.fetch_columns``), imported on first use."""
+    from kgroup._io.fetch_pipeline import fetch_columns
+
+    return fetch_columns(fetcher, max_records, timeout_ms)
+
+
+def _columns_size(columns: RecordColumns) -> int:
+    """Bytes of keys and values in ``columns`` (the ``bytes-consumed`` metric)."""
+    nbytes = getattr(columns, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    return sum(len(k) for k in columns.keys if k) + sum(len(v) for v in columns.values if v)
+
 
 #: set once ``_import_deferred`` has bound the names below
 _deferred_imported = False
@@ -521,12 +537,48 @@ class Consumer(Generic[K, V]):
             ConsumerClosedError: after ``close()``.
 
         """
+        return self._poll_loop(timeout_ms, self._config.max_poll_records, columns=False)
+
+    def poll_columns(self, timeout_ms: int = 0, max_records: int | None = None) -> list[RecordColumns]:
+        """``poll()`` for bulk readers: each partition's records as one :class:`RecordColumns`.
+
+        Everything ``poll()`` does happens here too, with the same guarantees: rebalance
+        callbacks run inside the call, records of partitions whose revocation started are not
+        returned (their positions go back), positions advance past what is returned, auto-commit
+        and the ``max_poll_interval_ms`` watchdog count this call as a poll. What differs is the
+        shape: one ``RecordColumns`` per partition (at most one per partition per call, offsets
+        ascending) whose attributes are columns (``offsets``, ``keys``, ``values``, ``headers``,
+        ``timestamps``, ``timestamp_types``), taken from the fetched batches without a
+        ``ConsumerRecord`` per record where the decoder allows it; the Spark source turns them into
+        Arrow record batches. Keys and values are the raw bytes: the deserializers are not
+        applied. There is no Java counterpart (Java's ``KafkaConsumer.poll`` returns records).
+
+        Args:
+            timeout_ms: the longest to wait for records, in ms (>= 0), as for ``poll()``.
+            max_records: at most this many records in all (>= 1); ``max_poll_records`` when None.
+
+        Returns:
+            The partitions' columns, ``[]`` when no record arrived in time.
+
+        Raises:
+            ValueError: ``timeout_ms`` < 0 or ``max_records`` < 1.
+            everything ``poll()`` raises, but ``RecordDeserializationError``.
+
+        """
+        if max_records is not None and (isinstance(max_records, bool) or max_records < 1):
+            raise ValueError(f"max_records must be >= 1, got {max_records!r}")
+        limit = self._config.max_poll_records if max_records is None else max_records
+        return self._poll_loop(timeout_ms, limit, columns=True)
+
+    def _poll_loop(self, timeout_ms: int, max_records: int, *, columns: bool) -> list[Any]:
+        """The loop of ``poll()`` (``columns`` False: records) and ``poll_columns()`` (True)."""
         self._check_open()
+        name = "poll_columns()" if columns else "poll()"
         if self._in_callback:
-            raise IllegalStateError("poll() must not be called from a rebalance listener callback")
+            raise IllegalStateError(f"{name} must not be called from a rebalance listener callback")
         if self._group is None or (self._subscribed_at is None and not self._manual):
             raise IllegalStateError(
-                "poll() before subscribe() or assign(): the consumer is not subscribed to any topic"
+                f"{name} before subscribe() or assign(): the consumer is not subscribed to any topic"
             )
         if timeout_ms < 0:
             raise ValueError("timeout_ms must be >= 0")
@@ -538,42 +590,51 @@ class Consumer(Generic[K, V]):
         while True:
             self._signal_polled(force=first)  # once per poll() resets the watchdog (KIP-62)
             first = False
-            self._drain_mailbox(records=None)
+            self._drain_mailbox(None)
             self._raise_pending()
-            self._raise_bad_record()
+            if not columns:
+                self._raise_bad_record()
             self._raise_if_unreachable()
             self._maybe_match_pattern()
             if self._mailbox.consume_wakeup():
-                raise WakeupError("poll() interrupted by wakeup()")
+                raise WakeupError(f"{name} interrupted by wakeup()")
             self._maybe_auto_commit()
             self._update_positions(deadline)
             remaining_ms = max(0, math.ceil((deadline - self._clock.monotonic()) * 1000))
-            records: list[ConsumerRecord] = []
+            fetched: list[Any] = []
             on_hold = self._hand_out_on_hold()
             if parts.fetchable() and not on_hold:
-                records = parts.fetcher.fetch(
-                    self._config.max_poll_records, min(remaining_ms, self._runtime.fetch_slice_ms)
-                )
-            parts.hold(records)
+                wait_ms = min(remaining_ms, self._runtime.fetch_slice_ms)
+                if columns:
+                    fetched = _fetch_columns(parts.fetcher, max_records, wait_ms)
+                else:
+                    fetched = parts.fetcher.fetch(max_records, wait_ms)
+            if columns:
+                parts.hold_columns(fetched)
+            else:
+                parts.hold(fetched)
             self._check_missing_topics()
             try:
-                records = self._drain_mailbox(records)
-                if records and self._hand_out_on_hold():
+                fetched = self._drain_mailbox(fetched, columns=columns)
+                if fetched and self._hand_out_on_hold():
                     # the member may have been removed meanwhile: the positions go back
-                    records = parts.drop(records, {r.topic_partition for r in records})
+                    fetched = self._drop_taken(fetched, {item.topic_partition for item in fetched}, columns)
             finally:
                 parts.release()
-            if records:
+            if fetched:
                 # errors that arrived with records wait for the next poll(): no record is lost
                 if self._fatal is not None:
                     raise self._fatal
-                size = sum(len(r.key or b"") + len(r.value or b"") for r in records)
+                if columns:
+                    self._metrics.consumed(sum(map(len, fetched)), sum(_columns_size(c) for c in fetched))
+                    return fetched
+                size = sum(len(r.key or b"") + len(r.value or b"") for r in fetched)
                 if self._key_fn is not None or self._value_fn is not None:
-                    records = self._deserialize(records)
-                    if not records:
+                    fetched = self._deserialize(fetched)
+                    if not fetched:
                         self._raise_bad_record()
-                self._metrics.consumed(len(records), size)
-                return records  # type: ignore[return-value]  # raw: K = V = bytes
+                self._metrics.consumed(len(fetched), size)
+                return fetched
             self._raise_pending()
             now = self._clock.monotonic()
             if now >= deadline:
@@ -583,6 +644,12 @@ class Consumer(Generic[K, V]):
             elif parts.fetcher.idle():
                 # nothing in flight to wait on (no leader known yet, a reset pending): back off
                 self._mailbox.wait(min(deadline - now, self._config.retry_backoff_ms / 1000))
+
+    def _drop_taken(self, fetched: list[Any], taken: set[TopicPartition], columns: bool) -> list[Any]:
+        assert self._parts is not None
+        if columns:
+            return self._parts.drop_columns(fetched, taken)
+        return self._parts.drop(fetched, taken)
 
     def _hand_out_on_hold(self) -> bool:
         """The member may be out of the group: no successful heartbeat for session_timeout_ms.
@@ -678,8 +745,8 @@ class Consumer(Generic[K, V]):
             error = self._errors.pop(0)
             raise error
 
-    def _drain_mailbox(self, records: list[ConsumerRecord] | None) -> list[ConsumerRecord]:
-        """Run every delivered step; drop records of partitions taken away (acquiesce)."""
+    def _drain_mailbox(self, records: list[Any] | None, *, columns: bool = False) -> list[Any]:
+        """Run every delivered step; drop records (``columns``: RecordColumns) of partitions taken away (acquiesce)."""
         items = self._mailbox.take_all()
         kept = records or []
         if not items:
@@ -692,7 +759,7 @@ class Consumer(Generic[K, V]):
                 if item.invoke_assigned:
                     taken |= self._assignment - item.owned
         if kept and taken:
-            kept = self._parts.drop(kept, taken)
+            kept = self._drop_taken(kept, taken, columns)
         for item in items:
             if isinstance(item, RebalanceStep):
                 self._run_step(item)

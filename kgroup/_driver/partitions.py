@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import TypeVar
 
-from kgroup._io.transport import RecordFetcher
+from kgroup._io.transport import FetchedColumns, RecordFetcher
 from kgroup.types import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 __all__ = ["PartitionState"]
 
 log = logging.getLogger(__name__)
+
+C = TypeVar("C", bound=FetchedColumns)
 
 
 class PartitionState:
@@ -78,6 +81,29 @@ class PartitionState:
                 tp = TopicPartition(topic, partition)
                 if tp not in held:
                     held[tp] = record.offset
+
+    def hold_columns(self, fetched: list[FetchedColumns]) -> None:
+        """``hold`` for the columnar hand-out: each partition's columns will be returned unless dropped."""
+        held = self._held
+        for columns in fetched:
+            if columns.topic_partition not in held:
+                held[columns.topic_partition] = columns.offsets[0]
+
+    def drop_columns(self, fetched: list[C], taken: set[TopicPartition]) -> list[C]:
+        """``drop`` for the columnar hand-out: columns of ``taken`` partitions go, their positions go back."""
+        kept = [columns for columns in fetched if columns.topic_partition not in taken]
+        if len(kept) == len(fetched):
+            return fetched
+        first_dropped: dict[TopicPartition, int] = {}
+        for columns in fetched:
+            if columns.topic_partition in taken:
+                first_dropped.setdefault(columns.topic_partition, columns.offsets[0])
+        for tp, offset in first_dropped.items():
+            self._fetcher.seek(tp, offset)
+            self._held.pop(tp, None)
+        log.info("group %s: acquiesce: dropped records of %d partitions whose revocation started",
+                 self._group_id, len(first_dropped))
+        return kept
 
     def release(self) -> None:
         """The held records were returned to the application (or dropped)."""

@@ -9,7 +9,7 @@ touches that file only). Every method is thread-safe and returns a
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import attrs
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CommittedOffset",
     "ConsumerGroupTransport",
+    "FetchedColumns",
     "OffsetFetchResult",
     "PartitionInfo",
     "RecordFetcher",
@@ -148,6 +149,22 @@ def fetch_result(response: OffsetFetchResponse) -> OffsetFetchResult:
             for p in t.partitions
         },
     )
+
+
+class FetchedColumns(Protocol):
+    """What the poll thread reads of one partition's columnar hand-out (``RecordColumns``)."""
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        """The partition of every row."""
+        ...
+
+    @property
+    def offsets(self) -> Sequence[int]:
+        """The rows' offsets, ascending (at least one)."""
+        ...
+
+    def __len__(self) -> int: ...
 
 
 class RecordFetcher(Protocol):

@@ -22,9 +22,10 @@ from kgroup.testing.simulation._run import describe, run_seed, scenario_for
     "--group-protocol", type=click.Choice(["classic", "consumer"]), default="classic", show_default=True,
     help="The members' group protocol (consumer: KIP-848 against the consumer-group coordinator model).",
 )
+@click.option("--poll-columns", is_flag=True, help="The members take records with Consumer.poll_columns().")
 def main(
     seeds: int, first: int, minutes: float | None, seed: int | None, trace: bool, workers: int | None,
-    group_protocol: str,
+    group_protocol: str, poll_columns: bool,
 ) -> None:
     """Simulate consumer groups deterministically; exit 1 on any violation."""
     if os.environ.get("PYTHONHASHSEED") != "0":
@@ -32,19 +33,22 @@ def main(
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, "-m", "kgroup.testing.simulation", *sys.argv[1:]])
     if seed is not None:
-        result = run_seed(seed, group_protocol)
+        result = run_seed(seed, group_protocol, poll_columns=poll_columns)
         if trace:
-            click.echo(repr(scenario_for(seed, group_protocol)))
+            click.echo(repr(scenario_for(seed, group_protocol, poll_columns=poll_columns)))
             click.echo("\n".join(result.trace))
         if result.violations:
-            click.echo(describe(result, lambda s: replay_command(s, group_protocol)))
+            click.echo(describe(result, lambda s: replay_command(s, group_protocol, poll_columns)))
             sys.exit(1)
         click.echo(
             f"seed {seed}: no violation ({result.rebalances} rebalances, {result.faults} faults, "
             f"{result.records} records, {result.virtual_s:.1f} s simulated)"
         )
         return
-    outcome = campaign(range(first, first + seeds), workers=workers, minutes=minutes, group_protocol=group_protocol)
+    outcome = campaign(
+        range(first, first + seeds), workers=workers, minutes=minutes, group_protocol=group_protocol,
+        poll_columns=poll_columns,
+    )
     if outcome.failed:
         click.echo(outcome.reports())
     click.echo(outcome.summary())

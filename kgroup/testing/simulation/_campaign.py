@@ -13,10 +13,11 @@ from kgroup.testing.simulation._run import RunResult, describe, run_seed
 __all__ = ["CampaignResult", "campaign", "replay_command"]
 
 
-def replay_command(seed: int, group_protocol: str = "classic") -> str:
+def replay_command(seed: int, group_protocol: str = "classic", poll_columns: bool = False) -> str:
     """The one-line command that replays ``seed`` exactly, with its trace."""
     protocol = "" if group_protocol == "classic" else f" --group-protocol {group_protocol}"
-    return f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed}{protocol} --trace"
+    columns = " --poll-columns" if poll_columns else ""
+    return f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed}{protocol}{columns} --trace"
 
 
 @attrs.define
@@ -33,6 +34,7 @@ class CampaignResult:
     wall_s: float = 0.0
     virtual_s: float = 0.0
     group_protocol: str = "classic"
+    poll_columns: bool = False
 
     def add(self, result: RunResult) -> None:
         """Count one run."""
@@ -58,13 +60,15 @@ class CampaignResult:
 
     def reports(self) -> str:
         """A report for every failed seed."""
-        return "\n\n".join(describe(r, lambda s: replay_command(s, self.group_protocol)) for r in self.failed)
+        return "\n\n".join(
+            describe(r, lambda s: replay_command(s, self.group_protocol, self.poll_columns)) for r in self.failed
+        )
 
 
-def _run_many(seeds: list[int], group_protocol: str = "classic") -> list[RunResult]:
+def _run_many(seeds: list[int], group_protocol: str = "classic", poll_columns: bool = False) -> list[RunResult]:
     out = []
     for seed in seeds:
-        result = run_seed(seed, group_protocol)
+        result = run_seed(seed, group_protocol, poll_columns=poll_columns)
         if not result.violations:
             result.trace = []  # only failed runs carry their trace back
         out.append(result)
@@ -78,6 +82,7 @@ def campaign(
     minutes: float | None = None,
     stop_on_violation: bool = False,
     group_protocol: str = "classic",
+    poll_columns: bool = False,
 ) -> CampaignResult:
     """Run ``seeds`` (in ``workers`` processes; default: one per core) within ``minutes``.
 
@@ -86,7 +91,7 @@ def campaign(
     """
     seeds = list(seeds)
     workers = workers or os.cpu_count() or 1
-    result = CampaignResult(group_protocol=group_protocol)
+    result = CampaignResult(group_protocol=group_protocol, poll_columns=poll_columns)
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes else None
     chunk = 25
@@ -95,7 +100,7 @@ def campaign(
         for part in chunks:
             if deadline is not None and time.monotonic() > deadline:
                 break
-            for run in _run_many(part, group_protocol):
+            for run in _run_many(part, group_protocol, poll_columns):
                 result.add(run)
             if stop_on_violation and result.failed:
                 break
@@ -108,7 +113,7 @@ def campaign(
                     if deadline is not None and time.monotonic() > deadline:
                         queue = []
                         break
-                    pending.add(pool.submit(_run_many, queue.pop(0), group_protocol))
+                    pending.add(pool.submit(_run_many, queue.pop(0), group_protocol, poll_columns))
                 if not pending:
                     break
                 done, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)

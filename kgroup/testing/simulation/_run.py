@@ -91,6 +91,8 @@ class Scenario:
     #: "classic", or "consumer": the members run KIP-848 against ConsumerGroupModel, the session
     #: timeout and heartbeat interval are the broker's, ``assignors`` names the server assignor
     group_protocol: str = "classic"
+    #: the members take records with ``Consumer.poll_columns()`` instead of ``poll()``
+    poll_columns: bool = False
 
 
 @attrs.define
@@ -120,17 +122,34 @@ SERVER_ASSIGNORS: dict[tuple[str, ...], tuple[str, ...]] = {
 }
 
 
-def scenario_for(seed: int, group_protocol: str = "classic") -> Scenario:
+def scenario_for(seed: int, group_protocol: str = "classic", *, poll_columns: bool = False) -> Scenario:
     """The scenario of ``seed``: 2 to 4 members, 1 or 2 topics, 2 to 8 timed faults and per-request faults.
 
     With ``group_protocol="consumer"`` the same draws make a consumer-protocol scenario (KIP-848):
     each member asks for the server assignor :data:`SERVER_ASSIGNORS` maps its assignors to.
     """
     scenario = _classic_scenario_for(seed)
+    if poll_columns:
+        scenario = attrs.evolve(scenario, poll_columns=True)
     if group_protocol == "classic":
         return scenario
     members = tuple(attrs.evolve(m, assignors=SERVER_ASSIGNORS[m.assignors]) for m in scenario.members)
     return attrs.evolve(scenario, members=members, group_protocol=group_protocol)
+
+
+def _as_records(fetched: list[Any]) -> list[ConsumerRecord]:
+    """``Consumer.poll_columns()``'s columns as the records ``poll()`` would have returned (for the checker)."""
+    out: list[ConsumerRecord] = []
+    for columns in fetched:
+        tp = columns.topic_partition
+        out += [
+            ConsumerRecord(tp.topic, tp.partition, offset, key, value, headers, timestamp, timestamp_type, None)
+            for offset, key, value, headers, timestamp, timestamp_type in zip(
+                columns.offsets, columns.keys, columns.values, columns.headers, columns.timestamps,
+                columns.timestamp_types, strict=True,
+            )
+        ]
+    return out
 
 
 def _classic_scenario_for(seed: int) -> Scenario:
@@ -368,7 +387,10 @@ class _Incarnation:
             started, self.step_time = now, 0.0
             timeout = self.spec.poll_timeout_ms
             try:
-                records = consumer.poll(timeout)
+                if sim.scenario.poll_columns:
+                    records = _as_records(consumer.poll_columns(timeout))
+                else:
+                    records = consumer.poll(timeout)
             except WakeupError:
                 records = []
             except (FatalGroupError, GroupThreadCrashed) as exc:
@@ -878,9 +900,9 @@ def run_scenario(scenario: Scenario) -> RunResult:
     return Simulation(scenario).run()
 
 
-def run_seed(seed: int, group_protocol: str = "classic") -> RunResult:
-    """Run the scenario of ``seed`` (on ``group_protocol``)."""
-    return run_scenario(scenario_for(seed, group_protocol))
+def run_seed(seed: int, group_protocol: str = "classic", *, poll_columns: bool = False) -> RunResult:
+    """Run the scenario of ``seed`` (on ``group_protocol``; ``poll_columns``: the columnar hand-out)."""
+    return run_scenario(scenario_for(seed, group_protocol, poll_columns=poll_columns))
 
 
 def describe(result: RunResult, replay: Callable[[int], str]) -> str:
