@@ -15,7 +15,7 @@ numpy over the record start positions of all batches at once: the attributes byt
 timestampDelta varlong and offsetDelta varint (zigzag), the key and value lengths and their
 byte ranges, the header count. Keys and values are copied out of the batch bytes by Arrow
 (``take`` over an array whose elements alternate between the wanted slices and the bytes
-between them), with a validity bitmap for null (length -1) keys and values. Records with headers
+between them), with a validity bitmap for null (negative length) keys and values. Records with headers
 (a count above 0) have their headers read by a loop over those records only; records without
 headers (the common case) need none.
 
@@ -138,7 +138,8 @@ class DecodedRecordSet:
         offsets: ``numpy.ndarray`` of int64, ascending.
         timestamps: int64, ms since the epoch (UTC).
         timestamp_types: int32, 0 = CreateTime, 1 = LogAppendTime.
-        keys, values: ``pyarrow.BinaryArray``, null for a null (length -1) key or value.
+        keys, values: ``pyarrow.BinaryArray``, null for a null key or value (a negative length:
+            -1, and any other, as Java's ``DefaultRecord.readFrom`` reads it).
         headers: ``pyarrow.ListArray`` of :data:`HEADERS_TYPE`: per record its headers in order,
             an empty list without headers; a header's value may be null.
         batches: the batches decoded, in order (:class:`DecodedBatch`): their ``rows`` add up
@@ -488,7 +489,7 @@ class _Fields(NamedTuple):
 def _record_fields(buf: np.ndarray, s: np.ndarray) -> tuple[_Fields, np.ndarray]:
     """Decode the fields of the records starting at ``s`` (Java ``DefaultRecord.readFrom``); (fields, bad).
 
-    A record is bad when a varint does not end, a length is below -1, its header count below 0,
+    A record is bad when a varint does not end, its length or header count is below 0,
     or its fields do not end exactly at its end (without headers) or run past it (with headers:
     ``_read_headers`` checks those exactly).
     """
@@ -509,7 +510,7 @@ def _record_fields(buf: np.ndarray, s: np.ndarray) -> tuple[_Fields, np.ndarray]
     value_end = value_start + np.maximum(value_length, 0)
     header_count, w = _varints(buf, value_end, 5, bad)
     p = value_end + w
-    bad |= (length < 0) | (key_length < -1) | (value_length < -1) | (header_count < 0)
+    bad |= (length < 0) | (header_count < 0)  # a negative key or value length is null, as in Java
     bad |= np.where(header_count == 0, p != record_end, p > record_end)
     fields = _Fields(ts_delta, offset_delta, key_start, key_end, key_length < 0, value_start, value_end,
                      value_length < 0, header_count, p, record_end)
@@ -615,7 +616,7 @@ def _read_headers(payload: Any, rows: np.ndarray, fields: _Fields) -> list[list[
                 key = bytes(payload[pos:pos + key_length]).decode("utf-8")
                 pos += key_length
                 value_length, pos = decode_varint(payload, pos)
-                if value_length < -1 or pos + value_length > end:
+                if pos + value_length > end:
                     raise _Corrupt(f"Invalid header value size {value_length}", row)
                 value = None
                 if value_length >= 0:

@@ -51,7 +51,12 @@ Fetch sessions (KIP-227) are not used: every Fetch is a full one (session id 0, 
 
 Bulk readers (the Spark source's executors) take the same hand-out as columns with
 ``fetch_columns``: one :class:`RecordColumns` per partition instead of one list of records, by the
-same code (``_take``/``_hand_out``), so every rule above holds for both.
+same code (``_take``/``_hand_out``), so every rule above holds for both. Once ``fetch_columns`` was
+called, each response is decoded, when its first records are handed out, by the columnar decoder
+(:mod:`kgroup._io.columnar`: numpy and Arrow columns, no Python object per record), stepped
+through batch by batch exactly as the record decoder steps (``_ColumnarRecords``); the responses
+that decoder leaves (legacy message sets, read_committed with aborted transactions) keep the
+record decoder.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ import collections
 import itertools
 import logging
 import operator
+import struct
+import sys
 import threading
 from typing import Any
 
@@ -106,7 +113,7 @@ _EPOCH_ERRORS = (KErrors.FencedLeaderEpochError, KErrors.UnknownLeaderEpochError
 class _Held:
     """One partition's fetched response: raw (parked while paused), parsed records, or an error."""
 
-    __slots__ = ("data", "error", "fetch_offset", "node", "records", "response_id", "tp", "version")
+    __slots__ = ("aborted", "data", "error", "fetch_offset", "node", "raw", "records", "response_id", "tp", "version")
 
     def __init__(self, tp: KTopicPartition, node: int, response_id: int, fetch_offset: int, data: Any,
                  version: int) -> None:
@@ -118,8 +125,13 @@ class _Held:
         self.version = version
         self.records: Any = None
         self.error: Exception | None = None
+        # the response's record bytes and aborted transactions, until the columnar decoder took them
+        self.raw: bytes | None = None
+        self.aborted: Any = None
 
     def size(self) -> int:
+        if isinstance(self.records, _ColumnarRecords):
+            return self.records.size_in_bytes
         if self.records is not None:
             batches = getattr(self.records, "_batches", None)
             return int(batches.size_in_bytes()) if batches is not None else 0
@@ -138,11 +150,20 @@ class RecordColumns:
     """One partition's records of one fetch, as columns: row ``i`` of each is the ``i``-th record.
 
     What :meth:`PipelinedFetcher.fetch_columns` returns, for readers that turn records into
-    columnar data (the Spark source's Arrow batches) and need no object per record: the columns
-    are taken from the hand-out by ``map(itemgetter)`` (in C), not by a Python loop per record.
-    (The batch decoder still builds a ``ConsumerRecord`` per record inside; see
-    ``benchmarks/results.md``, Spark section.) ``len()`` is the number of records, at least 1 as
-    handed out by the fetcher.
+    columnar data (the Spark source's Arrow batches) and need no object per record. Two kinds,
+    the same attributes:
+
+    * decoded columns (``decoded`` is not None): rows ``[start, stop)`` of the columnar
+      decoder's arrays (:func:`kgroup._io.columnar.decode_record_set`: numpy offsets,
+      timestamps and timestamp types, Arrow keys, values and headers), no Python object per
+      record; the list attributes below are made from them on first use. Bulk readers take the
+      arrays themselves (:attr:`decoded`, :attr:`start`, :attr:`stop`) and slice them.
+    * record columns: taken from the hand-out's ``ConsumerRecord`` s by ``map(itemgetter)`` (in
+      C), for responses the columnar decoder leaves to the record decoder (legacy message sets,
+      read_committed with aborted transactions), without numpy and pyarrow, and for fetchers
+      without a columnar hand-out.
+
+    ``len()`` is the number of records, at least 1 as handed out by the fetcher.
 
     Attributes:
         topic_partition: the partition (every row's).
@@ -153,19 +174,237 @@ class RecordColumns:
         keys, values: ``list[bytes | None]``, the raw bytes; None for a null key or value.
         headers: ``list[tuple[tuple[str, bytes | None], ...]]``: per record its headers as
             ``(key, value)`` pairs, ``()`` without headers.
+        decoded: the :class:`kgroup._io.columnar.DecodedRecordSet` whose rows ``[start, stop)``
+            these are, or None for record columns.
+        start, stop: the rows of ``decoded`` (0 and ``len()`` for record columns).
+        nbytes: bytes of keys and values (decoded columns), None for record columns.
 
     """
 
-    __slots__ = ("headers", "keys", "offsets", "timestamp_types", "timestamps", "topic_partition", "values")
+    __slots__ = ("_lists", "decoded", "start", "stop", "topic_partition")
 
     def __init__(self, topic_partition: TopicPartition, records: list[ConsumerRecord]) -> None:
         """Columns of ``records``: one partition's, non-empty, ascending offsets."""
         self.topic_partition = topic_partition
-        (self.offsets, self.keys, self.values, self.headers, self.timestamps,
-         self.timestamp_types) = [list(map(field, records)) for field in _COLUMN_FIELDS]
+        self._lists: list[list[Any]] | None = [list(map(field, records)) for field in _COLUMN_FIELDS]
+        self.decoded: Any = None
+        self.start = 0
+        self.stop = len(records)
+
+    @classmethod
+    def of_decoded(cls, topic_partition: TopicPartition, decoded: Any, start: int, stop: int) -> RecordColumns:
+        """Rows ``[start, stop)`` (``start < stop``) of a ``DecodedRecordSet``, without copying them."""
+        columns = cls.__new__(cls)
+        columns.topic_partition = topic_partition
+        columns._lists = None
+        columns.decoded = decoded
+        columns.start = start
+        columns.stop = stop
+        return columns
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return self.stop - self.start
+
+    def _columns(self) -> list[list[Any]]:
+        lists = self._lists
+        if lists is None:
+            d, start, n = self.decoded, self.start, self.stop - self.start
+            headers = [tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in
+                       d.headers.slice(start, n).to_pylist()]
+            lists = self._lists = [d.offsets[start:self.stop].tolist(), d.keys.slice(start, n).to_pylist(),
+                                   d.values.slice(start, n).to_pylist(), headers,
+                                   d.timestamps[start:self.stop].tolist(),
+                                   d.timestamp_types[start:self.stop].tolist()]
+        return lists
+
+    @property
+    def offsets(self) -> list[int]:
+        """The offsets (class docstring)."""
+        if self._lists is None:  # the one column bookkeeping reads: no need to convert the others
+            offsets: list[int] = self.decoded.offsets[self.start:self.stop].tolist()
+            return offsets
+        return self._lists[0]
+
+    @property
+    def keys(self) -> list[bytes | None]:
+        """The keys (class docstring)."""
+        return self._columns()[1]
+
+    @property
+    def values(self) -> list[bytes | None]:
+        """The values (class docstring)."""
+        return self._columns()[2]
+
+    @property
+    def headers(self) -> list[tuple[tuple[str, bytes | None], ...]]:
+        """The headers (class docstring)."""
+        return self._columns()[3]
+
+    @property
+    def timestamps(self) -> list[int]:
+        """The timestamps (class docstring)."""
+        return self._columns()[4]
+
+    @property
+    def timestamp_types(self) -> list[int]:
+        """The timestamp types (class docstring)."""
+        return self._columns()[5]
+
+    @property
+    def nbytes(self) -> int | None:
+        """Bytes of keys and values of decoded columns; None for record columns."""
+        if self.decoded is None:
+            return None
+        n = self.stop - self.start
+        total = 0
+        for array in (self.decoded.keys, self.decoded.values):
+            part = array.slice(self.start, n)
+            offsets = part.buffers()[1]
+            if offsets is not None and n:
+                (first,) = struct.unpack_from("<i", offsets, 4 * part.offset)
+                (last,) = struct.unpack_from("<i", offsets, 4 * (part.offset + n))
+                total += last - first
+        return total
+
+
+class _ColumnSlice:
+    """What ``_ColumnarRecords.take`` hands out: rows ``[start, stop)`` of its decoded set."""
+
+    __slots__ = ("decoded", "start", "stop")
+
+    def __init__(self, decoded: Any, start: int, stop: int) -> None:
+        self.decoded = decoded
+        self.start = start
+        self.stop = stop
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def records(self, tp: KTopicPartition) -> list[ConsumerRecord]:
+        """The rows as ``ConsumerRecord`` s (``fetch()`` meeting a response decoded for ``fetch_columns``)."""
+        columns = RecordColumns.of_decoded(TopicPartition(tp.topic, tp.partition), self.decoded, self.start,
+                                           self.stop)
+        epochs: list[int | None] = []
+        for batch in self.decoded.batches:
+            epochs += [batch.leader_epoch if batch.leader_epoch >= 0 else None] * batch.rows
+        return [ConsumerRecord(tp.topic, tp.partition, offset, key, value, headers, timestamp, ts_type, epoch)
+                for offset, key, value, headers, timestamp, ts_type, epoch in zip(
+                    columns.offsets, columns.keys, columns.values, columns.headers, columns.timestamps,
+                    columns.timestamp_types, epochs[self.start:self.stop], strict=True)]
+
+
+class _ColumnarRecords:
+    """One partition's response decoded by the columnar decoder, handed out like ``_PartitionRecords``.
+
+    The same contract and state as ``KafkaFetcher._PartitionRecords`` (``take(n)``,
+    ``next_fetch_offset`` after each take, ``leader_epoch`` of the last batch reached,
+    ``drain()`` at the end, errors in line), stepping through the decoded batches exactly as it
+    steps through the record batches: a take stops as soon as it has ``n`` records, without
+    looking at the next batch; a control batch moves ``next_fetch_offset`` to its end when it is
+    reached; after the last batch ``next_fetch_offset`` is that batch's end (Java
+    ``RecordBatch.nextOffset``); a batch that failed to decode raises on every later ``take``.
+    ``take`` returns a :class:`_ColumnSlice` of the rows instead of a list of records.
+    """
+
+    def __init__(self, decoded: Any, fetch_offset: int, tp: KTopicPartition, size_in_bytes: int,
+                 on_drain: Any) -> None:
+        self.decoded = decoded
+        self.topic_partition = tp
+        self.fetch_offset = fetch_offset
+        self.next_fetch_offset = fetch_offset
+        self.leader_epoch = -1
+        self.records_read = 0
+        self.bytes_read = 0
+        self.size_in_bytes = size_in_bytes
+        self.on_drain = on_drain
+        self._next_inline_exception: Exception | None = None
+        self._failure: Exception | None = None
+        self._drained = False
+        self._row = 0  # the next row to hand out
+        self._batch_end = 0  # rows of the batches reached so far
+        self._batch = 0  # the next batch to reach
+        self._reached_any = False
+
+    def __bool__(self) -> bool:
+        return not self._drained
+
+    def drain(self) -> None:
+        if not self._drained:
+            self._drained = True
+            self._next_inline_exception = None
+            self.on_drain(self)
+
+    def exhausted(self) -> bool:
+        """Every row handed out, no error pending and no batch left to reach."""
+        return (self._row >= self._batch_end and self._next_inline_exception is None
+                and self._batch >= len(self.decoded.batches) and self.decoded.error is None)
+
+    def take(self, n: int | None = None) -> _ColumnSlice:
+        if self._next_inline_exception is not None:
+            exc, self._next_inline_exception = self._next_inline_exception, None
+            raise exc
+        start = self._row
+        if self._drained:
+            return _ColumnSlice(self.decoded, start, start)
+        limit = sys.maxsize if n is None else n
+        taken = 0
+        try:
+            while taken < limit:
+                if self._row < self._batch_end:
+                    step = min(self._batch_end - self._row, limit - taken)
+                    self._row += step
+                    taken += step
+                    self.records_read += step
+                    self.next_fetch_offset = int(self.decoded.offsets[self._row - 1]) + 1
+                elif not self._reach_next_batch():
+                    break
+        except Exception as exc:
+            if not taken:
+                raise
+            self._next_inline_exception = exc  # raised by the next take()
+        return _ColumnSlice(self.decoded, start, start + taken)
+
+    def _reach_next_batch(self) -> bool:
+        """Step into the next batch; False (and drained) after the last one."""
+        if self._failure is not None:
+            raise self._failure
+        decoded = self.decoded
+        if self._batch >= len(decoded.batches):
+            if decoded.error is not None:
+                if decoded.error_leader_epoch is not None:
+                    self.leader_epoch = decoded.error_leader_epoch
+                self._failure = decoded.error
+                raise decoded.error
+            if self._reached_any:
+                self.next_fetch_offset = decoded.batches[-1].next_offset
+            self.drain()
+            return False
+        batch = decoded.batches[self._batch]
+        self._batch += 1
+        self._reached_any = True
+        self.leader_epoch = batch.leader_epoch
+        if batch.control:
+            self.next_fetch_offset = batch.next_offset
+        self._batch_end += batch.rows
+        self.bytes_read += batch.size_in_bytes
+        return True
+
+
+def _exhausted(part: Any) -> bool:
+    """Nothing left in ``part`` to hand out or reach, and no error pending."""
+    if isinstance(part, _ColumnarRecords):
+        return part.exhausted()
+    return bool(part._next_index >= len(part._decoded) and part._next_inline_exception is None
+                and not part._batches.has_next())
+
+
+def _load_columnar() -> Any:
+    """``kgroup._io.columnar.decode_record_set``, or None without numpy or pyarrow (the ``spark`` extra)."""
+    try:
+        from kgroup._io.columnar import decode_record_set
+    except ImportError:
+        return None
+    return decode_record_set
 
 
 def fetch_columns(fetcher: Any, max_records: int, timeout_ms: int) -> list[RecordColumns]:
@@ -220,6 +459,8 @@ class PipelinedFetcher:
         self._backoff_until: dict[int, float] = {}
         self._next_response_id = 0
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
+        # fetch_columns' decoder (decode_record_set) once it was called; False without numpy/pyarrow
+        self._columnar: Any = None
         self._hooked: list[Any] = []
         # IO thread -> poll thread
         self._arrivals: collections.deque[tuple[int, int, dict[KTopicPartition, int], int, Any, Any]] = (
@@ -308,7 +549,8 @@ class PipelinedFetcher:
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
-        taken = self._take(max_records, timeout_ms)
+        taken = [(ktp, part.records(ktp) if isinstance(part, _ColumnSlice) else part)
+                 for ktp, part in self._take(max_records, timeout_ms)]
         if len(taken) == 1:
             return taken[0][1]
         out: list[ConsumerRecord] = []
@@ -322,16 +564,28 @@ class PipelinedFetcher:
         The same records, in the same order, with the same positions, waits, rules and errors as
         ``fetch(max_records, timeout_ms)`` (it is the same hand-out): up to ``max_records``
         records in all, at most one ``RecordColumns`` per partition, partitions in hand-out order.
+        Responses handed out from here on are decoded by the columnar decoder
+        (:func:`kgroup._io.columnar.decode_record_set`, when numpy and pyarrow are installed):
+        decoded columns without a Python object per record; the responses it leaves to the record
+        decoder come as record columns (:class:`RecordColumns`).
 
         Raises:
             OffsetOutOfRangeError: out of range with ``auto_offset_reset="none"``.
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
-        return [RecordColumns(TopicPartition(ktp.topic, ktp.partition), records)
-                for ktp, records in self._take(max_records, timeout_ms)]
+        if self._columnar is None:
+            self._columnar = _load_columnar() or False
+        out: list[RecordColumns] = []
+        for ktp, part in self._take(max_records, timeout_ms):
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            if isinstance(part, _ColumnSlice):
+                out.append(RecordColumns.of_decoded(tp, part.decoded, part.start, part.stop))
+            else:
+                out.append(RecordColumns(tp, part))
+        return out
 
-    def _take(self, max_records: int, timeout_ms: int) -> list[tuple[KTopicPartition, list[ConsumerRecord]]]:
+    def _take(self, max_records: int, timeout_ms: int) -> list[tuple[KTopicPartition, Any]]:
         """``fetch``'s records, per partition (``_hand_out``)."""
         if not self._subscription.assignment:
             self._idle = True
@@ -601,6 +855,7 @@ class PipelinedFetcher:
                     aborted_transactions=data.aborted_transactions,
                     on_drain=self._on_drain,
                 )
+                held.raw, held.aborted = data.records, data.aborted_transactions
                 held.data = None
                 return True
             if error_type in _LEADER_ERRORS:
@@ -648,11 +903,32 @@ class PipelinedFetcher:
         if records.bytes_read > 0:
             self._subscription.move_partition_to_end(records.topic_partition)  # round-robin fairness
 
+    def _decode_columns(self, held: _Held) -> None:
+        """Give ``held``'s response to the columnar decoder, if nothing of it was handed out yet.
+
+        The record decoder (``KafkaFetcher._PartitionRecords``) keeps the responses the columnar
+        decoder does not handle (``decode_record_set`` returns None: legacy message sets,
+        read_committed with aborted transactions).
+        """
+        raw, held.raw = held.raw, None
+        part = held.records
+        if (raw is None or not isinstance(part, KafkaFetcher._PartitionRecords) or part.records_read
+                or part._last_batch is not None or part._next_inline_exception is not None):
+            return
+        decoded = self._columnar(raw, held.fetch_offset, check_crcs=self._config.check_crcs,
+                                 read_committed=self._isolation == IsolationLevel.READ_COMMITTED,
+                                 aborted_transactions=held.aborted or (), topic_partition=held.tp)
+        if decoded is None:
+            return
+        held.records = _ColumnarRecords(decoded, held.fetch_offset, held.tp, len(raw), self._on_drain)
+
     # ------------------------------------------------------------------ handing out
-    def _hand_out(self, max_records: int) -> list[tuple[KTopicPartition, list[ConsumerRecord]]]:
+    def _hand_out(self, max_records: int) -> list[tuple[KTopicPartition, Any]]:
         """Records of the buffered responses, oldest response first (Java's ``FetchCollector``).
 
-        One ``(partition, records)`` per partition that handed out records.
+        One ``(partition, records)`` per partition that handed out records: a list of
+        ``ConsumerRecord`` s, or a ``_ColumnSlice`` for a response the columnar decoder took
+        (``fetch_columns`` was called: ``_columnar``).
         """
         sub = self._subscription
         inline, self._inline = self._inline, None
@@ -661,7 +937,7 @@ class PipelinedFetcher:
             position = sub.assignment[tp].position if sub.is_fetchable(tp) else None
             if position is not None and position.offset == offset:
                 raise exc
-        out: list[tuple[KTopicPartition, list[ConsumerRecord]]] = []
+        out: list[tuple[KTopicPartition, Any]] = []
         remaining = max_records
         order = self._order
         parked: list[KTopicPartition] = []
@@ -689,6 +965,8 @@ class PipelinedFetcher:
                     if position is not None and position.offset == held.fetch_offset:
                         raise held.error
                     continue
+                if held.raw is not None and self._columnar:
+                    self._decode_columns(held)
                 part = held.records
                 state = sub.assignment[tp] if sub.is_fetchable(tp) else None
                 if state is None or part.next_fetch_offset != state.position.offset:
@@ -700,8 +978,7 @@ class PipelinedFetcher:
                 if taken:
                     out.append((tp, taken))
                     remaining -= len(taken)
-                    if (not remaining and part._next_index >= len(part._decoded)
-                            and part._next_inline_exception is None and not part._batches.has_next()):
+                    if not remaining and _exhausted(part):
                         part.take(1)  # nothing left: drained now, so tp is fetched again at once
                 epoch = part.leader_epoch
                 state.position = KOffsetAndMetadata(

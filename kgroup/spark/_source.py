@@ -29,7 +29,9 @@ shorter with ``maxOffsetsPerTrigger`` or raise that property.
 Executors read each planned range ``[start, end)`` of one partition with the kafka-python
 adapter's record fetcher (assign, seek, fetch until the position reaches ``end``) and return
 Arrow record batches in the schema of Spark's own Kafka source, built from the fetcher's
-columnar hand-out (``PipelinedFetcher.fetch_columns``: no Python loop per record in kgroup.spark).
+columnar hand-out (``PipelinedFetcher.fetch_columns``): the columnar decoder's arrays
+(``kgroup._io.columnar``: Kafka's record batches decoded into numpy and Arrow columns, no
+Python object per record), sliced into Arrow record batches.
 
 The options of Spark's Kafka source behave as there (Spark's "Structured Streaming + Kafka
 Integration Guide"): ``Trigger.AvailableNow`` through PySpark's ``SupportsTriggerAvailableNow``
@@ -143,8 +145,40 @@ def _executor_config(options: SourceOptions) -> ConsumerConfig:
     )
 
 
+def _decoded_to_batch(tp: TopicPartition, decoded: Any, start: int, stop: int, schema: pa.Schema) -> pa.RecordBatch:
+    """Rows ``[start, stop)`` of the columnar decoder's arrays as an Arrow batch of ``schema``.
+
+    ``decoded`` is a ``kgroup._io.columnar.DecodedRecordSet``: its Arrow keys, values and headers
+    are sliced (no copy), its numpy offsets, timestamps and timestamp types wrapped (no copy
+    either); only the topic and partition columns and the timestamps' cast to Spark's µs are new.
+    """
+    n = stop - start
+    ts_type = schema.field("timestamp").type
+    headers_type = schema.field("headers").type
+    headers = decoded.headers.slice(start, n)
+    if headers.type != headers_type:
+        headers = headers.cast(headers_type)
+    arrays = [
+        decoded.keys.slice(start, n),
+        decoded.values.slice(start, n),
+        pa.repeat(pa.scalar(tp.topic, pa.string()), n),
+        pa.repeat(pa.scalar(tp.partition, pa.int32()), n),
+        pa.array(decoded.offsets[start:stop], pa.int64()),
+        pa.array(decoded.timestamps[start:stop], pa.int64()).cast(pa.timestamp("ms", tz=ts_type.tz)).cast(ts_type),
+        pa.array(decoded.timestamp_types[start:stop], pa.int32()),
+        headers,
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def _columns_to_batch(columns: RecordColumns, schema: pa.Schema) -> pa.RecordBatch:
-    """One partition's fetched columns as an Arrow batch of ``schema`` (``SCHEMA`` in Arrow)."""
+    """One partition's fetched columns as an Arrow batch of ``schema`` (``SCHEMA`` in Arrow).
+
+    Decoded columns (``columns.decoded``) through :func:`_decoded_to_batch`; record columns
+    (responses the columnar decoder leaves to the record decoder) from their lists.
+    """
+    if columns.decoded is not None:
+        return _decoded_to_batch(columns.topic_partition, columns.decoded, columns.start, columns.stop, schema)
     n = len(columns)
     tp = columns.topic_partition
     ts_type = schema.field("timestamp").type
@@ -256,8 +290,13 @@ def read_range(
                 raise KGroupError(f"kgroup.spark: fetching {tp} at offset {position} failed: {exc!r}") from exc
             last = -1
             for columns in fetched:
-                last = columns.offsets[-1]
-                within = bisect.bisect_left(columns.offsets, rng.end)  # offsets ascend
+                if columns.decoded is not None:  # numpy offsets: no list of them
+                    offsets = columns.decoded.offsets[columns.start:columns.stop]
+                    last = int(offsets[-1])
+                    within = int(offsets.searchsorted(rng.end))  # offsets ascend
+                else:
+                    last = columns.offsets[-1]
+                    within = bisect.bisect_left(columns.offsets, rng.end)
                 if within:
                     batch = _columns_to_batch(columns, schema)
                     pending.append(batch if within == len(columns) else batch.slice(0, within))
