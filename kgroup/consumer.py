@@ -659,7 +659,11 @@ class Consumer(Generic[K, V]):
         coordinator confirms the session (the partitions are kept) or they are lost.
         """
         snap = self._snapshot()
-        return bool(getattr(snap, "hand_out_on_hold", False))
+        if snap is None:
+            return False
+        # the group thread may not have run at the session clock's deadline yet: look at it here
+        hold_at = getattr(snap, "hold_at", math.inf)
+        return bool(getattr(snap, "hand_out_on_hold", False)) or self._clock.monotonic() >= hold_at
 
     def _deserialize(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
         """Apply the deserializers; a failing record and its partition's later ones stay unread."""

@@ -59,6 +59,7 @@ from __future__ import annotations
 import base64
 import enum
 import logging
+import math
 import random
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -463,6 +464,9 @@ class ConsumerGroupSnapshot:
     hand_out_on_hold: bool = False
     #: the group's session timeout as DescribeConfigs answered it (None: not known)
     session_timeout_ms: int | None = None
+    #: from this moment (seconds on the driver's clock) the session timer holds the hand-out
+    #: whether or not the group thread has run by then (inf: no clock running)
+    hold_at: float = math.inf
 
 
 class _StepKind(enum.Enum):
@@ -669,7 +673,21 @@ class ConsumerGroupMachine:
         return ConsumerGroupSnapshot(
             self._state, self._member_id, self._epoch, self._owned, self._coordinator,
             self._topics, self._instance_id, self._fatal, self.hand_out_on_hold, self.session_timeout_ms,
+            self._hold_at(),
         )
+
+    def _hold_at(self) -> float:
+        """When ``_settle_session`` will hold the hand-out, unless a heartbeat succeeds first (inf: never)."""
+        if not self._holds_for_session():
+            return math.inf
+        clocks = [math.inf]
+        if self._session_timeout_s is not None:
+            clocks.append(self._alive_at + self._session_timeout_s)
+        if self._revoke_since is not None:
+            clocks.append(self._revoke_since + self._rebalance_timeout_ms / 1000)
+        if self._unconfirmed_since is not None:
+            clocks.append(self._unconfirmed_since + self._rebalance_timeout_ms / 1000)
+        return min(clocks)
 
     def next_deadline(self, now: float) -> float:
         """The earliest time after ``now`` at which ``tick`` has something to do (inf: nothing)."""

@@ -40,6 +40,7 @@ non-empty revocation triggers a second JoinGroup at once.
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -147,6 +148,10 @@ class MemberSnapshot:
     #: session_timeout_ms while its JoinGroup or SyncGroup is unanswered, or its generation is
     #: gone and their loss waits behind a running step): hand nothing out
     hand_out_on_hold: bool = False
+    #: from this moment (seconds on the driver's clock) the session timer holds the hand-out
+    #: whether or not the group thread has run by then: the poll thread checks it itself (inf:
+    #: no session clock running)
+    hold_at: float = math.inf
 
     def __repr__(self) -> str:
         return (
@@ -277,6 +282,7 @@ class GroupMachine:
             self._fatal,
             # in doubt, or the generation is gone and the loss waits behind a running step
             self._in_doubt or (bool(self._owned) and not self._generation.is_valid()),
+            self._session_deadline() if self._holds_for_session() else math.inf,
         )
 
     def next_deadline(self, now: float) -> float:
@@ -706,8 +712,9 @@ class GroupMachine:
         session no earlier than that, so the member stops before the coordinator can have
         expired it. A rebalance the member never heard of (its heartbeats lost) removes it
         after ``rebalance_timeout_ms``, which may be the shorter: that clock starts at the send
-        time of the last Heartbeat answered without REBALANCE_IN_PROGRESS. A member holding partitions then hands nothing out (``hand_out_on_hold``)
-        until it knows:
+        time of the last Heartbeat answered without REBALANCE_IN_PROGRESS. A member holding
+        partitions then hands nothing out (``hand_out_on_hold``; the poll thread also checks the
+        deadline itself, ``MemberSnapshot.hold_at``) until it knows:
 
         * a JoinGroup or SyncGroup in flight is waited for (Kafka keeps a member whose join or
           sync is parked alive, ``ClassicGroupMember.hasSatisfiedHeartbeat``);

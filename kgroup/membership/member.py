@@ -156,6 +156,7 @@ class ConsumerGroupMember:
             snap.group_instance_id,
             snap.fatal,
             snap.hand_out_on_hold,
+            snap.hold_at,
         )
 
     def handle(self, event: Any, now: float) -> list[Any]:

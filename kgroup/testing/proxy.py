@@ -263,6 +263,14 @@ class CoordinatorProxy:
         advertised_versions: ``{"LeaveGroup": (0, 2), ...}``: ApiVersions responses advertise
             these ranges instead (an API with ``low > high`` is removed), to test a client
             against an older broker. Requests are served as before.
+        coordinator: ``"model"`` (the default: the model answers the group APIs, as above), or
+            ``"upstream"``: every request, the group APIs and the KIP-848 ones (ConsumerGroupHeartbeat,
+            ConsumerGroupDescribe) included, goes to the broker, whose own group coordinator
+            answers (FindCoordinator's answer is rewritten to the proxy's listeners like
+            Metadata's); the ApiVersions answer keeps the broker's group API ranges. The faults
+            apply all the same: for a fault between a client and Apache Kafka's coordinator
+            (``faults.drop(api="ConsumerGroupHeartbeat")``: heartbeats that are never answered).
+            :meth:`move_coordinator`, :meth:`restart_coordinator` and :meth:`call` need the model.
 
     """
 
@@ -278,7 +286,12 @@ class CoordinatorProxy:
         fix_list_offsets: bool = True,
         fix_fetch_limits: bool = True,
         advertised_versions: Mapping[str, tuple[int, int]] | None = None,
+        coordinator: str = "model",
     ) -> None:
+        if coordinator not in ("model", "upstream"):
+            raise ValueError(f"coordinator must be 'model' or 'upstream', got {coordinator!r}")
+        #: True: the broker's own coordinator answers the group APIs (``coordinator="upstream"``)
+        self._upstream_coordinator = coordinator == "upstream"
         self._upstream_address = _split_host_port(upstream.split(",")[0])
         self._clock: Clock = clock if clock is not None else MonotonicClock()
         self._wall = MonotonicClock()
@@ -746,9 +759,9 @@ class CoordinatorProxy:
                 record.handled_by = "proxy"
                 record.error_code = decision.error_code
                 self._answer(slot, self._error_response(conn, info, frame, decision.error_code))
-            elif info.api_key in _model_wire.MODEL_METHODS:
+            elif info.api_key in _model_wire.MODEL_METHODS and not self._upstream_coordinator:
                 await self._serve_model(conn, info, frame, slot, record, dispatched)
-            elif info.api_key == group_api.FIND_COORDINATOR and (
+            elif info.api_key == group_api.FIND_COORDINATOR and not self._upstream_coordinator and (
                 found := self._find_group_coordinator(conn, info, frame)
             ):
                 record.handled_by = "proxy"
@@ -973,10 +986,11 @@ class CoordinatorProxy:
 
     def _rewrite_api_versions(self, body: dict[str, Any]) -> None:
         keys = {k["api_key"]: dict(k) for k in body.get("api_keys") or ()}
-        for hidden in _HIDDEN_APIS:
-            keys.pop(hidden, None)
-        for key, (low, high) in self._served.items():
-            keys[key] = {"api_key": key, "min_version": low, "max_version": high}
+        if not self._upstream_coordinator:
+            for hidden in _HIDDEN_APIS:
+                keys.pop(hidden, None)
+            for key, (low, high) in self._served.items():
+                keys[key] = {"api_key": key, "min_version": low, "max_version": high}
         for key in _CLAMPED_APIS:
             entry = keys.get(key)
             kp_range = frames.api_version_range(key)

@@ -8,6 +8,7 @@ tests/conformance/test_consumer_group_conformance.py.
 
 from __future__ import annotations
 
+import math
 import os
 
 import attrs
@@ -82,6 +83,7 @@ def test_a_member_whose_session_may_have_expired_hands_nothing_out(monkeypatch: 
     assert any("m1#1: DescribeConfigs <- {'consumer.session.timeout.ms': '6000'}" in line for line in result.trace)
     assert not any("zombie hand-out" in line for line in result.trace)
     monkeypatch.setattr(ConsumerGroupMachine, "_settle_session", lambda self, now: None)  # no timer
+    monkeypatch.setattr(ConsumerGroupMachine, "_hold_at", lambda self: math.inf)  # nor its deadline
     without = run_seed(129, "consumer")
     assert [v.rule for v in without.violations] == ["hand-out after removal"], without.violations
     assert "m1#1" in without.violations[0].detail and "(session timeout)" in without.violations[0].detail
@@ -179,6 +181,7 @@ def test_heartbeats_unanswered_for_the_rebalance_timeout_hold_the_hand_outs(
     result = run_seed(5310, "consumer")
     assert result.violations == [], "\n".join(map(str, result.violations))
     original = ConsumerGroupMachine._settle_session
+    original_hold_at = ConsumerGroupMachine._hold_at
 
     def without_the_unanswered_clock(self: ConsumerGroupMachine, now: float) -> None:
         since, self._unconfirmed_since = self._unconfirmed_since, None
@@ -188,7 +191,15 @@ def test_heartbeats_unanswered_for_the_rebalance_timeout_hold_the_hand_outs(
             if self._unconfirmed_since is None:
                 self._unconfirmed_since = since
 
+    def hold_at_without_it(self: ConsumerGroupMachine) -> float:
+        since, self._unconfirmed_since = self._unconfirmed_since, None
+        try:
+            return original_hold_at(self)
+        finally:
+            self._unconfirmed_since = since
+
     monkeypatch.setattr(ConsumerGroupMachine, "_settle_session", without_the_unanswered_clock)
+    monkeypatch.setattr(ConsumerGroupMachine, "_hold_at", hold_at_without_it)
     without = run_seed(5310, "consumer")
     assert [v.rule for v in without.violations] == ["hand-out after removal"], without.violations
     assert "(rebalance timeout)" in without.violations[0].detail

@@ -109,6 +109,42 @@ def test_the_hold_starts_a_session_timeout_after_the_send_time_of_the_last_succe
     assert member.machine.owned == tps("orders", 0, 1)  # not lost: the coordinator can still answer
 
 
+def test_the_snapshot_carries_the_hold_deadline_for_the_poll_thread() -> None:
+    """The poll thread holds at ``hold_at`` itself, whether or not the group thread has ticked by then
+    (a busy process): the deadline is the session's from the last success's send time, inf when
+    the member holds nothing or knows no session timeout and has no clock running."""
+    member = Member()
+    stable(member, 0, 1, interval_ms=5000)
+    hb = next_heartbeat(member)
+    sent_at = member.now
+    assert member.respond(hb, epoch=5, interval_ms=5000) == []
+    assert member.machine.snapshot().hold_at == pytest.approx(sent_at + SESSION_MS / 1000)
+    hb = next_heartbeat(member)  # unanswered: the session still counts from the last success
+    assert member.machine.snapshot().hold_at == pytest.approx(sent_at + SESSION_MS / 1000)
+    assert member.respond(hb, epoch=5, interval_ms=5000) == []
+    assert member.machine.snapshot().hold_at == pytest.approx(member.now + SESSION_MS / 1000)
+    empty = Member()
+    stable(empty, session_ms=SESSION_MS)
+    assert empty.machine.snapshot().hold_at == float("inf")  # holds no partition
+
+
+def test_the_consumer_holds_at_the_deadline_before_the_group_thread_ticks() -> None:
+    import kgroup
+
+    clock = FakeClock()
+    consumer: kgroup.Consumer[bytes, bytes] = kgroup.Consumer(
+        bootstrap_servers="localhost:9092", group_id="g", group_protocol="consumer", clock=clock,
+    )
+    snap = cg.ConsumerGroupSnapshot(
+        MemberState.STABLE, "m", 5, tps("orders", 0), 1, frozenset({"orders"}), None, None,
+        hand_out_on_hold=False, session_timeout_ms=SESSION_MS, hold_at=clock.monotonic() + 1.0,
+    )
+    consumer._snapshot = lambda: snap  # type: ignore[method-assign]
+    assert not consumer._hand_out_on_hold()
+    clock.advance(1.0)
+    assert consumer._hand_out_on_hold(), "past hold_at the poll thread must hold without the group thread"
+
+
 def test_with_no_heartbeat_out_one_goes_at_once_and_its_success_resumes_the_hand_outs() -> None:
     member = Member()
     stable(member, 0, 1)

@@ -254,7 +254,9 @@ def test_table_illegal_event_raises_before_the_machine_changes(state, kind):
     # the poison is the only change (Rule 3): nothing the event would have done happened
     assert after.state is MemberState.FATAL
     assert after.fatal is raised.value
-    assert attrs.evolve(after, state=before.state, fatal=before.fatal) == before
+    # (``hold_at`` follows the state: a FATAL member's session clock no longer runs)
+    assert after.hold_at == float("inf")
+    assert attrs.evolve(after, state=before.state, fatal=before.fatal, hold_at=before.hold_at) == before
     with pytest.raises(ProtocolViolation) as again:
         m.tick(reached.t.now + 100)
     assert again.value is raised.value
@@ -285,7 +287,7 @@ def test_table_response_to_a_request_of_another_kind_is_illegal(state):
         before = reached.m.snapshot()
         with pytest.raises(ProtocolViolation, match=f"cannot answer a {reached.request.value} request"):
             reached.m.handle(_event(kind, reached), reached.t.now)
-        assert attrs.evolve(reached.m.snapshot(), state=before.state, fatal=None) == before
+        assert attrs.evolve(reached.m.snapshot(), state=before.state, fatal=None, hold_at=before.hold_at) == before
 
 
 def test_table_assignment_failed_naming_the_sync_group_no_longer_aborts_the_round():

@@ -157,6 +157,7 @@ def test_session_no_successful_heartbeat_holds_hand_outs_then_loses_when_the_hea
     hb = only(t.tick(m, 3.0), SendHeartbeat)  # never answered
     assert t.tick(m, 9.9) == []
     assert not m.snapshot().hand_out_on_hold
+    assert m.snapshot().hold_at == 10.0  # what the poll thread checks itself (MemberSnapshot.hold_at)
     assert t.tick(m, 10.0) == []  # the JoinGroup that completed the join went at 0.0
     assert m.snapshot().hand_out_on_hold
     assert m.owned == OWNED and m.coordinator == NODE_ID  # a Heartbeat is in flight: wait for it
@@ -263,5 +264,6 @@ def test_session_doubt_comes_at_the_rebalance_timeout_when_it_is_the_shorter():
     t.tick(m, 6.1)  # the next one is never answered
     t.tick(m, 10.99)
     assert not m.snapshot().hand_out_on_hold
+    assert m.snapshot().hold_at == 11.0  # the poll thread holds from here even before this tick
     t.tick(m, 11.0)
     assert m.snapshot().hand_out_on_hold
