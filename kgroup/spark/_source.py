@@ -128,6 +128,9 @@ _FETCH_RECORDS = 10_000
 _CLOCK = MonotonicClock()
 #: seconds an executor's read may make no progress before it checks that its partition still exists
 _STALL_CHECK_S = 5.0
+#: seconds an executor's read waits when the fetcher has nothing in flight (its partition's leader
+#: not known yet, a position being looked up) instead of asking again at once
+_IDLE_WAIT_S = 0.005
 
 
 class RangePartition(InputPartition):
@@ -306,6 +309,10 @@ def read_range(
             position = current if current is not None else position
             if last + 1 > position:
                 position = last + 1
+            if not fetched and fetcher.idle():
+                # nothing in flight to wait on (the metadata of a new transport is on its way): the
+                # fetch returned at once, so wait a little rather than spin (a Spark task starts so)
+                _CLOCK.sleep(_IDLE_WAIT_S)
             now = _CLOCK.monotonic()
             if position > before:
                 progressed_at = now
