@@ -181,12 +181,13 @@ class RecordColumns:
 
     """
 
-    __slots__ = ("_lists", "decoded", "start", "stop", "topic_partition")
+    __slots__ = ("_lists", "_offsets", "decoded", "start", "stop", "topic_partition")
 
     def __init__(self, topic_partition: TopicPartition, records: list[ConsumerRecord]) -> None:
         """Columns of ``records``: one partition's, non-empty, ascending offsets."""
         self.topic_partition = topic_partition
         self._lists: list[list[Any]] | None = [list(map(field, records)) for field in _COLUMN_FIELDS]
+        self._offsets: list[int] | None = None
         self.decoded: Any = None
         self.start = 0
         self.stop = len(records)
@@ -197,6 +198,7 @@ class RecordColumns:
         columns = cls.__new__(cls)
         columns.topic_partition = topic_partition
         columns._lists = None
+        columns._offsets = None
         columns.decoded = decoded
         columns.start = start
         columns.stop = stop
@@ -221,8 +223,9 @@ class RecordColumns:
     def offsets(self) -> list[int]:
         """The offsets (class docstring)."""
         if self._lists is None:  # the one column bookkeeping reads: no need to convert the others
-            offsets: list[int] = self.decoded.offsets[self.start:self.stop].tolist()
-            return offsets
+            if self._offsets is None:
+                self._offsets = self.decoded.offsets[self.start:self.stop].tolist()
+            return self._offsets
         return self._lists[0]
 
     @property
