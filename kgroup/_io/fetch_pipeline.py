@@ -911,16 +911,21 @@ class PipelinedFetcher:
 
         The record decoder (``KafkaFetcher._PartitionRecords``) keeps the responses the columnar
         decoder does not handle (``decode_record_set`` returns None: legacy message sets,
-        read_committed with aborted transactions).
+        read_committed with aborted transactions) and, logged, any it fails on itself.
         """
         raw, held.raw = held.raw, None
         part = held.records
         if (raw is None or not isinstance(part, KafkaFetcher._PartitionRecords) or part.records_read
                 or part._last_batch is not None or part._next_inline_exception is not None):
             return
-        decoded = self._columnar(raw, held.fetch_offset, check_crcs=self._config.check_crcs,
-                                 read_committed=self._isolation == IsolationLevel.READ_COMMITTED,
-                                 aborted_transactions=held.aborted or (), topic_partition=held.tp)
+        try:
+            decoded = self._columnar(raw, held.fetch_offset, check_crcs=self._config.check_crcs,
+                                     read_committed=self._isolation == IsolationLevel.READ_COMMITTED,
+                                     aborted_transactions=held.aborted or (), topic_partition=held.tp)
+        except Exception:  # not the data's errors (those come in line): the decoder's own failure
+            log.warning("the columnar decoder failed on %s at offset %d; the record decoder takes the response",
+                        held.tp, held.fetch_offset, exc_info=True)
+            return
         if decoded is None:
             return
         held.records = _ColumnarRecords(decoded, held.fetch_offset, held.tp, len(raw), self._on_drain)

@@ -222,3 +222,20 @@ def test_the_spark_source_s_arrow_batch_is_the_same_from_decoded_and_record_colu
         assert from_decoded.schema == schema
         assert from_decoded.equals(from_records)
         assert from_decoded.num_rows == end - begin
+
+
+def test_a_failure_of_the_columnar_decoder_itself_leaves_the_response_to_the_record_decoder(
+        decoded_rows: list[int], caplog: pytest.LogCaptureFixture) -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0)
+    assert fetcher.fetch_columns(10, 0) == []
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    fetcher._columnar = broken
+    answer(manager, 0, {P0: simple(0, 3)})
+    (columns,) = fetcher.fetch_columns(10, 0)
+    assert columns.decoded is None and columns.offsets == [0, 1, 2] and columns.values == [b"v0", b"v1", b"v2"]
+    assert fetcher.position(P0) == 3
+    assert decoded_rows == [] and "columnar decoder failed" in caplog.text
