@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         RoundRobinAssignor,
         StickyAssignor,
     )
+    from kgroup.columns import RecordColumns
     from kgroup.config import ConsumerConfig
     from kgroup.consumer import Consumer
     from kgroup.errors import (
@@ -76,6 +77,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RoundRobinAssignor",
         "StickyAssignor",
     ),
+    "kgroup.columns": ("RecordColumns",),
     "kgroup.config": ("ConsumerConfig",),
     "kgroup.consumer": ("Consumer",),
     "kgroup.errors": (
@@ -156,6 +158,7 @@ __all__ = [
     "RebalanceInProgressError",
     "RebalanceListener",
     "RebalanceProtocol",
+    "RecordColumns",
     "RecordDeserializationError",
     "RetriableCommitFailedError",
     "RoundRobinAssignor",

@@ -67,10 +67,10 @@ if TYPE_CHECKING:
     from kgroup._driver.group_thread import GroupThread
     from kgroup._driver.mailbox import Mailbox
     from kgroup._driver.partitions import PartitionState
-    from kgroup._io.fetch_pipeline import RecordColumns
     from kgroup._io.kafka_python import KafkaPythonTransport
     from kgroup._io.transport import OffsetFetchResult, Transport
     from kgroup._retry import Deadline
+    from kgroup.columns import RecordColumns
     from kgroup.config import ConsumerArgs, ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
     from kgroup.deserializers import DeserializerLike, as_function
     from kgroup.health import HealthReport, HealthServer

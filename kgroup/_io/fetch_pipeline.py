@@ -64,8 +64,6 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import operator
-import struct
 import sys
 import threading
 from typing import Any
@@ -83,6 +81,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup._clock import MonotonicClock
 from kgroup._io.kafka_python import KafkaFetcher, _fetch_error, _ktp
+from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig
 from kgroup.types import ConsumerRecord, TopicPartition
 
@@ -137,137 +136,6 @@ class _Held:
             return int(batches.size_in_bytes()) if batches is not None else 0
         raw = getattr(self.data, "records", None)
         return len(raw or b"")
-
-
-#: the ``ConsumerRecord`` fields of ``RecordColumns``, in its attributes' order
-_COLUMN_FIELDS = tuple(
-    operator.itemgetter(ConsumerRecord._fields.index(name))
-    for name in ("offset", "key", "value", "headers", "timestamp", "timestamp_type")
-)
-
-
-class RecordColumns:
-    """One partition's records of one fetch, as columns: row ``i`` of each is the ``i``-th record.
-
-    What :meth:`PipelinedFetcher.fetch_columns` returns, for readers that turn records into
-    columnar data (the Spark source's Arrow batches) and need no object per record. Two kinds,
-    the same attributes:
-
-    * decoded columns (``decoded`` is not None): rows ``[start, stop)`` of the columnar
-      decoder's arrays (:func:`kgroup._io.columnar.decode_record_set`: numpy offsets,
-      timestamps and timestamp types, Arrow keys, values and headers), no Python object per
-      record; the list attributes below are made from them on first use. Bulk readers take the
-      arrays themselves (:attr:`decoded`, :attr:`start`, :attr:`stop`) and slice them.
-    * record columns: taken from the hand-out's ``ConsumerRecord`` s by ``map(itemgetter)`` (in
-      C), for responses the columnar decoder leaves to the record decoder (legacy message sets,
-      read_committed with aborted transactions), without numpy and pyarrow, and for fetchers
-      without a columnar hand-out.
-
-    ``len()`` is the number of records, at least 1 as handed out by the fetcher.
-
-    Attributes:
-        topic_partition: the partition (every row's).
-        offsets: ``list[int]``, ascending; gaps where compaction, transaction markers or
-            aborted transactions (read_committed) removed records.
-        timestamps: ``list[int]``, ms since the epoch (UTC).
-        timestamp_types: ``list[int]``, 0 = CreateTime, 1 = LogAppendTime.
-        keys, values: ``list[bytes | None]``, the raw bytes; None for a null key or value.
-        headers: ``list[tuple[tuple[str, bytes | None], ...]]``: per record its headers as
-            ``(key, value)`` pairs, ``()`` without headers.
-        decoded: the :class:`kgroup._io.columnar.DecodedRecordSet` whose rows ``[start, stop)``
-            these are, or None for record columns.
-        start, stop: the rows of ``decoded`` (0 and ``len()`` for record columns).
-        nbytes: bytes of keys and values (decoded columns), None for record columns.
-
-    """
-
-    __slots__ = ("_lists", "_offsets", "decoded", "start", "stop", "topic_partition")
-
-    def __init__(self, topic_partition: TopicPartition, records: list[ConsumerRecord]) -> None:
-        """Columns of ``records``: one partition's, non-empty, ascending offsets."""
-        self.topic_partition = topic_partition
-        self._lists: list[list[Any]] | None = [list(map(field, records)) for field in _COLUMN_FIELDS]
-        self._offsets: list[int] | None = None
-        self.decoded: Any = None
-        self.start = 0
-        self.stop = len(records)
-
-    @classmethod
-    def of_decoded(cls, topic_partition: TopicPartition, decoded: Any, start: int, stop: int) -> RecordColumns:
-        """Rows ``[start, stop)`` (``start < stop``) of a ``DecodedRecordSet``, without copying them."""
-        columns = cls.__new__(cls)
-        columns.topic_partition = topic_partition
-        columns._lists = None
-        columns._offsets = None
-        columns.decoded = decoded
-        columns.start = start
-        columns.stop = stop
-        return columns
-
-    def __len__(self) -> int:
-        return self.stop - self.start
-
-    def _columns(self) -> list[list[Any]]:
-        lists = self._lists
-        if lists is None:
-            d, start, n = self.decoded, self.start, self.stop - self.start
-            headers = [tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in
-                       d.headers.slice(start, n).to_pylist()]
-            lists = self._lists = [d.offsets[start:self.stop].tolist(), d.keys.slice(start, n).to_pylist(),
-                                   d.values.slice(start, n).to_pylist(), headers,
-                                   d.timestamps[start:self.stop].tolist(),
-                                   d.timestamp_types[start:self.stop].tolist()]
-        return lists
-
-    @property
-    def offsets(self) -> list[int]:
-        """The offsets (class docstring)."""
-        if self._lists is None:  # the one column bookkeeping reads: no need to convert the others
-            if self._offsets is None:
-                self._offsets = self.decoded.offsets[self.start:self.stop].tolist()
-            return self._offsets
-        return self._lists[0]
-
-    @property
-    def keys(self) -> list[bytes | None]:
-        """The keys (class docstring)."""
-        return self._columns()[1]
-
-    @property
-    def values(self) -> list[bytes | None]:
-        """The values (class docstring)."""
-        return self._columns()[2]
-
-    @property
-    def headers(self) -> list[tuple[tuple[str, bytes | None], ...]]:
-        """The headers (class docstring)."""
-        return self._columns()[3]
-
-    @property
-    def timestamps(self) -> list[int]:
-        """The timestamps (class docstring)."""
-        return self._columns()[4]
-
-    @property
-    def timestamp_types(self) -> list[int]:
-        """The timestamp types (class docstring)."""
-        return self._columns()[5]
-
-    @property
-    def nbytes(self) -> int | None:
-        """Bytes of keys and values of decoded columns; None for record columns."""
-        if self.decoded is None:
-            return None
-        n = self.stop - self.start
-        total = 0
-        for array in (self.decoded.keys, self.decoded.values):
-            part = array.slice(self.start, n)
-            offsets = part.buffers()[1]
-            if offsets is not None and n:
-                (first,) = struct.unpack_from("<i", offsets, 4 * part.offset)
-                (last,) = struct.unpack_from("<i", offsets, 4 * (part.offset + n))
-                total += last - first
-        return total
 
 
 class _ColumnSlice:

@@ -42,6 +42,10 @@ def test_poll_columns_hands_out_every_record_once_with_its_fields(
             for columns in fetched:
                 tp = columns.topic_partition
                 assert tp.topic == topic and len(columns) >= 1
+                arrow = columns.to_arrow()
+                assert arrow.num_rows == len(columns)
+                assert arrow.column("offset").to_pylist() == list(columns.offsets)
+                assert arrow.column("value").to_pylist() == list(columns.values)
                 rows = zip(columns.offsets, columns.keys, columns.values, columns.headers, columns.timestamps,
                            columns.timestamp_types, strict=True)
                 for offset, key, value, headers, timestamp, timestamp_type in rows:

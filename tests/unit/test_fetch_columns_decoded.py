@@ -239,3 +239,30 @@ def test_a_failure_of_the_columnar_decoder_itself_leaves_the_response_to_the_rec
     assert columns.decoded is None and columns.offsets == [0, 1, 2] and columns.values == [b"v0", b"v1", b"v2"]
     assert fetcher.position(P0) == 3
     assert decoded_rows == [] and "columnar decoder failed" in caplog.text
+
+
+
+def test_to_arrow_gives_the_same_batch_for_decoded_and_record_columns() -> None:
+    """``RecordColumns.to_arrow()`` (the public Arrow view of ``Consumer.poll_columns()``): the same
+    rows and types whether the columns were decoded from the batch bytes or taken from records."""
+    import pyarrow as pa
+
+    from kgroup._io.columnar import decode_record_set
+    from tests.unit.test_columnar_decoder import Reference
+
+    data = (simple(0, 3, headers=HEADERS) + simple(3, 4, key=None, codec=CODEC)
+            + build(7, [(0, 5, None, None, [("k", None)])], log_append=True) + simple(8, 20, size=30))
+    decoded = decode_record_set(data, 2)
+    records = Reference(data, 2).records
+    tp = kgroup.TopicPartition("t", 0)
+    for begin, end in ((0, len(records)), (1, 5), (5, 6)):
+        from_decoded = kgroup.RecordColumns.of_decoded(tp, decoded, begin, end).to_arrow()
+        from_records = kgroup.RecordColumns(tp, records[begin:end]).to_arrow()
+        assert from_decoded.equals(from_records), (from_decoded.to_pylist(), from_records.to_pylist())
+        assert from_decoded.schema.names == ["offset", "timestamp", "timestamp_type", "key", "value", "headers"]
+        assert from_decoded.schema.field("value").type == pa.binary()
+        rows = from_decoded.to_pylist()
+        for row, record in zip(rows, records[begin:end], strict=True):
+            assert (row["offset"], row["key"], row["value"], row["timestamp"], row["timestamp_type"]) == (
+                record.offset, record.key, record.value, record.timestamp, record.timestamp_type)
+            assert [(h["key"], h["value"]) for h in row["headers"]] == list(record.headers)
