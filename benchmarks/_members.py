@@ -41,6 +41,7 @@ peers use too; ``PYTHONPATH`` must hold the repository root (``benchmarks/rebala
 from __future__ import annotations
 
 import json
+import os
 import queue
 import sys
 import time
@@ -293,6 +294,14 @@ def java_argv(cfg: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
+    log_dir = os.environ.get("KGROUP_BENCH_LOG")
+    if log_dir:  # each member's own log, for a run's post-mortem (the clients' INFO lines)
+        import logging
+
+        logging.basicConfig(
+            filename=os.path.join(log_dir, f"{cfg.get('slot', 'member')}-{os.getpid()}.log"), level=logging.INFO,
+            format="%(asctime)s.%(msecs)03d %(threadName)s %(name)s %(levelname)s %(message)s", datefmt="%H:%M:%S",
+        )
     cmds = commands()
     runner = {
         "kgroup": run_kgroup,

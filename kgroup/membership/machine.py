@@ -446,6 +446,17 @@ class GroupMachine:
             and self._state not in (MemberState.CLOSED, MemberState.FATAL, MemberState.LEAVING)
         )
 
+    def _rejoin_pending(self) -> bool:
+        """A JoinGroup with the member's generation is about to go out to a known coordinator."""
+        return (
+            self._rejoin_needed
+            and self._state is MemberState.UNJOINED
+            and self._generation.is_valid()
+            and self._coordinator.node_id is not None
+            and bool(self._subscription)
+            and not self._poll.expired
+        )
+
     def _parked(self) -> bool:
         """A JoinGroup or SyncGroup is unanswered: the coordinator may be keeping the member alive."""
         return self._awaiting(Request.JOIN_GROUP) or self._awaiting(Request.SYNC_GROUP)
@@ -717,7 +728,10 @@ class GroupMachine:
         deadline itself, ``MemberSnapshot.hold_at``) until it knows:
 
         * a JoinGroup or SyncGroup in flight is waited for (Kafka keeps a member whose join or
-          sync is parked alive, ``ClassicGroupMember.hasSatisfiedHeartbeat``);
+          sync is parked alive, ``ClassicGroupMember.hasSatisfiedHeartbeat``), and so is the
+          JoinGroup of a rejoin about to go out (a SyncGroup answered REBALANCE_IN_PROGRESS: the
+          coordinator still knew the member; its JoinGroup is the question, and
+          UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION loses the partitions as always);
         * otherwise a Heartbeat goes out at once (or the one in flight is waited for): its
           success resumes the hand-outs, its error is handled as always (UNKNOWN_MEMBER_ID:
           the partitions are lost);
@@ -730,13 +744,13 @@ class GroupMachine:
         if self._holds_for_session():
             if now < self._session_deadline():
                 return
-            if self._parked() or self._heartbeats_enabled():
+            if self._parked() or self._heartbeats_enabled() or self._rejoin_pending():
                 if not self._in_doubt:
                     log.warning(
                         "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms): "
                         "holding back records until the coordinator answers (%s)",
                         self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
-                        "its JoinGroup or SyncGroup" if self._parked() else "a Heartbeat",
+                        "a Heartbeat" if self._heartbeats_enabled() else "its JoinGroup or SyncGroup",
                     )
                 return
             log.warning(

@@ -251,3 +251,38 @@ def test_a_join_that_fails_past_the_session_timeout_loses_the_held_partitions():
     failed = t.handle(m, ev.RequestFailed(join.request_id, "JoinGroup timed out"), now=20.0)
     assert [s.step.lost for s in of_kind(failed, DeliverStep)] == [OWNED]
     assert m.snapshot().hand_out_on_hold is False or m.owned == frozenset()
+
+
+def test_a_sync_answered_rebalance_in_progress_past_the_session_timeout_rejoins_holding_the_partitions():
+    # A join phase longer than the session timeout (a slow member's revocation keeps it open),
+    # then another rebalance before the SyncGroup: REBALANCE_IN_PROGRESS to the SyncGroup shows the
+    # coordinator still knew the member (UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION otherwise), and
+    # the JoinGroup that follows is the question, as a parked one is. The partitions were lost
+    # here before (every member of a cooperative group lost its unmoved partitions after such a
+    # join phase: benchmarks/results.md, bare broker).
+    t, m = _stable()
+    join = _rejoin_signalled(t, m)  # JoinGroup at 3.1
+    assert t.tick(m, 13.0) == []  # parked past the session: in doubt
+    joined = t.handle(m, t.join_response(generation_id=2, leader="other", request_id=join.request_id), now=15.0)
+    sync = of_kind(joined, SendSyncGroup)[0]
+    failed = t.handle(m, t.sync_response(error_code=REBALANCE_IN_PROGRESS, request_id=sync.request_id), now=15.5)
+    assert of_kind(failed, DeliverStep) == [], "the partitions must not be lost: the coordinator still has the member"
+    rejoin = only(of_kind(failed, SendJoinGroup), SendJoinGroup)
+    assert rejoin.member_id == MEMBER_ID
+    assert m.owned == OWNED and m.snapshot().hand_out_on_hold  # nothing goes out until it knows
+    # generation 3's join renewed the session no earlier than that JoinGroup was sent (15.5)
+    t.handle(m, t.join_response(generation_id=3, leader="other", request_id=rejoin.request_id), now=16.0)
+    t.handle(m, t.sync_response(OWNED), now=16.1)
+    assert not m.snapshot().hand_out_on_hold and m.owned == OWNED
+
+
+def test_a_rejoin_past_the_session_timeout_answered_unknown_member_id_loses_the_partitions():
+    t, m = _stable()
+    join = _rejoin_signalled(t, m)
+    t.tick(m, 13.0)
+    joined = t.handle(m, t.join_response(generation_id=2, leader="other", request_id=join.request_id), now=15.0)
+    sync = of_kind(joined, SendSyncGroup)[0]
+    failed = t.handle(m, t.sync_response(error_code=REBALANCE_IN_PROGRESS, request_id=sync.request_id), now=15.5)
+    rejoin = only(of_kind(failed, SendJoinGroup), SendJoinGroup)
+    gone = t.handle(m, t.join_response(UNKNOWN_MEMBER_ID, request_id=rejoin.request_id), now=16.0)
+    assert [s.step.lost for s in of_kind(gone, DeliverStep)] == [OWNED]
