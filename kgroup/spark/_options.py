@@ -175,6 +175,12 @@ class SourceOptions:
                 converted = lowered == "true"
             kwargs[name] = converted
         kwargs.update(overrides)
+        if str(kwargs.get("group_protocol", "classic")).strip().lower() == "consumer" and not any(
+            names[key] == "assignors" for key, _ in self.properties
+        ):
+            # the driver's default assignor is the classic protocol's; under the consumer protocol
+            # the broker assigns (KIP-848) and Java rejects a client-side strategy
+            kwargs.pop("assignors", None)
         try:
             return ConsumerConfig(**kwargs)
         except ConfigError as exc:

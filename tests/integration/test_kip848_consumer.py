@@ -342,3 +342,67 @@ def test_kgroup_aio_runs_on_the_consumer_protocol(
     kinds = [kind for kind, _, _ in events]
     assert kinds[-1] == "revoked" and set(kinds[:-1]) == {"assigned"}, kinds
     assert frozenset().union(*(p for _, p, _ in events[:-1])) == all_partitions(topic, 3) == events[-1][1]
+
+
+class _Changes(kgroup.RebalanceListener):
+    def __init__(self) -> None:
+        self.revoked: set[TopicPartition] = set()
+        self.lost: set[TopicPartition] = set()
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self.revoked |= partitions
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        pass
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self.lost |= partitions
+
+
+def test_partitions_added_a_topic_deleted_a_subscription_changed_and_a_topic_created(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any
+) -> None:
+    """The broker owns the subscription's metadata under KIP-848: partitions added to a subscribed
+    topic, a subscribed topic deleted and a topic created after the subscription named it each
+    bump the group epoch, and the member reconciles the new target (the new topic's id resolved
+    to its name from metadata first)."""
+    from kafka.admin import KafkaAdminClient, NewPartitions
+
+    from kgroup.testing import create_topic
+
+    t1 = topic_factory(2, prefix="kip848meta")
+    t2 = topic_factory(1, prefix="kip848meta")
+    t3 = f"kip848meta-later-{time.monotonic_ns()}"
+    changes = _Changes()
+    consumer: kgroup.Consumer[bytes, bytes] = kgroup.Consumer(
+        bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(), group_protocol="consumer",
+        auto_offset_reset="earliest", client_id="kip848meta", metadata_max_age_ms=5000,
+    )
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, client_id="kip848meta-admin")
+    got: list[kgroup.ConsumerRecord[bytes, bytes]] = []
+
+    def assigned(expected: frozenset[TopicPartition]) -> Callable[[], bool]:
+        def check() -> bool:
+            got.extend(consumer.poll(100))
+            return consumer.assignment() == expected
+        return check
+
+    try:
+        consumer.subscribe([t1, t2], listener=changes)
+        timed("the first assignment", assigned(all_partitions(t1, 2) | all_partitions(t2, 1)))
+        admin.create_partitions({t1: NewPartitions(total_count=4)})
+        timed("partitions added to a subscribed topic", assigned(all_partitions(t1, 4) | all_partitions(t2, 1)))
+        admin.delete_topics([t2])
+        timed("a subscribed topic deleted", assigned(all_partitions(t1, 4)))
+        assert TopicPartition(t2, 0) in changes.revoked | changes.lost
+        consumer.subscribe([t1, t3], listener=changes)  # t3 does not exist yet
+        create_topic(kafka_bootstrap, t3, 2)
+        produce(kafka_bootstrap, t3, [(p, None, b"later") for p in range(2)])
+        timed("a topic created after the subscription named it",
+              assigned(all_partitions(t1, 4) | all_partitions(t3, 2)))
+        wait_until(lambda: bool(got.extend(consumer.poll(100))) or
+                   {r.partition for r in got if r.topic == t3} == {0, 1}, DEADLINE_S, "the new topic's records")
+        assert not changes.lost - {TopicPartition(t2, 0)}, changes.lost
+    finally:
+        consumer.close()
+        admin.close()

@@ -37,6 +37,18 @@ def test_defaults_are_sparks():
     assert opts.ending_offsets is None  # latest
 
 
+def test_the_consumer_protocol_drops_the_drivers_default_assignor_but_not_one_given():
+    """The driver's cooperative-sticky default is the classic protocol's: under
+    ``group.protocol=consumer`` the broker assigns; an assignor the user names is still refused
+    (Java's ``ConsumerConfig``)."""
+    assert parse_options(BASE).consumer_config().assignors[0].name == "cooperative-sticky"
+    config = parse_options({**BASE, "group.protocol": "consumer"}).consumer_config()
+    assert config.group_protocol == "consumer"
+    with pytest.raises(SourceOptionError) as raised:  # at load(), as every Kafka property
+        parse_options({**BASE, "group.protocol": "consumer", "partition.assignment.strategy": "range"})
+    assert raised.value.field == "partition.assignment.strategy"
+
+
 def test_new_options_case_insensitive():
     opts = parse_options({
         **BASE, "MINPARTITIONS": "8", "failondataloss": "FALSE", "minOffsetsPerTrigger": "100",
