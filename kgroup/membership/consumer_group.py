@@ -927,20 +927,23 @@ class ConsumerGroupMachine:
             self._unresolved[rid] = now
             if self._unconfirmed_since is None:
                 self._unconfirmed_since = now
-        out.append(
-            SendConsumerGroupHeartbeat(
-                request_id=rid,
-                node_id=self._coordinator,
-                timeout_ms=self._config.request_timeout_ms,
-                group_id=self._group_id,
-                member_id=self._member_id,
-                member_epoch=self._epoch,
-                instance_id=self._instance_id,
-                **fields,  # type: ignore[arg-type]
-            )
-        )
+        out.append(self._heartbeat_command(rid, self._epoch, fields))
         self._next_heartbeat_at = now + self._interval_s
         self._on_heartbeat_sent()
+
+    def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, object]) -> SendConsumerGroupHeartbeat:
+        """A ConsumerGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
+        assert self._coordinator is not None
+        return SendConsumerGroupHeartbeat(
+            request_id=rid,
+            node_id=self._coordinator,
+            timeout_ms=self._config.request_timeout_ms,
+            group_id=self._group_id,
+            member_id=self._member_id,
+            member_epoch=epoch,
+            instance_id=self._instance_id,
+            **fields,  # type: ignore[arg-type]
+        )
 
     def _send_instance_release(self, now: float, out: list[Command]) -> None:
         """A fenced static member releases its instance id (epoch -2) before it rejoins with epoch 0.
@@ -959,17 +962,7 @@ class ConsumerGroupMachine:
         self._heartbeat_rid = self._release_rid = rid
         log.info("group %s member %s: fenced static member: releasing instance id %s (epoch -2) before rejoining",
                  self._group_id, self._member_id, self._instance_id)
-        out.append(
-            SendConsumerGroupHeartbeat(
-                request_id=rid,
-                node_id=self._coordinator,
-                timeout_ms=self._config.request_timeout_ms,
-                group_id=self._group_id,
-                member_id=self._member_id,
-                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                instance_id=self._instance_id,
-            )
-        )
+        out.append(self._heartbeat_command(rid, LEAVE_GROUP_STATIC_MEMBER_EPOCH, {}))
         self._next_heartbeat_at = now + self._interval_s
 
     def _on_instance_released(self, event: HeartbeatResponded) -> bool:

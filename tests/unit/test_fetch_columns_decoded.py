@@ -21,7 +21,8 @@ import kgroup
 from kgroup import _error_codes as codes
 from kgroup._io import fetch_pipeline
 from tests.unit.test_columnar_decoder import build, control_batch, corrupt, simple
-from tests.unit.test_fetch_pipeline import P0, P1, _column_rows, _rows, answer, fetched, make, start
+from tests.unit.test_fetch_pipeline import P0, P1, answer, make, start
+from tests.unit.test_fetch_pipeline import _outcomes as _pipeline_outcomes
 
 CODEC = 3 if kcodec.has_lz4() else 1
 
@@ -40,32 +41,15 @@ def decoded_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counted
 
 
+def _epochs(fetcher: Any) -> Any:
+    """The positions with their leader epochs (``fetch`` and ``fetch_columns`` must agree on both)."""
+    positions = [fetcher._subscription.assignment[fetch_pipeline._ktp(tp)].position for tp in (P0, P1)]
+    return [(p.offset, p.leader_epoch) if p is not None else None for p in positions]
+
+
 def _outcomes(columnar: bool, decoder: Any, steps: list[Any], **config: Any) -> list[Any]:
     """``tests/unit/test_fetch_pipeline.py``'s ``_outcomes``, with the positions' leader epochs."""
-    fetcher, manager, _ = make(**config)
-    fetcher._decoder = decoder
-    start(fetcher, P0, P1)
-    seen: list[Any] = []
-    for step in steps:
-        if step[0] == "answer":
-            answer(manager, step[1], step[2], aborted=step[3])
-            continue
-        if step[0] == "seek":
-            fetcher.seek(step[1], step[2])
-            continue
-        try:
-            if columnar:
-                columns = fetcher.fetch_columns(step[1], 0)
-                assert len({c.topic_partition for c in columns}) == len(columns), "one per partition"
-                seen.append(_column_rows(columns))
-            else:
-                seen.append(_rows(fetcher.fetch(step[1], 0)))
-        except kgroup.KGroupError as exc:
-            seen.append((type(exc).__name__, exc.topic_partition))  # type: ignore[attr-defined]
-        sent = [sorted(fetched(request).items()) for _, request, _ in manager.sent]
-        positions = [fetcher._subscription.assignment[fetch_pipeline._ktp(tp)].position for tp in (P0, P1)]
-        seen.append(([(p.offset, p.leader_epoch) if p is not None else None for p in positions], sent))
-    return seen
+    return _pipeline_outcomes(columnar, decoder, steps, _epochs, **config)
 
 
 def differential(steps: list[Any], reference: Any = None, **config: Any) -> list[Any]:

@@ -332,10 +332,14 @@ def _column_rows(columns: list[fetch_pipeline.RecordColumns]) -> list[tuple[Any,
     return out
 
 
-def _outcomes(columnar: bool, decoder: Any, steps: list[Any], **config: Any) -> list[Any]:
+def _positions(fetcher: Any) -> Any:
+    return fetcher.position(P0), fetcher.position(P1)
+
+
+def _outcomes(columnar: bool, decoder: Any, steps: list[Any], positions: Any = _positions, **config: Any) -> list[Any]:
     """Run ``steps`` on a new fetcher: ``("fetch", n)``, ``("answer", i, parts, aborted)``, ``("seek", tp, o)``.
 
-    Each fetch's rows (or the error it raised) and every position after it, in order.
+    Each fetch's rows (or the error it raised) and every position after it (``positions(fetcher)``), in order.
     """
     fetcher, manager, _ = make(**config)
     fetcher._decoder = decoder
@@ -358,7 +362,7 @@ def _outcomes(columnar: bool, decoder: Any, steps: list[Any], **config: Any) -> 
         except kgroup.KGroupError as exc:
             seen.append((type(exc).__name__, exc.topic_partition))  # type: ignore[attr-defined]
         sent = [sorted(fetched(request).items()) for _, request, _ in manager.sent]
-        seen.append((fetcher.position(P0), fetcher.position(P1), sent))
+        seen.append((positions(fetcher), sent))
     return seen
 
 
