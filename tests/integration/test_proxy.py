@@ -109,8 +109,10 @@ def test_singleton_consumer_group_forms_fast_and_consumes_through_the_proxy(
         print(f"\nsingleton group formation through the proxy (first JoinGroup in -> SyncGroup out): "
               f"{formation_ms:.1f} ms over {len(joins)} JoinGroup + {len(syncs)} SyncGroup")
         assert formation_ms < 1000
-        # the group APIs never reached the broker; records did
-        assert {r.handled_by for r in kafka_cluster.requests("Fetch")} == {"upstream"}
+        # the group APIs never reached the broker; records did (a Fetch still waiting behind the
+        # one before it on its connection, pipelined, has no handler yet: only answered ones count)
+        answered = [r for r in kafka_cluster.requests("Fetch") if r.ready_at is not None]
+        assert answered and {r.handled_by for r in answered} == {"upstream"}
     finally:
         c.close()
 
