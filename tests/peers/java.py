@@ -1,8 +1,9 @@
 """The command line of the Java peer: Apache Kafka's ``KafkaConsumer`` running ``JavaPeer.java``.
 
 ``JavaPeer.java`` runs ``org.apache.kafka.clients.consumer.KafkaConsumer`` with
-``group.protocol=classic``, or ``consumer`` with ``--group-protocol consumer`` (see its header for the arguments and its three modes: the
-cross-check tests' events, ``--mode bench`` and ``--mode throughput``). Its classpath is the
+``group.protocol=classic``, or ``consumer`` with ``--group-protocol consumer`` (see its header
+for the arguments and its three modes: the cross-check tests' events, ``--mode bench`` and
+``--mode throughput``). Its classpath is the
 Apache Kafka jars that ``python -m kgroup.testing.apache_kafka fetch`` puts in place, or another
 kafka-clients version resolved once with Maven (the benchmarks on Tansu:
 :data:`TANSU_JAVA_CLIENTS`).
