@@ -407,13 +407,23 @@ script(
     "Kafka reads a STRING longer than 0x7fff bytes as malformed (the generated JoinGroupRequestData.read "
     "throws; RequestContext.parseRequest: InvalidRequestException) and SocketServer closes the connection "
     "without answering; a reason of exactly 0x7fff bytes is accepted. So does the model behind the proxy "
-    "(kgroup.testing._model_wire.check_string_lengths).",
+    "(kgroup.testing._model_wire.check_string_lengths). JoinGroup answers MEMBER_ID_REQUIRED before the "
+    "record that creates a new group is committed (GroupMetadataManager.classicGroupJoin appends an empty "
+    "GroupMetadata record), and DescribeGroups reads at the last committed offset, so the describe waits for a "
+    "write to the same group first.",
     join("a", 8, reason=BIG, expect=CLOSED),
     join("a", 8, reason=LIMIT, expect=err(codes.MEMBER_ID_REQUIRED)),
     rejoin("a", 8, reason=BIG_UTF8, expect=CLOSED, note="the limit counts UTF-8 bytes"),
     join("b", 9, instance=BIG, expect=CLOSED, note="group_instance_id"),
     join("b", 9, group=G2, expect=err(codes.MEMBER_ID_REQUIRED)),
-    describe("x", groups=[G2]),
+    heartbeat(
+        "b",
+        group=G2,
+        generation=1,
+        expect=err(codes.UNKNOWN_MEMBER_ID),
+        note="a write: the coordinator answers it only once the new group's record is committed",
+    ),
+    describe("x", groups=[G2], expect={"groups": [{"group_state": "Empty"}]}),
 )
 
 script(
