@@ -328,6 +328,7 @@ class PipelinedFetcher:
         self._in_flight_tps: set[KTopicPartition] = set()
         self._quiet: set[int] = set()
         self._backoff_until: dict[int, float] = {}
+        self._ends: dict[KTopicPartition, int] = {}  # fetch_until
         self._next_response_id = 0
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
         # fetch_columns' decoder (decode_record_set) once it was called; False without numpy/pyarrow
@@ -350,6 +351,8 @@ class PipelinedFetcher:
         self._subscription.assign_from_user([_ktp(tp) for tp in sorted(partitions)])
         for ktp in [ktp for ktp in self._held if not self._subscription.is_assigned(ktp)]:
             self._drop(ktp)
+        for ktp in [ktp for ktp in self._ends if not self._subscription.is_assigned(ktp)]:
+            del self._ends[ktp]
         topics = {tp.topic for tp in partitions}
         if not topics <= self._topics:
             self._topics |= topics
@@ -399,6 +402,27 @@ class PipelinedFetcher:
     def wakeup(self) -> None:
         """Interrupt a blocked ``fetch`` (any thread)."""
         self._woken.set()
+
+    def fetch_until(self, tp: TopicPartition, end_offset: int | None) -> None:
+        """Send no Fetch for ``tp`` while its position is at or past ``end_offset`` (None: no end).
+
+        Records past the end that a Fetch sent earlier brought are still handed out; the bound
+        only keeps a reader of a range from leaving a Fetch in flight once the range is read.
+        """
+        ktp = _ktp(tp)
+        if end_offset is None:
+            self._ends.pop(ktp, None)
+        else:
+            self._ends[ktp] = end_offset
+        self._changed()
+
+    def reusable(self) -> bool:
+        """True when no Fetch is in flight and no response waits to be taken in.
+
+        Then nothing fetched so far can reach a later read once ``assign`` dropped the buffers:
+        the transport may serve an unrelated read (``kgroup.spark``'s pool of transports).
+        """
+        return not self._in_flight_nodes and not self._arrivals and not self._resetting()
 
     def missing_topics(self) -> frozenset[str]:
         """Assigned topics kafka-python's cluster metadata does not know (after its refresh)."""
@@ -526,9 +550,12 @@ class PipelinedFetcher:
         now = self._clock.monotonic()
         by_node: dict[int, dict[KTopicPartition, Any]] = {}
         skipped: set[int] = set()
+        ends = self._ends
         for ktp in sub.fetchable_partitions():
             if ktp in self._held or ktp in self._in_flight_tps:
                 continue
+            if ends and ktp in ends and sub.assignment[ktp].position.offset >= ends[ktp]:
+                continue  # fetch_until: the range is read
             node = cluster.leader_for_partition(ktp)
             if node is None or node == -1:
                 log.debug("no leader known for %s: metadata update requested", ktp)

@@ -946,6 +946,13 @@ class KafkaFetcher:
         """Interrupt a blocked ``fetch`` (any thread)."""
         self._net.wakeup()
 
+    def fetch_until(self, tp: TopicPartition, end_offset: int | None) -> None:
+        """Not bounded: kafka-python's ``Fetcher`` sends its Fetches on its own schedule."""
+
+    def reusable(self) -> bool:
+        """Never: kafka-python's ``Fetcher`` may have Fetches in flight whatever was handed out."""
+        return False
+
     def missing_topics(self) -> frozenset[str]:
         """Assigned topics kafka-python's cluster metadata does not know (after its refresh)."""
         if self._cluster._last_successful_refresh_ms <= 0:

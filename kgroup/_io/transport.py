@@ -214,6 +214,17 @@ class RecordFetcher(Protocol):
         """Interrupt a blocked ``fetch`` (any thread)."""
         ...
 
+    def fetch_until(self, tp: TopicPartition, end_offset: int | None) -> None:
+        """Send no Fetch for ``tp`` once its position reaches ``end_offset`` (None: no end).
+
+        A reader of a bounded range (a Spark task's offsets) so leaves nothing in flight past it.
+        """
+        ...
+
+    def reusable(self) -> bool:
+        """True when nothing fetched so far can reach a later, unrelated read: no Fetch in flight."""
+        ...
+
     def missing_topics(self) -> frozenset[str]:
         """Topics of assigned partitions that cluster metadata no longer knows (deleted).
 

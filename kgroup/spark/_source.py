@@ -98,6 +98,7 @@ from kgroup.spark._planner import (
     positions_of,
     split_ranges,
 )
+from kgroup.spark._pool import POOL
 from kgroup.types import TopicPartition
 
 __all__ = ["SCHEMA", "KGroupBatchReader", "KGroupDataSource", "KGroupStreamReader", "RangePartition", "read_range"]
@@ -261,13 +262,23 @@ def read_range(
     """
     schema = to_arrow_schema(SCHEMA, timezone="UTC")
     config = _executor_config(options)
-    transport = KafkaPythonTransport(config)
     tp = rng.topic_partition
-    try:
-        transport.start(min(config.default_api_timeout_ms, options.fetch_timeout_ms))
+
+    def create() -> KafkaPythonTransport:
+        transport = KafkaPythonTransport(config)
+        try:
+            transport.start(min(config.default_api_timeout_ms, options.fetch_timeout_ms))
+        except BaseException:
+            transport.close()
+            raise
+        return transport
+
+    # the worker's previous task's transport when it read its range to the end (kgroup.spark._pool)
+    with POOL.borrow((KafkaPythonTransport, options.properties), create, _fetch_nothing) as transport:
         fetcher = transport.fetcher()
         fetcher.assign(frozenset({tp}))
         fetcher.seek(tp, rng.start)
+        fetcher.fetch_until(tp, rng.end)  # nothing left in flight once the range is read
         deadline = Deadline.after_ms(_CLOCK, options.fetch_timeout_ms)
         pending: list[pa.RecordBatch] = []
         pending_rows = 0
@@ -330,8 +341,16 @@ def read_range(
                 pending = [whole.slice(full)] if pending_rows else []
         if pending:
             yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
-    finally:
-        transport.close()
+
+
+def _fetch_nothing(transport: KafkaPythonTransport) -> bool:
+    """A transport going back to the pool: its fetcher drops what it buffered and fetches nothing.
+
+    False (close it) when a Fetch is still in flight: its response must not reach the next task.
+    """
+    fetcher = transport.fetcher()
+    fetcher.assign(frozenset())
+    return fetcher.reusable()
 
 
 class _Membership(RebalanceListener):

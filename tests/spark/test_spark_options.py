@@ -294,6 +294,12 @@ def test_read_range_cuts_arrow_batches_of_batch_rows_and_stops_at_the_range_end(
         def seek(self, tp, offset):
             self.position_ = offset
 
+        def fetch_until(self, tp, end_offset):
+            self.end = end_offset
+
+        def reusable(self):
+            return True
+
         def fetch(self, max_records, timeout_ms):
             self.asked.append(max_records)
             out = [r for r in log if r.offset >= self.position_][: min(max_records, 3)]

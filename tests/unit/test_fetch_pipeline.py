@@ -317,6 +317,36 @@ def test_idle_when_nothing_is_in_flight() -> None:
     assert fetch_pipeline.FETCH_MAX_VERSION == 12
 
 
+def test_fetch_until_leaves_nothing_in_flight_once_the_range_is_read() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1, offset=5)
+    fetcher.fetch_until(P0, 10)
+    fetcher.fetch(3, 0)
+    assert fetched(manager.sent[0][1]) == {P0: 5, P1: 5} and not fetcher.reusable()
+    answer(manager, 0, {P0: batch(5, 8), P1: batch(5, 2)})  # P0: 5-12, past its end
+    got = []
+    for _ in range(4):
+        got += offsets(fetcher.fetch(3, 0))
+    assert got == [(0, 5), (0, 6), (0, 7), (0, 8), (0, 9), (0, 10), (0, 11), (0, 12), (1, 5), (1, 6)], (
+        "records past the end that came with the range are handed out"
+    )
+    assert [fetched(r) for _, r, _ in manager.sent[1:]] == [{P1: 7}], "P0 at 13 >= 10: not fetched"
+    fetcher.fetch_until(P1, 7)
+    assert not fetcher.reusable(), "P1's Fetch is still in flight"
+    answer(manager, 1, {})
+    fetcher.fetch(3, 0)
+    assert len(manager.sent) == 2 and fetcher.reusable(), "both at their end: nothing in flight"
+    fetcher.fetch_until(P0, None)
+    fetcher.fetch(3, 0)
+    assert fetched(manager.sent[2][1]) == {P0: 13} and not fetcher.reusable(), "no end: fetched again"
+    fetcher.assign(frozenset({P0}))
+    fetcher.assign(frozenset({P0, P1}))
+    fetcher.seek(P1, 7)
+    answer(manager, 2, {})
+    fetcher.fetch(3, 0)
+    assert fetched(manager.sent[3][1]) == {P0: 13, P1: 7}, "an end goes with the partition's assignment"
+
+
 # ---------------------------------------------------------------------- fetch_columns: the same hand-out as fetch
 def _rows(records: list[kgroup.ConsumerRecord]) -> list[tuple[Any, ...]]:
     return [(r.partition, r.offset, r.key, r.value, r.headers, r.timestamp, r.timestamp_type) for r in records]
