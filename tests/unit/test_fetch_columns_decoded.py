@@ -11,7 +11,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-import kafka.codec as kcodec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,7 +23,7 @@ from tests.unit.test_columnar_decoder import build, control_batch, corrupt, simp
 from tests.unit.test_fetch_pipeline import P0, P1, answer, make, start
 from tests.unit.test_fetch_pipeline import _outcomes as _pipeline_outcomes
 
-CODEC = 3 if kcodec.has_lz4() else 1
+CODEC = 3  # lz4: the test extra installs it
 
 
 @pytest.fixture
