@@ -31,3 +31,12 @@ def test_a_mistyped_value_is_caught() -> None:
     assert 'Incompatible types in assignment (expression has type "dict[str, Any] | None"' in result.stdout, (
         result.stdout
     )
+
+
+def test_the_package_passes_mypy_strict() -> None:
+    """``mypy --strict kgroup`` (tox's ``type`` environment): every fake and test double of a port too."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "kgroup"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=HERE.parents[1],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

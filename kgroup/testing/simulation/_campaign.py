@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import time
+from typing import Any
 
 import attrs
 
@@ -106,7 +107,7 @@ def campaign(
                 break
     else:
         with concurrent.futures.ProcessPoolExecutor(workers) as pool:
-            pending = set()
+            pending: set[concurrent.futures.Future[Any]] = set()
             queue = list(chunks)
             while queue or pending:
                 while queue and len(pending) < 2 * workers:

@@ -310,7 +310,7 @@ class SimCluster:
         profile = self.faults
         if not profile.enabled:
             return False
-        p = getattr(profile, kind)
+        p: float = getattr(profile, kind)
         if p <= 0.0:
             return False
         hit = self.rng.random() < p

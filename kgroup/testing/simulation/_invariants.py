@@ -29,6 +29,8 @@ Checked at the end of a run:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from kgroup.protocol import group_api as mt
@@ -72,7 +74,7 @@ class _Handed:
 class Checker:
     """Collects hand-outs, commits and ownership and reports violations."""
 
-    def __init__(self, now: callable) -> None:  # type: ignore[valid-type]
+    def __init__(self, now: Callable[[], float]) -> None:
         self._now = now
         self.violations: list[Violation] = []
         self._handed: dict[TopicPartition, _Handed] = {}

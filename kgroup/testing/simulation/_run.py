@@ -8,6 +8,7 @@ happens at one instant. ``run_seed(seed)`` twice gives the same trace.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Callable
@@ -336,9 +337,11 @@ class _Incarnation:
 
         def checked_async(*args: Any, **kwargs: Any) -> Any:
             future = commit_async(*args, **kwargs)
-            future.add_done_callback(
-                lambda f: f.exception() is not None and self.sim.checker.excuse(self.name, None)
-            )
+            def excuse_a_failure(f: Any) -> None:
+                if f.exception() is not None:
+                    self.sim.checker.excuse(self.name, None)
+
+            future.add_done_callback(excuse_a_failure)
             return future
 
         offsets.commit_sync = checked_sync  # type: ignore[method-assign]
@@ -697,10 +700,10 @@ class Simulation:
         scenario = self.scenario
         sched = self.scheduler
         for index in range(len(scenario.members)):
-            sched.call_at(0.01 * index, lambda i=index: self._start(i))
+            sched.call_at(0.01 * index, functools.partial(self._start, index))
         sched.call_at(0.5, self._produce)
         for fault in scenario.faults:
-            sched.call_at(fault.at, lambda f=fault: self._fault(f))
+            sched.call_at(fault.at, functools.partial(self._fault, fault))
         sched.call_at(scenario.fault_end_s, self._end_faults)
         sched.call_at(scenario.fault_end_s + 1.0, self._settled_check)
         end = scenario.fault_end_s + scenario.quiet_s

@@ -91,7 +91,7 @@ class Scheduler:
 
     def __init__(self, start: float = 0.0) -> None:
         self.now = start
-        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._events: list[tuple[float, int, Callable[[], object]]] = []
         self._seq = 0
         self._threads: list[SimThread] = []
         self._back = threading.Lock()
@@ -103,8 +103,8 @@ class Scheduler:
         self.switches = 0
 
     # ------------------------------------------------------------------ callbacks
-    def call_at(self, when: float, fn: Callable[[], None]) -> None:
-        """Run ``fn`` (on the scheduler) at virtual time ``when`` (now if in the past)."""
+    def call_at(self, when: float, fn: Callable[[], object]) -> None:
+        """Run ``fn`` (on the scheduler) at virtual time ``when`` (now if in the past); its result is ignored."""
         self._seq += 1
         heapq.heappush(self._events, (max(when, self.now), self._seq, fn))
 

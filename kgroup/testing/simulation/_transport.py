@@ -510,6 +510,14 @@ class SimFetcher:
     def idle(self) -> bool:
         return False
 
+    def fetch_until(self, tp: TopicPartition, end_offset: int | None) -> None:
+        """Not used by the simulated members (a bounded reader's call: ``kgroup.spark``)."""
+        raise NotImplementedError("the simulator's fetcher serves Consumer members only")
+
+    def reusable(self) -> bool:
+        """Never: the simulator does not pool transports."""
+        return False
+
     def missing_topics(self) -> frozenset[str]:
         topics = self._cluster.topics
         return frozenset(tp.topic for tp in self._assigned if tp.topic not in topics)
