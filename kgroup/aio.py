@@ -39,7 +39,9 @@ Cancellation. Cancelling ``await poll()`` (``asyncio.wait_for``, a task group, a
 loses no record: a poll still queued never runs; a running one is ended early with the
 wrapped consumer's ``wakeup()`` (a listener callback it is running completes first), and
 whatever it fetched stays buffered for the next ``poll()``; an error it raised (a
-``ListenerError``, say) is raised by the next ``poll()``. A ``wakeup()`` of the application
+``ListenerError``, say) is raised by the next ``poll()``. ``poll_columns()`` likewise; records
+one kind of call buffered are given back (positions rewound) before a call of the other kind
+fetches. A ``wakeup()`` of the application
 that the cancelled call swallowed is kept for the next call. Cancelling ``await commit()``
 does not withdraw the OffsetCommit (it completes, bounded by its ``timeout_ms``); cancelling a
 look-up ends it early. ``close()`` returns within its ``timeout_ms``: it ends a running
@@ -75,6 +77,7 @@ from typing_extensions import TypeVar
 from kgroup import listener as _sync_listener
 from kgroup._clock import Clock
 from kgroup._io.transport import Transport
+from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig, GroupMembershipOperation
 from kgroup.consumer import _CLOSE_POLICIES
 from kgroup.consumer import Consumer as _SyncConsumer
@@ -262,7 +265,9 @@ class Consumer(Generic[K, V]):
         self._free = 0  # queued jobs that are not barriers (they may run during a callback)
         self._owner: str | None = None
         self._parked = False  # the worker waits for a listener callback
-        self._buffer: collections.deque[ConsumerRecord[K, V]] = collections.deque()
+        #: records, or columns of a poll_columns() (one kind at a time: _buffer_columns says which)
+        self._buffer: collections.deque[Any] = collections.deque()
+        self._buffer_columns = False
         self._poll_running: _Job | None = None  # the running barrier: poll, unsubscribe or close
         self._current: _Job | None = None  # the innermost running job (None while parked)
         self._user_woken = False
@@ -283,6 +288,9 @@ class Consumer(Generic[K, V]):
     # ------------------------------------------------------------------ hooks
     def _handed_out(self, records: list[ConsumerRecord[K, V]]) -> None:
         """Records the application received (the simulator records hand-outs here)."""
+
+    def _handed_out_columns(self, columns: list[RecordColumns]) -> None:
+        """Columns the application received from ``poll_columns()`` (the simulator's hook too)."""
 
     # ------------------------------------------------------------------ properties
     @property
@@ -407,12 +415,47 @@ class Consumer(Generic[K, V]):
         self._check_usable("poll")
         if timeout_ms < 0:
             raise ValueError("timeout_ms must be >= 0")
-        records = self._take_all()
+        records = self._take_all(columns=False)
         if records:
             return records
         self._raise_kept_error()
         await self._fill(timeout_ms)
-        return self._take_all()
+        return self._take_all(columns=False)
+
+    async def poll_columns(self, timeout_ms: int = 0, max_records: int | None = None) -> list[RecordColumns]:
+        """``poll()`` for bulk readers: each partition's records as one ``kgroup.RecordColumns``.
+
+        ``kgroup.Consumer.poll_columns`` on the worker thread, with this class's rules for
+        ``poll()``: callbacks on the loop, columns fetched while the call was being cancelled
+        kept for the next ``poll_columns()``, an error of a cancelled call raised by the next.
+        Records buffered by a cancelled call of the other kind (``poll()`` or ``async for``) are
+        given back first (the positions go back to them) and fetched again as columns; the same
+        holds the other way round. Keys and values are raw bytes (no deserializer).
+
+        Args:
+            timeout_ms: the longest to wait for records, in ms (>= 0).
+            max_records: at most this many records in all (>= 1); ``max_poll_records`` when None.
+
+        Returns:
+            One ``RecordColumns`` per partition that had records, ``[]`` when none came in time.
+
+        Raises:
+            ValueError: ``timeout_ms`` < 0 or ``max_records`` < 1.
+            the errors of ``kgroup.Consumer.poll_columns``; ``ConsumerClosedError`` also when
+            ``close()`` ended this call; ``IllegalStateError`` from a listener callback.
+
+        """
+        self._check_usable("poll_columns")
+        if timeout_ms < 0:
+            raise ValueError("timeout_ms must be >= 0")
+        if max_records is not None and (isinstance(max_records, bool) or max_records < 1):
+            raise ValueError(f"max_records must be >= 1, got {max_records!r}")
+        columns: list[RecordColumns] = self._take_all(columns=True)
+        if columns:
+            return columns
+        self._raise_kept_error()
+        await self._fill(timeout_ms, columns=True, max_records=max_records)
+        return self._take_all(columns=True)
 
     def __aiter__(self) -> Consumer[K, V]:
         return self
@@ -432,10 +475,10 @@ class Consumer(Generic[K, V]):
             except ConsumerClosedError:
                 raise StopAsyncIteration from None
 
-    async def _fill(self, timeout_ms: int) -> None:
+    async def _fill(self, timeout_ms: int, *, columns: bool = False, max_records: int | None = None) -> None:
         try:
             await self._call(
-                functools.partial(self._poll_job, timeout_ms), barrier=True, interruptible=True
+                functools.partial(self._poll_job, timeout_ms, columns, max_records), barrier=True, interruptible=True
             )
         except WakeupError:
             if self._closing:
@@ -444,29 +487,48 @@ class Consumer(Generic[K, V]):
         if self._closing:
             raise ConsumerClosedError("poll() ended by close()")
 
-    def _poll_job(self, timeout_ms: int) -> None:
-        """Worker: poll the wrapped consumer into the buffer, unless records wait there."""
-        with self._cond:
-            if self._buffer or self._closing:
-                return
-        records = self._sync.poll(timeout_ms)
-        if records:
-            with self._cond:
-                self._buffer.extend(records)
+    def _poll_job(self, timeout_ms: int, columns: bool = False, max_records: int | None = None) -> None:
+        """Worker: poll the wrapped consumer into the buffer, unless records of this kind wait there.
 
-    def _take_all(self) -> list[ConsumerRecord[K, V]]:
+        Records of the other kind (a cancelled call's) are given back first: their positions go
+        back, so they are fetched again in the kind asked for.
+        """
         with self._cond:
-            records = list(self._buffer)
+            if self._closing:
+                return
+            other_kind = bool(self._buffer) and self._buffer_columns != columns
+            if self._buffer and not other_kind:
+                return
+        if other_kind:
+            self._give_back(None, rewind=True)
+        if columns:
+            fetched: list[Any] = self._sync.poll_columns(timeout_ms, max_records)
+        else:
+            fetched = self._sync.poll(timeout_ms)
+        if fetched:
+            with self._cond:
+                self._buffer.extend(fetched)
+                self._buffer_columns = columns
+
+    def _take_all(self, *, columns: bool) -> list[Any]:
+        """Everything buffered if it is of the kind asked for (records or columns), else ``[]``."""
+        with self._cond:
+            if self._buffer_columns != columns:
+                return []
+            taken = list(self._buffer)
             self._buffer.clear()
-        if records:
-            self._handed_out(records)
-        return records
+        if taken:
+            if columns:
+                self._handed_out_columns(taken)
+            else:
+                self._handed_out(taken)
+        return taken
 
     def _take_one(self) -> ConsumerRecord[K, V] | None:
         with self._cond:
-            if not self._buffer:
+            if not self._buffer or self._buffer_columns:
                 return None
-            record = self._buffer.popleft()
+            record: ConsumerRecord[K, V] = self._buffer.popleft()
         self._handed_out([record])
         return record
 
@@ -478,23 +540,23 @@ class Consumer(Generic[K, V]):
     def _buffered_firsts(self) -> dict[TopicPartition, int]:
         """The first buffered offset of each partition with buffered records (under ``_cond``)."""
         firsts: dict[TopicPartition, int] = {}
-        for record in self._buffer:
-            tp = record.topic_partition
+        for item in self._buffer:
+            tp = item.topic_partition
             if tp not in firsts:
-                firsts[tp] = record.offset
+                firsts[tp] = _first_offset(item)
         return firsts
 
     def _give_back(self, partitions: frozenset[TopicPartition] | None, *, rewind: bool) -> None:
         """Drop buffered records of ``partitions`` (None: all); ``rewind``: seek back to them."""
         with self._cond:
-            kept: collections.deque[ConsumerRecord[K, V]] = collections.deque()
+            kept: collections.deque[Any] = collections.deque()
             firsts: dict[TopicPartition, int] = {}
-            for record in self._buffer:
-                tp = record.topic_partition
+            for item in self._buffer:
+                tp = item.topic_partition
                 if partitions is None or tp in partitions:
-                    firsts.setdefault(tp, record.offset)
+                    firsts.setdefault(tp, _first_offset(item))
                 else:
-                    kept.append(record)
+                    kept.append(item)
             self._buffer = kept
         if rewind:
             owned = self._sync.assignment()
@@ -1180,3 +1242,8 @@ class Consumer(Generic[K, V]):
             done.set_result(None)
         else:
             done.set_exception(error)
+
+
+def _first_offset(item: ConsumerRecord[Any, Any] | RecordColumns) -> int:
+    """The offset of a buffered record, or of the first row of buffered columns."""
+    return item.offset if isinstance(item, ConsumerRecord) else item.offsets[0]

@@ -78,3 +78,44 @@ def test_poll_columns_hands_out_every_record_once_with_its_fields(
         assert consumer.poll(300) == []  # nothing left, nothing twice
     finally:
         consumer.close()
+
+
+def test_aio_poll_columns_hands_out_every_record_once(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any
+) -> None:
+    """``kgroup.aio.Consumer.poll_columns()``: the same records as columns, the commit after them."""
+    import asyncio
+
+    from kgroup import aio
+
+    topic = topic_factory(PARTITIONS)
+    expected = _produce(kafka_bootstrap, topic)
+
+    async def run() -> tuple[dict[tuple[int, int], tuple[Any, ...]], dict[int, int]]:
+        got: dict[tuple[int, int], tuple[Any, ...]] = {}
+        consumer: aio.Consumer[Any, Any] = aio.Consumer(
+            bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(), session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS, auto_offset_reset="earliest", enable_auto_commit=False,
+        )
+        async with consumer:
+            with pytest.raises(ValueError, match="max_records"):
+                await consumer.poll_columns(0, max_records=0)
+            await consumer.subscribe([topic])
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + JOIN_BUDGET_S
+            while len(got) < len(expected) and loop.time() < deadline:
+                for columns in await consumer.poll_columns(200, max_records=5):
+                    assert sum(1 for _ in columns.offsets) == len(columns) <= 5
+                    tp = columns.topic_partition
+                    for offset, key, value, headers in zip(columns.offsets, columns.keys, columns.values,
+                                                           columns.headers, strict=True):
+                        assert (tp.partition, offset) not in got, f"{tp}@{offset} twice"
+                        got[(tp.partition, offset)] = (key, value, tuple(headers))
+            await consumer.commit()
+            committed = await consumer.committed({TopicPartition(topic, p) for p in range(PARTITIONS)})
+            assert await consumer.poll(300) == []  # nothing left, nothing twice
+        return got, {tp.partition: om.offset for tp, om in committed.items() if om is not None}
+
+    got, committed = asyncio.run(run())
+    assert got == {where: (k, v, tuple(h)) for where, (k, v, h) in expected.items()}
+    assert committed == {p: 1 + max(o for q, o in expected if q == p) for p in range(PARTITIONS)}

@@ -147,10 +147,10 @@ def test_cancelled_polls_lose_nothing() -> None:
             await consumer.subscribe([TOPIC], listener=CommittingListener(name, consumer, journal))
             poll_job = consumer._poll_job
 
-            def counting_poll_job(timeout_ms: int) -> None:
+            def counting_poll_job(timeout_ms: int, *kind: Any) -> None:
                 if consumer._buffer:  # kept from a cancelled poll: this poll returns them
                     cancelled_with_records[0] += 1
-                poll_job(timeout_ms)
+                poll_job(timeout_ms, *kind)
 
             consumer._poll_job = counting_poll_job  # type: ignore[method-assign]
             while running():
@@ -183,6 +183,72 @@ def test_cancelled_polls_lose_nothing() -> None:
                 by_partition.setdefault(p, []).append(o)
         for offsets in by_partition.values():
             assert offsets == sorted(offsets)
+
+
+def test_cancelled_poll_columns_mixed_with_polls_lose_nothing() -> None:
+    """``poll_columns()`` and ``poll()`` in turn, each in a short random ``wait_for``: what a
+    cancelled call buffered is returned by the next call of its kind, or given back (positions
+    rewound) and fetched again by a call of the other kind. Each record arrives exactly once, in
+    order per partition, across a rebalance, and the commits cover only what was received."""
+    journal = Journal()
+    switched = [0]
+    kept = [0]
+    rng = random.Random(8)
+
+    def app(name: str):
+        async def run(consumer: aio.Consumer, running: Running) -> None:
+            await consumer.subscribe([TOPIC], listener=CommittingListener(name, consumer, journal))
+            poll_job = consumer._poll_job
+
+            def counting_poll_job(timeout_ms: int, columns: bool = False, *rest: Any) -> None:
+                if consumer._buffer:
+                    if consumer._buffer_columns == columns:
+                        kept[0] += 1
+                    else:
+                        switched[0] += 1  # the other kind's: given back, fetched again
+                poll_job(timeout_ms, columns, *rest)
+
+            consumer._poll_job = counting_poll_job  # type: ignore[method-assign]
+            while running():
+                as_columns = rng.random() < 0.6
+                call = consumer.poll_columns(200, max_records=rng.choice((1, 7, 40))) if as_columns else (
+                    consumer.poll(200))
+                try:
+                    fetched = await asyncio.wait_for(call, rng.choice((0.001, 0.004, 0.02, 0.3)))
+                except asyncio.TimeoutError:
+                    continue
+                if as_columns:
+                    assert all(isinstance(c, kgroup.RecordColumns) for c in fetched)
+                    got = [(name, c.topic_partition.partition, o) for c in fetched for o in c.offsets]
+                    assert sum(len(c) for c in fetched) == len(got)
+                else:
+                    assert all(isinstance(r, kgroup.ConsumerRecord) for r in fetched)
+                    got = [(name, r.partition, r.offset) for r in fetched]
+                journal.received += got
+                if got:
+                    await consumer.commit()
+            await consumer.close()
+
+        return run
+
+    group = SimulatedGroup({TOPIC: 4}, seed=4)
+    group.produce(TOPIC, 2000)
+    group.add_member("a", app("a"), enable_auto_commit=False, max_poll_records=50)
+    group.run_for(3.0)
+    group.add_member("b", app("b"), enable_auto_commit=False, max_poll_records=50)
+    group.produce(TOPIC, 2000)
+    assert group.run_until(lambda: len(journal.distinct()) == 4000, 60.0), len(journal.distinct())
+    group.check()
+    assert switched[0] > 0 and kept[0] > 0, (switched, kept)  # both cases happened
+    assert journal.duplicates() == 0
+    for member in ("a", "b"):
+        by_partition: dict[int, list[int]] = {}
+        for name, p, o in journal.received:
+            if name == member:
+                by_partition.setdefault(p, []).append(o)
+        for offsets in by_partition.values():
+            assert offsets == sorted(offsets)
+    assert sum(group.committed().values()) == 4000
 
 
 def test_cancelled_polls_with_auto_commit_commit_only_what_was_received() -> None:

@@ -22,6 +22,7 @@ from kgroup.testing.coordinator import CoordinatorConfig
 from kgroup.testing.simulation._aio import run_coroutine
 from kgroup.testing.simulation._cluster import SimCluster
 from kgroup.testing.simulation._invariants import Checker, Violation
+from kgroup.testing.simulation._run import _as_records
 from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
 from kgroup.testing.simulation._transport import SimRuntime, SimTransport
 from kgroup.types import ConsumerRecord, TopicPartition
@@ -84,6 +85,9 @@ class _Member:
         if self.aio is not None:
             # what the asyncio application receives, not what the worker fetched for it
             self.aio._handed_out = lambda records: checker.handed_out(name, records)  # type: ignore[method-assign]
+            self.aio._handed_out_columns = (  # type: ignore[method-assign]
+                lambda columns: checker.handed_out(name, _as_records(columns))
+            )
         else:
             consumer.poll = recorded_poll  # type: ignore[method-assign]
         consumer._invoke = recorded_invoke  # type: ignore[method-assign]
