@@ -150,6 +150,8 @@ def test_streaming_read_runs_three_micro_batches_with_exact_counts(
     )
     try:
         wait_for(lambda: spark.sql(f"select count(*) c from {name}").collect()[0].c >= 30, 120, "30 rows")
+        # a batch's progress is reported once the batch has ended, after its rows reached the sink
+        wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 30, 60, "the progress of 30 rows")
         progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
         assert [p["numInputRows"] for p in progress] == [10, 10, 10]
         assert rows_of(spark.sql(f"select * from {name}").collect()) == expected
