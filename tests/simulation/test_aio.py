@@ -165,7 +165,15 @@ def test_cancelled_polls_lose_nothing() -> None:
 
         return run
 
-    group = SimulatedGroup({TOPIC: 4}, seed=3)
+    run_two_members_across_a_rebalance(app, journal, seed=3)
+    assert cancelled_with_records[0] > 0, cancelled_with_records  # the case that matters happened
+    print("cancelled polls whose records the next poll returned:", cancelled_with_records[0])
+
+
+def run_two_members_across_a_rebalance(app: Callable[[str], Any], journal: Journal, *, seed: int) -> SimulatedGroup:
+    """Members a, then b (a rebalance), 4,000 records on 4 partitions: each received exactly once,
+    in order per member and partition, and the simulator's checks hold."""
+    group = SimulatedGroup({TOPIC: 4}, seed=seed)
     group.produce(TOPIC, 2000)
     group.add_member("a", app("a"), enable_auto_commit=False, max_poll_records=50)
     group.run_for(3.0)
@@ -173,8 +181,6 @@ def test_cancelled_polls_lose_nothing() -> None:
     group.produce(TOPIC, 2000)
     assert group.run_until(lambda: len(journal.distinct()) == 4000, 60.0), len(journal.distinct())
     group.check()
-    assert cancelled_with_records[0] > 0, cancelled_with_records  # the case that matters happened
-    print("cancelled polls whose records the next poll returned:", cancelled_with_records[0])
     assert journal.duplicates() == 0
     for member in ("a", "b"):
         by_partition: dict[int, list[int]] = {}
@@ -183,6 +189,7 @@ def test_cancelled_polls_lose_nothing() -> None:
                 by_partition.setdefault(p, []).append(o)
         for offsets in by_partition.values():
             assert offsets == sorted(offsets)
+    return group
 
 
 def test_cancelled_poll_columns_mixed_with_polls_lose_nothing() -> None:
@@ -231,23 +238,8 @@ def test_cancelled_poll_columns_mixed_with_polls_lose_nothing() -> None:
 
         return run
 
-    group = SimulatedGroup({TOPIC: 4}, seed=4)
-    group.produce(TOPIC, 2000)
-    group.add_member("a", app("a"), enable_auto_commit=False, max_poll_records=50)
-    group.run_for(3.0)
-    group.add_member("b", app("b"), enable_auto_commit=False, max_poll_records=50)
-    group.produce(TOPIC, 2000)
-    assert group.run_until(lambda: len(journal.distinct()) == 4000, 60.0), len(journal.distinct())
-    group.check()
+    group = run_two_members_across_a_rebalance(app, journal, seed=4)
     assert switched[0] > 0 and kept[0] > 0, (switched, kept)  # both cases happened
-    assert journal.duplicates() == 0
-    for member in ("a", "b"):
-        by_partition: dict[int, list[int]] = {}
-        for name, p, o in journal.received:
-            if name == member:
-                by_partition.setdefault(p, []).append(o)
-        for offsets in by_partition.values():
-            assert offsets == sorted(offsets)
     assert sum(group.committed().values()) == 4000
 
 
