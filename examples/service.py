@@ -29,7 +29,8 @@ What it does, and why (docs/kubernetes.md has the deployment side):
 
 Environment: ``TOPIC`` (default ``orders``), ``GROUP`` (``service-example``), ``HEALTH_PORT``
 (8080; 0 picks a free one, printed), ``STATIC`` (0), ``CLOSE_TIMEOUT_MS`` (20000),
-``PROGRESS_S`` (5), ``SESSION_TIMEOUT_MS`` (Kafka's default, 45000). The last line is
+``PROGRESS_S`` (5), ``SESSION_TIMEOUT_MS`` (Kafka's default, 45000), ``AUTO_OFFSET_RESET``
+(``latest``, Java's default: where a partition with no committed offset starts). The last line is
 ``stopped: ...`` with the totals; exit code 0 on a clean stop.
 """
 
@@ -98,7 +99,11 @@ def main() -> int:
         create_topic(bootstrap, topic, partitions=6)
         threading.Thread(target=feed, args=(bootstrap, topic, stop_feed), daemon=True).start()
 
-    config: dict[str, Any] = {"bootstrap_servers": bootstrap, "group_id": group, "enable_auto_commit": False}
+    config: dict[str, Any] = {
+        "bootstrap_servers": bootstrap, "group_id": group, "enable_auto_commit": False,
+        # where a partition with no committed offset starts: Java's default is "latest"
+        "auto_offset_reset": os.environ.get("AUTO_OFFSET_RESET", "latest"),
+    }
     if "SESSION_TIMEOUT_MS" in os.environ:
         config["session_timeout_ms"] = int(os.environ["SESSION_TIMEOUT_MS"])
     if os.environ.get("STATIC") == "1":

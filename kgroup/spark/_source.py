@@ -402,8 +402,10 @@ class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._group_committed: dict[TopicPartition, int] = {}
         self._failing_since: float | None = None
         self._joined = False
-        #: partitions to check for deletion next trigger (revoked, lost, or in the restored checkpoint)
-        self._suspects: set[TopicPartition] = set()
+        #: partitions to check for deletion, each with when it became a suspect (revoked, lost, or in
+        #: the restored checkpoint): one not owned and still described stays a suspect for
+        #: metadata_max_age_ms, as a broker that has not applied the deletion yet may still describe it
+        self._suspects: dict[TopicPartition, float] = {}
         #: partitions found deleted (reported once; not planned until assigned again)
         self._gone: set[TopicPartition] = set()
         self._first_trigger = True
@@ -460,7 +462,8 @@ class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._assigned_from.pop(tp, None)
             self._processed.pop(tp, None)
             self._group_committed.pop(tp, None)
-            self._suspects.add(tp)  # a topic deletion also revokes: check on the next trigger
+            # a topic deletion also revokes: check from the next trigger
+            self._suspects.setdefault(tp, _CLOCK.monotonic())
 
     def _list_offsets(self, partitions: Sequence[TopicPartition], spec: str) -> dict[TopicPartition, int]:
         assert self._transport is not None
@@ -541,14 +544,22 @@ class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ------------------------------------------------------------------ failOnDataLoss
     def _deleted(self, owned: Sequence[TopicPartition], latest: Mapping[TopicPartition, int]) -> set[TopicPartition]:
         """Suspect partitions whose topic (or partition) is gone from the cluster's metadata."""
-        suspects = (self._suspects | {tp for tp in owned if tp not in latest}) - self._gone
+        suspects = (set(self._suspects) | {tp for tp in owned if tp not in latest}) - self._gone
         if not suspects:
             return set()
         assert self._transport is not None
         timeout = self._config.request_timeout_ms
         described = self._transport.describe_topics({tp.topic for tp in suspects}, timeout).result(timeout / 1000 + 5)
-        self._suspects -= suspects
-        return {tp for tp in suspects if tp.partition >= len(described.get(tp.topic, ()))}
+        deleted = {tp for tp in suspects if tp.partition >= len(described.get(tp.topic, ()))}
+        # a partition still described: owned ones are checked again whenever ListOffsets misses
+        # them; a revoked one only while the brokers' metadata may still disagree about it
+        expired = _CLOCK.monotonic() - self._config.metadata_max_age_ms / 1000
+        owned_now = set(owned)
+        for tp in suspects:
+            since = self._suspects.get(tp)
+            if tp in deleted or tp in owned_now or since is None or since < expired:
+                self._suspects.pop(tp, None)
+        return deleted
 
     def _regressed(
         self, positions: Mapping[TopicPartition, int], latest: dict[TopicPartition, int]
@@ -684,7 +695,9 @@ class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = StreamOffset.from_json(start)
         self._note_processed(begin.offsets)
         if self._first_trigger:  # a restored checkpoint: are its partitions' topics still there?
-            self._suspects |= set(begin.offsets)
+            now = _CLOCK.monotonic()
+            for tp in begin.offsets:
+                self._suspects.setdefault(tp, now)
             self._first_trigger = False
         if self._targets is not None:
             owned, latest, deleted = self._retrying(lambda: self._observe(consumer), "the partitions' offsets")

@@ -253,13 +253,17 @@ class ContinuousProducer:
         return len(self._futures)
 
     def stop(self) -> list[tuple[int, int]]:
-        """Stop, flush, and return every ``(partition, offset)`` written."""
+        """Stop, flush, and return every ``(partition, offset)`` written.
+
+        The deadlines are the producer's own delivery timeout (120 s): a request lost on a loaded
+        machine is retried only after its 30 s request timeout, so a flush can outlast 30 s.
+        """
         self._stop.set()
         self._thread.join(10)
-        self._producer.flush(30)
+        self._producer.flush(120)
         produced = []
         for f in self._futures:
-            md = f.get(timeout=30)
+            md = f.get(timeout=120)
             produced.append((md.partition, md.offset))
         self._producer.close(10)
         assert not self.errors, self.errors

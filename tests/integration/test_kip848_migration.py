@@ -237,9 +237,12 @@ def test_a_classic_group_with_a_java_member_rolls_to_the_consumer_protocol_and_b
                 launch(slot, protocol, step)
                 settle(step, f"{slot} -> {protocol}", started)
                 types.append((step, group_type(admin, group)))
-        finally:
-            produced = producer.stop()
+        except BaseException:
+            producer.close()  # the failure above is the one to report, not a flush after it
             monitor.stop()
+            raise
+        produced = producer.stop()
+        monitor.stop()
         wait_until(lambda: not set(produced) - set(consumed_offsets(sides)), STEP_S, "every record consumed")
     finally:
         for side in current.values():

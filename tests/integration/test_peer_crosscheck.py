@@ -208,10 +208,13 @@ def test_dead_static_members_partitions_move_after_its_session_timeout(client, c
     wait_until(lambda: split([a, b], topic), 30, f"a and b to split the partitions: {a} {b}")
     b.kill()
     killed_at = time.monotonic()
-    wait_until(lambda: a.owned() == all_of(topic), ST / 1000 + 15, f"a to take b's partitions: {a}")
+    wait_until(lambda: a.owned() == all_of(topic), ST / 1000 + 30, f"a to take b's partitions: {a}")
     took = time.monotonic() - killed_at
-    # not before the session timeout (b's last heartbeat was at most one interval before the kill)
-    assert took >= ST / 1000 - ST / 6000 - 0.5, f"moved after {took:.1f} s, before the session timeout"
+    # Not at once, as a LeaveGroup would move them: only the session timeout removes b. The
+    # timeout runs from b's last heartbeat, which on a loaded machine can be seconds before the
+    # kill (its heartbeat thread starved), so the bound leaves half the timeout for that; the
+    # proxy's coordinator model names the cause exactly (below).
+    assert took >= ST / 2000, f"moved after {took:.1f} s, well before the session timeout"
     if is_proxy(cluster):
         assert any("session timeout" in e.detail for e in removals(cluster, group))
 
