@@ -94,6 +94,9 @@ def test_kgroup_plugin_loaded_nothing_heavy():
     assert "kafka" not in sys.modules
     assert "kgroup.consumer" not in sys.modules
     assert "kgroup.testing.proxy" not in sys.modules
+    # nor asked a Docker engine which broker it would use
+    assert "docker" not in sys.modules
+    assert "testcontainers" not in sys.modules
 """
 
 _USES_KGROUP_TEST = """
@@ -129,3 +132,5 @@ def test_unrelated_project_with_filterwarnings_error_runs_pytest(tmp_path: Path,
     assert re.search(r"^plugins:.*\bkgroup-", out, re.M), out
     assert proc.returncode == 0, out
     assert re.search(r"^=+ 3 passed", out, re.M), out
+    # silent: no broker line in the header (kgroup's own suite opts in with kgroup_report_header)
+    assert not re.search(r"tansu|broker", out.split("collect", 1)[0], re.I), out

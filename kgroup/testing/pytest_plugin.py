@@ -1,6 +1,10 @@
 """pytest plugin for kgroup's real-broker tests (pytest11 entry point ``kgroup``).
 
-Header: ``pytest_report_header`` names the broker that :func:`~kgroup.testing.start_broker`
+A good citizen: the plugin loads in every pytest run of an environment where kgroup is
+installed, so in a project none of whose tests use its fixtures it prints nothing, imports
+nothing heavy and asks no Docker engine anything. Header (opt-in: ini option
+``kgroup_report_header = true``, or ``$KGROUP_BROKER`` / ``$KGROUP_BOOTSTRAP_SERVERS`` set):
+``pytest_report_header`` names the broker that :func:`~kgroup.testing.start_broker`
 would select (external address, ``$KGROUP_BROKER``, testcontainers image, or the embedded Tansu
 binary and version) without starting it. Brokers are started lazily by the first test that
 needs one, at most one per kind for the whole session; their exact addresses, PIDs and log
@@ -132,6 +136,8 @@ _MAX_TEST_NAME_CHARS: Final = 80
 _NO_BROKER: Final = "no broker"
 #: the command-line option that runs the ``[tansu]`` variants of ``tansu_deviation`` tests
 TANSU_DEVIATIONS_OPTION: Final = "--tansu-deviations"
+#: the ini option that turns the broker line of pytest's header on
+HEADER_INI: Final = "kgroup_report_header"
 #: twin kinds of the ``tansu_deviation`` variants deselected on Tansu -> how many, for the summary
 _DESELECTED_DEVIATIONS_KEY: Final = pytest.StashKey[dict[str, int]]()
 
@@ -227,7 +233,13 @@ def _default_kind() -> str:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--tansu-deviations``."""
+    """Add ``--tansu-deviations`` and the ``kgroup_report_header`` ini option."""
+    parser.addini(
+        HEADER_INI,
+        type="bool",
+        default=False,
+        help="print which broker kgroup's fixtures would use in pytest's header (off: the plugin is silent)",
+    )
     parser.getgroup("kgroup").addoption(
         TANSU_DEVIATIONS_OPTION,
         action="store_true",
@@ -281,6 +293,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     A ``tansu_deviation(reason)`` test that runs on the embedded Tansu becomes a strict xfail.
     """
     kinds: dict[str, str] = {}
+    if not any("broker_kind" in getattr(item, "fixturenames", ()) for item in items):
+        # no test here uses kgroup's brokers (a project that merely has kgroup installed): nothing
+        # to select, deselect or mark, and no Docker engine to ask which broker would be used
+        config.stash[_KIND_OF_ITEM_KEY] = {item.nodeid: _NO_BROKER for item in items}
+        return
     default = _default_kind()  # once: it may ping a Docker engine
     kept: list[pytest.Item] = []
     deselected: list[pytest.Item] = []
@@ -384,8 +401,14 @@ class _KindTimer:
             totals[1] += 1
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    """Name the broker the integration fixtures would use, without starting it."""
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Name the broker the integration fixtures would use, without starting it.
+
+    Only with the ini option ``kgroup_report_header = true`` (or a ``KGROUP_BROKER`` /
+    ``KGROUP_BOOTSTRAP_SERVERS`` environment variable): in other projects the plugin prints nothing.
+    """
+    if not (config.getini(HEADER_INI) or _external() or os.environ.get("KGROUP_BROKER")):
+        return None
     line = describe_broker_selection()
     if _external():
         return f"{line}; broker_kinds marks ignored (every test runs once, on it)"
