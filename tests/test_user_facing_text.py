@@ -78,9 +78,21 @@ def test_license_is_the_apache_2_0_text_and_ships_in_the_sdist() -> None:
     assert "END OF TERMS AND CONDITIONS" in text
     assert "APPENDIX: How to apply the Apache License to your work." in text
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["license"] == {"text": "Apache-2.0"}
+    assert project["project"]["license"] == "Apache-2.0"  # PEP 639: an SPDX expression
+    assert project["project"]["license-files"] == ["LICENSE"]
     include = project["tool"]["hatch"]["build"]["targets"]["sdist"]["include"]
     assert "LICENSE" in include and "CHANGELOG.md" in include
+    # what the tests read besides the package: the sdist's own tests pass from the sdist
+    assert {"benchmarks", ".ci", "CONTRIBUTING.md", "tests", "examples", "docs"} <= set(include)
+
+
+def test_package_metadata_names_python_versions_and_typing() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    classifiers = set(project["classifiers"])
+    assert "Typing :: Typed" in classifiers
+    floor = project["requires-python"].removeprefix(">=")
+    assert f"Programming Language :: Python :: {floor}" in classifiers
+    assert "KIP-848" in project["description"] and "classic" in project["description"]
 
 
 def test_changelog_follows_keep_a_changelog() -> None:
@@ -96,4 +108,7 @@ def test_readme_states_the_scope() -> None:
     text = (ROOT / "README.md").read_text()
     scope = text.split("**Scope.**", 1)[1].split("\n\n", 1)[0]
     assert "consumer only" in scope and "KafkaProducer" in scope
-    assert "classic group protocol" in scope and "KIP-848" in scope and "not supported yet" in scope
+    # both group protocols, and what is not there yet (share groups) and where (Windows' broker)
+    assert "both group protocols" in scope and "KIP-848" in scope and "classic" in scope
+    assert "Share groups (KIP-932) are not supported yet" in scope
+    assert "Windows" in scope
