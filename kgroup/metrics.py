@@ -143,44 +143,88 @@ _CONSUMER_HEARTBEAT = "consumer-heartbeat"
 RECORDS_LAG = MetricInfo(_FETCH, "count", "high watermark of the last fetch minus the position")
 
 
-class _Windowed:
-    """Java's sampled statistics over the last ``_SAMPLES`` windows of ``_WINDOW_S``."""
+class _Sample:
+    """One window of a sampled statistic: when it began, its last event, its events' count, sum and maximum."""
 
-    __slots__ = ("_values", "count", "total")
+    __slots__ = ("count", "last", "maximum", "start", "total")
+
+    def __init__(self, start: float) -> None:
+        self.reset(start)
+
+    def reset(self, start: float) -> None:
+        self.start = self.last = start
+        self.count = 0
+        self.total = 0.0
+        self.maximum = -math.inf
+
+
+class _Windowed:
+    """Java's sampled statistics: ``_SAMPLES`` windows of ``_WINDOW_S`` each, in fixed memory.
+
+    As Java's ``SampledStat`` (``org.apache.kafka.common.metrics.stats``): an event goes to the
+    current sample, or starts the next one (reusing the oldest of ``_SAMPLES + 1``) once the
+    current one is a window old; a sample whose last event is ``_SAMPLES * _WINDOW_S`` old or
+    more is reset when read (``purgeObsoleteSamples``).
+    ``Avg`` is the samples' sum over their count, ``Max`` their maximum (NaN with no event), and
+    ``Rate`` their count or sum over the time they span (Java's ``Rate.windowSize``: at least
+    ``_SAMPLES - 1`` full windows). ``count`` and ``total`` (Java's ``CumulativeCount`` and
+    ``CumulativeSum``) cover every event since the consumer started.
+    """
+
+    __slots__ = ("_current", "_samples", "count", "total")
 
     def __init__(self) -> None:
-        self._values: collections.deque[tuple[float, float]] = collections.deque()
+        self._samples: list[_Sample] = []
+        self._current = 0
         self.count = 0
         self.total = 0.0
 
     def record(self, now: float, value: float) -> None:
-        self._values.append((now, value))
         self.count += 1
         self.total += value
-        self._prune(now)
+        if not self._samples:
+            self._samples.append(_Sample(now))
+        sample = self._samples[self._current]
+        if now - sample.start >= _WINDOW_S:  # complete: the next sample (SampledStat.advance)
+            self._current = (self._current + 1) % (_SAMPLES + 1)
+            if self._current >= len(self._samples):
+                self._samples.append(_Sample(now))
+            sample = self._samples[self._current]
+            sample.reset(now)
+        sample.count += 1
+        sample.last = now
+        sample.total += value
+        sample.maximum = max(sample.maximum, value)
 
-    def _prune(self, now: float) -> None:
-        horizon = now - _WINDOW_S * _SAMPLES
-        values = self._values
-        while values and values[0][0] < horizon:
-            values.popleft()
+    def _live(self, now: float) -> list[_Sample]:
+        """The samples still in the window (SampledStat.purgeObsoleteSamples resets the others)."""
+        for sample in self._samples:
+            if now - sample.last >= _WINDOW_S * _SAMPLES:
+                sample.reset(now)
+        return [sample for sample in self._samples if sample.count]
 
     def avg(self, now: float) -> float:
-        self._prune(now)
-        if not self._values:
-            return math.nan
-        return sum(v for _, v in self._values) / len(self._values)
+        live = self._live(now)
+        count = sum(sample.count for sample in live)
+        return sum(sample.total for sample in live) / count if count else math.nan
 
     def max(self, now: float) -> float:
-        self._prune(now)
-        return max((v for _, v in self._values), default=math.nan)
+        live = self._live(now)
+        return max((sample.maximum for sample in live), default=math.nan)
 
-    def rate(self, now: float, started: float, per: float = 1.0, *, of_values: bool = False) -> float:
-        """Events (or summed values) per ``per`` seconds over the window (Java's ``Rate``)."""
-        self._prune(now)
-        amount = sum(v for _, v in self._values) if of_values else len(self._values)
-        # Java's window: at least (samples - 1) full windows, at most all of them
-        elapsed = min(max(now - started, _WINDOW_S * (_SAMPLES - 1)), _WINDOW_S * _SAMPLES)
+    def rate(self, now: float, per: float = 1.0, *, of_values: bool = False) -> float:
+        """Events (or summed values) per ``per`` seconds over the window (Java's ``Rate``).
+
+        The elapsed time runs from the oldest sample's start and is at least ``_SAMPLES - 1``
+        full windows (Java's ``Rate.windowSize``).
+        """
+        self._live(now)
+        amount = sum(sample.total if of_values else sample.count for sample in self._samples)
+        oldest = min((sample.start for sample in self._samples), default=now)
+        elapsed = now - oldest
+        full = int(elapsed // _WINDOW_S)
+        if full < _SAMPLES - 1:
+            elapsed += (_SAMPLES - 1 - full) * _WINDOW_S
         return amount * per / elapsed
 
 
@@ -197,7 +241,6 @@ class Recorder:
         #: the consumer-protocol member's last state (``member_state``)
         self._member_state: str | None = None
         self._lock = threading.Lock()
-        self._started = clock.monotonic()
         self._sent: dict[int, tuple[str, float]] = {}
         self._rebalance_started: float | None = None
         self._last_rebalance: float | None = None
@@ -312,7 +355,6 @@ class Recorder:
         Under the consumer protocol the names of ``CLASSIC_ONLY`` are left out.
         """
         now = self._clock.monotonic()
-        started = self._started
         hour = 3600.0
         with self._lock:
             s = self._stats
@@ -325,25 +367,25 @@ class Recorder:
                 "rebalance-latency-avg": s["rebalance"].avg(now),
                 "rebalance-latency-max": s["rebalance"].max(now),
                 "rebalance-latency-total": s["rebalance"].total,
-                "rebalance-rate-per-hour": s["rebalance"].rate(now, started, hour),
+                "rebalance-rate-per-hour": s["rebalance"].rate(now, hour),
                 "failed-rebalance-total": float(s["failed-rebalance"].count),
-                "failed-rebalance-rate-per-hour": s["failed-rebalance"].rate(now, started, hour),
+                "failed-rebalance-rate-per-hour": s["failed-rebalance"].rate(now, hour),
                 "last-rebalance-seconds-ago": ago(self._last_rebalance),
                 "last-heartbeat-seconds-ago": ago(self._last_heartbeat_sent),
                 "heartbeat-response-time-max": s["heartbeat"].max(now),
-                "heartbeat-rate": s["heartbeat"].rate(now, started),
+                "heartbeat-rate": s["heartbeat"].rate(now),
                 "heartbeat-total": float(s["heartbeat"].count),
                 "join-time-avg": s["join"].avg(now),
                 "join-time-max": s["join"].max(now),
-                "join-rate": s["join"].rate(now, started),
+                "join-rate": s["join"].rate(now),
                 "join-total": float(s["join"].count),
                 "sync-time-avg": s["sync"].avg(now),
                 "sync-time-max": s["sync"].max(now),
-                "sync-rate": s["sync"].rate(now, started),
+                "sync-rate": s["sync"].rate(now),
                 "sync-total": float(s["sync"].count),
                 "commit-latency-avg": s["commit"].avg(now),
                 "commit-latency-max": s["commit"].max(now),
-                "commit-rate": s["commit"].rate(now, started),
+                "commit-rate": s["commit"].rate(now),
                 "commit-total": float(s["commit"].count),
                 "partition-assigned-latency-avg": s["partition-assigned"].avg(now),
                 "partition-assigned-latency-max": s["partition-assigned"].max(now),
@@ -353,9 +395,9 @@ class Recorder:
                 "partition-lost-latency-max": s["partition-lost"].max(now),
                 "assigned-partitions": float(assigned),
                 "records-consumed-total": s["records-consumed"].total,
-                "records-consumed-rate": s["records-consumed"].rate(now, started, of_values=True),
+                "records-consumed-rate": s["records-consumed"].rate(now, of_values=True),
                 "bytes-consumed-total": s["bytes-consumed"].total,
-                "bytes-consumed-rate": s["bytes-consumed"].rate(now, started, of_values=True),
+                "bytes-consumed-rate": s["bytes-consumed"].rate(now, of_values=True),
                 "records-lag-max": float(max(lags.values())) if lags else math.nan,
                 "last-poll-seconds-ago": ago(self._last_poll),
                 "time-between-poll-avg": s["time-between-poll"].avg(now),

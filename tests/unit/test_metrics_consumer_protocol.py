@@ -54,7 +54,9 @@ def test_consumer_heartbeats_are_the_heartbeat_metrics() -> None:
     assert m["heartbeat-total"] == 2
     assert m["heartbeat-response-time-max"] == pytest.approx(40.0)
     assert m["last-heartbeat-seconds-ago"] == pytest.approx(2.0)
-    assert m["heartbeat-rate"] == pytest.approx(2 / 30.0)
+    # Java's Rate: 2 answers over the time since the first sample began (0.04 s), padded by one
+    # full 30 s window as less than one has passed (Rate.windowSize)
+    assert m["heartbeat-rate"] == pytest.approx(2 / (2.05 - 0.04 + 30.0))
     assert r.last_group_ok == pytest.approx(0.040), "only an answer without error proves the coordinator"
 
 
