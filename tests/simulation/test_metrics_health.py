@@ -214,6 +214,41 @@ def test_prometheus_collector_registers_in_a_registry() -> None:
     group.check()
 
 
+def test_several_consumers_share_one_registry_and_the_probe_serves_the_default_one() -> None:
+    from prometheus_client import REGISTRY, CollectorRegistry, Counter, generate_latest
+
+    from kgroup.prometheus import exposition, register, unregister
+
+    group = SimulatedGroup({TOPIC: 2}, seed=23)
+    a = group.add_member("a", _app())
+    b = group.add_member("b", _app())
+    assert group.run_until(lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 60)
+    registry = CollectorRegistry()
+    register(a, registry)
+    register(b, registry)  # a second consumer: no DuplicateTimeseries
+    register(a, registry)  # and the same one again
+    for name in ("a", "b"):
+        labels = {"group": "simulated-group", "client_id": name}
+        assert registry.get_sample_value("kafka_consumer_assigned_partitions", labels) == 1, name
+    text = generate_latest(registry).decode()
+    assert text.count("# TYPE kafka_consumer_assigned_partitions gauge") == 1
+    unregister(b, registry)
+    assert registry.get_sample_value(
+        "kafka_consumer_assigned_partitions", {"group": "simulated-group", "client_id": "b"}
+    ) is None
+    # the probe's /metrics serves the default registry: the process's own metrics beside the consumers'
+    mine = Counter("kgroup_test_app_events", "an application's own metric")
+    try:
+        mine.inc()
+        body, _ctype = exposition(a)
+        assert "kgroup_test_app_events_total 1.0" in body
+        assert 'kafka_consumer_assigned_partitions{client_id="a",group="simulated-group"} 1.0' in body
+    finally:
+        REGISTRY.unregister(mine)
+        unregister(a)
+    group.check()
+
+
 def test_docs_production_lists_every_metric() -> None:
     from pathlib import Path
 
