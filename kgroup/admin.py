@@ -1,11 +1,10 @@
 """Consumer-group administration: list, describe, delete groups; offsets, lag and resets; remove static members.
 
-``GroupAdmin`` is a small client over the ``Transport`` port (``kgroup._io.transport``), the
-kgroup counterpart of the group parts of Java's ``Admin`` (``describeConsumerGroups``,
-``listConsumerGroupOffsets``, ``listOffsets``, ``removeMembersFromConsumerGroup``). ListGroups,
-DeleteGroups and the admin's OffsetCommit (``listConsumerGroups``, ``deleteConsumerGroups``,
-``alterConsumerGroupOffsets``) go through kafka-python's ``KafkaAdminClient``, behind the
-:class:`AdminClientPort` (``kgroup._io.kafka_admin``). The ``kgroup`` command line
+``GroupAdmin`` is a small client over the ``AdminTransport`` port (``kgroup._io.transport``; over
+kafka-python's network client in ``kgroup._io.kafka_admin``), the kgroup counterpart of the group
+parts of Java's ``Admin`` (``describeConsumerGroups``, ``listConsumerGroups``,
+``listConsumerGroupOffsets``, ``listOffsets``, ``alterConsumerGroupOffsets``,
+``deleteConsumerGroups``, ``removeMembersFromConsumerGroup``). The ``kgroup`` command line
 (``kgroup.cli``) is a thin layer over it.
 
 Rules:
@@ -34,14 +33,14 @@ import concurrent.futures
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Final, Literal, Protocol, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 
 from kgroup import _error_codes as codes
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._error_codes import error_name
-from kgroup._io.transport import OffsetFetchResult, Transport
+from kgroup._io.transport import AdminTransport, OffsetFetchResult
 from kgroup._retry import Deadline, retry_until
 from kgroup.errors import KGroupError, MalformedMetadata
 from kgroup.membership.commands import SendFindCoordinator
@@ -60,7 +59,6 @@ from kgroup.types import OffsetAndMetadata, TopicPartition
 __all__ = [
     "DEFAULT_REMOVE_REASON",
     "INACTIVE_STATES",
-    "AdminClientPort",
     "AdminError",
     "AdminTimeoutError",
     "Coordinator",
@@ -415,34 +413,6 @@ class OffsetResetPlan:
         return {p.topic_partition: OffsetAndMetadata(p.new_offset) for p in self.partitions}
 
 
-class AdminClientPort(Protocol):
-    """What ``GroupAdmin`` takes from kafka-python's ``KafkaAdminClient`` (``kgroup._io.kafka_admin``).
-
-    Every call returns a future; broker error codes are values in its result, client-side
-    failures (no connection, no answer) its exception.
-    """
-
-    def list_groups(self, timeout_ms: int) -> concurrent.futures.Future[tuple[int, tuple[GroupListing, ...]]]:
-        """ListGroups at every broker: ``(error_code, groups)``, the first broker error if any."""
-        ...
-
-    def delete_groups(
-        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[dict[str, int]]:
-        """DeleteGroups at the coordinator ``node_id``: each group's error code."""
-        ...
-
-    def alter_offsets(
-        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-        """OffsetCommit as an admin (generation -1, member id "") at ``node_id``: each partition's error code."""
-        ...
-
-    def close(self) -> None:
-        """Close the client's connections. Idempotent."""
-        ...
-
-
 # ---------------------------------------------------------------------------------- retries
 class _Retry(Exception):
     """A retriable failure inside an attempt (internal)."""
@@ -454,19 +424,15 @@ class _Retry(Exception):
 
 # ---------------------------------------------------------------------------------- admin
 class GroupAdmin:
-    """Group administration over a ``Transport`` (see the module docstring).
+    """Group administration over an ``AdminTransport`` (see the module docstring).
 
     Args:
-        transport: the network port (``KafkaPythonTransport`` in production, started).
+        transport: the network port (``KafkaAdminTransport`` in production, started).
         timeout_ms: the default deadline of each call (ms).
         retry_backoff_ms: the pause before retrying a retriable failure (ms).
         owns_transport: close the transport in :meth:`close`.
         clock: the ``Clock`` deadlines and retry waits run on (tests inject a ``FakeClock``);
             default the monotonic clock.
-        admin_client: the ``KafkaAdminClient`` port for ListGroups, DeleteGroups and the
-            admin's OffsetCommit (:meth:`list_groups`, :meth:`delete_groups`,
-            :meth:`alter_offsets`); closed with the transport when this admin owns it. Without
-            one those calls raise ``AdminError``.
 
     Use :meth:`connect` to build one over kafka-python from ``bootstrap_servers``.
 
@@ -474,18 +440,16 @@ class GroupAdmin:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: AdminTransport,
         *,
         timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
         owns_transport: bool = False,
         clock: Clock | None = None,
-        admin_client: AdminClientPort | None = None,
     ) -> None:
         if timeout_ms <= 0:
             raise ValueError("timeout_ms must be positive")
         self._transport = transport
-        self._admin_client = admin_client
         self.timeout_ms = timeout_ms
         self._backoff_s = retry_backoff_ms / 1000
         self._owns = owns_transport
@@ -511,8 +475,7 @@ class GroupAdmin:
             AdminError: no broker answered within ``timeout_ms``.
 
         """
-        from kgroup._io.kafka_admin import KafkaAdminClientPort  # kafka-python's KafkaAdminClient
-        from kgroup._io.kafka_python import KafkaPythonTransport  # the only kafka-python door
+        from kgroup._io.kafka_admin import KafkaAdminTransport  # the only kafka-python door
         from kgroup.config import ConsumerConfig
 
         settings: dict[str, Any] = {
@@ -523,24 +486,20 @@ class GroupAdmin:
         consumer_config = ConsumerConfig(
             bootstrap_servers=bootstrap_servers, group_id="kgroup-admin", client_id=client_id, **settings
         )
-        transport = KafkaPythonTransport(consumer_config)
+        transport = KafkaAdminTransport(consumer_config)
         try:
             transport.start(timeout_ms)
         except Exception as exc:
             transport.close()
             raise AdminError(f"could not reach the cluster at {bootstrap_servers!r} within {timeout_ms} ms: "
                              f"{type(exc).__name__}: {exc}") from exc
-        # the KafkaAdminClient connects on first use (list, delete, alter offsets), not here
-        return cls(transport, timeout_ms=timeout_ms, owns_transport=True,
-                   admin_client=KafkaAdminClientPort(consumer_config))
+        return cls(transport, timeout_ms=timeout_ms, owns_transport=True)
 
     def close(self) -> None:
         """Close the transport if this admin owns it. Idempotent."""
         if not self._closed:
             self._closed = True
             if self._owns:
-                if self._admin_client is not None:
-                    self._admin_client.close()
                 self._transport.close()
 
     def __enter__(self) -> GroupAdmin:
@@ -659,25 +618,24 @@ class GroupAdmin:
 
         """
         deadline = self._deadline(timeout_ms)
-        describe = getattr(self._transport, "consumer_group_describe", None)
-        consumer_group: GroupDescription | None = None
-        if describe is not None:
 
-            def consumer_attempt(coordinator: Coordinator) -> GroupDescription | None:
-                groups = self._wait(
-                    describe([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
-                    deadline,
-                    "ConsumerGroupDescribe",
-                )
-                described = next((g for g in groups if g.group_id == group_id), None)
-                if described is None or described.error_code in (codes.GROUP_ID_NOT_FOUND, codes.UNSUPPORTED_VERSION):
-                    return None  # a classic group, none, or no API 69: DescribeGroups says which
-                self._check("ConsumerGroupDescribe", group_id, described.error_code)
-                return _describe_consumer_group(described, coordinator)
+        def consumer_attempt(coordinator: Coordinator) -> GroupDescription | None:
+            groups = self._wait(
+                self._transport.consumer_group_describe(
+                    [group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)
+                ),
+                deadline,
+                "ConsumerGroupDescribe",
+            )
+            described = next((g for g in groups if g.group_id == group_id), None)
+            if described is None or described.error_code in (codes.GROUP_ID_NOT_FOUND, codes.UNSUPPORTED_VERSION):
+                return None  # a classic group, none, or no API 69: DescribeGroups says which
+            self._check("ConsumerGroupDescribe", group_id, described.error_code)
+            return _describe_consumer_group(described, coordinator)
 
-            consumer_group = self._retrying(group_id, "ConsumerGroupDescribe", deadline, consumer_attempt)
-            if consumer_group is not None and consumer_group.members:
-                return consumer_group
+        consumer_group = self._retrying(group_id, "ConsumerGroupDescribe", deadline, consumer_attempt)
+        if consumer_group is not None and consumer_group.members:
+            return consumer_group
 
         def attempt(coordinator: Coordinator) -> GroupDescription:
             groups = self._wait(
@@ -879,16 +837,7 @@ class GroupAdmin:
 
         return self._retrying(group_id, "LeaveGroup", deadline, attempt)
 
-    # ------------------------------------------------------------------ through KafkaAdminClient
-    def _port(self, api: str) -> AdminClientPort:
-        if self._admin_client is None:
-            raise AdminError(
-                f"{api} goes through kafka-python's KafkaAdminClient: build the admin with GroupAdmin.connect(), "
-                "or pass admin_client=",
-                api=api,
-            )
-        return self._admin_client
-
+    # ------------------------------------------------------------------ groups and admin commits
     def list_groups(self, timeout_ms: int | None = None) -> tuple[GroupListing, ...]:
         """Every consumer group of the cluster, sorted by group id (Java ``Admin.listConsumerGroups``).
 
@@ -903,20 +852,26 @@ class GroupAdmin:
             AdminTimeoutError: no complete answer before the deadline.
 
         """
-        port = self._port("ListGroups")
         deadline = self._deadline(timeout_ms)
 
         def attempt() -> tuple[GroupListing, ...]:
-            code, groups = self._wait(port.list_groups(max(deadline.remaining_ms(), 1)), deadline, "ListGroups")
+            code, groups = self._wait(
+                self._transport.list_groups(max(deadline.remaining_ms(), 1)), deadline, "ListGroups"
+            )
             if code in (codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE):
                 raise _Retry(f"ListGroups: {error_name(code)}", rediscover=False)
             if code != codes.NONE:
                 kind = UnsupportedVersionError if code == codes.UNSUPPORTED_VERSION else AdminError
                 raise kind(f"ListGroups failed with {error_name(code)} ({code})", api="ListGroups", code=code)
             unique: dict[str, GroupListing] = {}
-            for listing in groups:
-                if listing.protocol_type in (_CONSUMER_PROTOCOL_TYPE, ""):
-                    unique.setdefault(listing.group_id, listing)
+            for listed in groups:
+                if listed.protocol_type in (_CONSUMER_PROTOCOL_TYPE, ""):
+                    unique.setdefault(listed.group_id, GroupListing(
+                        group_id=listed.group_id,
+                        protocol_type=listed.protocol_type,
+                        state=listed.group_state or None,
+                        group_type=listed.group_type or None,
+                    ))
             return tuple(unique[group_id] for group_id in sorted(unique))
 
         return self._retry(attempt, deadline, "ListGroups")
@@ -942,13 +897,12 @@ class GroupAdmin:
         ids = list(dict.fromkeys(group_ids))
         if not ids or any(not g for g in ids):
             raise ValueError("at least one non-empty group id is required")
-        port = self._port("DeleteGroups")
         deadline = self._deadline(timeout_ms)
 
         def deleting(group_id: str) -> Callable[[Coordinator], GroupDeletion]:
             def attempt(coordinator: Coordinator) -> GroupDeletion:
                 answered = self._wait(
-                    port.delete_groups([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                    self._transport.delete_groups([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
                     deadline,
                     "DeleteGroups",
                 )
@@ -998,12 +952,11 @@ class GroupAdmin:
         }
         if not wanted:
             return {}
-        port = self._port("OffsetCommit")
         deadline = self._deadline(timeout_ms)
 
         def attempt(coordinator: Coordinator) -> dict[TopicPartition, int]:
             answered = self._wait(
-                port.alter_offsets(group_id, wanted, coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                self._transport.alter_offsets(group_id, wanted, coordinator.node_id, max(deadline.remaining_ms(), 1)),
                 deadline,
                 "OffsetCommit",
             )

@@ -57,15 +57,10 @@ from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
 from kgroup.protocol import group_api
-from kgroup.protocol.consumer_group_describe import ConsumerGroupDescribeRequest, DescribedConsumerGroup
 from kgroup.protocol.group_api import (
     DescribedGroup,
     DescribeGroupsRequest,
     FindCoordinatorResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    LeaveMember,
-    OffsetFetchRequest,
 )
 from kgroup.types import Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
@@ -106,29 +101,15 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _unsupported_as(inner: concurrent.futures.Future[T], fallback: T) -> concurrent.futures.Future[T]:
-    """``inner``, except that "no version both sides speak" becomes ``fallback`` (an error-code result)."""
-    out: concurrent.futures.Future[T] = concurrent.futures.Future()
+class KafkaNetwork:
+    """kafka-python's ``KafkaNetClient`` and IO thread, bridged to ``concurrent.futures``: what both transports share.
 
-    def done(f: concurrent.futures.Future[T]) -> None:
-        exc = f.exception()
-        if isinstance(exc, KErrors.IncompatibleBrokerVersion):
-            out.set_result(fallback)
-        elif exc is not None:
-            out.set_exception(exc)
-        else:
-            out.set_result(f.result())
-
-    inner.add_done_callback(done)
-    return out
-
-
-class KafkaPythonTransport:
-    """``Transport`` over kafka-python's ``KafkaNetClient`` and IO thread.
+    The group requests (:meth:`send`), topic metadata, ListOffsets and DescribeGroups (the
+    ``ClusterPort`` calls); :class:`KafkaPythonTransport` (the consumer's) and
+    ``kgroup._io.kafka_admin.KafkaAdminTransport`` (the admin's) add their own calls.
 
     Args:
         config: the consumer configuration (network, security and fetch settings are used).
-        bootstrap_timeout_ms: how long ``start()`` waits for the first metadata.
 
     Raises:
         KGroupError subclasses are raised by callers; this class raises kafka-python's
@@ -148,7 +129,6 @@ class KafkaPythonTransport:
         self._manager = self._client._manager
         self._net = self._manager._net
         self._cluster = self._manager.cluster
-        self._fetcher: RecordFetcher | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -338,123 +318,6 @@ class KafkaPythonTransport:
             lambda: self._metadata_request(wanted), self._manager.least_loaded_node, timeout_ms, self._partition_infos
         )
 
-    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
-        """The names of every topic in the cluster but the internal ones (a Metadata request for all).
-
-        Java's ``exclude.internal.topics`` default: ``__consumer_offsets`` and
-        ``__transaction_state`` never match a pattern subscription.
-        """
-        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
-            topics=None, allow_auto_topic_creation=False, max_version=METADATA_MAX
-        )
-        return self._bridge(
-            request, self._manager.least_loaded_node, timeout_ms,
-            lambda r: frozenset(t.name for t in r.topics if t.error_code == 0 and not getattr(t, "is_internal", False)),
-        )
-
-    # ------------------------------------------------------------------ the consumer group protocol (KIP-848)
-    def consumer_group_heartbeat(
-        self, command: cg.SendConsumerGroupHeartbeat
-    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
-        """ConsumerGroupHeartbeat (API 68) over the coordinator connection.
-
-        Through :mod:`kgroup._io.consumer_group_heartbeat`; the connection negotiates the
-        version (a pattern needs v1). Failures are ``RequestFailed`` events, never raised;
-        kafka-python's ``IncompatibleBrokerVersion`` (no version both sides serve) is
-        ``RequestFailed(unsupported_version=True)``.
-        """
-        from kgroup._io import consumer_group_heartbeat as wire
-
-        request = command.request()
-        request_id = command.request_id
-
-        def convert(message: Any) -> cg.HeartbeatResponded:
-            v = wire.response_value(message)
-            return cg.HeartbeatResponded(
-                request_id=request_id, error_code=v.error_code, error_message=v.error_message,
-                member_id=v.member_id, member_epoch=v.member_epoch, heartbeat_interval_ms=v.heartbeat_interval_ms,
-                assignment=v.assignment, throttle_time_ms=v.throttle_time_ms,
-            )
-
-        fut = self._bridge(
-            lambda: wire.request_message(request), self._coordinator_node(command.node_id), command.timeout_ms, convert
-        )
-        out: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
-
-        def done(f: concurrent.futures.Future[cg.HeartbeatResponded]) -> None:
-            exc = f.exception()
-            if exc is None:
-                out.set_result(f.result())
-            else:
-                out.set_result(cg.RequestFailed(
-                    request_id=request_id, reason=_describe(exc),
-                    unsupported_version=isinstance(exc, KErrors.IncompatibleBrokerVersion),
-                ))
-
-        fut.add_done_callback(done)
-        return out
-
-    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[uuid.UUID, str]]:
-        """Topic id -> name of every topic of the cluster (a Metadata request for all, v10+: topic ids)."""
-        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
-            topics=None, allow_auto_topic_creation=False, min_version=TOPIC_IDS_MIN
-        )
-        return self._bridge(
-            request, self._manager.least_loaded_node, timeout_ms,
-            lambda r: {t.topic_id: t.name for t in r.topics if t.error_code == 0 and t.topic_id is not None},
-        )
-
-    def describe_group_configs(
-        self, group_id: str, names: Iterable[str], timeout_ms: int
-    ) -> concurrent.futures.Future[dict[str, str | None]]:
-        """DescribeConfigs (API 32) of a group's configs (resource type GROUP) at the least loaded broker.
-
-        Any broker answers for a group (Kafka's ``ConfigHelper``: the group's own configs over
-        the broker's ``group.consumer.*`` defaults). An error code in the answer fails the future
-        with a ``KGroupError`` naming it.
-        """
-        from kafka.protocol.admin import DescribeConfigsRequest
-
-        wanted = list(dict.fromkeys(names))
-
-        def build() -> Any:
-            resource = DescribeConfigsRequest.DescribeConfigsResource(
-                resource_type=GROUP_CONFIG_RESOURCE, resource_name=group_id, configuration_keys=wanted
-            )
-            return DescribeConfigsRequest(resources=[resource], include_synonyms=False, include_documentation=False)
-
-        def convert(response: Any) -> dict[str, str | None]:
-            for result in response.results:
-                if result.resource_type != GROUP_CONFIG_RESOURCE or result.resource_name != group_id:
-                    continue
-                if result.error_code != codes.NONE:
-                    detail = f": {result.error_message}" if result.error_message else ""
-                    raise KGroupError(f"DescribeConfigs returned {codes.error_name(result.error_code)}{detail}")
-                return {c.name: c.value for c in result.configs}
-            raise KGroupError(f"DescribeConfigs answered without the group {group_id!r}")
-
-        return self._bridge(build, self._manager.least_loaded_node, timeout_ms, convert)
-
-    def consumer_group_describe(
-        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:
-        """ConsumerGroupDescribe (API 69, v1 max) at the coordinator ``node_id``.
-
-        Through :mod:`kgroup._io.consumer_group_describe`; a broker without the API yields
-        each group with error UNSUPPORTED_VERSION.
-        """
-        from kgroup._io import consumer_group_describe as wire
-
-        ids = tuple(dict.fromkeys(group_ids))
-        inner = self._bridge(
-            lambda: wire.request_message(ConsumerGroupDescribeRequest(group_ids=ids)),
-            self._coordinator_node(node_id), timeout_ms, lambda message: wire.response_value(message).groups,
-        )
-        unsupported = tuple(DescribedConsumerGroup(
-            error_code=codes.UNSUPPORTED_VERSION, group_id=g, group_state="", group_epoch=-1, assignment_epoch=-1,
-            assignor_name="") for g in ids)
-        return _unsupported_as(inner, unsupported)
-
     def list_offsets(
         self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
@@ -558,6 +421,131 @@ class KafkaPythonTransport:
             lambda message: convert(response_values(request.API_KEY, message)),
         )
 
+    @property
+    def _read_committed(self) -> bool:
+        return self._config.isolation_level == "read_committed"
+
+    def describe_groups(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedGroup, ...]]:
+        """DescribeGroups (v6 max) for ``group_ids`` at the coordinator ``node_id``.
+
+        Yields one ``DescribedGroup`` per group, in response order.
+        """
+        request = DescribeGroupsRequest(groups=tuple(dict.fromkeys(group_ids)))
+        return self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0].groups)
+
+
+class KafkaPythonTransport(KafkaNetwork):
+    """The consumer's ``Transport`` and ``ConsumerGroupTransport`` over kafka-python's network client.
+
+    Args:
+        config: the consumer configuration (network, security and fetch settings are used).
+
+    """
+
+    def __init__(self, config: ConsumerConfig) -> None:
+        super().__init__(config)
+        self._fetcher: RecordFetcher | None = None
+
+    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
+        """The names of every topic in the cluster but the internal ones (a Metadata request for all).
+
+        Java's ``exclude.internal.topics`` default: ``__consumer_offsets`` and
+        ``__transaction_state`` never match a pattern subscription.
+        """
+        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
+            topics=None, allow_auto_topic_creation=False, max_version=METADATA_MAX
+        )
+        return self._bridge(
+            request, self._manager.least_loaded_node, timeout_ms,
+            lambda r: frozenset(t.name for t in r.topics if t.error_code == 0 and not getattr(t, "is_internal", False)),
+        )
+
+    # ------------------------------------------------------------------ the consumer group protocol (KIP-848)
+    def consumer_group_heartbeat(
+        self, command: cg.SendConsumerGroupHeartbeat
+    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
+        """ConsumerGroupHeartbeat (API 68) over the coordinator connection.
+
+        Through :mod:`kgroup._io.consumer_group_heartbeat`; the connection negotiates the
+        version (a pattern needs v1). Failures are ``RequestFailed`` events, never raised;
+        kafka-python's ``IncompatibleBrokerVersion`` (no version both sides serve) is
+        ``RequestFailed(unsupported_version=True)``.
+        """
+        from kgroup._io import consumer_group_heartbeat as wire
+
+        request = command.request()
+        request_id = command.request_id
+
+        def convert(message: Any) -> cg.HeartbeatResponded:
+            v = wire.response_value(message)
+            return cg.HeartbeatResponded(
+                request_id=request_id, error_code=v.error_code, error_message=v.error_message,
+                member_id=v.member_id, member_epoch=v.member_epoch, heartbeat_interval_ms=v.heartbeat_interval_ms,
+                assignment=v.assignment, throttle_time_ms=v.throttle_time_ms,
+            )
+
+        fut = self._bridge(
+            lambda: wire.request_message(request), self._coordinator_node(command.node_id), command.timeout_ms, convert
+        )
+        out: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
+
+        def done(f: concurrent.futures.Future[cg.HeartbeatResponded]) -> None:
+            exc = f.exception()
+            if exc is None:
+                out.set_result(f.result())
+            else:
+                out.set_result(cg.RequestFailed(
+                    request_id=request_id, reason=_describe(exc),
+                    unsupported_version=isinstance(exc, KErrors.IncompatibleBrokerVersion),
+                ))
+
+        fut.add_done_callback(done)
+        return out
+
+    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[uuid.UUID, str]]:
+        """Topic id -> name of every topic of the cluster (a Metadata request for all, v10+: topic ids)."""
+        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
+            topics=None, allow_auto_topic_creation=False, min_version=TOPIC_IDS_MIN
+        )
+        return self._bridge(
+            request, self._manager.least_loaded_node, timeout_ms,
+            lambda r: {t.topic_id: t.name for t in r.topics if t.error_code == 0 and t.topic_id is not None},
+        )
+
+    def describe_group_configs(
+        self, group_id: str, names: Iterable[str], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, str | None]]:
+        """DescribeConfigs (API 32) of a group's configs (resource type GROUP) at the least loaded broker.
+
+        Any broker answers for a group (Kafka's ``ConfigHelper``: the group's own configs over
+        the broker's ``group.consumer.*`` defaults). An error code in the answer fails the future
+        with a ``KGroupError`` naming it.
+        """
+        from kafka.protocol.admin import DescribeConfigsRequest
+
+        wanted = list(dict.fromkeys(names))
+
+        def build() -> Any:
+            resource = DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=GROUP_CONFIG_RESOURCE, resource_name=group_id, configuration_keys=wanted
+            )
+            return DescribeConfigsRequest(resources=[resource], include_synonyms=False, include_documentation=False)
+
+        def convert(response: Any) -> dict[str, str | None]:
+            for result in response.results:
+                if result.resource_type != GROUP_CONFIG_RESOURCE or result.resource_name != group_id:
+                    continue
+                if result.error_code != codes.NONE:
+                    detail = f": {result.error_message}" if result.error_message else ""
+                    raise KGroupError(f"DescribeConfigs returned {codes.error_name(result.error_code)}{detail}")
+                return {c.name: c.value for c in result.configs}
+            raise KGroupError(f"DescribeConfigs answered without the group {group_id!r}")
+
+        return self._bridge(build, self._manager.least_loaded_node, timeout_ms, convert)
+
+    # ------------------------------------------------------------------ offsets
     def offset_commit(
         self,
         group_id: str,
@@ -584,55 +572,6 @@ class KafkaPythonTransport:
         request = offset_fetch_request(group_id, partitions, require_stable=self._read_committed, member=member)
         return self._coordinator_call(request, node_id, timeout_ms, lambda r: fetch_result(r[0]))
 
-    @property
-    def _read_committed(self) -> bool:
-        return self._config.isolation_level == "read_committed"
-
-    # ------------------------------------------------------------------ group administration
-    def offset_fetch_all(
-        self, group_id: str, node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch with ``topics=null``: every partition ``group_id`` committed.
-
-        Sent at v8+ only (``min_version=8``; the connection negotiates the rest): Tansu answers
-        the all-topics form malformed before v8 (the embedded Tansu broker, docs/testing.md), and
-        Kafka 3.0+ speaks v8. Partitions never committed are absent; the top-level error is the
-        group's.
-
-        A coordinator without v8 yields ``OffsetFetchResult(35, {})`` (UNSUPPORTED_VERSION).
-        """
-        request = OffsetFetchRequest(group_id=group_id, topics=None, require_stable=self._read_committed)
-        inner = self._coordinator_call(
-            request, node_id, timeout_ms, lambda r: fetch_result(r[0]), min_version=OFFSET_FETCH_ALL_MIN
-        )
-        return _unsupported_as(inner, OffsetFetchResult(codes.UNSUPPORTED_VERSION, {}))
-
-    def describe_groups(
-        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[tuple[DescribedGroup, ...]]:
-        """DescribeGroups (v6 max) for ``group_ids`` at the coordinator ``node_id``.
-
-        Yields one ``DescribedGroup`` per group, in response order.
-        """
-        request = DescribeGroupsRequest(groups=tuple(dict.fromkeys(group_ids)))
-        return self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0].groups)
-
-    def leave_group_members(
-        self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[LeaveGroupResponse]:
-        """LeaveGroup v3-v5 removing static members by ``group_instance_id`` (KIP-345 admin removal).
-
-        Each identity is ``member_id=""`` with the instance id, as Java's
-        ``Admin.removeMembersFromConsumerGroup`` sends it; ``reason`` goes out from v5
-        (KIP-800). A coordinator without v3 yields ``LeaveGroupResponse(error_code=35)``
-        (UNSUPPORTED_VERSION) instead of sending the request.
-        """
-        ids = dict.fromkeys(instance_ids)
-        members = tuple(LeaveMember(member_id="", group_instance_id=i, reason=reason) for i in ids)
-        request = LeaveGroupRequest(group_id=group_id, members=members)
-        inner = self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0], min_version=LEAVE_GROUP_BATCH_MIN)
-        return _unsupported_as(inner, LeaveGroupResponse(error_code=codes.UNSUPPORTED_VERSION))
-
     # ------------------------------------------------------------------ fetching
     def fetcher(self) -> RecordFetcher:
         """The record fetcher (created once): kgroup's own pipelined fetcher (:mod:`kgroup._io.fetch_pipeline`)."""
@@ -641,3 +580,4 @@ class KafkaPythonTransport:
 
             self._fetcher = PipelinedFetcher(self._client, self._cluster, self._kp_config, self._config)
         return self._fetcher
+
