@@ -17,8 +17,8 @@ Rules:
 
 1. Broker error codes are values in the result; what they mean is decided in ``kgroup.admin``.
    Client-side failures (no connection, no answer) are the future's exception.
-2. A coordinator too old for a call's version is an error-code result (UNSUPPORTED_VERSION)
-   where the call says so, not an exception.
+2. A broker or coordinator without a version of the call that kgroup can send answers
+   UNSUPPORTED_VERSION as a result (for each group or partition asked for), not an exception.
 """
 
 from __future__ import annotations
@@ -170,8 +170,9 @@ class KafkaAdminTransport(KafkaNetwork):
     def list_groups(self, timeout_ms: int) -> concurrent.futures.Future[tuple[int, tuple[ListedGroup, ...]]]:
         """ListGroups at every broker of the cluster metadata, one after the other: ``(error_code, groups)``.
 
-        The first broker error code ends the call (with no groups); a group one broker lists
-        twice or two brokers list is kept as often as listed (``GroupAdmin`` keeps it once).
+        The first broker error code ends the call (with no groups), UNSUPPORTED_VERSION too for
+        a broker without ListGroups; a group listed twice is returned twice (``GroupAdmin``
+        keeps it once).
         """
         manager = self._manager
         cluster = self._cluster
@@ -190,21 +191,23 @@ class KafkaAdminTransport(KafkaNetwork):
                 groups.extend(listed)
             return codes.NONE, tuple(groups)
 
-        return self._run_on_io(go, lambda found: found)
+        return _unsupported_as(self._run_on_io(go, lambda found: found), (codes.UNSUPPORTED_VERSION, ()))
 
     def delete_groups(
         self, group_ids: Iterable[str], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[str, int]]:
-        """DeleteGroups at the coordinator ``node_id``: each group's error code."""
+        """DeleteGroups at the coordinator ``node_id``: each group's code (UNSUPPORTED_VERSION: no DeleteGroups)."""
         request = DeleteGroupsRequest(groups=tuple(dict.fromkeys(group_ids)))
-        return self._coordinator_call(
+        inner = self._coordinator_call(
             request, node_id, timeout_ms,
             lambda r: {result.group_id: result.error_code for result in r[0].results},
         )
+        return _unsupported_as(inner, dict.fromkeys(request.groups, codes.UNSUPPORTED_VERSION))
 
     def alter_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
         """OffsetCommit as an admin (generation -1, member id "", v8 max) at ``node_id``: each partition's code."""
         request = admin_offset_commit(group_id, offsets)
-        return self._coordinator_call(request, node_id, timeout_ms, lambda r: commit_results(r[0]))
+        inner = self._coordinator_call(request, node_id, timeout_ms, lambda r: commit_results(r[0]))
+        return _unsupported_as(inner, dict.fromkeys(offsets, codes.UNSUPPORTED_VERSION))
