@@ -9,7 +9,7 @@ something to do), then decoded over and over by:
 * ``columnar``: :func:`kgroup._io.columnar.decode_record_set` (CRC, decompression, columns);
 * ``columnar + arrow``: the same, then the Arrow record batch of the Spark source's schema
   (``kgroup.spark._source._decoded_to_batch`` when it exists);
-* ``records``: ``KafkaFetcher._PartitionRecords.take`` (aiokafka's C decoder when installed):
+* ``records``: ``kgroup._io.record_decoder.PartitionRecords.take`` (aiokafka's C decoder when installed):
   one ``ConsumerRecord`` per record;
 * ``records + arrow``: that, then ``RecordColumns`` and ``_columns_to_batch`` as the Spark
   source builds its Arrow batches from them.
@@ -38,9 +38,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 from kafka.structs import TopicPartition as KTopicPartition
 
+from kgroup._io import record_decoder
 from kgroup._io.columnar import decode_record_set
 from kgroup._io.fetch_pipeline import RecordColumns
-from kgroup._io.kafka_python import KafkaFetcher
 from kgroup.types import TopicPartition
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -98,7 +98,7 @@ def main() -> None:
 
     schema = to_arrow_schema(_source.SCHEMA, timezone="UTC")
     to_batch = getattr(_source, "_decoded_to_batch", None)
-    decoder = KafkaFetcher._load_batch_decoder()
+    decoder = record_decoder.load_batch_decoder()
     tp = TopicPartition(TP.topic, TP.partition)
     print(f"record decoder: {'aiokafka (C)' if decoder[0] is not None else 'kafka-python'}; "
           f"batches of ~{args.batch_bytes} B, record sets of ~{args.fetch_bytes} B; records/s, best of {args.repeat}")
@@ -124,7 +124,7 @@ def main() -> None:
                 return to_batch(tp, decoded, 0, len(decoded), schema) if to_batch else None
 
             def records(data: bytes = data, n: int = n) -> Any:
-                part = KafkaFetcher._PartitionRecords(decoder, 0, TP, MemoryRecords(data))
+                part = record_decoder.PartitionRecords(decoder, 0, TP, MemoryRecords(data))
                 taken = part.take(None)
                 assert len(taken) == n
                 return taken

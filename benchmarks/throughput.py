@@ -18,9 +18,6 @@ including the join is reported too.
 records it touched: processing that waits, as a call to a database would, during which a client
 that fetches ahead keeps its next records coming.
 
-``kgroup-legacy-fetcher`` is kgroup with its earlier record fetcher (kafka-python's ``Fetcher``
-underneath, ``KGROUP_FETCHER=kafka-python``), to compare the two in one run.
-
 A broker is started with ``kgroup.testing.start_broker()`` (``--broker``: the environment's
 choice, unless ``KGROUP_BOOTSTRAP_SERVERS`` is set; ``tansu``; or ``apache-kafka`` 4.4.0).
 
@@ -61,7 +58,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CLIENTS = ("kgroup", "kgroup-legacy-fetcher", "kafka-python", "aiokafka", "confluent", "java")
+CLIENTS = ("kgroup", "kafka-python", "aiokafka", "confluent", "java")
 PYTHON_CLIENTS = CLIENTS[:-1]
 SESSION_TIMEOUT_MS = 6000  # Tansu joins take session_timeout_ms / 2
 HEARTBEAT_MS = 2000
@@ -165,12 +162,6 @@ def run_kgroup(bootstrap: str, topic: str, expected: int, group: str) -> dict[st
     return tally.result("kgroup", t_start)
 
 
-def run_kgroup_legacy_fetcher(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
-    """kgroup with its earlier record fetcher, over kafka-python's ``Fetcher`` (the internal switch)."""
-    os.environ["KGROUP_FETCHER"] = "kafka-python"
-    return {**run_kgroup(bootstrap, topic, expected, group), "client": "kgroup-legacy-fetcher"}
-
-
 def run_kafka_python(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
     from kafka import KafkaConsumer
 
@@ -264,7 +255,6 @@ def run_confluent(bootstrap: str, topic: str, expected: int, group: str) -> dict
 
 RUNNERS: dict[str, Callable[[str, str, int, str], dict[str, Any]]] = {
     "kgroup": run_kgroup,
-    "kgroup-legacy-fetcher": run_kgroup_legacy_fetcher,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent": run_confluent,

@@ -10,12 +10,12 @@ that the two agree.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kgroup.errors import ConfigError
 
-__all__ = ["IGNORED", "REJECTED", "Translation", "parse_properties", "translate"]
+__all__ = ["IGNORED", "REJECTED", "Translation", "parse_properties", "suggest", "translate"]
 
 _JAVA_CONSUMER = "org.apache.kafka.clients.consumer."
 #: Java's assignor classes (partition.assignment.strategy) -> kgroup's assignor names
@@ -242,6 +242,14 @@ def _store(config_key: str, kind: str, location: str | None) -> str | None:
     return location
 
 
+def suggest(key: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``known`` to a misspelled ``key``, or ``""``."""
+    import difflib
+
+    match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
 def translate(properties: Mapping[str, Any], known_fields: set[str]) -> Translation:
     """Map Java consumer properties onto ``ConsumerConfig`` field names.
 
@@ -249,8 +257,6 @@ def translate(properties: Mapping[str, Any], known_fields: set[str]) -> Translat
     ``session_timeout_ms`` when it is one). Keys neither kgroup's nor known Java keys raise
     ``ConfigError`` with the closest known key as a suggestion.
     """
-    from kgroup.config import suggest  # config imports this module
-
     result = Translation()
     props = {str(k).strip(): v for k, v in properties.items()}
 

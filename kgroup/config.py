@@ -28,11 +28,12 @@ import re
 import socket
 import sys
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import attrs
 
+from kgroup._java_properties import parse_properties, suggest, translate
 from kgroup.assignors import ASSIGNORS, Assignor
 from kgroup.errors import ConfigError
 from kgroup.types import RebalanceProtocol
@@ -80,14 +81,6 @@ HIDDEN = "[hidden]"
 
 #: what ``Consumer.close(group_membership=...)`` accepts (KIP-1092's GroupMembershipOperation)
 GroupMembershipOperation = Literal["default", "remain", "leave"]
-
-
-def suggest(key: str, known: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest of ``known`` to a misspelled ``key``, or ``""``."""
-    import difflib
-
-    match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
-    return f"; did you mean {match[0]!r}?" if match else ""
 
 
 def _hidden_repr(value: Any) -> str:
@@ -594,8 +587,6 @@ class ConsumerConfig:
 
         """
         from pathlib import Path
-
-        from kgroup._java_properties import parse_properties, translate
 
         if isinstance(source, (str, os.PathLike)):
             properties: Mapping[str, Any] = parse_properties(Path(source).read_text(encoding="iso-8859-1"))

@@ -24,6 +24,7 @@ PLUGIN_IMPORTS = {
     "kgroup._version",
     "kgroup.testing",
     "kgroup.testing._fake_clock",
+    "kgroup.testing._launch",
     "kgroup.testing.broker",
     "kgroup.testing.pytest_plugin",
 }

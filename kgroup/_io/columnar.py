@@ -20,7 +20,7 @@ between them), with a validity bitmap for null (negative length) keys and values
 headers (the common case) need none.
 
 The rules of Java's ``Fetcher``/``CompletedFetch`` (and of kgroup's record decoder,
-``KafkaFetcher._PartitionRecords``) are kept:
+``kgroup._io.record_decoder.PartitionRecords``) are kept:
 
 * the CRC-32C of each batch (attributes to the end) is checked when ``check_crcs`` is true,
   with aiokafka's C ``crc32c`` when it is installed, else kafka-python's ``calc_crc32c``;
@@ -38,7 +38,7 @@ The rules of Java's ``Fetcher``/``CompletedFetch`` (and of kgroup's record decod
   after those records were handed out ("errors in line", Java's ``FetchCollector``).
 
 Not handled (``decode_record_set`` returns None, and the caller decodes the response with
-``KafkaFetcher._PartitionRecords`` instead): a response with any legacy message set (magic 0 or
+``kgroup._io.record_decoder.PartitionRecords`` instead): a response with any legacy message set (magic 0 or
 1, brokers before 0.11), and, under read_committed, a response whose aborted-transaction list is
 not empty and that holds a transactional data batch (Java's ``CompletedFetch`` tracks aborted
 producer ids batch by batch there; such responses are rare and the record decoder does it).

@@ -5,10 +5,10 @@ itself (Java's ``Fetcher``/``FetchCollector`` are the reference) instead of kafk
 ``Fetcher``, whose rule "send the next fetch only when every buffered response was handed out"
 leaves the poll loop waiting a whole round trip after each response. What it keeps from
 kafka-python: the network client (``KafkaConnectionManager.send`` on the IO thread), the
-``FetchRequest``/``FetchResponse`` message classes, ``MemoryRecords`` and the batch decoder of
-``KafkaFetcher._PartitionRecords`` (aiokafka's C decoder when installed), and the
-``SubscriptionState`` with kafka-python's offset reset (ListOffsets, ``auto_offset_reset``) and
-KIP-320 position validation (OffsetForLeaderEpoch), exactly as ``KafkaFetcher`` drives them.
+``FetchRequest``/``FetchResponse`` message classes, ``MemoryRecords`` and its record batches
+(decoded by :class:`kgroup._io.record_decoder.PartitionRecords`, aiokafka's C decoder when
+installed), and the ``SubscriptionState`` with kafka-python's offset reset (ListOffsets,
+``auto_offset_reset``) and KIP-320 position validation (OffsetForLeaderEpoch).
 
 Scheduling (poll thread; the IO thread only queues responses and wakes it):
 
@@ -34,7 +34,7 @@ response aside (Java keeps paused partitions' completed fetches too). So the buf
 at most ``min(2 * fetch_max_bytes * nodes, partitions * max_partition_fetch_bytes)`` plus
 oversized batches, when the broker honours the limits.
 
-Semantics kept from ``KafkaFetcher`` (kafka-python's ``Fetcher._parse_fetched_data``): a
+Semantics kept from kafka-python's ``Fetcher._parse_fetched_data``: a
 response is used only if its partition is still fetchable and its position still equals the
 fetch offset (responses for partitions revoked, re-assigned, seeked or reset meanwhile are
 dropped); NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION and
@@ -42,7 +42,7 @@ KAFKA_STORAGE_ERROR refresh metadata (and apply a KIP-951 leader hint); FENCED_L
 UNKNOWN_LEADER_EPOCH and a diverging epoch (Fetch v12) mark the position for KIP-320
 validation; OFFSET_OUT_OF_RANGE resets the position by ``auto_offset_reset`` or raises with
 ``"none"``; TOPIC_AUTHORIZATION_FAILED and unexpected codes raise. Errors are raised in line:
-records handed out before them first. Records are decoded by ``KafkaFetcher._PartitionRecords``
+records handed out before them first. Records are decoded by ``PartitionRecords``
 (CRC check with ``check_crcs``, compression, read_committed aborted transactions and control
 batches skipped). One difference: a response without records leaves the position's leader
 epoch as it was (Java's ``FetchCollector``), where kafka-python sets it to -1.
@@ -80,7 +80,8 @@ from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup._clock import MonotonicClock
-from kgroup._io.kafka_python import KafkaFetcher, _fetch_error, _ktp
+from kgroup._io import record_decoder
+from kgroup._io.record_decoder import PartitionRecords, fetch_error, kafka_tp
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig
 from kgroup.types import ConsumerRecord, TopicPartition
@@ -165,9 +166,9 @@ class _ColumnSlice:
 
 
 class _ColumnarRecords:
-    """One partition's response decoded by the columnar decoder, handed out like ``_PartitionRecords``.
+    """One partition's response decoded by the columnar decoder, handed out like ``PartitionRecords``.
 
-    The same contract and state as ``KafkaFetcher._PartitionRecords`` (``take(n)``,
+    The same contract and state as ``PartitionRecords`` (``take(n)``,
     ``next_fetch_offset`` after each take, ``leader_epoch`` of the last batch reached,
     ``drain()`` at the end, errors in line), stepping through the decoded batches exactly as it
     steps through the record batches: a take stops as soon as it has ``n`` records, without
@@ -281,8 +282,8 @@ def _load_columnar() -> Any:
 def fetch_columns(fetcher: Any, max_records: int, timeout_ms: int) -> list[RecordColumns]:
     """``fetcher.fetch_columns``, or the columns of ``fetcher.fetch`` for a fetcher without it.
 
-    ``KafkaFetcher`` (the ``KGROUP_FETCHER=kafka-python`` switch) has no columnar hand-out: its
-    records are grouped by partition here. Same arguments, results and errors as
+    A fetcher without a columnar hand-out (the simulator's) has its records grouped by partition
+    here. Same arguments, results and errors as
     :meth:`PipelinedFetcher.fetch_columns`.
     """
     if isinstance(fetcher, PipelinedFetcher):
@@ -310,7 +311,7 @@ class PipelinedFetcher:
         self._subscription = SubscriptionState(strategy)
         # kafka-python's Fetcher runs the offset resets and KIP-320 validations only; it never fetches
         self._offsets = Fetcher(client, self._subscription, **kp_config)
-        self._decoder = KafkaFetcher._load_batch_decoder()
+        self._decoder = record_decoder.load_batch_decoder()
         self.batch_decoder = "aiokafka (C)" if self._decoder[0] is not None else "kafka-python"
         self._client = client
         self._manager = client._manager
@@ -348,7 +349,7 @@ class PipelinedFetcher:
 
     def assign(self, partitions: frozenset[TopicPartition]) -> None:
         """Fetch exactly ``partitions``; what is buffered for others is dropped."""
-        self._subscription.assign_from_user([_ktp(tp) for tp in sorted(partitions)])
+        self._subscription.assign_from_user([kafka_tp(tp) for tp in sorted(partitions)])
         for ktp in [ktp for ktp in self._held if not self._subscription.is_assigned(ktp)]:
             self._drop(ktp)
         for ktp in [ktp for ktp in self._ends if not self._subscription.is_assigned(ktp)]:
@@ -361,14 +362,14 @@ class PipelinedFetcher:
 
     def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
         """Fetch ``tp`` from ``offset`` next (what is buffered for ``tp`` is dropped)."""
-        ktp = _ktp(tp)
+        ktp = kafka_tp(tp)
         self._subscription.seek(ktp, KOffsetAndMetadata(offset, "", -1 if leader_epoch is None else leader_epoch))
         self._drop(ktp)
         self._changed()
 
     def request_reset(self, tp: TopicPartition, strategy: str) -> None:
         """Find ``tp``'s position with ListOffsets: "earliest" or "latest"."""
-        ktp = _ktp(tp)
+        ktp = kafka_tp(tp)
         value = OffsetResetStrategy.EARLIEST if strategy == "earliest" else OffsetResetStrategy.LATEST
         self._subscription.request_offset_reset(ktp, value)
         self._drop(ktp)
@@ -377,26 +378,26 @@ class PipelinedFetcher:
 
     def position(self, tp: TopicPartition) -> int | None:
         """Offset of the next record, or None while unknown."""
-        pos = self._subscription.assignment[_ktp(tp)].position
+        pos = self._subscription.assignment[kafka_tp(tp)].position
         return None if pos is None else int(pos.offset)
 
     def highwater(self, tp: TopicPartition) -> int | None:
         """The high watermark from ``tp``'s last fetch response, or None before one."""
-        state = self._subscription.assignment.get(_ktp(tp))
+        state = self._subscription.assignment.get(kafka_tp(tp))
         return None if state is None or state.highwater is None else int(state.highwater)
 
     def has_position(self, tp: TopicPartition) -> bool:
         """True when the position is known."""
-        return bool(self._subscription.has_valid_position(_ktp(tp)))
+        return bool(self._subscription.has_valid_position(kafka_tp(tp)))
 
     def pause(self, tp: TopicPartition) -> None:
         """Stop fetching ``tp`` (its buffered response is kept)."""
-        self._subscription.pause(_ktp(tp))
+        self._subscription.pause(kafka_tp(tp))
         self._changed()
 
     def resume(self, tp: TopicPartition) -> None:
         """Fetch ``tp`` again."""
-        self._subscription.resume(_ktp(tp))
+        self._subscription.resume(kafka_tp(tp))
         self._changed()
 
     def wakeup(self) -> None:
@@ -409,7 +410,7 @@ class PipelinedFetcher:
         Records past the end that a Fetch sent earlier brought are still handed out; the bound
         only keeps a reader of a range from leaving a Fetch in flight once the range is read.
         """
-        ktp = _ktp(tp)
+        ktp = kafka_tp(tp)
         if end_offset is None:
             self._ends.pop(ktp, None)
         else:
@@ -504,7 +505,7 @@ class PipelinedFetcher:
             self._maybe_send()
             return taken
         except KErrors.KafkaError as exc:
-            raise _fetch_error(exc) from exc
+            raise fetch_error(exc) from exc
 
     # ------------------------------------------------------------------ offsets: resets, KIP-320
     def _prepare(self) -> None:
@@ -746,7 +747,7 @@ class PipelinedFetcher:
                     state.highwater = data.high_watermark
                 if size == 0:
                     return False
-                held.records = KafkaFetcher._PartitionRecords(
+                held.records = PartitionRecords(
                     self._decoder, fetch_offset, tp, records,
                     check_crcs=self._config.check_crcs,
                     isolation_level=self._isolation,
@@ -804,13 +805,13 @@ class PipelinedFetcher:
     def _decode_columns(self, held: _Held) -> None:
         """Give ``held``'s response to the columnar decoder, if nothing of it was handed out yet.
 
-        The record decoder (``KafkaFetcher._PartitionRecords``) keeps the responses the columnar
+        The record decoder (``PartitionRecords``) keeps the responses the columnar
         decoder does not handle (``decode_record_set`` returns None: legacy message sets,
         read_committed with aborted transactions) and, logged, any it fails on itself.
         """
         raw, held.raw = held.raw, None
         part = held.records
-        if (raw is None or not isinstance(part, KafkaFetcher._PartitionRecords) or part.records_read
+        if (raw is None or not isinstance(part, PartitionRecords) or part.records_read
                 or part._last_batch is not None or part._next_inline_exception is not None):
             return
         try:

@@ -1,73 +1,111 @@
-"""kafka-python's ``KafkaAdminClient`` behind :class:`kgroup.admin.AdminClientPort`.
+"""The admin's ``AdminTransport`` over kafka-python's network client (``kgroup.admin.GroupAdmin``'s port).
 
-``GroupAdmin`` sends the group APIs it needs for describing groups itself (over the
-``Transport``); ListGroups, DeleteGroups and the admin's OffsetCommit come from kafka-python's
-``KafkaAdminClient`` as they are (``list_groups``, ``delete_groups``, ``alter_group_offsets``),
-no wire code of kgroup's own.
+Every call goes through the one ``KafkaNetClient`` of :class:`~kgroup._io.kafka_python.KafkaNetwork`
+and runs on its IO thread, as the consumer's calls do; none starts a thread of its own. The
+group APIs are kgroup's own values (:mod:`kgroup.protocol.group_api`, through the one mapping
+:mod:`kgroup._io.kafka_messages`): FindCoordinator, DescribeGroups and ListOffsets as the consumer
+sends them, and the admin's own calls here:
+
+* ListGroups at every broker (Java ``Admin.listConsumerGroups`` asks each broker for the groups
+  it coordinates), stopping at the first broker that answers an error code;
+* DeleteGroups at the group's coordinator;
+* OffsetCommit as an admin (generation -1, member id "", v8 max) at the group's coordinator;
+* OffsetFetch of every committed partition (``topics=null``), ConsumerGroupDescribe (KIP-848)
+  and LeaveGroup removing static members (KIP-345).
 
 Rules:
 
-1. Public ``KafkaAdminClient`` methods only.
-2. Broker error codes are values in the result; what they mean is decided in ``kgroup.admin``.
+1. Broker error codes are values in the result; what they mean is decided in ``kgroup.admin``.
    Client-side failures (no connection, no answer) are the future's exception.
-3. kafka-python's calls block; each runs on a daemon thread of its own and returns a
-   ``concurrent.futures.Future``, so the caller's deadline bounds the wait, and an abandoned
-   call never holds the process at exit.
-4. The client connects on first use (its own connections, bootstrapped within that call's
-   timeout), not when built; :meth:`KafkaAdminClientPort.close` closes it.
+2. A broker or coordinator without a version of the call that kgroup can send answers
+   UNSUPPORTED_VERSION as a result (for each group or partition asked for), not an exception.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
 
 # isort: split
+import attrs
 import kafka.errors as KErrors
-from kafka import KafkaAdminClient
-from kafka.net.compat import KafkaNetClient
-from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
-from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup import _error_codes as codes
-from kgroup._io.kafka_python import _PASS_THROUGH
-from kgroup.admin import GroupListing
-from kgroup.config import ConsumerConfig
-from kgroup.types import OffsetAndMetadata, TopicPartition
+from kgroup._io.kafka_messages import request_message, response_values
+from kgroup._io.kafka_python import KafkaNetwork
+from kgroup._io.transport import OffsetFetchResult, commit_results, fetch_result, offset_commit_request
+from kgroup.protocol import group_api
+from kgroup.protocol.consumer_group_describe import ConsumerGroupDescribeRequest, DescribedConsumerGroup
+from kgroup.protocol.group_api import (
+    DeleteGroupsRequest,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeaveMember,
+    ListedGroup,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
+from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
 
-__all__ = ["KafkaAdminClientPort"]
+__all__ = ["KafkaAdminTransport"]
 
 T = TypeVar("T")
 
+#: removal by group_instance_id needs the batch form (KIP-345)
+LEAVE_GROUP_BATCH_MIN = 3
+#: the all-topics OffsetFetch: Tansu answers it malformed before v8 (docs/testing.md)
+OFFSET_FETCH_ALL_MIN = 8
+#: the admin's OffsetCommit carries no field of v9 (KIP-848's member epoch): v8 at most
+ADMIN_OFFSET_COMMIT_MAX = 8
+#: the ListGroups versions that carry each group's state (KIP-518) and type (KIP-848)
+LIST_GROUPS_STATE_MIN = 4
+LIST_GROUPS_TYPE_MIN = 5
 
-def _code(error: Any) -> int:
-    """The Kafka error code of a kafka-python error class or instance (0 for ``NoError``)."""
-    errno = getattr(error, "errno", None)
-    return errno if isinstance(errno, int) else codes.UNKNOWN_SERVER_ERROR
+def _unsupported_as(inner: concurrent.futures.Future[T], fallback: T) -> concurrent.futures.Future[T]:
+    """``inner``, except that "no version both sides speak" becomes ``fallback`` (an error-code result)."""
+    out: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def done(f: concurrent.futures.Future[T]) -> None:
+        exc = f.exception()
+        if isinstance(exc, KErrors.IncompatibleBrokerVersion):
+            out.set_result(fallback)
+        elif exc is not None:
+            out.set_exception(exc)
+        else:
+            out.set_result(f.result())
+
+    inner.add_done_callback(done)
+    return out
 
 
-def _code_of_name(name: str) -> int:
-    """The code of a kafka-python error class named ``name`` ("OK" is 0): ``delete_groups`` answers names."""
-    if name == "OK":
-        return codes.NONE
-    return _code(getattr(KErrors, name, None))
+def _listed_groups(message: Any) -> tuple[int, tuple[ListedGroup, ...]]:
+    """One broker's ListGroups answer: its error code and groups (state and type "" where not carried)."""
+    version = int(message.API_VERSION)
+    (answer,) = response_values(group_api.LIST_GROUPS, message)
+    if not isinstance(answer, group_api.ListGroupsResponse):  # pragma: no cover - the mapping's contract
+        raise TypeError(f"ListGroups answered {type(answer).__name__}")
+    return answer.error_code, tuple(
+        attrs.evolve(
+            g,
+            group_state=g.group_state if version >= LIST_GROUPS_STATE_MIN else "",
+            group_type=g.group_type if version >= LIST_GROUPS_TYPE_MIN else "",
+        )
+        for g in answer.groups
+    )
 
 
-def _broker_code(exc: BaseException) -> int | None:
-    """The broker's error code carried by a kafka-python exception, or None for a client-side failure."""
-    if isinstance(exc, KErrors.BrokerResponseError):
-        errno = exc.errno
-        return errno if isinstance(errno, int) else None
-    return None
+def admin_offset_commit(group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> OffsetCommitRequest:
+    """The admin's OffsetCommit: outside the group (no generation, member id ""), at v8 at most."""
+    request = offset_commit_request(group_id, Generation(), None, offsets)
+    return attrs.evolve(request, api_version=ADMIN_OFFSET_COMMIT_MAX)
 
 
-class KafkaAdminClientPort:
-    """``AdminClientPort`` over one lazily connected ``KafkaAdminClient``.
+class KafkaAdminTransport(KafkaNetwork):
+    """``AdminTransport`` over kafka-python's ``KafkaNetClient`` (see the module docstring).
 
     Args:
         config: the network and security settings (``bootstrap_servers``, ``client_id``,
@@ -75,130 +113,101 @@ class KafkaAdminClientPort:
 
     """
 
-    def __init__(self, config: ConsumerConfig) -> None:
-        accepted = KafkaAdminClient.DEFAULT_CONFIG
-        self._settings: dict[str, Any] = {
-            key: getattr(config, key) for key in _PASS_THROUGH if key in accepted and hasattr(config, key)
-        }
-        self._lock = threading.Lock()  # guards _client and _closed
-        self._building = threading.Lock()  # one connection attempt at a time
-        self._client: Any = None
-        self._closed = False
+    def offset_fetch_all(
+        self, group_id: str, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[OffsetFetchResult]:
+        """OffsetFetch with ``topics=null``: every partition ``group_id`` committed.
 
-    def _admin(self, timeout_ms: int) -> Any:
-        """The client, connected on first use within ``timeout_ms`` (one connection attempt at a time)."""
-        with self._building:
-            with self._lock:
-                if self._closed:
-                    raise ConnectionError("admin client closed")
-                if self._client is not None:
-                    return self._client
-            built: list[Any] = []
+        Sent at v8+ only (``min_version=8``; the connection negotiates the rest): Tansu answers
+        the all-topics form malformed before v8 (the embedded Tansu broker, docs/testing.md), and
+        Kafka 3.0+ speaks v8. Partitions never committed are absent; the top-level error is the
+        group's.
 
-            def network_client(**settings: Any) -> Any:
-                built.append(KafkaNetClient(**settings))
-                return built[-1]
+        A coordinator without v8 yields ``OffsetFetchResult(35, {})`` (UNSUPPORTED_VERSION).
+        """
+        request = OffsetFetchRequest(group_id=group_id, topics=None, require_stable=self._read_committed)
+        inner = self._coordinator_call(
+            request, node_id, timeout_ms, lambda r: fetch_result(r[0]), min_version=OFFSET_FETCH_ALL_MIN
+        )
+        return _unsupported_as(inner, OffsetFetchResult(codes.UNSUPPORTED_VERSION, {}))
 
-            try:
-                client = KafkaAdminClient(
-                    **self._settings, bootstrap_timeout_ms=max(timeout_ms, 1), kafka_client=network_client
+    def consumer_group_describe(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:
+        """ConsumerGroupDescribe (API 69, v1 max) at the coordinator ``node_id``.
+
+        Through :mod:`kgroup._io.consumer_group_describe`; a broker without the API yields
+        each group with error UNSUPPORTED_VERSION.
+        """
+        from kgroup._io import consumer_group_describe as wire
+
+        ids = tuple(dict.fromkeys(group_ids))
+        inner = self._bridge(
+            lambda: wire.request_message(ConsumerGroupDescribeRequest(group_ids=ids)),
+            self._coordinator_node(node_id), timeout_ms, lambda message: wire.response_value(message).groups,
+        )
+        unsupported = tuple(DescribedConsumerGroup(
+            error_code=codes.UNSUPPORTED_VERSION, group_id=g, group_state="", group_epoch=-1, assignment_epoch=-1,
+            assignor_name="") for g in ids)
+        return _unsupported_as(inner, unsupported)
+
+    def leave_group_members(
+        self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[LeaveGroupResponse]:
+        """LeaveGroup v3-v5 removing static members by ``group_instance_id`` (KIP-345 admin removal).
+
+        Each identity is ``member_id=""`` with the instance id, as Java's
+        ``Admin.removeMembersFromConsumerGroup`` sends it; ``reason`` goes out from v5
+        (KIP-800). A coordinator without v3 yields ``LeaveGroupResponse(error_code=35)``
+        (UNSUPPORTED_VERSION) instead of sending the request.
+        """
+        ids = dict.fromkeys(instance_ids)
+        members = tuple(LeaveMember(member_id="", group_instance_id=i, reason=reason) for i in ids)
+        request = LeaveGroupRequest(group_id=group_id, members=members)
+        inner = self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0], min_version=LEAVE_GROUP_BATCH_MIN)
+        return _unsupported_as(inner, LeaveGroupResponse(error_code=codes.UNSUPPORTED_VERSION))
+
+    def list_groups(self, timeout_ms: int) -> concurrent.futures.Future[tuple[int, tuple[ListedGroup, ...]]]:
+        """ListGroups at every broker of the cluster metadata, one after the other: ``(error_code, groups)``.
+
+        The first broker error code ends the call (with no groups), UNSUPPORTED_VERSION too for
+        a broker without ListGroups; a group listed twice is returned twice (``GroupAdmin``
+        keeps it once).
+        """
+        manager = self._manager
+        cluster = self._cluster
+
+        async def go() -> tuple[int, tuple[ListedGroup, ...]]:
+            groups: list[ListedGroup] = []
+            for broker in sorted(cluster.brokers(), key=lambda b: b.node_id):
+                message = await manager.wait_for(
+                    manager.send(request_message(ListGroupsRequest()), node_id=broker.node_id,
+                                 request_timeout_ms=timeout_ms),
+                    timeout_ms + 1000,
                 )
-            except Exception:
-                for half_built in built:  # its IO thread runs already: stop it
-                    half_built.close()
-                raise
-            with self._lock:
-                if not self._closed:
-                    self._client = client
-                    return client
-            client.close()
-            raise ConnectionError("admin client closed")
+                code, listed = _listed_groups(message)
+                if code != codes.NONE:
+                    return code, ()
+                groups.extend(listed)
+            return codes.NONE, tuple(groups)
 
-    def _run(self, api: str, timeout_ms: int, call: Callable[[Any], T]) -> concurrent.futures.Future[T]:
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-        def work() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                value = call(self._admin(timeout_ms))
-            except Exception as exc:
-                future.set_exception(exc)
-            else:
-                future.set_result(value)
-
-        threading.Thread(target=work, name=f"kgroup-admin-{api}", daemon=True).start()
-        return future
-
-    def list_groups(self, timeout_ms: int) -> concurrent.futures.Future[tuple[int, tuple[GroupListing, ...]]]:
-        """``KafkaAdminClient.list_groups()``: ListGroups at every broker; ``(error_code, groups)``."""
-
-        def call(admin: Any) -> tuple[int, tuple[GroupListing, ...]]:
-            try:
-                answered = admin.list_groups()
-            except KErrors.KafkaError as exc:
-                code = _broker_code(exc)
-                if code is None:
-                    raise
-                return code, ()
-            return codes.NONE, tuple(
-                GroupListing(
-                    group_id=g["group_id"],
-                    protocol_type=g.get("protocol_type") or "",
-                    state=g.get("group_state") or None,
-                    group_type=g.get("group_type") or None,
-                )
-                for g in answered
-            )
-
-        return self._run("ListGroups", timeout_ms, call)
+        return _unsupported_as(self._run_on_io(go, lambda found: found), (codes.UNSUPPORTED_VERSION, ()))
 
     def delete_groups(
         self, group_ids: Iterable[str], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[str, int]]:
-        """``KafkaAdminClient.delete_groups()`` at ``node_id``: each group's error code."""
-        ids = list(group_ids)
-
-        def call(admin: Any) -> dict[str, int]:
-            try:
-                answered = admin.delete_groups(ids, group_coordinator_id=node_id)
-            except KErrors.KafkaError as exc:
-                code = _broker_code(exc)
-                if code is None:
-                    raise
-                return dict.fromkeys(ids, code)
-            return {group_id: _code_of_name(str(result)) for group_id, result in answered.items()}
-
-        return self._run("DeleteGroups", timeout_ms, call)
+        """DeleteGroups at the coordinator ``node_id``: each group's code (UNSUPPORTED_VERSION: no DeleteGroups)."""
+        request = DeleteGroupsRequest(groups=tuple(dict.fromkeys(group_ids)))
+        inner = self._coordinator_call(
+            request, node_id, timeout_ms,
+            lambda r: {result.group_id: result.error_code for result in r[0].results},
+        )
+        return _unsupported_as(inner, dict.fromkeys(request.groups, codes.UNSUPPORTED_VERSION))
 
     def alter_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-        """``KafkaAdminClient.alter_group_offsets()`` at ``node_id``: each partition's error code."""
-        wanted = {
-            KTopicPartition(tp.topic, tp.partition): KOffsetAndMetadata(om.offset, om.metadata, om.leader_epoch)
-            for tp, om in offsets.items()
-        }
-
-        def call(admin: Any) -> dict[TopicPartition, int]:
-            try:
-                answered = admin.alter_group_offsets(group_id, wanted, group_coordinator_id=node_id)
-            except KErrors.KafkaError as exc:
-                code = _broker_code(exc)
-                if code is None:
-                    raise
-                return dict.fromkeys(offsets, code)
-            return {TopicPartition(tp.topic, tp.partition): _code(error) for tp, error in answered.items()}
-
-        return self._run("OffsetCommit", timeout_ms, call)
-
-    def close(self) -> None:
-        """Close the client (if it connected). Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            client, self._client = self._client, None
-        if client is not None:
-            with contextlib.suppress(Exception):  # best effort on shutdown
-                client.close()
+        """OffsetCommit as an admin (generation -1, member id "", v8 max) at ``node_id``: each partition's code."""
+        request = admin_offset_commit(group_id, offsets)
+        inner = self._coordinator_call(request, node_id, timeout_ms, lambda r: commit_results(r[0]))
+        return _unsupported_as(inner, dict.fromkeys(offsets, codes.UNSUPPORTED_VERSION))

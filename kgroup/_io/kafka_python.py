@@ -1,9 +1,9 @@
-"""The one adapter over kafka-python 3.0.x (``kafka.net``, ``kafka.protocol``, ``Fetcher``).
+"""The one adapter over kafka-python 3.0.x (``kafka.net``, ``kafka.protocol``).
 
 Rules:
 
 1. Only ``kgroup._io`` imports ``kafka`` (``kgroup.testing``'s broker helpers aside): this
-   module for the network client and the ``Fetcher``, :mod:`kgroup._io.kafka_messages` for the
+   module for the network client, :mod:`kgroup._io.kafka_messages` for the
    group APIs' message classes (the one mapping to kgroup's own request and response types,
    :mod:`kgroup.protocol.group_api`), :mod:`kgroup._io.kafka_frames` for the coordinator
    proxy's frame codec (not loaded by ``import kgroup``). A kafka-python upgrade touches this
@@ -19,17 +19,14 @@ Rules:
 4. Records are fetched over a kafka-python ``SubscriptionState`` in manual assignment mode:
    kgroup decides what is assigned (``RecordFetcher.assign``); records of a partition not
    assigned any more are never handed out (acquiesce, the classic protocol's first rebalance
-   step). The fetch scheduling is kgroup's own (:mod:`kgroup._io.fetch_pipeline`);
-   ``KafkaFetcher``, over kafka-python's ``Fetcher``, is the earlier one (``KGROUP_FETCHER``).
+   step). The fetch scheduling is kgroup's own (:mod:`kgroup._io.fetch_pipeline`), the record
+   decoding too (:mod:`kgroup._io.record_decoder`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import importlib
 import logging
-import os
-import sys
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
@@ -38,13 +35,9 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 
 # isort: split
 import kafka.errors as KErrors
-from kafka.consumer.fetcher import Fetcher
-from kafka.consumer.subscription_state import SubscriptionState
 from kafka.net.compat import KafkaNetClient
-from kafka.protocol.consumer import IsolationLevel, ListOffsetsRequest, OffsetResetStrategy
+from kafka.protocol.consumer import ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
-from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
-from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup import _error_codes as codes
 from kgroup._io import log_limit
@@ -59,24 +52,19 @@ from kgroup._io.transport import (
     offset_fetch_request,
 )
 from kgroup.config import ConsumerConfig
-from kgroup.errors import FetchError, KGroupError, OffsetOutOfRangeError
+from kgroup.errors import KGroupError
 from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
 from kgroup.protocol import group_api
-from kgroup.protocol.consumer_group_describe import ConsumerGroupDescribeRequest, DescribedConsumerGroup
 from kgroup.protocol.group_api import (
     DescribedGroup,
     DescribeGroupsRequest,
     FindCoordinatorResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    LeaveMember,
-    OffsetFetchRequest,
 )
-from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
+from kgroup.types import Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
-__all__ = ["KAFKA_PYTHON_VERSION", "KafkaFetcher", "KafkaPythonTransport"]
+__all__ = ["KAFKA_PYTHON_VERSION", "KafkaPythonTransport"]
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +84,6 @@ OFFSET_FETCH_ALL_MIN = 8
 TOPIC_IDS_MIN = 10
 #: DescribeConfigs' resource type of a group's configs (``ConfigResource.Type.GROUP``, KIP-848)
 GROUP_CONFIG_RESOURCE = 32
-#: the internal switch between the two record fetchers: "pipeline" or "kafka-python"
-FETCHER_ENV = "KGROUP_FETCHER"
-DEFAULT_FETCHER = "pipeline"
 
 _PASS_THROUGH = (
     "bootstrap_servers", "client_id", "request_timeout_ms", "retry_backoff_ms",
@@ -112,37 +97,19 @@ _PASS_THROUGH = (
 )
 
 
-def _ktp(tp: TopicPartition) -> KTopicPartition:
-    return KTopicPartition(tp.topic, tp.partition)
-
-
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _unsupported_as(inner: concurrent.futures.Future[T], fallback: T) -> concurrent.futures.Future[T]:
-    """``inner``, except that "no version both sides speak" becomes ``fallback`` (an error-code result)."""
-    out: concurrent.futures.Future[T] = concurrent.futures.Future()
+class KafkaNetwork:
+    """kafka-python's ``KafkaNetClient`` and IO thread, bridged to ``concurrent.futures``: what both transports share.
 
-    def done(f: concurrent.futures.Future[T]) -> None:
-        exc = f.exception()
-        if isinstance(exc, KErrors.IncompatibleBrokerVersion):
-            out.set_result(fallback)
-        elif exc is not None:
-            out.set_exception(exc)
-        else:
-            out.set_result(f.result())
-
-    inner.add_done_callback(done)
-    return out
-
-
-class KafkaPythonTransport:
-    """``Transport`` over kafka-python's ``KafkaNetClient`` and IO thread.
+    The group requests (:meth:`send`), topic metadata, ListOffsets and DescribeGroups (the
+    ``ClusterPort`` calls); :class:`KafkaPythonTransport` (the consumer's) and
+    ``kgroup._io.kafka_admin.KafkaAdminTransport`` (the admin's) add their own calls.
 
     Args:
         config: the consumer configuration (network, security and fetch settings are used).
-        bootstrap_timeout_ms: how long ``start()`` waits for the first metadata.
 
     Raises:
         KGroupError subclasses are raised by callers; this class raises kafka-python's
@@ -162,7 +129,6 @@ class KafkaPythonTransport:
         self._manager = self._client._manager
         self._net = self._manager._net
         self._cluster = self._manager.cluster
-        self._fetcher: RecordFetcher | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -352,123 +318,6 @@ class KafkaPythonTransport:
             lambda: self._metadata_request(wanted), self._manager.least_loaded_node, timeout_ms, self._partition_infos
         )
 
-    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
-        """The names of every topic in the cluster but the internal ones (a Metadata request for all).
-
-        Java's ``exclude.internal.topics`` default: ``__consumer_offsets`` and
-        ``__transaction_state`` never match a pattern subscription.
-        """
-        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
-            topics=None, allow_auto_topic_creation=False, max_version=METADATA_MAX
-        )
-        return self._bridge(
-            request, self._manager.least_loaded_node, timeout_ms,
-            lambda r: frozenset(t.name for t in r.topics if t.error_code == 0 and not getattr(t, "is_internal", False)),
-        )
-
-    # ------------------------------------------------------------------ the consumer group protocol (KIP-848)
-    def consumer_group_heartbeat(
-        self, command: cg.SendConsumerGroupHeartbeat
-    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
-        """ConsumerGroupHeartbeat (API 68) over the coordinator connection.
-
-        Through :mod:`kgroup._io.consumer_group_heartbeat`; the connection negotiates the
-        version (a pattern needs v1). Failures are ``RequestFailed`` events, never raised;
-        kafka-python's ``IncompatibleBrokerVersion`` (no version both sides serve) is
-        ``RequestFailed(unsupported_version=True)``.
-        """
-        from kgroup._io import consumer_group_heartbeat as wire
-
-        request = command.request()
-        request_id = command.request_id
-
-        def convert(message: Any) -> cg.HeartbeatResponded:
-            v = wire.response_value(message)
-            return cg.HeartbeatResponded(
-                request_id=request_id, error_code=v.error_code, error_message=v.error_message,
-                member_id=v.member_id, member_epoch=v.member_epoch, heartbeat_interval_ms=v.heartbeat_interval_ms,
-                assignment=v.assignment, throttle_time_ms=v.throttle_time_ms,
-            )
-
-        fut = self._bridge(
-            lambda: wire.request_message(request), self._coordinator_node(command.node_id), command.timeout_ms, convert
-        )
-        out: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
-
-        def done(f: concurrent.futures.Future[cg.HeartbeatResponded]) -> None:
-            exc = f.exception()
-            if exc is None:
-                out.set_result(f.result())
-            else:
-                out.set_result(cg.RequestFailed(
-                    request_id=request_id, reason=_describe(exc),
-                    unsupported_version=isinstance(exc, KErrors.IncompatibleBrokerVersion),
-                ))
-
-        fut.add_done_callback(done)
-        return out
-
-    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[uuid.UUID, str]]:
-        """Topic id -> name of every topic of the cluster (a Metadata request for all, v10+: topic ids)."""
-        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
-            topics=None, allow_auto_topic_creation=False, min_version=TOPIC_IDS_MIN
-        )
-        return self._bridge(
-            request, self._manager.least_loaded_node, timeout_ms,
-            lambda r: {t.topic_id: t.name for t in r.topics if t.error_code == 0 and t.topic_id is not None},
-        )
-
-    def describe_group_configs(
-        self, group_id: str, names: Iterable[str], timeout_ms: int
-    ) -> concurrent.futures.Future[dict[str, str | None]]:
-        """DescribeConfigs (API 32) of a group's configs (resource type GROUP) at the least loaded broker.
-
-        Any broker answers for a group (Kafka's ``ConfigHelper``: the group's own configs over
-        the broker's ``group.consumer.*`` defaults). An error code in the answer fails the future
-        with a ``KGroupError`` naming it.
-        """
-        from kafka.protocol.admin import DescribeConfigsRequest
-
-        wanted = list(dict.fromkeys(names))
-
-        def build() -> Any:
-            resource = DescribeConfigsRequest.DescribeConfigsResource(
-                resource_type=GROUP_CONFIG_RESOURCE, resource_name=group_id, configuration_keys=wanted
-            )
-            return DescribeConfigsRequest(resources=[resource], include_synonyms=False, include_documentation=False)
-
-        def convert(response: Any) -> dict[str, str | None]:
-            for result in response.results:
-                if result.resource_type != GROUP_CONFIG_RESOURCE or result.resource_name != group_id:
-                    continue
-                if result.error_code != codes.NONE:
-                    detail = f": {result.error_message}" if result.error_message else ""
-                    raise KGroupError(f"DescribeConfigs returned {codes.error_name(result.error_code)}{detail}")
-                return {c.name: c.value for c in result.configs}
-            raise KGroupError(f"DescribeConfigs answered without the group {group_id!r}")
-
-        return self._bridge(build, self._manager.least_loaded_node, timeout_ms, convert)
-
-    def consumer_group_describe(
-        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:
-        """ConsumerGroupDescribe (API 69, v1 max) at the coordinator ``node_id``.
-
-        Through :mod:`kgroup._io.consumer_group_describe`; a broker without the API yields
-        each group with error UNSUPPORTED_VERSION.
-        """
-        from kgroup._io import consumer_group_describe as wire
-
-        ids = tuple(dict.fromkeys(group_ids))
-        inner = self._bridge(
-            lambda: wire.request_message(ConsumerGroupDescribeRequest(group_ids=ids)),
-            self._coordinator_node(node_id), timeout_ms, lambda message: wire.response_value(message).groups,
-        )
-        unsupported = tuple(DescribedConsumerGroup(
-            error_code=codes.UNSUPPORTED_VERSION, group_id=g, group_state="", group_epoch=-1, assignment_epoch=-1,
-            assignor_name="") for g in ids)
-        return _unsupported_as(inner, unsupported)
-
     def list_offsets(
         self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
@@ -572,6 +421,131 @@ class KafkaPythonTransport:
             lambda message: convert(response_values(request.API_KEY, message)),
         )
 
+    @property
+    def _read_committed(self) -> bool:
+        return self._config.isolation_level == "read_committed"
+
+    def describe_groups(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedGroup, ...]]:
+        """DescribeGroups (v6 max) for ``group_ids`` at the coordinator ``node_id``.
+
+        Yields one ``DescribedGroup`` per group, in response order.
+        """
+        request = DescribeGroupsRequest(groups=tuple(dict.fromkeys(group_ids)))
+        return self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0].groups)
+
+
+class KafkaPythonTransport(KafkaNetwork):
+    """The consumer's ``Transport`` and ``ConsumerGroupTransport`` over kafka-python's network client.
+
+    Args:
+        config: the consumer configuration (network, security and fetch settings are used).
+
+    """
+
+    def __init__(self, config: ConsumerConfig) -> None:
+        super().__init__(config)
+        self._fetcher: RecordFetcher | None = None
+
+    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
+        """The names of every topic in the cluster but the internal ones (a Metadata request for all).
+
+        Java's ``exclude.internal.topics`` default: ``__consumer_offsets`` and
+        ``__transaction_state`` never match a pattern subscription.
+        """
+        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
+            topics=None, allow_auto_topic_creation=False, max_version=METADATA_MAX
+        )
+        return self._bridge(
+            request, self._manager.least_loaded_node, timeout_ms,
+            lambda r: frozenset(t.name for t in r.topics if t.error_code == 0 and not getattr(t, "is_internal", False)),
+        )
+
+    # ------------------------------------------------------------------ the consumer group protocol (KIP-848)
+    def consumer_group_heartbeat(
+        self, command: cg.SendConsumerGroupHeartbeat
+    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
+        """ConsumerGroupHeartbeat (API 68) over the coordinator connection.
+
+        Through :mod:`kgroup._io.consumer_group_heartbeat`; the connection negotiates the
+        version (a pattern needs v1). Failures are ``RequestFailed`` events, never raised;
+        kafka-python's ``IncompatibleBrokerVersion`` (no version both sides serve) is
+        ``RequestFailed(unsupported_version=True)``.
+        """
+        from kgroup._io import consumer_group_heartbeat as wire
+
+        request = command.request()
+        request_id = command.request_id
+
+        def convert(message: Any) -> cg.HeartbeatResponded:
+            v = wire.response_value(message)
+            return cg.HeartbeatResponded(
+                request_id=request_id, error_code=v.error_code, error_message=v.error_message,
+                member_id=v.member_id, member_epoch=v.member_epoch, heartbeat_interval_ms=v.heartbeat_interval_ms,
+                assignment=v.assignment, throttle_time_ms=v.throttle_time_ms,
+            )
+
+        fut = self._bridge(
+            lambda: wire.request_message(request), self._coordinator_node(command.node_id), command.timeout_ms, convert
+        )
+        out: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
+
+        def done(f: concurrent.futures.Future[cg.HeartbeatResponded]) -> None:
+            exc = f.exception()
+            if exc is None:
+                out.set_result(f.result())
+            else:
+                out.set_result(cg.RequestFailed(
+                    request_id=request_id, reason=_describe(exc),
+                    unsupported_version=isinstance(exc, KErrors.IncompatibleBrokerVersion),
+                ))
+
+        fut.add_done_callback(done)
+        return out
+
+    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[dict[uuid.UUID, str]]:
+        """Topic id -> name of every topic of the cluster (a Metadata request for all, v10+: topic ids)."""
+        request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
+            topics=None, allow_auto_topic_creation=False, min_version=TOPIC_IDS_MIN
+        )
+        return self._bridge(
+            request, self._manager.least_loaded_node, timeout_ms,
+            lambda r: {t.topic_id: t.name for t in r.topics if t.error_code == 0 and t.topic_id is not None},
+        )
+
+    def describe_group_configs(
+        self, group_id: str, names: Iterable[str], timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, str | None]]:
+        """DescribeConfigs (API 32) of a group's configs (resource type GROUP) at the least loaded broker.
+
+        Any broker answers for a group (Kafka's ``ConfigHelper``: the group's own configs over
+        the broker's ``group.consumer.*`` defaults). An error code in the answer fails the future
+        with a ``KGroupError`` naming it.
+        """
+        from kafka.protocol.admin import DescribeConfigsRequest
+
+        wanted = list(dict.fromkeys(names))
+
+        def build() -> Any:
+            resource = DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=GROUP_CONFIG_RESOURCE, resource_name=group_id, configuration_keys=wanted
+            )
+            return DescribeConfigsRequest(resources=[resource], include_synonyms=False, include_documentation=False)
+
+        def convert(response: Any) -> dict[str, str | None]:
+            for result in response.results:
+                if result.resource_type != GROUP_CONFIG_RESOURCE or result.resource_name != group_id:
+                    continue
+                if result.error_code != codes.NONE:
+                    detail = f": {result.error_message}" if result.error_message else ""
+                    raise KGroupError(f"DescribeConfigs returned {codes.error_name(result.error_code)}{detail}")
+                return {c.name: c.value for c in result.configs}
+            raise KGroupError(f"DescribeConfigs answered without the group {group_id!r}")
+
+        return self._bridge(build, self._manager.least_loaded_node, timeout_ms, convert)
+
+    # ------------------------------------------------------------------ offsets
     def offset_commit(
         self,
         group_id: str,
@@ -598,368 +572,12 @@ class KafkaPythonTransport:
         request = offset_fetch_request(group_id, partitions, require_stable=self._read_committed, member=member)
         return self._coordinator_call(request, node_id, timeout_ms, lambda r: fetch_result(r[0]))
 
-    @property
-    def _read_committed(self) -> bool:
-        return self._config.isolation_level == "read_committed"
-
-    # ------------------------------------------------------------------ group administration
-    def offset_fetch_all(
-        self, group_id: str, node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch with ``topics=null``: every partition ``group_id`` committed.
-
-        Sent at v8+ only (``min_version=8``; the connection negotiates the rest): Tansu answers
-        the all-topics form malformed before v8 (the embedded Tansu broker, docs/testing.md), and
-        Kafka 3.0+ speaks v8. Partitions never committed are absent; the top-level error is the
-        group's.
-
-        A coordinator without v8 yields ``OffsetFetchResult(35, {})`` (UNSUPPORTED_VERSION).
-        """
-        request = OffsetFetchRequest(group_id=group_id, topics=None, require_stable=self._read_committed)
-        inner = self._coordinator_call(
-            request, node_id, timeout_ms, lambda r: fetch_result(r[0]), min_version=OFFSET_FETCH_ALL_MIN
-        )
-        return _unsupported_as(inner, OffsetFetchResult(codes.UNSUPPORTED_VERSION, {}))
-
-    def describe_groups(
-        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[tuple[DescribedGroup, ...]]:
-        """DescribeGroups (v6 max) for ``group_ids`` at the coordinator ``node_id``.
-
-        Yields one ``DescribedGroup`` per group, in response order.
-        """
-        request = DescribeGroupsRequest(groups=tuple(dict.fromkeys(group_ids)))
-        return self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0].groups)
-
-    def leave_group_members(
-        self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[LeaveGroupResponse]:
-        """LeaveGroup v3-v5 removing static members by ``group_instance_id`` (KIP-345 admin removal).
-
-        Each identity is ``member_id=""`` with the instance id, as Java's
-        ``Admin.removeMembersFromConsumerGroup`` sends it; ``reason`` goes out from v5
-        (KIP-800). A coordinator without v3 yields ``LeaveGroupResponse(error_code=35)``
-        (UNSUPPORTED_VERSION) instead of sending the request.
-        """
-        ids = dict.fromkeys(instance_ids)
-        members = tuple(LeaveMember(member_id="", group_instance_id=i, reason=reason) for i in ids)
-        request = LeaveGroupRequest(group_id=group_id, members=members)
-        inner = self._coordinator_call(request, node_id, timeout_ms, lambda r: r[0], min_version=LEAVE_GROUP_BATCH_MIN)
-        return _unsupported_as(inner, LeaveGroupResponse(error_code=codes.UNSUPPORTED_VERSION))
-
     # ------------------------------------------------------------------ fetching
     def fetcher(self) -> RecordFetcher:
-        """The record fetcher (created once).
-
-        kgroup's own pipelined fetcher (:mod:`kgroup._io.fetch_pipeline`); ``KafkaFetcher``, over
-        kafka-python's ``Fetcher``, when the environment variable ``KGROUP_FETCHER`` is
-        ``kafka-python``. The switch is internal: it lets tests and benchmarks run both side by side.
-        """
+        """The record fetcher (created once): kgroup's own pipelined fetcher (:mod:`kgroup._io.fetch_pipeline`)."""
         if self._fetcher is None:
-            if os.environ.get(FETCHER_ENV, DEFAULT_FETCHER) != "kafka-python":
-                from kgroup._io.fetch_pipeline import PipelinedFetcher
+            from kgroup._io.fetch_pipeline import PipelinedFetcher
 
-                self._fetcher = PipelinedFetcher(self._client, self._cluster, self._kp_config, self._config)
-            else:
-                self._fetcher = KafkaFetcher(self._client, self._cluster, self._kp_config, self._config)
+            self._fetcher = PipelinedFetcher(self._client, self._cluster, self._kp_config, self._config)
         return self._fetcher
 
-
-def _fetch_error(exc: Exception) -> FetchError:
-    """The kgroup error for an error kafka-python's Fetcher raised (Java's consumer exceptions)."""
-    partitions = getattr(exc, "args", ())
-    tp = None
-    if partitions and isinstance(partitions[0], dict) and partitions[0]:
-        ktp = next(iter(partitions[0]))
-        tp = TopicPartition(ktp.topic, ktp.partition)
-    if isinstance(exc, KErrors.OffsetOutOfRangeError):
-        return OffsetOutOfRangeError(f"fetch position out of range and auto_offset_reset is 'none': {exc}", tp)
-    return FetchError(f"fetch failed: {_describe(exc)}", tp)
-
-
-class KafkaFetcher:
-    """kgroup's ``RecordFetcher`` over kafka-python's ``Fetcher`` and ``SubscriptionState``.
-
-    Used only from the poll thread (kafka-python's own IO thread fills its buffers).
-
-    The consume hot path: kafka-python's Fetcher still sends the fetches, checks
-    positions and handles errors, but the records of a fetched partition are decoded by
-    ``_PartitionRecords`` a whole batch at a time straight into kgroup ``ConsumerRecord``s,
-    instead of one generator step, one kafka-python record and one kafka-python
-    ``ConsumerRecord`` per record. Batches are decoded and CRC-checked in C by aiokafka's
-    record extension when it is installed (``batch_decoder`` names the one in use), else by
-    kafka-python's own (pure Python) ``DefaultRecordBatch``.
-    """
-
-    @staticmethod
-    def _load_batch_decoder() -> tuple[Any, frozenset[int]]:
-        """The C ``DefaultRecordBatch`` of aiokafka and the codecs it decompresses, or (None, {})."""
-        try:
-            module = importlib.import_module("aiokafka.record._crecords.default_records")
-            codec = importlib.import_module("aiokafka.codec")
-        except ImportError:
-            return None, frozenset()
-        codecs = {0}
-        for code, name in ((1, "has_gzip"), (2, "has_snappy"), (3, "has_lz4"), (4, "has_zstd")):
-            if getattr(codec, name)():
-                codecs.add(code)
-        return module.DefaultRecordBatch, frozenset(codecs)
-
-    class _PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
-        """One partition's fetched data, handed out as kgroup ``ConsumerRecord``s.
-
-        Keeps the contract kafka-python's Fetcher relies on (``take(n)``, ``next_fetch_offset``
-        after each take, ``drain()`` at the end, errors raised in line) and its batch rules:
-        CRC check first, the leader epoch of the batch, aborted transactions skipped under
-        read_committed, control batches skipped, records below the fetch offset skipped, and
-        the next fetch offset taken from the last batch's header at the end. A batch whose
-        decoding fails raises on every later ``take`` until the position moves past it.
-        """
-
-        def __init__(self, decoder: tuple[Any, frozenset[int]], fetch_offset: int, tp: Any, records: Any,
-                     **kwargs: Any) -> None:
-            super().__init__(fetch_offset, tp, records, **kwargs)
-            self._fast_batch, self._fast_codecs = decoder
-            self._batches = records
-            self._decoded: list[ConsumerRecord] = []
-            self._next_index = 0
-            self._last_batch: Any = None
-            self._failure: Exception | None = None
-
-        def take(self, n: int | None = None) -> list[ConsumerRecord]:
-            self._maybe_raise_next_inline_exception()
-            out: list[ConsumerRecord] = []
-            if self.record_iterator is None:  # drained
-                return out
-            limit = sys.maxsize if n is None else n
-            try:
-                while len(out) < limit:
-                    decoded = self._decoded
-                    start = self._next_index
-                    if start < len(decoded):
-                        end = min(len(decoded), start + limit - len(out))
-                        out += decoded[start:end]
-                        self._next_index = end
-                        self.records_read += end - start
-                        self.next_fetch_offset = decoded[end - 1].offset + 1
-                    elif not self._decode_next_batch():
-                        break
-            except Exception as exc:
-                if not out:
-                    raise
-                self._next_inline_exception = exc  # raised by the next take()
-            return out
-
-        def _decode_next_batch(self) -> bool:
-            """Decode the next batch into ``_decoded``; False (and drained) after the last one."""
-            if self._failure is not None:
-                raise self._failure
-            batch = self._batches.next_batch()
-            if batch is None:
-                last = self._last_batch
-                if last is not None and last.magic == 2:
-                    # v2 keeps the last offset of a batch even when compaction removed its record
-                    self.next_fetch_offset = last.next_offset
-                self.drain()
-                return False
-            self._last_batch = batch
-            self._decoded = []
-            self._next_index = 0
-            try:
-                self._decoded = self._decode(batch)
-            except Exception as exc:
-                self._failure = exc
-                raise
-            self.bytes_read += batch.size_in_bytes
-            return True
-
-        def _corrupt(self, batch: Any) -> Exception:
-            error: Exception = KErrors.CorruptRecordError(
-                f"Record batch for partition {self.topic_partition} at offset {batch.base_offset} failed crc check"
-            )
-            return error
-
-        def _decode(self, batch: Any) -> list[ConsumerRecord]:
-            tp = self.topic_partition
-            topic, partition = tp.topic, tp.partition
-            if batch.magic < 2:  # legacy message sets (brokers before 0.11): kafka-python per record
-                legacy: list[ConsumerRecord] = []
-                for r in batch:
-                    if self.check_crcs and not r.validate_crc():
-                        raise self._corrupt(batch)
-                    if r.offset >= self.fetch_offset:
-                        legacy.append(ConsumerRecord(topic, partition, r.offset, r.key, r.value, (),
-                                                     r.timestamp, r.timestamp_type, None))
-                return legacy
-            fast = self._fast_batch
-            source: Any = batch
-            if fast is not None:
-                source = fast(batch._buffer)  # the batch's bytes (kafka-python keeps a private copy)
-            if self.check_crcs and not source.validate_crc():
-                raise self._corrupt(batch)
-            if fast is not None and batch.compression_type not in self._fast_codecs:
-                source = batch  # a codec only kafka-python's libraries decompress
-            self.leader_epoch = batch.leader_epoch
-            if self.isolation_level == IsolationLevel.READ_COMMITTED and batch.has_producer_id():
-                self._consume_aborted_transactions_up_to(batch.last_offset)
-                producer_id = batch.producer_id
-                if self._contains_abort_marker(batch):
-                    self.aborted_producer_ids.discard(producer_id)
-                elif self._is_batch_aborted(batch):
-                    self.next_fetch_offset = batch.next_offset
-                    return []
-            if batch.is_control_batch:  # transaction markers are never handed out
-                self.next_fetch_offset = batch.next_offset
-                return []
-            epoch = batch.leader_epoch if batch.leader_epoch >= 0 else None
-            new = tuple.__new__
-            record_type = ConsumerRecord
-            records: list[ConsumerRecord] = [
-                new(record_type, (topic, partition, r.offset, r.key, r.value, tuple(h) if (h := r.headers) else (),
-                                  r.timestamp, r.timestamp_type, epoch))
-                for r in source
-            ]
-            if batch.base_offset < self.fetch_offset:  # a batch that starts before the fetch offset
-                records = [r for r in records if r.offset >= self.fetch_offset]
-            return records
-
-    def __init__(self, client: Any, cluster: Any, kp_config: dict[str, Any], config: ConsumerConfig) -> None:
-        strategy = config.auto_offset_reset if config.auto_offset_reset != "none" else "none"
-        self._subscription = SubscriptionState(strategy)
-        self._fetcher = Fetcher(client, self._subscription, **kp_config)
-        decoder = self._load_batch_decoder()
-        self.batch_decoder = "aiokafka (C)" if decoder[0] is not None else "kafka-python"
-
-        def partition_records(fetch_offset: int, tp: Any, records: Any, **kwargs: Any) -> Any:
-            return KafkaFetcher._PartitionRecords(decoder, fetch_offset, tp, records, **kwargs)
-
-        # Fetcher builds each partition's records with ``self.PartitionRecords(...)``
-        self._fetcher.PartitionRecords = partition_records
-        self._cluster = cluster
-        self._net = client._net
-        self._topics: set[str] = set()
-        self._idle = True
-
-    def idle(self) -> bool:
-        """True when the last ``fetch`` had nothing buffered and nothing in flight to wait on."""
-        return self._idle
-
-    def assign(self, partitions: frozenset[TopicPartition]) -> None:
-        """Fetch exactly ``partitions``; records buffered for others are never handed out."""
-        self._subscription.assign_from_user([_ktp(tp) for tp in sorted(partitions)])
-        topics = {tp.topic for tp in partitions}
-        if not topics <= self._topics:
-            self._topics |= topics
-            self._cluster.set_topics(sorted(self._topics))
-
-    def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
-        """Fetch ``tp`` from ``offset`` next."""
-        self._subscription.seek(_ktp(tp), KOffsetAndMetadata(offset, "", -1 if leader_epoch is None else leader_epoch))
-
-    def request_reset(self, tp: TopicPartition, strategy: str) -> None:
-        """Find ``tp``'s position with ListOffsets: "earliest" or "latest"."""
-        value = OffsetResetStrategy.EARLIEST if strategy == "earliest" else OffsetResetStrategy.LATEST
-        self._subscription.request_offset_reset(_ktp(tp), value)
-        self._fetcher.reset_offsets_if_needed()
-
-    def position(self, tp: TopicPartition) -> int | None:
-        """Offset of the next record, or None while unknown."""
-        pos = self._subscription.assignment[_ktp(tp)].position
-        return None if pos is None else int(pos.offset)
-
-    def highwater(self, tp: TopicPartition) -> int | None:
-        """The high watermark from ``tp``'s last fetch response, or None before one."""
-        state = self._subscription.assignment.get(_ktp(tp))
-        return None if state is None or state.highwater is None else int(state.highwater)
-
-    def has_position(self, tp: TopicPartition) -> bool:
-        """True when the position is known."""
-        return bool(self._subscription.has_valid_position(_ktp(tp)))
-
-    def pause(self, tp: TopicPartition) -> None:
-        """Stop fetching ``tp``."""
-        self._subscription.pause(_ktp(tp))
-
-    def resume(self, tp: TopicPartition) -> None:
-        """Fetch ``tp`` again."""
-        self._subscription.resume(_ktp(tp))
-
-    def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
-        """Up to ``max_records`` records, waiting at most ``timeout_ms`` for a fetch response."""
-        if not self._subscription.assignment:
-            self._idle = True
-            return []
-        try:
-            self._fetcher.reset_offsets_if_needed()
-            # KIP-320: positions whose leader epoch moved (a broker restart, a new leader) are
-            # validated with OffsetForLeaderEpoch before fetching resumes; without this kafka-python
-            # leaves them awaiting validation and the partitions are never fetched again (as
-            # kafka-python's own KafkaConsumer.poll does; a truncation raises from here)
-            self._fetcher.maybe_validate_positions()
-            self._fetcher.validate_offsets_if_needed()
-            # kafka-python 3.0's fetch_records puts a resumed partition's parked records back only
-            # when the in-line slot is None, but a drained PartitionRecords (empty, falsy) stays
-            # there; the resumed partition is then neither handed out nor fetched again (it still
-            # has parked records). Clear the spent slot so resumed partitions flow again.
-            spent = getattr(self._fetcher, "_next_partition_records", None)
-            if spent is not None and not spent:
-                self._fetcher._next_partition_records = None
-            drained, self._idle = self._fetcher.fetch_records(
-                max_records, update_offsets=True, timeout_ms=timeout_ms
-            )
-        except KErrors.KafkaError as exc:
-            raise _fetch_error(exc) from exc
-        # _PartitionRecords hands out kgroup ConsumerRecords already
-        if len(drained) == 1:
-            out: list[ConsumerRecord] = next(iter(drained.values()))
-            return out
-        out = []
-        for records in drained.values():
-            out += records
-        return out
-
-    def buffered(self) -> list[tuple[TopicPartition, int]]:
-        """Fetch responses held but not fully handed out: ``(partition, record bytes)`` each.
-
-        Kafka's buffering rule (Java ``Fetcher``, kafka-python's ``_fetchable_partitions``): a
-        partition is fetched again only once nothing of its last response is left, so each
-        partition holds at most one response, of at most ``max_partition_fetch_bytes`` (or one
-        record batch, if a single batch is larger). Read by tests; racy against the IO thread
-        only in what it counts, never in what it changes.
-        """
-        f = self._fetcher
-        out: list[tuple[TopicPartition, int]] = []
-        for c in [*list(f._completed_fetches), *list(f._paused_completed_fetches.values())]:
-            out.append((TopicPartition(c.topic_partition.topic, c.topic_partition.partition),
-                        len(c.partition_data.records or b"")))
-        parsed = [f._next_partition_records, *list(f._paused_partition_records.values())]
-        for records in parsed:
-            if records is None or records.record_iterator is None:
-                continue
-            batches = getattr(records, "_batches", None)
-            size = batches.size_in_bytes() if batches is not None else 0
-            tp = records.topic_partition
-            out.append((TopicPartition(tp.topic, tp.partition), size))
-        return out
-
-    def wakeup(self) -> None:
-        """Interrupt a blocked ``fetch`` (any thread)."""
-        self._net.wakeup()
-
-    def fetch_until(self, tp: TopicPartition, end_offset: int | None) -> None:
-        """Not bounded: kafka-python's ``Fetcher`` sends its Fetches on its own schedule."""
-
-    def reusable(self) -> bool:
-        """Never: kafka-python's ``Fetcher`` may have Fetches in flight whatever was handed out."""
-        return False
-
-    def missing_topics(self) -> frozenset[str]:
-        """Assigned topics kafka-python's cluster metadata does not know (after its refresh)."""
-        if self._cluster._last_successful_refresh_ms <= 0:
-            return frozenset()  # no metadata yet: nothing is known missing
-        known = self._cluster.topics()
-        return frozenset(tp.topic for tp in self._subscription.assigned_partitions() if tp.topic not in known)
-
-
-# import aiokafka's C decoder (if installed) with this module, not when the first consumer starts
-KafkaFetcher._load_batch_decoder()

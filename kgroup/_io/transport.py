@@ -1,9 +1,15 @@
-"""The Transport port: everything kgroup needs from a Kafka network client.
+"""The network ports, one per client: what the consumer and the admin need from a Kafka network client.
 
-Rule: the rest of kgroup sees only this protocol and kgroup's own types; the one
-implementation over kafka-python is ``kgroup._io.kafka_python`` (a kafka-python upgrade
-touches that file only). Every method is thread-safe and returns a
-``concurrent.futures.Future`` completed on the network thread.
+* :class:`Transport`: the consumer's (the group thread and the poll thread), with
+  :class:`ConsumerGroupTransport` for the consumer group protocol (KIP-848) and the
+  :class:`RecordFetcher` it hands out;
+* :class:`AdminTransport`: ``kgroup.admin.GroupAdmin``'s.
+
+Rule: the rest of kgroup sees only these protocols and kgroup's own types; the implementations
+over kafka-python are ``kgroup._io.kafka_python`` (the consumer's) and ``kgroup._io.kafka_admin``
+(the admin's), on one network client each (a kafka-python upgrade touches ``kgroup._io`` only).
+Every method is thread-safe and returns a ``concurrent.futures.Future`` completed on the
+network thread.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from kgroup.protocol.group_api import (
     DescribedGroup,
     FetchTopic,
     LeaveGroupResponse,
+    ListedGroup,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
@@ -42,6 +49,8 @@ if TYPE_CHECKING:
     from kgroup.protocol.consumer_group_describe import DescribedConsumerGroup
 
 __all__ = [
+    "AdminTransport",
+    "ClusterPort",
     "CommittedOffset",
     "ConsumerGroupTransport",
     "FetchedColumns",
@@ -234,21 +243,13 @@ class RecordFetcher(Protocol):
         ...
 
 
-class Transport(Protocol):
-    """The network port of the group thread and the poll thread."""
-
-    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[Event]:
-        """Send a group request; the future yields the matching response event."""
-        ...
+class ClusterPort(Protocol):
+    """The calls both clients make: topic metadata, log offsets, DescribeGroups."""
 
     def describe_topics(
         self, topics: Iterable[str], timeout_ms: int
     ) -> concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]:
         """Partitions of ``topics`` with leaders and replica racks (absent: unknown topic)."""
-        ...
-
-    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
-        """Every topic name of the cluster but the internal ones (pattern subscriptions)."""
         ...
 
     def list_offsets(
@@ -261,6 +262,24 @@ class Transport(Protocol):
         self, timestamps: Mapping[TopicPartition, int], timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, tuple[int, int]]]:
         """ListOffsets by timestamp (ms): ``{tp: (offset, timestamp)}``, absent where no record is that late."""
+        ...
+
+    def describe_groups(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedGroup, ...]]:
+        """DescribeGroups for ``group_ids`` at their coordinator ``node_id``."""
+        ...
+
+
+class Transport(ClusterPort, Protocol):
+    """The consumer's network port: the group thread's and the poll thread's."""
+
+    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[Event]:
+        """Send a group request; the future yields the matching response event."""
+        ...
+
+    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
+        """Every topic name of the cluster but the internal ones (pattern subscriptions)."""
         ...
 
     def offset_commit(
@@ -288,24 +307,6 @@ class Transport(Protocol):
 
         ``member``: a consumer-protocol member's id and epoch, sent in OffsetFetch v9+ (KIP-848).
         """
-        ...
-
-    def offset_fetch_all(
-        self, group_id: str, node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch with ``topics=null``: every partition the group committed (v2+; v8+ on Tansu)."""
-        ...
-
-    def describe_groups(
-        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[tuple[DescribedGroup, ...]]:
-        """DescribeGroups for ``group_ids`` at their coordinator ``node_id``."""
-        ...
-
-    def leave_group_members(
-        self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[LeaveGroupResponse]:
-        """LeaveGroup v3+ removing static members by ``group_instance_id`` (member id "", KIP-345)."""
         ...
 
     def fetcher(self) -> RecordFetcher:
@@ -348,6 +349,24 @@ class ConsumerGroupTransport(Protocol):
         """
         ...
 
+
+class AdminTransport(ClusterPort, Protocol):
+    """The network port of ``kgroup.admin.GroupAdmin``: one network client, no thread of its own.
+
+    Broker error codes are values in each result (what they mean is decided in ``kgroup.admin``);
+    client-side failures (no connection, no answer) are the future's exception.
+    """
+
+    def send(self, command: SendFindCoordinator, group_id: str) -> concurrent.futures.Future[Event]:
+        """FindCoordinator for ``command.key``; the future yields the response event (``RequestFailed``: no answer)."""
+        ...
+
+    def offset_fetch_all(
+        self, group_id: str, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[OffsetFetchResult]:
+        """OffsetFetch with ``topics=null``: every partition the group committed (v2+; v8+ on Tansu)."""
+        ...
+
     def consumer_group_describe(
         self, group_ids: Iterable[str], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:
@@ -356,4 +375,34 @@ class ConsumerGroupTransport(Protocol):
         One ``DescribedConsumerGroup`` per group, in response order; a broker without API 69
         yields each group with error UNSUPPORTED_VERSION instead of failing.
         """
+        ...
+
+    def leave_group_members(
+        self, group_id: str, instance_ids: Iterable[str], reason: str | None, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[LeaveGroupResponse]:
+        """LeaveGroup v3+ removing static members by ``group_instance_id`` (member id "", KIP-345)."""
+        ...
+
+    def list_groups(self, timeout_ms: int) -> concurrent.futures.Future[tuple[int, tuple[ListedGroup, ...]]]:
+        """ListGroups at every broker: ``(error_code, groups)``, the first broker error if any.
+
+        A group's ``group_state`` and ``group_type`` are "" where the answer's version does not
+        carry them (state: v4+, KIP-518; type: v5+, KIP-848).
+        """
+        ...
+
+    def delete_groups(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[dict[str, int]]:
+        """DeleteGroups at the coordinator ``node_id``: each group's error code."""
+        ...
+
+    def alter_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
+        """OffsetCommit as an admin (generation -1, member id "") at ``node_id``: each partition's error code."""
+        ...
+
+    def close(self) -> None:
+        """Close connections and stop the network thread. Idempotent."""
         ...

@@ -74,14 +74,17 @@ from pathlib import Path
 from typing import Final
 from xml.sax.saxutils import escape as _xml_escape
 
-from kgroup.testing.broker import (
+from kgroup.testing._launch import (
+    PORT_ATTEMPTS,
+    PROBE_IO_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    BrokerExited,
+    BrokerNotReady,
     BrokerStartError,
-    _BrokerExited,
-    _BrokerNotReady,
-    _free_port,
-    _log_tail,
-    _metadata_probe,
-    _wait_until_ready,
+    free_port,
+    log_tail,
+    metadata_probe,
+    wait_until_ready,
 )
 
 __all__ = [
@@ -121,11 +124,8 @@ _MANIFEST: Final = "kgroup-manifest.txt"
 _DEPENDENCY_PLUGIN: Final = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _FETCH_TIMEOUT_S: Final = 900.0
 _HEAP: Final = "-Xmx512m"
-_STOP_TIMEOUT_S: Final = 10.0
 _FORMAT_TIMEOUT_S: Final = 60.0
-_PORT_ATTEMPTS: Final = 3
 _POLL_INTERVAL_S: Final = 0.05
-_PROBE_IO_TIMEOUT_S: Final = 1.0
 _HOST: Final = "127.0.0.1"
 _BIND_ERRORS: Final = ("Address already in use", "BindException")
 #: Keys :func:`node_properties` manages per node; ``overrides`` may not set them.
@@ -362,7 +362,7 @@ def _run_maven(
                 f"Maven did not finish within the fetch timeout (command: {' '.join(command)})"
             ) from None
     if result.returncode != 0:
-        tail = "(see the output above)" if verbose else _log_tail(log)
+        tail = "(see the output above)" if verbose else log_tail(log)
         raise FetchError(
             f"Maven failed with exit status {result.returncode} "
             f"(command: {' '.join(command)}):\n{tail}"
@@ -679,7 +679,7 @@ class _KraftCluster:
         except OSError as exc:
             self.stop_all()
             raise BrokerStartError(f"cannot write the log4j2 configuration: {exc}") from exc
-        for attempt in range(1, _PORT_ATTEMPTS + 1):
+        for attempt in range(1, PORT_ATTEMPTS + 1):
             self._assign_ports()
             offsets = {n: _log_size(node.log_path) for n, node in self.nodes.items()}
             try:
@@ -693,7 +693,7 @@ class _KraftCluster:
                     any(err in _log_since(node.log_path, offsets[n]) for err in _BIND_ERRORS)
                     for n, node in self.nodes.items()
                 )
-                if attempt < _PORT_ATTEMPTS and taken and time.monotonic() < deadline:
+                if attempt < PORT_ATTEMPTS and taken and time.monotonic() < deadline:
                     for node in self.nodes.values():
                         _append_log(node.log_path, "a port was taken; retrying with new ports")
                     continue
@@ -706,7 +706,7 @@ class _KraftCluster:
     def _assign_ports(self) -> None:
         ports: set[int] = set()
         while len(ports) < 2 * len(self.nodes):
-            ports.add(_free_port())
+            ports.add(free_port())
         ordered = sorted(ports)
         for i, node in enumerate(self.nodes.values()):
             node.broker_port, node.controller_port = ordered[2 * i], ordered[2 * i + 1]
@@ -771,13 +771,13 @@ class _KraftCluster:
                     raise BrokerStartError(
                         f"formatting node {node.node_id} did not finish in time "
                         f"(command: {' '.join(command)}); last lines of {node.log_path}:\n"
-                        f"{_log_tail(node.log_path)}"
+                        f"{log_tail(node.log_path)}"
                     ) from None
                 if code != 0:
                     raise BrokerStartError(
                         f"formatting node {node.node_id} failed with exit status {code} "
                         f"(command: {' '.join(command)}); last lines of {node.log_path}:\n"
-                        f"{_log_tail(node.log_path)}"
+                        f"{log_tail(node.log_path)}"
                     )
         finally:
             _signal_and_reap([proc for _, _, proc in running], 0.0)
@@ -806,19 +806,19 @@ class _KraftCluster:
         for node in probed:
             assert node.proc is not None
             try:
-                _wait_until_ready(node.proc, _HOST, node.broker_port, deadline)
-            except _BrokerExited:
+                wait_until_ready(node.proc, _HOST, node.broker_port, deadline)
+            except BrokerExited:
                 raise BrokerStartError(
                     f"Apache Kafka node {node.node_id} exited with code {node.proc.returncode} "
                     f"during startup (command: {' '.join(node.command)}); last lines of "
-                    f"{node.log_path}:\n{_log_tail(node.log_path)}"
+                    f"{node.log_path}:\n{log_tail(node.log_path)}"
                 ) from None
-            except _BrokerNotReady as exc:
+            except BrokerNotReady as exc:
                 raise BrokerStartError(
                     f"Apache Kafka node {node.node_id} did not answer ApiVersions on "
                     f"127.0.0.1:{node.broker_port} within {timeout_s} s (last error: {exc}; "
                     f"command: {' '.join(node.command)}); last lines of {node.log_path}:\n"
-                    f"{_log_tail(node.log_path)}"
+                    f"{log_tail(node.log_path)}"
                 ) from None
         self._wait_metadata(deadline, timeout_s)
 
@@ -831,9 +831,9 @@ class _KraftCluster:
             lagging: list[str] = []
             for node in running:
                 correlation_id += 1
-                io_timeout = min(_PROBE_IO_TIMEOUT_S, max(0.05, deadline - time.monotonic()))
+                io_timeout = min(PROBE_IO_TIMEOUT_S, max(0.05, deadline - time.monotonic()))
                 try:
-                    listed = set(_metadata_probe(_HOST, node.broker_port, correlation_id, io_timeout))
+                    listed = set(metadata_probe(_HOST, node.broker_port, correlation_id, io_timeout))
                 except (OSError, ValueError) as exc:
                     lagging.append(f"node {node.node_id}: {type(exc).__name__}: {exc}")
                     continue
@@ -847,7 +847,7 @@ class _KraftCluster:
             last = "; ".join(lagging)
             if time.monotonic() >= deadline:
                 tails = "\n".join(
-                    f"--- last lines of {node.log_path}:\n{_log_tail(node.log_path, 15)}"
+                    f"--- last lines of {node.log_path}:\n{log_tail(node.log_path, 15)}"
                     for node in self.nodes.values()
                 )
                 raise BrokerStartError(
@@ -861,7 +861,7 @@ class _KraftCluster:
     def stop_all(self, *, remove_data: bool = True) -> None:
         with self._lock:
             procs = [node.proc for node in self.nodes.values() if node.proc is not None]
-            _signal_and_reap(procs, _STOP_TIMEOUT_S)
+            _signal_and_reap(procs, STOP_TIMEOUT_S)
             for node in self.nodes.values():
                 if node.proc is not None:
                     _append_log(node.log_path, f"node {node.node_id} stopped "
@@ -912,7 +912,7 @@ class _KraftCluster:
                 self._wait_ready(deadline, timeout_s, list(self.nodes.values()))
                 return
             node = self._node(node_id)
-            self.stop_node(node_id, _STOP_TIMEOUT_S)
+            self.stop_node(node_id, STOP_TIMEOUT_S)
             self.start_node(node.node_id, timeout_s)
 
 

@@ -62,8 +62,6 @@ import functools
 import importlib
 import os
 import signal
-import socket
-import struct
 import subprocess
 import tempfile
 import threading
@@ -72,6 +70,18 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
+
+from kgroup.testing._launch import (
+    CLIENT_ID,
+    PORT_ATTEMPTS,
+    STOP_TIMEOUT_S,
+    BrokerExited,
+    BrokerNotReady,
+    BrokerStartError,
+    free_port,
+    log_tail,
+    wait_until_ready,
+)
 
 if TYPE_CHECKING:
     from kgroup.testing.apache_kafka import _KraftCluster
@@ -96,22 +106,9 @@ BROKER_ENV_VAR: Final = "KGROUP_BROKER"
 #: The kinds :func:`start_broker` can start, as accepted by ``kind=`` and ``$KGROUP_BROKER``.
 BROKER_KINDS: Final = ("apache-kafka", "tansu", "testcontainers")
 
-_CLIENT_ID: Final = "kgroup-testing"
 _KAFKA_IMAGE: Final = "confluentinc/cp-kafka:7.6.0"
 _DOCKER_PING_TIMEOUT_S: Final = 0.5
 _DEFAULT_DOCKER_SOCKET: Final = "/var/run/docker.sock"
-_STOP_TIMEOUT_S: Final = 10.0
-_READY_RETRY_INTERVAL_S: Final = 0.02
-_PROBE_IO_TIMEOUT_S: Final = 1.0
-_LOG_TAIL_LINES: Final = 30
-_PORT_ATTEMPTS: Final = 3
-_API_VERSIONS_KEY: Final = 18
-_METADATA_KEY: Final = 3
-_METADATA_VERSION: Final = 4
-
-
-class BrokerStartError(RuntimeError):
-    """The test broker could not be started, or did not answer before the deadline."""
 
 
 class BrokerHandle:
@@ -585,22 +582,6 @@ def _start_testcontainers(startup_timeout_s: float) -> BrokerHandle:
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        return f"<could not read {path}: {exc}>"
-    tail = text.splitlines()[-lines:]
-    return "\n".join(tail) if tail else "<log is empty>"
-
-
 def _start_tansu(log_dir: str | os.PathLike[str] | None, startup_timeout_s: float) -> BrokerHandle:
     deadline = time.monotonic() + startup_timeout_s
     try:
@@ -617,8 +598,8 @@ def _start_tansu(log_dir: str | os.PathLike[str] | None, startup_timeout_s: floa
     env = dict(os.environ)
     env.pop("STORAGE_ENGINE", None)  # Tansu reads it; keep the in-memory default.
 
-    for attempt in range(1, _PORT_ATTEMPTS + 1):
-        port = _free_port()
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = free_port()
         address = f"127.0.0.1:{port}"
         log_path = directory / f"tansu-{port}.log"
         command = [
@@ -647,22 +628,22 @@ def _start_tansu(log_dir: str | os.PathLike[str] | None, startup_timeout_s: floa
             stopper=functools.partial(_terminate, proc),
         )
         try:
-            _wait_until_ready(proc, "127.0.0.1", port, deadline)
-        except _BrokerExited:
+            wait_until_ready(proc, "127.0.0.1", port, deadline)
+        except BrokerExited:
             handle.stop()
-            tail = _log_tail(log_path)
-            if attempt < _PORT_ATTEMPTS and "AddrInUse" in tail and time.monotonic() < deadline:
+            tail = log_tail(log_path)
+            if attempt < PORT_ATTEMPTS and "AddrInUse" in tail and time.monotonic() < deadline:
                 continue  # somebody took the port between our probe and the bind
             raise BrokerStartError(
                 f"Tansu exited with code {proc.returncode} during startup "
                 f"(command: {' '.join(command)}); last lines of {log_path}:\n{tail}"
             ) from None
-        except _BrokerNotReady as exc:
+        except BrokerNotReady as exc:
             handle.stop()
             raise BrokerStartError(
                 f"Tansu did not answer ApiVersions on {address} within {startup_timeout_s} s "
                 f"(last error: {exc}; command: {' '.join(command)}); "
-                f"last lines of {log_path}:\n{_log_tail(log_path)}"
+                f"last lines of {log_path}:\n{log_tail(log_path)}"
             ) from None
         except BaseException:
             handle.stop()
@@ -672,135 +653,17 @@ def _start_tansu(log_dir: str | os.PathLike[str] | None, startup_timeout_s: floa
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, wait up to ``_STOP_TIMEOUT_S``, then SIGKILL; always reaps the child."""
+    """SIGTERM, wait up to ``STOP_TIMEOUT_S``, then SIGKILL; always reaps the child."""
     if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(timeout=_STOP_TIMEOUT_S)
+        proc.wait(timeout=STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         proc.wait()
-
-
-class _BrokerExited(Exception):
-    pass
-
-
-class _BrokerNotReady(Exception):
-    pass
-
-
-def _wait_until_ready(proc: subprocess.Popen[bytes], host: str, port: int, deadline: float) -> None:
-    """Poll with ApiVersions v0 until the broker answers, it exits, or the deadline passes."""
-    last_error = "no attempt made"
-    correlation_id = 0
-    while True:
-        if proc.poll() is not None:
-            raise _BrokerExited
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise _BrokerNotReady(last_error)
-        correlation_id += 1
-        try:
-            _api_versions_probe(host, port, correlation_id, min(_PROBE_IO_TIMEOUT_S, remaining))
-        except (OSError, ValueError) as exc:
-            last_error = f"{type(exc).__name__}: {exc}"
-        else:
-            # Guard against answering for a foreign listener that grabbed the port.
-            if proc.poll() is not None:
-                raise _BrokerExited
-            return
-        time.sleep(min(_READY_RETRY_INTERVAL_S, max(0.0, deadline - time.monotonic())))
-
-
-def _api_versions_probe(host: str, port: int, correlation_id: int, timeout_s: float) -> None:
-    """Send one ApiVersions v0 request over a fresh connection and check the answer.
-
-    The request is encoded by hand (it is 24 bytes): size, api_key=18, api_version=0,
-    correlation_id, client_id (int16-length string), empty body.
-
-    Raises:
-        OSError: connection refused/reset, timeout, or the broker closed the connection.
-        ValueError: the response is malformed or carries a non-zero error code.
-
-    """
-    client_id = _CLIENT_ID.encode()
-    header = struct.pack(">hhih", _API_VERSIONS_KEY, 0, correlation_id, len(client_id))
-    payload = header + client_id
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.settimeout(timeout_s)
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-        if not 6 <= size <= 1 << 20:
-            raise ValueError(f"implausible ApiVersions response size {size}")
-        body = _recv_exact(sock, size)
-    got_correlation_id, error_code = struct.unpack_from(">ih", body)
-    if got_correlation_id != correlation_id:
-        raise ValueError(f"correlation id {got_correlation_id} != {correlation_id}")
-    if error_code != 0:
-        raise ValueError(f"ApiVersions error code {error_code}")
-
-
-def _metadata_probe(
-    host: str, port: int, correlation_id: int, timeout_s: float
-) -> dict[int, tuple[str, int]]:
-    """Send one Metadata v4 request for no topics and return the brokers it lists.
-
-    Encoded by hand like :func:`_api_versions_probe`: header (api_key=3, api_version=4,
-    correlation_id, client_id), then an empty topic array (v1+: no topics, brokers only) and
-    ``allow_auto_topic_creation=false``. The response (v4, not flexible) is
-    ``throttle_time_ms, [node_id, host, port, rack], cluster_id, controller_id, [topics]``.
-
-    Returns:
-        Node id -> ``(host, port)`` for every broker the answering node knows as alive.
-
-    Raises:
-        OSError: connection refused/reset, timeout, or the broker closed the connection.
-        ValueError: the response is malformed.
-
-    """
-    client_id = _CLIENT_ID.encode()
-    header = struct.pack(">hhih", _METADATA_KEY, _METADATA_VERSION, correlation_id, len(client_id))
-    payload = header + client_id + struct.pack(">ib", 0, 0)
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.settimeout(timeout_s)
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-        if not 12 <= size <= 1 << 20:
-            raise ValueError(f"implausible Metadata response size {size}")
-        body = _recv_exact(sock, size)
-    try:
-        got_correlation_id, _throttle, count = struct.unpack_from(">iii", body)
-        if got_correlation_id != correlation_id:
-            raise ValueError(f"correlation id {got_correlation_id} != {correlation_id}")
-        offset = 12
-        brokers: dict[int, tuple[str, int]] = {}
-        for _ in range(count):
-            node_id, host_len = struct.unpack_from(">ih", body, offset)
-            offset += 6
-            node_host = body[offset : offset + host_len].decode("utf-8")
-            offset += host_len
-            node_port, rack_len = struct.unpack_from(">ih", body, offset)
-            offset += 6 + max(rack_len, 0)
-            brokers[node_id] = (node_host, node_port)
-    except struct.error as exc:
-        raise ValueError(f"malformed Metadata response: {exc}") from None
-    return brokers
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining:
-        chunk = sock.recv(remaining)
-        if not chunk:
-            raise ConnectionResetError("broker closed the connection")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 # --------------------------------------------------------------------------- admin helpers
@@ -844,7 +707,7 @@ def create_topic(
     timeout_ms = max(1, int(timeout_s * 1000))
     admin = KafkaAdminClient(
         bootstrap_servers=bootstrap_servers,
-        client_id=_CLIENT_ID,
+        client_id=CLIENT_ID,
         request_timeout_ms=timeout_ms,
     )
     try:
@@ -928,7 +791,7 @@ def produce(
     deadline = time.monotonic() + timeout_s
     producer = KafkaProducer(
         bootstrap_servers=bootstrap_servers,
-        client_id=_CLIENT_ID,
+        client_id=CLIENT_ID,
         acks="all",
         linger_ms=5,
         batch_size=256 * 1024,

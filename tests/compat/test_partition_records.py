@@ -1,4 +1,4 @@
-"""The adapter's batch decoder (issue 7): ``KafkaFetcher._PartitionRecords`` against kafka-python.
+"""The adapter's batch decoder (issue 7): ``record_decoder.PartitionRecords`` against kafka-python.
 
 Record batches are built with kafka-python's own builders, so the bytes are what a broker sends.
 Every test runs with both decoders: aiokafka's C record extension and kafka-python's pure-Python
@@ -19,11 +19,11 @@ from kafka.record.memory_records import MemoryRecords
 from kafka.record.util import calc_crc32c
 from kafka.structs import TopicPartition as KTopicPartition
 
-from kgroup._io.kafka_python import KafkaFetcher
+from kgroup._io import record_decoder
 from kgroup.types import ConsumerRecord
 
 TP = KTopicPartition("orders", 3)
-C_DECODER = KafkaFetcher._load_batch_decoder()
+C_DECODER = record_decoder.load_batch_decoder()
 DECODERS = [
     pytest.param((None, frozenset()), id="kafka-python"),
     pytest.param(C_DECODER, id="aiokafka-c",
@@ -75,7 +75,7 @@ def control_batch(base: int, producer_id: int, *, abort: bool) -> bytes:
 
 def records(decoder: Any, data: bytes, *, fetch_offset: int = 0, **kwargs: Any) -> Any:
     drained: list[Any] = []
-    part = KafkaFetcher._PartitionRecords(decoder, fetch_offset, TP, MemoryRecords(data),
+    part = record_decoder.PartitionRecords(decoder, fetch_offset, TP, MemoryRecords(data),
                                           on_drain=drained.append, **kwargs)
     part.drained = drained
     return part
@@ -217,7 +217,7 @@ def test_an_empty_fetch_drains_at_once(decoder):
 
 
 def test_the_c_decoder_is_used_when_installed():
-    assert KafkaFetcher._load_batch_decoder()[0] is C_DECODER[0]
+    assert record_decoder.load_batch_decoder()[0] is C_DECODER[0]
     if C_DECODER[0] is not None:
         assert type(C_DECODER[0]).__name__ == "type" and "_crecords" in C_DECODER[0].__module__
         assert 0 in C_DECODER[1]

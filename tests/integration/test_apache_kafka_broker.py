@@ -19,10 +19,10 @@ from kafka import TopicPartition as KafkaTopicPartition
 
 import kgroup
 from kgroup.testing import BrokerHandle, BrokerStartError, apache_kafka, create_topic, produce, start_broker
+from kgroup.testing._launch import metadata_probe
 from kgroup.testing.broker import (
     BOOTSTRAP_ENV_VAR,
     BROKER_ENV_VAR,
-    _metadata_probe,
     describe_broker_selection,
     selected_broker_kind,
 )
@@ -109,7 +109,7 @@ def _read_from_start(bootstrap: str, topic: str, partitions: int, expected: int)
 
 def _listed_nodes(handle: BrokerHandle, node: int) -> set[int]:
     host, port = handle.bootstrap_servers.split(",")[handle.node_ids.index(node)].rsplit(":", 1)
-    return set(_metadata_probe(host, int(port), 1, 2.0))
+    return set(metadata_probe(host, int(port), 1, 2.0))
 
 
 @pytest.fixture(scope="module")

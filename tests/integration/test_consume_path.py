@@ -12,7 +12,7 @@ from kafka import KafkaProducer
 
 import kgroup
 from kgroup import TopicPartition
-from kgroup._io.kafka_python import KafkaFetcher
+from kgroup._io import record_decoder
 
 from .harness import HEARTBEAT_MS, SESSION_TIMEOUT_MS, wait_until
 
@@ -48,7 +48,7 @@ def _produce(bootstrap: str, topic: str) -> dict[tuple[int, int], tuple[bytes | 
 def test_every_record_once_in_order_with_its_fields(kafka_bootstrap, topic_factory, group_id_factory,
                                                     monkeypatch, decoder):
     if decoder == "kafka-python":
-        monkeypatch.setattr(KafkaFetcher, "_load_batch_decoder", staticmethod(lambda: (None, frozenset())))
+        monkeypatch.setattr(record_decoder, "load_batch_decoder", lambda: (None, frozenset()))
     topic = topic_factory(PARTITIONS)
     expected = _produce(kafka_bootstrap, topic)
     consumer = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(),

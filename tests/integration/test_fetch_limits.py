@@ -69,7 +69,7 @@ def test_each_partition_buffers_at_most_one_bounded_response(bootstrap, topic_fa
     seen: Counter[tuple[int, int]] = Counter()
     try:
         consumer.subscribe([topic])
-        fetcher = consumer._fetcher  # the adapter's KafkaFetcher: what it holds right now
+        fetcher = consumer._fetcher  # the adapter's PipelinedFetcher: what it holds right now
         deadline = time.monotonic() + 90
         while len(seen) < PARTITIONS * PER_PARTITION:
             assert time.monotonic() < deadline, f"drained {len(seen)} of {PARTITIONS * PER_PARTITION}"

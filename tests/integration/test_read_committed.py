@@ -1,8 +1,7 @@
 """isolation_level="read_committed" on Apache Kafka: aborted transactions and markers never reach poll().
 
 A transactional producer commits one transaction and aborts another on each partition, then
-writes plain records; the consumer (kgroup's fetcher, and kafka-python's ``Fetcher`` through
-the internal switch ``KGROUP_FETCHER``) must hand out exactly the committed and the plain
+writes plain records; the consumer must hand out exactly the committed and the plain
 records, in order, and end at the log end (past the transaction markers). Apache Kafka only:
 the embedded Tansu broker's transactions are not what this checks.
 """
@@ -22,10 +21,7 @@ pytestmark = pytest.mark.broker_kinds("apache-kafka")
 PARTITIONS = 2
 
 
-@pytest.mark.parametrize("fetcher", ["pipeline", "kafka-python"])
-def test_read_committed_hands_out_only_committed_records(kafka_bootstrap, topic_factory, group_id_factory,
-                                                         monkeypatch, fetcher):
-    monkeypatch.setenv("KGROUP_FETCHER", fetcher)
+def test_read_committed_hands_out_only_committed_records(kafka_bootstrap, topic_factory, group_id_factory):
     topic = topic_factory(partitions=PARTITIONS)
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, transactional_id=f"tx-{topic}", acks="all")
     producer.init_transactions()

@@ -365,37 +365,20 @@ def test_d5_an_unexpected_commit_error_fails_that_commit_only(code):
 
 
 def test_d10b_fetch_errors_are_kgroup_errors():
-    """kafka-python's Fetcher errors escaped poll() as kafka.errors.*; now kgroup's types."""
+    """kafka-python's Fetcher errors escaped poll() as kafka.errors.*; now kgroup's types.
+
+    The fetcher raises what ``record_decoder.fetch_error`` makes of kafka-python's errors.
+    """
     import kafka.errors as kerrors
 
-    from kgroup._io.kafka_python import KafkaFetcher
+    from kgroup._io.record_decoder import fetch_error
 
-    fetcher = KafkaFetcher.__new__(KafkaFetcher)
-
-    class _Failing:
-        def reset_offsets_if_needed(self) -> None:
-            return None
-
-        def maybe_validate_positions(self) -> None:
-            return None
-
-        def validate_offsets_if_needed(self) -> None:
-            return None
-
-        def fetch_records(self, *args, **kwargs):
-            raise self.error
-
-    fetcher._subscription = type("S", (), {"assignment": {"x": 1}})()
-    fetcher._fetcher = _Failing()
-    fetcher._fetcher.error = kerrors.OffsetOutOfRangeError({kafka_tp("t", 3): 10})
-    with pytest.raises(kgroup.OffsetOutOfRangeError) as raised:
-        fetcher.fetch(10, 0)
-    assert raised.value.topic_partition == TopicPartition("t", 3)
+    raised = fetch_error(kerrors.OffsetOutOfRangeError({kafka_tp("t", 3): 10}))
+    assert isinstance(raised, kgroup.OffsetOutOfRangeError)
+    assert raised.topic_partition == TopicPartition("t", 3)
     for error in (kerrors.CorruptRecordError("crc"), kerrors.TopicAuthorizationFailedError({"t"}),
                   kerrors.MessageSizeTooLargeError("big")):
-        fetcher._fetcher.error = error
-        with pytest.raises(kgroup.FetchError):
-            fetcher.fetch(10, 0)
+        assert isinstance(fetch_error(error), kgroup.FetchError)
 
 
 def kafka_tp(topic: str, partition: int):

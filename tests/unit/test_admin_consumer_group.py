@@ -1,8 +1,8 @@
 """``GroupAdmin.describe_group`` and ``kgroup describe`` for groups of the consumer group protocol (KIP-848).
 
 ConsumerGroupDescribe first, as Java's ``DescribeConsumerGroupsHandler``; DescribeGroups for a
-group it does not know as a consumer group (a classic group, or none) and when the broker or
-the transport has no API 69. Over the scripted transport of ``test_admin``.
+group it does not know as a consumer group (a classic group, or none) and when the broker has
+no API 69. Over the scripted transport of ``test_admin``.
 """
 
 from __future__ import annotations
@@ -30,14 +30,6 @@ T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
 ORDERS = uuid.UUID(int=7)
 
 
-class ConsumerTransport(ScriptedTransport):
-    """The scripted transport with ConsumerGroupDescribe (what kafka-python's adapter has)."""
-
-    def consumer_group_describe(self, group_ids, node_id, timeout_ms):
-        self.calls.append(("consumer_describe", tuple(group_ids), node_id))
-        return self._next("consumer_describe")
-
-
 def consumer_group(state="Reconciling", code=0, members=()):
     return lambda: done((DescribedConsumerGroup(
         error_code=code, group_id="g", group_state=state, group_epoch=5 if code == 0 else -1,
@@ -59,7 +51,7 @@ RECONCILING = consumer_group(members=[cmember("m1", 4, [2, 0, 1], [0, 1]),
 
 
 def test_a_consumer_group_is_described_with_its_epochs_and_target_assignments() -> None:
-    t = ConsumerTransport(find=[found()], consumer_describe=[RECONCILING])
+    t = ScriptedTransport(find=[found()], consumer_describe=[RECONCILING])
     d = GroupAdmin(t).describe_group("g")
     assert t.calls == [("find", "g"), ("consumer_describe", ("g",), 1)], "no DescribeGroups for a consumer group"
     assert (d.group_type, d.state, d.protocol_type, d.protocol) == ("consumer", "Reconciling", "consumer", "uniform")
@@ -75,7 +67,7 @@ def test_a_consumer_group_is_described_with_its_epochs_and_target_assignments() 
 
 @pytest.mark.parametrize("code", [codes.GROUP_ID_NOT_FOUND, codes.UNSUPPORTED_VERSION])
 def test_a_group_consumer_group_describe_does_not_know_is_described_with_describe_groups(code: int) -> None:
-    t = ConsumerTransport(find=[found()], consumer_describe=[consumer_group(code=code)],
+    t = ScriptedTransport(find=[found()], consumer_describe=[consumer_group(code=code)],
                           describe=[group(members=[member("a-1", None, [T0])])])
     d = GroupAdmin(t).describe_group("g")
     assert [c[0] for c in t.calls] == ["find", "consumer_describe", "describe"]
@@ -83,25 +75,26 @@ def test_a_group_consumer_group_describe_does_not_know_is_described_with_describ
     assert d.members[0].member_epoch is None and d.members[0].target_assignment is None
 
 
-def test_a_transport_without_the_api_describes_with_describe_groups() -> None:
+def test_a_broker_without_the_api_is_described_with_describe_groups() -> None:
+    """``ScriptedTransport`` without ``consumer_describe`` answers: API 69 unsupported, as a broker before 4.0."""
     t = ScriptedTransport(find=[found()], describe=[group(members=[member("a-1", None, [T0])])])
     assert GroupAdmin(t).describe_group("g").group_type == "classic"
 
 
 def test_a_moved_coordinator_is_found_again_and_other_errors_are_typed() -> None:
-    t = ConsumerTransport(find=[found(1), found(2)],
+    t = ScriptedTransport(find=[found(1), found(2)],
                           consumer_describe=[consumer_group(code=codes.NOT_COORDINATOR), RECONCILING])
     assert GroupAdmin(t).describe_group("g").group_epoch == 5
     assert [c for c in t.calls if c[0] == "consumer_describe"][-1][2] == 2
     refused = consumer_group(code=codes.GROUP_AUTHORIZATION_FAILED)
-    denied = ConsumerTransport(find=[found()], consumer_describe=[refused])
+    denied = ScriptedTransport(find=[found()], consumer_describe=[refused])
     with pytest.raises(AdminError, match="GROUP_AUTHORIZATION_FAILED") as info:
         GroupAdmin(denied).describe_group("g")
     assert info.value.code == codes.GROUP_AUTHORIZATION_FAILED
 
 
 def described():
-    return GroupAdmin(ConsumerTransport(find=[found()], consumer_describe=[RECONCILING])).describe_group("g")
+    return GroupAdmin(ScriptedTransport(find=[found()], consumer_describe=[RECONCILING])).describe_group("g")
 
 
 def test_the_table_shows_epochs_assignments_and_targets() -> None:

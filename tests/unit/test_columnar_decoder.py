@@ -2,7 +2,7 @@
 
 Record batches are built with kafka-python's own ``DefaultRecordBatchBuilder`` (the bytes a
 broker sends), then decoded by :func:`decode_record_set` and by
-``KafkaFetcher._PartitionRecords`` (aiokafka's C decoder when installed, else kafka-python's),
+``record_decoder.PartitionRecords`` (aiokafka's C decoder when installed, else kafka-python's),
 and every column, the next fetch offset and the leader epoch must agree; errors must come after
 the same records.
 """
@@ -26,12 +26,11 @@ from kafka.record.memory_records import MemoryRecords
 from kafka.record.util import calc_crc32c
 from kafka.structs import TopicPartition as KTopicPartition
 
-from kgroup._io import columnar
+from kgroup._io import columnar, record_decoder
 from kgroup._io.columnar import HEADERS_TYPE, decode_record_set
-from kgroup._io.kafka_python import KafkaFetcher
 
 TP = KTopicPartition("orders", 3)
-DECODER = KafkaFetcher._load_batch_decoder()
+DECODER = record_decoder.load_batch_decoder()
 ATTR_OFFSET = 21
 CONTROL_BIT = 0x20
 LOG_APPEND_BIT = 0x08
@@ -79,10 +78,10 @@ def control_batch(base: int, producer_id: int, *, abort: bool) -> bytes:
 
 
 class Reference:
-    """What ``KafkaFetcher._PartitionRecords`` hands out for the same bytes."""
+    """What ``record_decoder.PartitionRecords`` hands out for the same bytes."""
 
     def __init__(self, data: bytes, fetch_offset: int = 0, **kwargs: Any) -> None:
-        part = KafkaFetcher._PartitionRecords(DECODER, fetch_offset, TP, MemoryRecords(data), **kwargs)
+        part = record_decoder.PartitionRecords(DECODER, fetch_offset, TP, MemoryRecords(data), **kwargs)
         self.records: list[Any] = []
         self.error: Exception | None = None
         try:

@@ -23,6 +23,7 @@ REAL_TIME_ALLOWED = {
     "kgroup/_clock.py": "MonotonicClock, the one real clock",
     "kgroup/testing/apache_kafka.py": "starts and stops Apache Kafka JVMs and Maven: waits on real processes",
     "kgroup/testing/broker.py": "starts Tansu processes and containers: waits on real processes and ports",
+    "kgroup/testing/_launch.py": "the launchers' readiness probe: waits on a real process and port",
     "kgroup/testing/pytest_plugin.py": "reports the wall time spent per broker kind",
     "kgroup/testing/simulation/_campaign.py": "a simulation campaign's wall-clock budget",
 }

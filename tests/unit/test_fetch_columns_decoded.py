@@ -1,7 +1,7 @@
 """``PipelinedFetcher.fetch_columns`` with the columnar decoder: the hand-out of ``fetch``, to the offset.
 
 On the fake network of ``tests/unit/test_fetch_pipeline.py``: the same steps run once through
-``fetch`` (records from ``KafkaFetcher._PartitionRecords``) and once through ``fetch_columns``
+``fetch`` (records from ``record_decoder.PartitionRecords``) and once through ``fetch_columns``
 (columns from ``kgroup._io.columnar``), and every row, error, position and next Fetch must agree;
 each case checks that the columnar decoder really handed its rows out.
 """
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import kgroup
 from kgroup import _error_codes as codes
-from kgroup._io import fetch_pipeline
+from kgroup._io import fetch_pipeline, record_decoder
 from tests.unit.test_columnar_decoder import build, control_batch, corrupt, simple
 from tests.unit.test_fetch_pipeline import P0, P1, answer, make, start
 from tests.unit.test_fetch_pipeline import _outcomes as _pipeline_outcomes
@@ -42,7 +42,7 @@ def decoded_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def _epochs(fetcher: Any) -> Any:
     """The positions with their leader epochs (``fetch`` and ``fetch_columns`` must agree on both)."""
-    positions = [fetcher._subscription.assignment[fetch_pipeline._ktp(tp)].position for tp in (P0, P1)]
+    positions = [fetcher._subscription.assignment[record_decoder.kafka_tp(tp)].position for tp in (P0, P1)]
     return [(p.offset, p.leader_epoch) if p is not None else None for p in positions]
 
 
@@ -53,10 +53,10 @@ def _outcomes(columnar: bool, decoder: Any, steps: list[Any], **config: Any) -> 
 
 def differential(steps: list[Any], reference: Any = None, **config: Any) -> list[Any]:
     """``steps`` through ``fetch`` (``reference``'s record decoder: the default one when None) and ``fetch_columns``."""
-    reference = reference or fetch_pipeline.KafkaFetcher._load_batch_decoder()
+    reference = reference or record_decoder.load_batch_decoder()
     expected = _outcomes(False, reference, steps, **config)
     assert any(isinstance(o, list) and o for o in expected), "the case hands out records"
-    got = _outcomes(True, fetch_pipeline.KafkaFetcher._load_batch_decoder(), steps, **config)
+    got = _outcomes(True, record_decoder.load_batch_decoder(), steps, **config)
     assert got == expected
     return got
 
@@ -173,7 +173,7 @@ def test_random_hand_outs_agree(sizes: list[int], controls: list[bool], codec: i
     plan = [("fetch", 4), ("answer", 0, {P0: data, P1: simple(0, 3)}, None), *steps]
     # broken records without CRC checks: kafka-python's decoder checks each record as Java's
     # DefaultRecord.readFrom does; aiokafka's C one reads some of them and raises its own exception
-    reference = fetch_pipeline.KafkaFetcher._load_batch_decoder() if check_crcs else (None, frozenset())
+    reference = record_decoder.load_batch_decoder() if check_crcs else (None, frozenset())
     expected = _outcomes(False, reference, plan, check_crcs=check_crcs)
     got = _outcomes(True, reference, plan, check_crcs=check_crcs)
     assert got == expected

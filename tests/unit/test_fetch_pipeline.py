@@ -442,7 +442,7 @@ def test_fetch_columns_hands_out_exactly_what_fetch_does(config: dict[str, Any],
 
 
 def test_fetch_columns_of_a_fetcher_without_it_groups_fetch_by_partition() -> None:
-    """The ``KGROUP_FETCHER=kafka-python`` switch: ``fetch()``'s records, one ``RecordColumns`` per partition."""
+    """A fetcher without ``fetch_columns`` (the simulator's): its records, one ``RecordColumns`` per partition."""
     records = [kgroup.ConsumerRecord(T, p, o, b"k", b"v%d" % o, (("h", None),) if o == 1 else (), 10 + o, 1)
                for p, o in ((0, 0), (0, 1), (1, 5))]
     plain = SimpleNamespace(fetch=lambda max_records, timeout_ms: records[:max_records])

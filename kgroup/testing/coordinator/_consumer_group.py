@@ -258,13 +258,6 @@ def _known_static_member(static: _Member | None, r: ConsumerGroupHeartbeatReques
     return static
 
 
-def _assignment_of(parts: Sequence[TopicIdPartitions] | None) -> Assignment:
-    out: dict[uuid.UUID, set[int]] = {}
-    for tp in parts or ():
-        out.setdefault(tp.topic_id, set()).update(tp.partitions)
-    return {t: frozenset(ps) for t, ps in out.items() if ps}
-
-
 def _wire(assignment: Assignment) -> tuple[TopicIdPartitions, ...]:
     ordered = sorted(assignment.items(), key=lambda item: str(item[0]))
     return tuple(TopicIdPartitions(t, tuple(sorted(ps))) for t, ps in ordered)

@@ -1,31 +1,7 @@
-"""Consumer-group administration: list, describe, delete groups; offsets, lag and resets; remove static members.
+"""``GroupAdmin``: the admin's calls over the ``AdminTransport``, with deadlines, retries and typed errors.
 
-``GroupAdmin`` is a small client over the ``Transport`` port (``kgroup._io.transport``), the
-kgroup counterpart of the group parts of Java's ``Admin`` (``describeConsumerGroups``,
-``listConsumerGroupOffsets``, ``listOffsets``, ``removeMembersFromConsumerGroup``). ListGroups,
-DeleteGroups and the admin's OffsetCommit (``listConsumerGroups``, ``deleteConsumerGroups``,
-``alterConsumerGroupOffsets``) go through kafka-python's ``KafkaAdminClient``, behind the
-:class:`AdminClientPort` (``kgroup._io.kafka_admin``). The ``kgroup`` command line
-(``kgroup.cli``) is a thin layer over it.
-
-Rules:
-
-1. **Every call has a deadline** (``timeout_ms``, default the admin's ``timeout_ms``): retriable
-   answers (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, a lost
-   connection) are retried with ``retry_backoff_ms`` after finding the coordinator again, as
-   Java's ``AdminApiDriver`` does, until the deadline; then ``AdminTimeoutError``.
-2. **Errors are typed** (``AdminError`` and subclasses, all ``KGroupError``) and name the Kafka
-   error (``code``, ``error_name``). Per-member results of a removal are values, not errors:
-   the caller decides (``MemberRemoval.error_code``).
-3. **Bytes are decoded** with kgroup's ConsumerProtocol codec
-   (:mod:`kgroup.protocol.consumer_protocol`): a member's assignment always (empty bytes: no
-   partitions, as Java's ``DescribeConsumerGroupsHandler``), its subscription when the
-   coordinator sends it (only while the group is Stable: Kafka's ``describeNoMetadata``).
-4. **Both group protocols are described** as Java's ``Admin.describeConsumerGroups`` does
-   (``DescribeConsumerGroupsHandler``): ConsumerGroupDescribe (API 69, KIP-848) first, which
-   answers for a consumer group (``group_type`` "consumer": group epoch, assignment epoch, and per
-   member its epoch, assignment and target assignment); DescribeGroups for a group it does not
-   know as a consumer group (a classic group, or none) and against a broker without API 69.
+The rules are :mod:`kgroup.admin`'s. The coordinator of a group is found with FindCoordinator
+(``_find_coordinator``), remembered, and found again when an answer says it moved.
 """
 
 from __future__ import annotations
@@ -34,50 +10,44 @@ import concurrent.futures
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Final, Literal, Protocol, TypeVar
-
-import attrs
+from typing import Any, Final, TypeVar
 
 from kgroup import _error_codes as codes
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._error_codes import error_name
-from kgroup._io.transport import OffsetFetchResult, Transport
+from kgroup._io.transport import AdminTransport, OffsetFetchResult
 from kgroup._retry import Deadline, retry_until
-from kgroup.errors import KGroupError, MalformedMetadata
+from kgroup.admin._describe import CONSUMER_PROTOCOL_TYPE, describe_classic_group, describe_consumer_group
+from kgroup.admin._errors import (
+    AdminError,
+    AdminTimeoutError,
+    GroupNotEmptyError,
+    GroupNotFoundError,
+    UnsupportedVersionError,
+)
+from kgroup.admin._resets import (
+    INACTIVE_STATES,
+    OffsetResetPlan,
+    ResetTarget,
+    complete,
+    plan_rows,
+    reset_partitions,
+)
+from kgroup.admin._values import (
+    Coordinator,
+    GroupDeletion,
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+    MemberRemoval,
+    PartitionLag,
+)
+from kgroup.errors import KGroupError
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.events import FindCoordinatorResponded
-from kgroup.protocol.consumer_group_describe import (
-    MEMBER_TYPE_CLASSIC,
-    MEMBER_TYPE_CONSUMER,
-    DescribedConsumerGroup,
-    DescribedConsumerMember,
-    NamedTopicPartitions,
-)
-from kgroup.protocol.consumer_protocol import decode_assignment, decode_subscription
-from kgroup.protocol.group_api import DescribedGroup, DescribedMember
 from kgroup.types import OffsetAndMetadata, TopicPartition
 
-__all__ = [
-    "DEFAULT_REMOVE_REASON",
-    "INACTIVE_STATES",
-    "AdminClientPort",
-    "AdminError",
-    "AdminTimeoutError",
-    "Coordinator",
-    "GroupAdmin",
-    "GroupDeletion",
-    "GroupDescription",
-    "GroupListing",
-    "GroupNotEmptyError",
-    "GroupNotFoundError",
-    "MemberDescription",
-    "MemberRemoval",
-    "OffsetResetPlan",
-    "PartitionLag",
-    "PlannedOffset",
-    "ResetTarget",
-    "UnsupportedVersionError",
-]
+__all__ = ["DEFAULT_REMOVE_REASON", "GroupAdmin"]
 
 T = TypeVar("T")
 
@@ -88,362 +58,8 @@ DEFAULT_REMOVE_REASON: Final = "member was removed by an admin"
 _RETRIABLE: Final = frozenset(
     {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR}
 )
-_CONSUMER_PROTOCOL_TYPE: Final = "consumer"
-#: the states in which Kafka's kafka-consumer-groups.sh resets offsets (``ConsumerGroupCommand.resetOffsets``)
-INACTIVE_STATES: Final = frozenset({"Empty", "Dead"})
 
 
-# ---------------------------------------------------------------------------------- errors
-class AdminError(KGroupError):
-    """A group-administration call failed.
-
-    Attributes:
-        api: the Kafka API that failed ("DescribeGroups", "LeaveGroup", ...; "" for none).
-        code: the Kafka error code the broker answered, or None (no answer, client-side).
-        error_name: the code's protocol name ("UNKNOWN_MEMBER_ID"), or None.
-
-    """
-
-    def __init__(self, message: str, *, api: str = "", code: int | None = None) -> None:
-        super().__init__(message)
-        self.api = api
-        self.code = code
-        self.error_name = None if code is None else error_name(code)
-
-
-class GroupNotFoundError(AdminError):
-    """The group does not exist.
-
-    State "Dead", GROUP_ID_NOT_FOUND (69), or a whole-request UNKNOWN_MEMBER_ID from
-    LeaveGroup (Kafka's answer for an unknown group).
-    """
-
-
-class UnsupportedVersionError(AdminError):
-    """The coordinator cannot speak the version the call needs.
-
-    LeaveGroup v3+ for removal by ``group_instance_id`` (KIP-345, Kafka 2.4+); OffsetFetch v8+
-    for all committed offsets.
-    """
-
-
-class AdminTimeoutError(AdminError):
-    """The call's deadline passed; ``__cause__`` or the message names the last failure."""
-
-
-class GroupNotEmptyError(AdminError):
-    """The group has members (or is rebalancing), and the operation needs it inactive.
-
-    Kafka's ``kafka-consumer-groups.sh`` resets offsets only of an ``Empty`` or ``Dead`` group
-    ("Assignments can only be reset if the group ... is inactive"); the coordinator refuses to
-    delete a group with members (NON_EMPTY_GROUP, 68).
-    """
-
-
-# ---------------------------------------------------------------------------------- values
-@attrs.frozen
-class Coordinator:
-    """A group's coordinator broker (a FindCoordinator answer)."""
-
-    node_id: int
-    host: str
-    port: int
-
-
-@attrs.frozen
-class MemberDescription:
-    """One member of a described group, its bytes decoded.
-
-    Attributes:
-        member_id: the member id.
-        group_instance_id: the static member's id (KIP-345), or None for a dynamic member.
-        client_id: its ``client.id``.
-        client_host: where the coordinator saw it connect from (``"/127.0.0.1"``).
-        assignment: its assigned partitions, sorted (empty before SyncGroup).
-        subscribed_topics: the topics of its Subscription, sorted; None when the coordinator
-            did not send the subscription (the group is not Stable).
-        decode_error: why its assignment or subscription bytes could not be decoded (the
-            affected fields are then empty / None), else None.
-        member_epoch: its member epoch (a consumer group, KIP-848), else None.
-        target_assignment: what the broker's assignor gave it, sorted (a consumer group: it
-            differs from ``assignment`` while the member reconciles), else None.
-        member_protocol: "consumer" or "classic" for a member of a consumer group (a classic
-            member stays in one during an online migration; Java ``MemberDescription.upgraded``,
-            KIP-1099), None when the broker did not say or the group is classic.
-        rack_id: its ``client.rack`` (a consumer group), else None.
-        subscribed_topic_regex: its pattern subscription (a consumer group, RE2J), else None.
-
-    """
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    assignment: tuple[TopicPartition, ...]
-    subscribed_topics: tuple[str, ...] | None
-    decode_error: str | None = None
-    member_epoch: int | None = None
-    target_assignment: tuple[TopicPartition, ...] | None = None
-    member_protocol: str | None = None
-    rack_id: str | None = None
-    subscribed_topic_regex: str | None = None
-
-
-@attrs.frozen
-class GroupDescription:
-    """A described consumer group (Java ``ConsumerGroupDescription``).
-
-    Attributes:
-        group_id: the group id.
-        state: Kafka's state name. A classic group: "Empty", "PreparingRebalance",
-            "CompletingRebalance", "Stable", or "Dead" (the coordinator does not know the
-            group); a consumer group: "Empty", "Assigning", "Reconciling", "Stable".
-        protocol_type: "consumer" ("" for a group with no members ever, or Dead).
-        protocol: the chosen protocol (the assignor's name, "range", ...) when Stable, else "";
-            a consumer group: the broker-side assignor ("uniform", "range", ...).
-        generation_id: None: DescribeGroups (v0-v6) does not carry the generation of a classic
-            group; kept so a source that has it can fill it.
-        coordinator: the coordinator that answered.
-        members: the members, in the coordinator's order.
-        group_type: "classic" (DescribeGroups answered) or "consumer" (ConsumerGroupDescribe
-            answered: the group runs the consumer group protocol, KIP-848).
-        group_epoch: a consumer group's epoch (bumped by every change of members or
-            subscriptions; Java ``ConsumerGroupDescription.groupEpoch``), else None.
-        assignment_epoch: the group epoch its target assignment was computed at (Java
-            ``targetAssignmentEpoch``); equal to ``group_epoch`` once the assignor caught up.
-
-    """
-
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    generation_id: int | None
-    coordinator: Coordinator
-    members: tuple[MemberDescription, ...]
-    group_type: str = "classic"
-    group_epoch: int | None = None
-    assignment_epoch: int | None = None
-
-    def owner_of(self, tp: TopicPartition) -> MemberDescription | None:
-        """The member whose assignment holds ``tp``, or None."""
-        for member in self.members:
-            if tp in member.assignment:
-                return member
-        return None
-
-
-@attrs.frozen
-class PartitionLag:
-    """One partition's committed offset, log end offset and lag.
-
-    Attributes:
-        topic_partition: the partition.
-        committed_offset: the group's committed offset, or None (nothing committed).
-        log_end_offset: the partition's log end offset (ListOffsets LATEST: the high watermark
-            under read_uncommitted), or None (unknown: no leader, or the lookup failed).
-        lag: ``log_end_offset - committed_offset`` (at least 0) when both are known, else None.
-        metadata: the commit's metadata string ("" when none).
-        member_id: the member the partition is assigned to, or None.
-        group_instance_id: that member's static id, or None.
-
-    """
-
-    topic_partition: TopicPartition
-    committed_offset: int | None
-    log_end_offset: int | None
-    lag: int | None
-    metadata: str = ""
-    member_id: str | None = None
-    group_instance_id: str | None = None
-
-    @property
-    def committed_beyond_log_end(self) -> bool:
-        """True when the committed offset is past the log end offset (both known).
-
-        The partition's log was truncated (records deleted, an unclean leader election) or the
-        topic was deleted and recreated: a consumer resuming there gets OFFSET_OUT_OF_RANGE and
-        resets by its ``auto_offset_reset``. ``lag`` is then 0.
-        """
-        return self.committed_offset is not None and self.log_end_offset is not None and (
-            self.committed_offset > self.log_end_offset
-        )
-
-
-@attrs.frozen
-class MemberRemoval:
-    """One static member's removal result (Java ``RemoveMembersFromConsumerGroupResult``).
-
-    Attributes:
-        group_instance_id: the instance id asked for.
-        member_id: the member id the coordinator answered ("" when it did not say).
-        error_code: 0 (removed), or UNKNOWN_MEMBER_ID (25: no such static member),
-            FENCED_INSTANCE_ID (82), ...
-
-    """
-
-    group_instance_id: str
-    member_id: str
-    error_code: int
-
-    @property
-    def error_name(self) -> str | None:
-        """The error's protocol name, or None when removed."""
-        return None if self.error_code == codes.NONE else error_name(self.error_code)
-
-
-@attrs.frozen
-class GroupListing:
-    """One group of a ListGroups answer (Java ``ConsumerGroupListing``).
-
-    Attributes:
-        group_id: the group id.
-        protocol_type: "consumer", or "" for a group that only commits offsets (Java's
-            ``isSimpleConsumerGroup``: ``assign()`` plus ``commitSync``).
-        state: the group's state (ListGroups v4+, KIP-518: "Stable", "Empty", ...), or None
-            when the broker did not say.
-        group_type: "classic" or "consumer" (ListGroups v5+, KIP-848), or None when the
-            broker did not say.
-
-    """
-
-    group_id: str
-    protocol_type: str
-    state: str | None = None
-    group_type: str | None = None
-
-
-@attrs.frozen
-class GroupDeletion:
-    """One group's DeleteGroups result (Java ``DeleteConsumerGroupsResult``).
-
-    Attributes:
-        group_id: the group.
-        error_code: 0 (deleted), NON_EMPTY_GROUP (68: it has members), GROUP_ID_NOT_FOUND
-            (69), GROUP_AUTHORIZATION_FAILED (30), ...
-
-    """
-
-    group_id: str
-    error_code: int
-
-    @property
-    def error_name(self) -> str | None:
-        """The error's protocol name, or None when deleted."""
-        return None if self.error_code == codes.NONE else error_name(self.error_code)
-
-
-ResetKind = Literal["earliest", "latest", "timestamp", "offset", "shift_by"]
-
-
-@attrs.frozen
-class ResetTarget:
-    """Where an offset reset moves each partition: ``kafka-consumer-groups.sh``'s scenarios.
-
-    Build one with :meth:`earliest`, :meth:`latest`, :meth:`timestamp` (``--to-datetime``, in
-    ms since the epoch), :meth:`offset` (``--to-offset``) or :meth:`shift_by` (``--shift-by``).
-    """
-
-    kind: ResetKind
-    value: int = 0
-
-    @classmethod
-    def earliest(cls) -> ResetTarget:
-        """The log start offset (ListOffsets EARLIEST)."""
-        return cls("earliest")
-
-    @classmethod
-    def latest(cls) -> ResetTarget:
-        """The log end offset (ListOffsets LATEST)."""
-        return cls("latest")
-
-    @classmethod
-    def timestamp(cls, ms: int) -> ResetTarget:
-        """The first offset whose record timestamp is at least ``ms``; the log end offset where none is."""
-        return cls("timestamp", ms)
-
-    @classmethod
-    def offset(cls, offset: int) -> ResetTarget:
-        """``offset``, clamped to the log's start and end offsets."""
-        return cls("offset", offset)
-
-    @classmethod
-    def shift_by(cls, n: int) -> ResetTarget:
-        """The committed offset plus ``n`` (negative: back), clamped to the log's start and end offsets."""
-        return cls("shift_by", n)
-
-
-@attrs.frozen
-class PlannedOffset:
-    """One partition of an offset reset plan.
-
-    Attributes:
-        topic_partition: the partition.
-        current_offset: the group's committed offset now, or None.
-        new_offset: the offset the reset commits.
-        note: why ``new_offset`` is not simply the target ("" when it is): clamped to the
-            log start or end offset, or no record at or after the timestamp.
-
-    """
-
-    topic_partition: TopicPartition
-    current_offset: int | None
-    new_offset: int
-    note: str = ""
-
-
-@attrs.frozen
-class OffsetResetPlan:
-    """What an offset reset would commit (``kafka-consumer-groups.sh --reset-offsets`` without ``--execute``).
-
-    Attributes:
-        group_id: the group.
-        state: its state when planned ("Empty", or "Dead": a group the coordinator does not
-            know yet gets its first committed offsets).
-        target: the scenario.
-        partitions: one row per partition, sorted.
-
-    """
-
-    group_id: str
-    state: str
-    target: ResetTarget
-    partitions: tuple[PlannedOffset, ...]
-
-    def offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        """The offsets to commit (no metadata, no leader epoch: as Kafka's tool commits them)."""
-        return {p.topic_partition: OffsetAndMetadata(p.new_offset) for p in self.partitions}
-
-
-class AdminClientPort(Protocol):
-    """What ``GroupAdmin`` takes from kafka-python's ``KafkaAdminClient`` (``kgroup._io.kafka_admin``).
-
-    Every call returns a future; broker error codes are values in its result, client-side
-    failures (no connection, no answer) its exception.
-    """
-
-    def list_groups(self, timeout_ms: int) -> concurrent.futures.Future[tuple[int, tuple[GroupListing, ...]]]:
-        """ListGroups at every broker: ``(error_code, groups)``, the first broker error if any."""
-        ...
-
-    def delete_groups(
-        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[dict[str, int]]:
-        """DeleteGroups at the coordinator ``node_id``: each group's error code."""
-        ...
-
-    def alter_offsets(
-        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], node_id: int, timeout_ms: int
-    ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-        """OffsetCommit as an admin (generation -1, member id "") at ``node_id``: each partition's error code."""
-        ...
-
-    def close(self) -> None:
-        """Close the client's connections. Idempotent."""
-        ...
-
-
-# ---------------------------------------------------------------------------------- retries
 class _Retry(Exception):
     """A retriable failure inside an attempt (internal)."""
 
@@ -452,21 +68,16 @@ class _Retry(Exception):
         self.rediscover = rediscover
 
 
-# ---------------------------------------------------------------------------------- admin
 class GroupAdmin:
-    """Group administration over a ``Transport`` (see the module docstring).
+    """Group administration over an ``AdminTransport`` (the rules: :mod:`kgroup.admin`).
 
     Args:
-        transport: the network port (``KafkaPythonTransport`` in production, started).
+        transport: the network port (``KafkaAdminTransport`` in production, started).
         timeout_ms: the default deadline of each call (ms).
         retry_backoff_ms: the pause before retrying a retriable failure (ms).
         owns_transport: close the transport in :meth:`close`.
         clock: the ``Clock`` deadlines and retry waits run on (tests inject a ``FakeClock``);
             default the monotonic clock.
-        admin_client: the ``KafkaAdminClient`` port for ListGroups, DeleteGroups and the
-            admin's OffsetCommit (:meth:`list_groups`, :meth:`delete_groups`,
-            :meth:`alter_offsets`); closed with the transport when this admin owns it. Without
-            one those calls raise ``AdminError``.
 
     Use :meth:`connect` to build one over kafka-python from ``bootstrap_servers``.
 
@@ -474,18 +85,16 @@ class GroupAdmin:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: AdminTransport,
         *,
         timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
         owns_transport: bool = False,
         clock: Clock | None = None,
-        admin_client: AdminClientPort | None = None,
     ) -> None:
         if timeout_ms <= 0:
             raise ValueError("timeout_ms must be positive")
         self._transport = transport
-        self._admin_client = admin_client
         self.timeout_ms = timeout_ms
         self._backoff_s = retry_backoff_ms / 1000
         self._owns = owns_transport
@@ -511,8 +120,7 @@ class GroupAdmin:
             AdminError: no broker answered within ``timeout_ms``.
 
         """
-        from kgroup._io.kafka_admin import KafkaAdminClientPort  # kafka-python's KafkaAdminClient
-        from kgroup._io.kafka_python import KafkaPythonTransport  # the only kafka-python door
+        from kgroup._io.kafka_admin import KafkaAdminTransport  # the only kafka-python door
         from kgroup.config import ConsumerConfig
 
         settings: dict[str, Any] = {
@@ -523,24 +131,20 @@ class GroupAdmin:
         consumer_config = ConsumerConfig(
             bootstrap_servers=bootstrap_servers, group_id="kgroup-admin", client_id=client_id, **settings
         )
-        transport = KafkaPythonTransport(consumer_config)
+        transport = KafkaAdminTransport(consumer_config)
         try:
             transport.start(timeout_ms)
         except Exception as exc:
             transport.close()
             raise AdminError(f"could not reach the cluster at {bootstrap_servers!r} within {timeout_ms} ms: "
                              f"{type(exc).__name__}: {exc}") from exc
-        # the KafkaAdminClient connects on first use (list, delete, alter offsets), not here
-        return cls(transport, timeout_ms=timeout_ms, owns_transport=True,
-                   admin_client=KafkaAdminClientPort(consumer_config))
+        return cls(transport, timeout_ms=timeout_ms, owns_transport=True)
 
     def close(self) -> None:
         """Close the transport if this admin owns it. Idempotent."""
         if not self._closed:
             self._closed = True
             if self._owns:
-                if self._admin_client is not None:
-                    self._admin_client.close()
                 self._transport.close()
 
     def __enter__(self) -> GroupAdmin:
@@ -578,6 +182,10 @@ class GroupAdmin:
         except _Retry as last:
             raise AdminTimeoutError(f"{failed} did not complete in time; last: {last}") from None
 
+    def _ask(self, call: Callable[[int], concurrent.futures.Future[T]], deadline: Deadline, what: str) -> T:
+        """``call(timeout_ms)``'s answer, any broker's (no coordinator), retried until the deadline."""
+        return self._retry(lambda: self._wait(call(max(deadline.remaining_ms(), 1)), deadline, what), deadline, what)
+
     def _retrying(self, group_id: str, what: str, deadline: Deadline, attempt: Callable[[Coordinator], T]) -> T:
         """Run ``attempt(coordinator)`` until it returns, raises an AdminError, or time runs out."""
 
@@ -592,9 +200,14 @@ class GroupAdmin:
         return self._retry(on_coordinator, deadline, f"{what} for group {group_id!r}")
 
     def _coordinator(self, group_id: str, deadline: Deadline) -> Coordinator:
+        """The coordinator of ``group_id``: remembered, else looked up (and remembered)."""
         known = self._coordinators.get(group_id)
-        if known is not None:
-            return known
+        if known is None:
+            known = self._coordinators[group_id] = self._find_coordinator(group_id, deadline)
+        return known
+
+    def _find_coordinator(self, group_id: str, deadline: Deadline) -> Coordinator:
+        """One FindCoordinator for ``group_id``: the coordinator, ``_Retry`` (retriable, no answer) or AdminError."""
         command = SendFindCoordinator(
             request_id=next(self._request_ids), key=group_id, timeout_ms=max(deadline.remaining_ms(), 1)
         )
@@ -610,9 +223,7 @@ class GroupAdmin:
                 api="FindCoordinator",
                 code=event.error_code,
             )
-        coordinator = Coordinator(event.node_id, event.host, event.port)
-        self._coordinators[group_id] = coordinator
-        return coordinator
+        return Coordinator(event.node_id, event.host, event.port)
 
     @staticmethod
     def _check(api: str, group_id: str, code: int) -> None:
@@ -659,25 +270,24 @@ class GroupAdmin:
 
         """
         deadline = self._deadline(timeout_ms)
-        describe = getattr(self._transport, "consumer_group_describe", None)
-        consumer_group: GroupDescription | None = None
-        if describe is not None:
 
-            def consumer_attempt(coordinator: Coordinator) -> GroupDescription | None:
-                groups = self._wait(
-                    describe([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
-                    deadline,
-                    "ConsumerGroupDescribe",
-                )
-                described = next((g for g in groups if g.group_id == group_id), None)
-                if described is None or described.error_code in (codes.GROUP_ID_NOT_FOUND, codes.UNSUPPORTED_VERSION):
-                    return None  # a classic group, none, or no API 69: DescribeGroups says which
-                self._check("ConsumerGroupDescribe", group_id, described.error_code)
-                return _describe_consumer_group(described, coordinator)
+        def consumer_attempt(coordinator: Coordinator) -> GroupDescription | None:
+            groups = self._wait(
+                self._transport.consumer_group_describe(
+                    [group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)
+                ),
+                deadline,
+                "ConsumerGroupDescribe",
+            )
+            described = next((g for g in groups if g.group_id == group_id), None)
+            if described is None or described.error_code in (codes.GROUP_ID_NOT_FOUND, codes.UNSUPPORTED_VERSION):
+                return None  # a classic group, none, or no API 69: DescribeGroups says which
+            self._check("ConsumerGroupDescribe", group_id, described.error_code)
+            return describe_consumer_group(described, coordinator)
 
-            consumer_group = self._retrying(group_id, "ConsumerGroupDescribe", deadline, consumer_attempt)
-            if consumer_group is not None and consumer_group.members:
-                return consumer_group
+        consumer_group = self._retrying(group_id, "ConsumerGroupDescribe", deadline, consumer_attempt)
+        if consumer_group is not None and consumer_group.members:
+            return consumer_group
 
         def attempt(coordinator: Coordinator) -> GroupDescription:
             groups = self._wait(
@@ -689,7 +299,7 @@ class GroupAdmin:
             if described is None:
                 raise AdminError(f"DescribeGroups answered no entry for group {group_id!r}", api="DescribeGroups")
             self._check("DescribeGroups", group_id, described.error_code)
-            return _describe(described, coordinator)
+            return describe_classic_group(described, coordinator)
 
         if consumer_group is not None:
             # an empty consumer group, or a broker that answers ConsumerGroupDescribe for every
@@ -748,17 +358,17 @@ class GroupAdmin:
             AdminTimeoutError: the lookup failed or timed out (the message names why).
 
         """
+        return self._log_offsets(partitions, "latest", timeout_ms)
+
+    def _log_offsets(
+        self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int | None
+    ) -> dict[TopicPartition, int]:
+        """ListOffsets ``spec`` ("earliest", "latest") at each leader, retried until the deadline."""
         wanted = sorted(set(partitions))
         if not wanted:
             return {}
         deadline = self._deadline(timeout_ms)
-        return self._retry(
-            lambda: self._wait(
-                self._transport.list_offsets(wanted, "latest", max(deadline.remaining_ms(), 1)), deadline, "ListOffsets"
-            ),
-            deadline,
-            "ListOffsets",
-        )
+        return self._ask(lambda ms: self._transport.list_offsets(wanted, spec, ms), deadline, "ListOffsets")
 
     def lag(
         self,
@@ -879,16 +489,7 @@ class GroupAdmin:
 
         return self._retrying(group_id, "LeaveGroup", deadline, attempt)
 
-    # ------------------------------------------------------------------ through KafkaAdminClient
-    def _port(self, api: str) -> AdminClientPort:
-        if self._admin_client is None:
-            raise AdminError(
-                f"{api} goes through kafka-python's KafkaAdminClient: build the admin with GroupAdmin.connect(), "
-                "or pass admin_client=",
-                api=api,
-            )
-        return self._admin_client
-
+    # ------------------------------------------------------------------ groups and admin commits
     def list_groups(self, timeout_ms: int | None = None) -> tuple[GroupListing, ...]:
         """Every consumer group of the cluster, sorted by group id (Java ``Admin.listConsumerGroups``).
 
@@ -903,20 +504,26 @@ class GroupAdmin:
             AdminTimeoutError: no complete answer before the deadline.
 
         """
-        port = self._port("ListGroups")
         deadline = self._deadline(timeout_ms)
 
         def attempt() -> tuple[GroupListing, ...]:
-            code, groups = self._wait(port.list_groups(max(deadline.remaining_ms(), 1)), deadline, "ListGroups")
+            code, groups = self._wait(
+                self._transport.list_groups(max(deadline.remaining_ms(), 1)), deadline, "ListGroups"
+            )
             if code in (codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE):
                 raise _Retry(f"ListGroups: {error_name(code)}", rediscover=False)
             if code != codes.NONE:
                 kind = UnsupportedVersionError if code == codes.UNSUPPORTED_VERSION else AdminError
                 raise kind(f"ListGroups failed with {error_name(code)} ({code})", api="ListGroups", code=code)
             unique: dict[str, GroupListing] = {}
-            for listing in groups:
-                if listing.protocol_type in (_CONSUMER_PROTOCOL_TYPE, ""):
-                    unique.setdefault(listing.group_id, listing)
+            for listed in groups:
+                if listed.protocol_type in (CONSUMER_PROTOCOL_TYPE, ""):
+                    unique.setdefault(listed.group_id, GroupListing(
+                        group_id=listed.group_id,
+                        protocol_type=listed.protocol_type,
+                        state=listed.group_state or None,
+                        group_type=listed.group_type or None,
+                    ))
             return tuple(unique[group_id] for group_id in sorted(unique))
 
         return self._retry(attempt, deadline, "ListGroups")
@@ -942,13 +549,12 @@ class GroupAdmin:
         ids = list(dict.fromkeys(group_ids))
         if not ids or any(not g for g in ids):
             raise ValueError("at least one non-empty group id is required")
-        port = self._port("DeleteGroups")
         deadline = self._deadline(timeout_ms)
 
         def deleting(group_id: str) -> Callable[[Coordinator], GroupDeletion]:
             def attempt(coordinator: Coordinator) -> GroupDeletion:
                 answered = self._wait(
-                    port.delete_groups([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                    self._transport.delete_groups([group_id], coordinator.node_id, max(deadline.remaining_ms(), 1)),
                     deadline,
                     "DeleteGroups",
                 )
@@ -998,12 +604,11 @@ class GroupAdmin:
         }
         if not wanted:
             return {}
-        port = self._port("OffsetCommit")
         deadline = self._deadline(timeout_ms)
 
         def attempt(coordinator: Coordinator) -> dict[TopicPartition, int]:
             answered = self._wait(
-                port.alter_offsets(group_id, wanted, coordinator.node_id, max(deadline.remaining_ms(), 1)),
+                self._transport.alter_offsets(group_id, wanted, coordinator.node_id, max(deadline.remaining_ms(), 1)),
                 deadline,
                 "OffsetCommit",
             )
@@ -1037,19 +642,7 @@ class GroupAdmin:
             AdminTimeoutError: the lookup failed or timed out (the message names why).
 
         """
-        wanted = sorted(set(partitions))
-        if not wanted:
-            return {}
-        deadline = self._deadline(timeout_ms)
-        return self._retry(
-            lambda: self._wait(
-                self._transport.list_offsets(wanted, "earliest", max(deadline.remaining_ms(), 1)),
-                deadline,
-                "ListOffsets",
-            ),
-            deadline,
-            "ListOffsets",
-        )
+        return self._log_offsets(partitions, "earliest", timeout_ms)
 
     def plan_offset_reset(
         self,
@@ -1114,40 +707,17 @@ class GroupAdmin:
                 )
         starts: Mapping[TopicPartition, int] = {}
         ends: Mapping[TopicPartition, int] = {}
-        found: Mapping[TopicPartition, tuple[int, int]] = {}
+        found: dict[TopicPartition, tuple[int, int]] = {}
         if target.kind in ("earliest", "offset", "shift_by"):
-            starts = _complete(self.beginning_offsets(partitions, _left(deadline)), partitions, "start")
+            starts = complete(self.beginning_offsets(partitions, _left(deadline)), partitions, "start")
         if target.kind == "timestamp":
             stamps = {tp: target.value for tp in partitions}
-            found = self._retry(
-                lambda: self._wait(
-                    self._transport.offsets_for_times(stamps, max(deadline.remaining_ms(), 1)), deadline, "ListOffsets"
-                ),
-                deadline,
-                "ListOffsets",
-            )
+            found = self._ask(lambda ms: self._transport.offsets_for_times(stamps, ms), deadline, "ListOffsets")
         if target.kind in ("latest", "offset", "shift_by") or (
             target.kind == "timestamp" and any(tp not in found for tp in partitions)
         ):
-            ends = _complete(self.end_offsets(partitions, _left(deadline)), partitions, "end")
-        rows = []
-        for tp in partitions:
-            note = ""
-            if target.kind == "earliest":
-                new = starts[tp]
-            elif target.kind == "latest":
-                new = ends[tp]
-            elif target.kind == "timestamp":
-                hit = found.get(tp)
-                if hit is None:
-                    new, note = ends[tp], "no record at or after the time: the log end offset"
-                else:
-                    new = hit[0]
-            else:
-                asked = target.value if target.kind == "offset" else current[tp] + target.value
-                new, note = _clamp(asked, starts[tp], ends[tp])
-            rows.append(PlannedOffset(tp, current.get(tp), new, note))
-        return OffsetResetPlan(group_id, state, target, tuple(rows))
+            ends = complete(self.end_offsets(partitions, _left(deadline)), partitions, "end")
+        return OffsetResetPlan(group_id, state, target, plan_rows(target, partitions, current, starts, ends, found))
 
     def _reset_scope(
         self,
@@ -1162,137 +732,10 @@ class GroupAdmin:
                 raise AdminError(f"group {group_id!r} has no committed offsets: name the topics to reset")
             return sorted(committed)
         names = sorted({item if isinstance(item, str) else item.topic for item in scope})
-        known = self._retry(
-            lambda: self._wait(
-                self._transport.describe_topics(names, max(deadline.remaining_ms(), 1)), deadline, "Metadata"
-            ),
-            deadline,
-            "Metadata",
-        )
-        unknown = [name for name in names if not known.get(name)]
-        if unknown:
-            raise AdminError(
-                f"unknown topic{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}",
-                api="Metadata",
-                code=codes.UNKNOWN_TOPIC_OR_PARTITION,
-            )
-        out: set[TopicPartition] = set()
-        for item in scope:
-            if isinstance(item, str):
-                out.update(TopicPartition(item, info.partition) for info in known[item])
-                continue
-            numbers = sorted(info.partition for info in known[item.topic])
-            if item.partition not in numbers:
-                raise AdminError(
-                    f"topic {item.topic!r} has no partition {item.partition} (its partitions: "
-                    f"{', '.join(map(str, numbers))})",
-                    api="Metadata",
-                    code=codes.UNKNOWN_TOPIC_OR_PARTITION,
-                )
-            out.add(item)
-        return sorted(out)
+        known = self._ask(lambda ms: self._transport.describe_topics(names, ms), deadline, "Metadata")
+        return reset_partitions(scope, known)
 
 
 def _left(deadline: Deadline) -> int:
     """What is left of ``deadline`` for the next call (at least 1 ms: it then times out at once)."""
     return deadline.remaining_ms() or 1
-
-
-def _complete(
-    found: Mapping[TopicPartition, int], partitions: Iterable[TopicPartition], which: str
-) -> Mapping[TopicPartition, int]:
-    """``found``, or an AdminError naming the partitions whose log ``which`` offset is unknown."""
-    missing = [str(tp) for tp in partitions if tp not in found]
-    if missing:
-        raise AdminError(
-            f"could not look up the log {which} offset of {', '.join(missing)} (no leader?)", api="ListOffsets"
-        )
-    return found
-
-
-def _clamp(asked: int, start: int, end: int) -> tuple[int, str]:
-    """``asked`` within ``[start, end]``, and a note when it was not (Kafka's ``checkOffsetsRange``)."""
-    if asked > end:
-        return end, f"{asked} is past the log end offset: set to {end}"
-    if asked < start:
-        return start, f"{asked} is before the log start offset: set to {start}"
-    return asked, ""
-
-
-def _describe(described: DescribedGroup, coordinator: Coordinator) -> GroupDescription:
-    if described.protocol_type not in (_CONSUMER_PROTOCOL_TYPE, ""):
-        raise AdminError(
-            f"group {described.group_id!r} is not a consumer group (protocol type {described.protocol_type!r})",
-            api="DescribeGroups",
-        )
-    return GroupDescription(
-        group_id=described.group_id,
-        state=described.group_state,
-        protocol_type=described.protocol_type,
-        protocol=described.protocol_data,
-        generation_id=None,
-        coordinator=coordinator,
-        members=tuple(_member(m) for m in described.members),
-    )
-
-
-def _describe_consumer_group(described: DescribedConsumerGroup, coordinator: Coordinator) -> GroupDescription:
-    return GroupDescription(
-        group_id=described.group_id,
-        state=described.group_state,
-        protocol_type=_CONSUMER_PROTOCOL_TYPE,
-        protocol=described.assignor_name,
-        generation_id=None,
-        coordinator=coordinator,
-        members=tuple(_consumer_member(m) for m in described.members),
-        group_type="consumer",
-        group_epoch=described.group_epoch,
-        assignment_epoch=described.assignment_epoch,
-    )
-
-
-_MEMBER_PROTOCOLS: Final = {MEMBER_TYPE_CLASSIC: "classic", MEMBER_TYPE_CONSUMER: "consumer"}
-
-
-def _partitions(topics: tuple[NamedTopicPartitions, ...]) -> tuple[TopicPartition, ...]:
-    return tuple(sorted(TopicPartition(t.topic_name, p) for t in topics for p in t.partitions))
-
-
-def _consumer_member(m: DescribedConsumerMember) -> MemberDescription:
-    return MemberDescription(
-        member_id=m.member_id,
-        group_instance_id=m.instance_id,
-        client_id=m.client_id,
-        client_host=m.client_host,
-        assignment=_partitions(m.assignment),
-        subscribed_topics=tuple(sorted(m.subscribed_topic_names)),
-        member_epoch=m.member_epoch,
-        target_assignment=_partitions(m.target_assignment),
-        member_protocol=_MEMBER_PROTOCOLS.get(m.member_type),
-        rack_id=m.rack_id,
-        subscribed_topic_regex=m.subscribed_topic_regex,
-    )
-
-
-def _member(m: DescribedMember) -> MemberDescription:
-    problems: list[str] = []
-    assignment: tuple[TopicPartition, ...] = ()
-    topics: tuple[str, ...] | None = None
-    try:
-        assignment = tuple(sorted(decode_assignment(m.member_assignment).partitions))
-    except MalformedMetadata as exc:
-        problems.append(f"assignment: {exc}")
-    if m.member_metadata:
-        try:
-            topics = tuple(sorted(decode_subscription(m.member_metadata).topics))
-        except MalformedMetadata as exc:
-            problems.append(f"subscription: {exc}")
-    return MemberDescription(
-        member_id=m.member_id,
-        group_instance_id=m.group_instance_id,
-        client_id=m.client_id,
-        client_host=m.client_host,
-        assignment=assignment,
-        subscribed_topics=topics,
-        decode_error="; ".join(problems) or None,
-    )

@@ -1,0 +1,193 @@
+"""Fetched record batches to kgroup ``ConsumerRecord``s: the record decoder of the fetch pipeline.
+
+:class:`PartitionRecords` is one partition's fetched data, decoded a whole batch at a time
+straight into kgroup ``ConsumerRecord``s, instead of one generator step, one kafka-python record
+and one kafka-python ``ConsumerRecord`` per record. Batches are decoded and CRC-checked in C by
+aiokafka's record extension when it is installed (:func:`load_batch_decoder`), else by
+kafka-python's own (pure Python) ``DefaultRecordBatch``. :mod:`kgroup._io.fetch_pipeline` hands
+its records out; :mod:`kgroup._io.columnar` decodes the same bytes into columns instead.
+
+:func:`fetch_error` is the kgroup error for an error kafka-python raised while fetching (Java's
+consumer exceptions).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
+
+# isort: split
+import kafka.errors as KErrors
+from kafka.consumer.fetcher import Fetcher
+from kafka.protocol.consumer import IsolationLevel
+from kafka.structs import TopicPartition as KTopicPartition
+
+from kgroup.errors import FetchError, OffsetOutOfRangeError
+from kgroup.types import ConsumerRecord, TopicPartition
+
+__all__ = ["BatchDecoder", "PartitionRecords", "fetch_error", "kafka_tp", "load_batch_decoder"]
+
+#: aiokafka's C ``DefaultRecordBatch`` (None: not installed) and the codecs it decompresses
+BatchDecoder = tuple[Any, frozenset[int]]
+
+
+def kafka_tp(tp: TopicPartition) -> KTopicPartition:
+    """kafka-python's ``TopicPartition`` of ``tp``."""
+    return KTopicPartition(tp.topic, tp.partition)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def load_batch_decoder() -> BatchDecoder:
+    """The C ``DefaultRecordBatch`` of aiokafka and the codecs it decompresses, or (None, {})."""
+    try:
+        module = importlib.import_module("aiokafka.record._crecords.default_records")
+        codec = importlib.import_module("aiokafka.codec")
+    except ImportError:
+        return None, frozenset()
+    codecs = {0}
+    for code, name in ((1, "has_gzip"), (2, "has_snappy"), (3, "has_lz4"), (4, "has_zstd")):
+        if getattr(codec, name)():
+            codecs.add(code)
+    return module.DefaultRecordBatch, frozenset(codecs)
+
+
+def fetch_error(exc: Exception) -> FetchError:
+    """The kgroup error for an error kafka-python's Fetcher raised (Java's consumer exceptions)."""
+    partitions = getattr(exc, "args", ())
+    tp = None
+    if partitions and isinstance(partitions[0], dict) and partitions[0]:
+        ktp = next(iter(partitions[0]))
+        tp = TopicPartition(ktp.topic, ktp.partition)
+    if isinstance(exc, KErrors.OffsetOutOfRangeError):
+        return OffsetOutOfRangeError(f"fetch position out of range and auto_offset_reset is 'none': {exc}", tp)
+    return FetchError(f"fetch failed: {_describe(exc)}", tp)
+
+
+
+class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
+    """One partition's fetched data, handed out as kgroup ``ConsumerRecord``s.
+
+    Keeps the contract kafka-python's Fetcher relies on (``take(n)``, ``next_fetch_offset``
+    after each take, ``drain()`` at the end, errors raised in line) and its batch rules:
+    CRC check first, the leader epoch of the batch, aborted transactions skipped under
+    read_committed, control batches skipped, records below the fetch offset skipped, and
+    the next fetch offset taken from the last batch's header at the end. A batch whose
+    decoding fails raises on every later ``take`` until the position moves past it.
+    """
+
+    def __init__(self, decoder: BatchDecoder, fetch_offset: int, tp: Any, records: Any,
+                 **kwargs: Any) -> None:
+        super().__init__(fetch_offset, tp, records, **kwargs)
+        self._fast_batch, self._fast_codecs = decoder
+        self._batches = records
+        self._decoded: list[ConsumerRecord] = []
+        self._next_index = 0
+        self._last_batch: Any = None
+        self._failure: Exception | None = None
+
+    def take(self, n: int | None = None) -> list[ConsumerRecord]:
+        self._maybe_raise_next_inline_exception()
+        out: list[ConsumerRecord] = []
+        if self.record_iterator is None:  # drained
+            return out
+        limit = sys.maxsize if n is None else n
+        try:
+            while len(out) < limit:
+                decoded = self._decoded
+                start = self._next_index
+                if start < len(decoded):
+                    end = min(len(decoded), start + limit - len(out))
+                    out += decoded[start:end]
+                    self._next_index = end
+                    self.records_read += end - start
+                    self.next_fetch_offset = decoded[end - 1].offset + 1
+                elif not self._decode_next_batch():
+                    break
+        except Exception as exc:
+            if not out:
+                raise
+            self._next_inline_exception = exc  # raised by the next take()
+        return out
+
+    def _decode_next_batch(self) -> bool:
+        """Decode the next batch into ``_decoded``; False (and drained) after the last one."""
+        if self._failure is not None:
+            raise self._failure
+        batch = self._batches.next_batch()
+        if batch is None:
+            last = self._last_batch
+            if last is not None and last.magic == 2:
+                # v2 keeps the last offset of a batch even when compaction removed its record
+                self.next_fetch_offset = last.next_offset
+            self.drain()
+            return False
+        self._last_batch = batch
+        self._decoded = []
+        self._next_index = 0
+        try:
+            self._decoded = self._decode(batch)
+        except Exception as exc:
+            self._failure = exc
+            raise
+        self.bytes_read += batch.size_in_bytes
+        return True
+
+    def _corrupt(self, batch: Any) -> Exception:
+        error: Exception = KErrors.CorruptRecordError(
+            f"Record batch for partition {self.topic_partition} at offset {batch.base_offset} failed crc check"
+        )
+        return error
+
+    def _decode(self, batch: Any) -> list[ConsumerRecord]:
+        tp = self.topic_partition
+        topic, partition = tp.topic, tp.partition
+        if batch.magic < 2:  # legacy message sets (brokers before 0.11): kafka-python per record
+            legacy: list[ConsumerRecord] = []
+            for r in batch:
+                if self.check_crcs and not r.validate_crc():
+                    raise self._corrupt(batch)
+                if r.offset >= self.fetch_offset:
+                    legacy.append(ConsumerRecord(topic, partition, r.offset, r.key, r.value, (),
+                                                 r.timestamp, r.timestamp_type, None))
+            return legacy
+        fast = self._fast_batch
+        source: Any = batch
+        if fast is not None:
+            source = fast(batch._buffer)  # the batch's bytes (kafka-python keeps a private copy)
+        if self.check_crcs and not source.validate_crc():
+            raise self._corrupt(batch)
+        if fast is not None and batch.compression_type not in self._fast_codecs:
+            source = batch  # a codec only kafka-python's libraries decompress
+        self.leader_epoch = batch.leader_epoch
+        if self.isolation_level == IsolationLevel.READ_COMMITTED and batch.has_producer_id():
+            self._consume_aborted_transactions_up_to(batch.last_offset)
+            producer_id = batch.producer_id
+            if self._contains_abort_marker(batch):
+                self.aborted_producer_ids.discard(producer_id)
+            elif self._is_batch_aborted(batch):
+                self.next_fetch_offset = batch.next_offset
+                return []
+        if batch.is_control_batch:  # transaction markers are never handed out
+            self.next_fetch_offset = batch.next_offset
+            return []
+        epoch = batch.leader_epoch if batch.leader_epoch >= 0 else None
+        new = tuple.__new__
+        record_type = ConsumerRecord
+        records: list[ConsumerRecord] = [
+            new(record_type, (topic, partition, r.offset, r.key, r.value, tuple(h) if (h := r.headers) else (),
+                              r.timestamp, r.timestamp_type, epoch))
+            for r in source
+        ]
+        if batch.base_offset < self.fetch_offset:  # a batch that starts before the fetch offset
+            records = [r for r in records if r.offset >= self.fetch_offset]
+        return records
+
+
+# import aiokafka's C decoder (if installed) with this module, not when the first consumer starts
+load_batch_decoder()

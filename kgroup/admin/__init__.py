@@ -1,0 +1,73 @@
+"""Consumer-group administration: list, describe, delete groups; offsets, lag and resets; remove static members.
+
+``GroupAdmin`` is a small client over the ``AdminTransport`` port (``kgroup._io.transport``; over
+kafka-python's network client in ``kgroup._io.kafka_admin``), the kgroup counterpart of the group
+parts of Java's ``Admin`` (``describeConsumerGroups``, ``listConsumerGroups``,
+``listConsumerGroupOffsets``, ``listOffsets``, ``alterConsumerGroupOffsets``,
+``deleteConsumerGroups``, ``removeMembersFromConsumerGroup``). The ``kgroup`` command line
+(``kgroup.cli``) is a thin layer over it.
+
+Rules:
+
+1. **Every call has a deadline** (``timeout_ms``, default the admin's ``timeout_ms``): retriable
+   answers (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, a lost
+   connection) are retried with ``retry_backoff_ms`` after finding the coordinator again, as
+   Java's ``AdminApiDriver`` does, until the deadline; then ``AdminTimeoutError``.
+2. **Errors are typed** (``AdminError`` and subclasses, all ``KGroupError``) and name the Kafka
+   error (``code``, ``error_name``). Per-member results of a removal are values, not errors:
+   the caller decides (``MemberRemoval.error_code``).
+3. **Bytes are decoded** with kgroup's ConsumerProtocol codec
+   (:mod:`kgroup.protocol.consumer_protocol`): a member's assignment always (empty bytes: no
+   partitions, as Java's ``DescribeConsumerGroupsHandler``), its subscription when the
+   coordinator sends it (only while the group is Stable: Kafka's ``describeNoMetadata``).
+4. **Both group protocols are described** as Java's ``Admin.describeConsumerGroups`` does
+   (``DescribeConsumerGroupsHandler``): ConsumerGroupDescribe (API 69, KIP-848) first, which
+   answers for a consumer group (``group_type`` "consumer": group epoch, assignment epoch, and per
+   member its epoch, assignment and target assignment); DescribeGroups for a group it does not
+   know as a consumer group (a classic group, or none) and against a broker without API 69.
+
+The package, by job: ``_client`` (``GroupAdmin``), ``_values`` (the answers), ``_errors``,
+``_describe`` (described groups to ``GroupDescription``), ``_resets`` (offset reset planning).
+"""
+
+from __future__ import annotations
+
+from kgroup.admin._client import DEFAULT_REMOVE_REASON, GroupAdmin
+from kgroup.admin._errors import (
+    AdminError,
+    AdminTimeoutError,
+    GroupNotEmptyError,
+    GroupNotFoundError,
+    UnsupportedVersionError,
+)
+from kgroup.admin._resets import INACTIVE_STATES, OffsetResetPlan, PlannedOffset, ResetTarget
+from kgroup.admin._values import (
+    Coordinator,
+    GroupDeletion,
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+    MemberRemoval,
+    PartitionLag,
+)
+
+__all__ = [
+    "DEFAULT_REMOVE_REASON",
+    "INACTIVE_STATES",
+    "AdminError",
+    "AdminTimeoutError",
+    "Coordinator",
+    "GroupAdmin",
+    "GroupDeletion",
+    "GroupDescription",
+    "GroupListing",
+    "GroupNotEmptyError",
+    "GroupNotFoundError",
+    "MemberDescription",
+    "MemberRemoval",
+    "OffsetResetPlan",
+    "PartitionLag",
+    "PlannedOffset",
+    "ResetTarget",
+    "UnsupportedVersionError",
+]

@@ -1,0 +1,54 @@
+"""The admin's exceptions: ``AdminError`` (a ``KGroupError``) and its subclasses, each naming the Kafka error."""
+
+from __future__ import annotations
+
+from kgroup._error_codes import error_name
+from kgroup.errors import KGroupError
+
+__all__ = ["AdminError", "AdminTimeoutError", "GroupNotEmptyError", "GroupNotFoundError", "UnsupportedVersionError"]
+
+
+class AdminError(KGroupError):
+    """A group-administration call failed.
+
+    Attributes:
+        api: the Kafka API that failed ("DescribeGroups", "LeaveGroup", ...; "" for none).
+        code: the Kafka error code the broker answered, or None (no answer, client-side).
+        error_name: the code's protocol name ("UNKNOWN_MEMBER_ID"), or None.
+
+    """
+
+    def __init__(self, message: str, *, api: str = "", code: int | None = None) -> None:
+        super().__init__(message)
+        self.api = api
+        self.code = code
+        self.error_name = None if code is None else error_name(code)
+
+
+class GroupNotFoundError(AdminError):
+    """The group does not exist.
+
+    State "Dead", GROUP_ID_NOT_FOUND (69), or a whole-request UNKNOWN_MEMBER_ID from
+    LeaveGroup (Kafka's answer for an unknown group).
+    """
+
+
+class UnsupportedVersionError(AdminError):
+    """The coordinator cannot speak the version the call needs.
+
+    LeaveGroup v3+ for removal by ``group_instance_id`` (KIP-345, Kafka 2.4+); OffsetFetch v8+
+    for all committed offsets.
+    """
+
+
+class AdminTimeoutError(AdminError):
+    """The call's deadline passed; ``__cause__`` or the message names the last failure."""
+
+
+class GroupNotEmptyError(AdminError):
+    """The group has members (or is rebalancing), and the operation needs it inactive.
+
+    Kafka's ``kafka-consumer-groups.sh`` resets offsets only of an ``Empty`` or ``Dead`` group
+    ("Assignments can only be reset if the group ... is inactive"); the coordinator refuses to
+    delete a group with members (NON_EMPTY_GROUP, 68).
+    """
