@@ -1,8 +1,9 @@
 """Time, injected.
 
 Rule: nothing in kgroup calls ``time.monotonic()`` or ``time.sleep()`` except ``MonotonicClock``
-here. The membership machine never sees a clock at all: it is handed ``now`` (seconds, float)
-by its driver. Tests use ``kgroup.testing.FakeClock``.
+here, and nothing reads the wall clock except ``wall_time_ns`` (timestamps for tracing spans).
+The membership machine never sees a clock at all: it is handed ``now`` (seconds, float) by its
+driver. Tests use ``kgroup.testing.FakeClock``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "MonotonicClock"]
+__all__ = ["Clock", "MonotonicClock", "wall_time_ns"]
 
 
 class Clock(Protocol):
@@ -35,3 +36,8 @@ class MonotonicClock:
     def sleep(self, seconds: float) -> None:
         """``time.sleep(seconds)``."""
         time.sleep(max(0.0, seconds))
+
+
+def wall_time_ns() -> int:
+    """Nanoseconds since the epoch (``time.time_ns``): a tracing span's start time, never a deadline."""
+    return time.time_ns()
