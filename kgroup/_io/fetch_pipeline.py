@@ -312,7 +312,6 @@ class PipelinedFetcher:
         # kafka-python's Fetcher runs the offset resets and KIP-320 validations only; it never fetches
         self._offsets = Fetcher(client, self._subscription, **kp_config)
         self._decoder = record_decoder.load_batch_decoder()
-        self.batch_decoder = "aiokafka (C)" if self._decoder[0] is not None else "kafka-python"
         self._client = client
         self._manager = client._manager
         self._cluster = cluster

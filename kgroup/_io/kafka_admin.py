@@ -51,7 +51,7 @@ from kgroup.protocol.group_api import (
 )
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
 
-__all__ = ["KafkaAdminTransport"]
+__all__ = ["KafkaAdminTransport", "admin_offset_commit"]
 
 T = TypeVar("T")
 
@@ -64,6 +64,7 @@ ADMIN_OFFSET_COMMIT_MAX = 8
 #: the ListGroups versions that carry each group's state (KIP-518) and type (KIP-848)
 LIST_GROUPS_STATE_MIN = 4
 LIST_GROUPS_TYPE_MIN = 5
+
 
 def _unsupported_as(inner: concurrent.futures.Future[T], fallback: T) -> concurrent.futures.Future[T]:
     """``inner``, except that "no version both sides speak" becomes ``fallback`` (an error-code result)."""

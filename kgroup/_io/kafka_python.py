@@ -3,11 +3,12 @@
 Rules:
 
 1. Only ``kgroup._io`` imports ``kafka`` (``kgroup.testing``'s broker helpers aside): this
-   module for the network client, :mod:`kgroup._io.kafka_messages` for the
-   group APIs' message classes (the one mapping to kgroup's own request and response types,
-   :mod:`kgroup.protocol.group_api`), :mod:`kgroup._io.kafka_frames` for the coordinator
-   proxy's frame codec (not loaded by ``import kgroup``). A kafka-python upgrade touches this
-   package alone (``tests/compat`` guards the pin ``>=3.0.12,<3.1``).
+   module for the network client and the consumer's transport, :mod:`kgroup._io.kafka_admin`
+   for the admin's, :mod:`kgroup._io.kafka_messages` for the group APIs' message classes (the
+   one mapping to kgroup's own request and response types, :mod:`kgroup.protocol.group_api`),
+   :mod:`kgroup._io.kafka_frames` for the coordinator proxy's frame codec (not loaded by
+   ``import kgroup``). A kafka-python upgrade touches this package alone (``tests/compat``
+   guards the pin ``>=3.0.12,<3.1``).
 2. Group requests go out at most at their ``api_version`` (kgroup's newest,
    ``group_api.NEWEST_VERSIONS``); the connection negotiates ``min(ours, broker's)`` from
    ApiVersions, so JoinGroup goes out at the highest version both sides support (v9 on
@@ -64,7 +65,7 @@ from kgroup.protocol.group_api import (
 )
 from kgroup.types import Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
 
-__all__ = ["KAFKA_PYTHON_VERSION", "KafkaPythonTransport"]
+__all__ = ["KAFKA_PYTHON_VERSION", "KafkaNetwork", "KafkaPythonTransport"]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ def _describe(exc: BaseException) -> str:
 
 
 class KafkaNetwork:
-    """kafka-python's ``KafkaNetClient`` and IO thread, bridged to ``concurrent.futures``: what both transports share.
+    """kafka-python's ``KafkaNetClient`` and IO thread bridged to futures: what both transports share.
 
     The group requests (:meth:`send`), topic metadata, ListOffsets and DescribeGroups (the
     ``ClusterPort`` calls); :class:`KafkaPythonTransport` (the consumer's) and
@@ -404,7 +405,7 @@ class KafkaNetwork:
 
         return go
 
-    # ------------------------------------------------------------------ offsets
+    # ------------------------------------------------------------------ calls to a group's coordinator
     def _coordinator_call(
         self,
         request: group_api.GroupRequest,
