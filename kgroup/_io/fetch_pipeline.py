@@ -47,6 +47,18 @@ records handed out before them first. Records are decoded by ``PartitionRecords`
 batches skipped). One difference: a response without records leaves the position's leader
 epoch as it was (Java's ``FetchCollector``), where kafka-python sets it to -1.
 
+Follower fetching (KIP-392; Java's ``AbstractFetch.selectReadReplica`` and
+``FetchCollector`` are the reference): every Fetch carries ``client_rack`` as its rack id. When
+the leader names a ``preferred_read_replica`` (a broker with ``replica.selector.class``, e.g.
+``RackAwareReplicaSelector``, and a replica in the client's rack), the partition is fetched from
+that replica until ``metadata_max_age_ms`` has passed (naming the same replica again does not
+extend it), while the metadata lists the replica as an online replica of the partition. The
+leader serves the partition again after NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE,
+KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, OFFSET_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION,
+after a Fetch that failed (a disconnect), and after OFFSET_OUT_OF_RANGE from the replica, which
+is then retried on the leader before the position is reset (a follower may not have the
+leader's newest records yet). ``fetches_by_node`` counts the Fetches and record bytes per node.
+
 Fetch sessions (KIP-227) are not used: every Fetch is a full one (session id 0, epoch -1).
 
 Bulk readers (the Spark source's executors) take the same hand-out as columns with
@@ -108,6 +120,16 @@ _LEADER_ERRORS = (
     KErrors.KafkaStorageError,
 )
 _EPOCH_ERRORS = (KErrors.FencedLeaderEpochError, KErrors.UnknownLeaderEpochError)
+#: errors after which the leader serves the partition again, not its preferred read replica
+#: (Java ``FetchCollector.handleInitializeErrors``; OFFSET_OUT_OF_RANGE apart)
+_REPLICA_ERRORS = (
+    KErrors.NotLeaderForPartitionError,
+    KErrors.ReplicaNotAvailableError,
+    KErrors.KafkaStorageError,
+    KErrors.FencedLeaderEpochError,
+    KErrors.OffsetNotAvailableError,
+    KErrors.UnknownTopicOrPartitionError,
+)
 
 
 class _Held:
@@ -330,6 +352,13 @@ class PipelinedFetcher:
         self._backoff_until: dict[int, float] = {}
         self._ends: dict[KTopicPartition, int] = {}  # fetch_until
         self._next_response_id = 0
+        # KIP-392: client_rack as the Fetch's rack id; each partition's preferred read replica
+        # (node, monotonic expiry) as the leader named it (Java ``SubscriptionState.preferredReadReplica``)
+        self._rack = config.client_rack or ""
+        self._preferred: dict[KTopicPartition, tuple[int, float]] = {}
+        # Fetch requests sent and record bytes received, per node (read by tests: ``fetches_by_node``)
+        self._sent_to: collections.Counter[int] = collections.Counter()
+        self._bytes_from: collections.Counter[int] = collections.Counter()
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
         # fetch_columns' decoder (decode_record_set) once it was called; False without numpy/pyarrow
         self._columnar: Any = None
@@ -353,6 +382,8 @@ class PipelinedFetcher:
             self._drop(ktp)
         for ktp in [ktp for ktp in self._ends if not self._subscription.is_assigned(ktp)]:
             del self._ends[ktp]
+        for ktp in [ktp for ktp in self._preferred if not self._subscription.is_assigned(ktp)]:
+            del self._preferred[ktp]
         topics = {tp.topic for tp in partitions}
         if not topics <= self._topics:
             self._topics |= topics
@@ -435,6 +466,18 @@ class PipelinedFetcher:
         """Fetched responses not fully handed out: ``(partition, record bytes)`` each (read by tests)."""
         return [(TopicPartition(ktp.topic, ktp.partition), held.size()) for ktp, held in list(self._held.items())
                 if held.error is None]
+
+    def fetches_by_node(self) -> dict[int, tuple[int, int]]:
+        """Per node: ``(Fetch requests sent, record bytes received)`` so far (read by tests).
+
+        Shows which replica served the fetches (KIP-392 follower fetching).
+        """
+        return {node: (self._sent_to[node], self._bytes_from[node]) for node in sorted(self._sent_to)}
+
+    def preferred_read_replica(self, tp: TopicPartition) -> int | None:
+        """The node ``tp`` is fetched from instead of its leader (KIP-392), or None: the leader."""
+        entry = self._preferred.get(kafka_tp(tp))
+        return None if entry is None or self._clock.monotonic() > entry[1] else entry[0]
 
     def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` records, waiting at most ``timeout_ms`` (ms) for a fetch response.
@@ -562,6 +605,8 @@ class PipelinedFetcher:
                 cluster.request_update()
                 self._dirty = True  # look again at the next fetch(): no event says when metadata came
                 continue
+            if self._preferred:
+                node = self._read_replica(ktp, node, now)
             if node in skipped:
                 continue
             if node not in by_node:
@@ -591,6 +636,44 @@ class PipelinedFetcher:
                 continue
             self._send(node, partitions, NO_WAIT_MS if held else self._config.fetch_max_wait_ms)
 
+    def _read_replica(self, ktp: KTopicPartition, leader: int, now: float) -> int:
+        """The node to fetch ``ktp`` from: its preferred read replica, else ``leader`` (Java ``selectReadReplica``).
+
+        The preferred replica is used while it has not expired (``metadata_max_age_ms`` after the
+        leader named it) and the metadata lists it as an online replica of ``ktp``; one that is
+        not is forgotten and the metadata refreshed.
+        """
+        entry = self._preferred.get(ktp)
+        if entry is None:
+            return leader
+        node, expires = entry
+        if now > expires:
+            del self._preferred[ktp]
+            log.debug("the preferred read replica %s of %s expired: fetching from the leader %s", node, ktp, leader)
+            return leader
+        if not self._online_replica(ktp, node):
+            del self._preferred[ktp]
+            log.debug("the preferred read replica %s of %s is not an online replica: fetching from the leader %s",
+                      node, ktp, leader)
+            self._cluster.request_update()
+            return leader
+        return node
+
+    def _online_replica(self, ktp: KTopicPartition, node: int) -> bool:
+        """The metadata knows ``node`` and lists it as a replica of ``ktp``, not an offline one."""
+        if not self._cluster.is_replica_node(ktp, node):
+            return False
+        partitions = getattr(self._cluster, "_partitions", {}).get(ktp.topic, {})
+        return node not in (getattr(partitions.get(ktp.partition), "offline_replicas", None) or ())
+
+    def _clear_preferred(self, ktp: KTopicPartition, why: str) -> int | None:
+        """Forget ``ktp``'s preferred read replica (the leader serves its next Fetch); the one forgotten."""
+        entry = self._preferred.pop(ktp, None)
+        if entry is None:
+            return None
+        log.debug("%s: fetching %s from its leader again instead of the preferred read replica %s", why, ktp, entry[0])
+        return entry[0]
+
     def _holding(self) -> dict[int, set[int]]:
         """Per node, the responses that still hold records of unpaused partitions."""
         out: dict[int, set[int]] = {}
@@ -613,7 +696,7 @@ class PipelinedFetcher:
             session_epoch=-1,
             topics=[_FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
             forgotten_topics_data=[],
-            rack_id="",
+            rack_id=self._rack,
             min_version=self._min_version,
             max_version=FETCH_MAX_VERSION,
         )
@@ -640,6 +723,7 @@ class PipelinedFetcher:
 
         self._in_flight_nodes.add(node)
         self._in_flight_tps.update(offsets)
+        self._sent_to[node] += 1
         log.debug("Fetch %d to node %s (max_wait_ms %d): %s", response_id, node, wait_ms, offsets)
         try:
             scheduled = manager.call_soon(go)
@@ -661,6 +745,8 @@ class PipelinedFetcher:
             if exc is not None:
                 log.debug("Fetch to node %s failed: %s", node, exc)
                 self._backoff(node)
+                for ktp in offsets:
+                    self._clear_preferred(ktp, f"the Fetch to node {node} failed")  # Java handleFetchFailure
                 continue
             top_error = getattr(response, "error_code", 0)
             if top_error:
@@ -675,6 +761,7 @@ class PipelinedFetcher:
                     fetch_offset = offsets.get(ktp)
                     if fetch_offset is None or ktp in self._held:
                         continue
+                    self._bytes_from[node] += len(data.records or b"")
                     held = _Held(ktp, node, response_id, fetch_offset, data, version)
                     if sub.is_paused(ktp):
                         # parked raw until resumed (kafka-python and Java keep paused partitions' data)
@@ -744,6 +831,7 @@ class PipelinedFetcher:
                     )
                 if data.high_watermark >= 0:
                     state.highwater = data.high_watermark
+                self._note_preferred(tp, getattr(data, "preferred_read_replica", -1))
                 if size == 0:
                     return False
                 held.records = PartitionRecords(
@@ -756,6 +844,8 @@ class PipelinedFetcher:
                 held.raw, held.aborted = data.records, data.aborted_transactions
                 held.data = None
                 return True
+            if error_type in _REPLICA_ERRORS:
+                self._clear_preferred(tp, error_type.__name__)  # Java FetchCollector.handleInitializeErrors
             if error_type in _LEADER_ERRORS:
                 log.debug("Error fetching partition %s: %s", tp, error_type.__name__)
                 self._leader_hint(tp, data)
@@ -765,7 +855,12 @@ class PipelinedFetcher:
                 self._leader_hint(tp, data)
                 sub.request_position_validation(tp)
                 cluster.request_update()
+            elif error_type is KErrors.OffsetNotAvailableError:
+                log.debug("Error fetching partition %s: %s", tp, error_type.__name__)
+                cluster.request_update()
             elif error_type is KErrors.OffsetOutOfRangeError:
+                if self._clear_preferred(tp, "out of range on a follower") is not None:
+                    return False  # the leader decides whether the offset is out of range (KIP-392)
                 position = sub.assignment[tp].position
                 if position is None or position.offset != fetch_offset:
                     return False
@@ -787,6 +882,21 @@ class PipelinedFetcher:
         finally:
             if error_type is not KErrors.NoError:
                 sub.move_partition_to_end(tp)  # healthier partitions first in the next Fetch
+
+    def _note_preferred(self, tp: KTopicPartition, node: int | None) -> None:
+        """Fetch from ``node`` (a response's ``preferred_read_replica``) for ``metadata_max_age_ms``.
+
+        Java ``SubscriptionState.updatePreferredReadReplica``: -1 (none named) changes nothing,
+        and naming the same replica again does not extend its expiry.
+        """
+        if node is None or node < 0:
+            return
+        entry = self._preferred.get(tp)
+        if entry is not None and entry[0] == node:
+            return
+        expires = self._clock.monotonic() + self._config.metadata_max_age_ms / 1000
+        self._preferred[tp] = (node, expires)
+        log.debug("fetching %s from its preferred read replica %s (KIP-392)", tp, node)
 
     def _leader_hint(self, tp: KTopicPartition, data: Any) -> None:
         """A KIP-951 ``current_leader`` hint of a Fetch v12+ response."""

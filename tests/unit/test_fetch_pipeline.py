@@ -28,6 +28,7 @@ from kgroup.types import TopicPartition
 T = "t"
 P0, P1, P2 = (TopicPartition(T, p) for p in range(3))
 NODE = 1
+FOLLOWER = 2
 
 
 def batch(base: int, n: int) -> bytes:
@@ -69,6 +70,7 @@ class FakeCluster:
     def __init__(self) -> None:
         self.updates = 0
         self._last_successful_refresh_ms = 1
+        self.replicas = {NODE, FOLLOWER}
 
     def leader_for_partition(self, tp: Any) -> int:
         return NODE
@@ -88,6 +90,9 @@ class FakeCluster:
 
     def update_partition_leader(self, *args: Any) -> bool:
         return False
+
+    def is_replica_node(self, tp: Any, node: int) -> object | None:
+        return object() if node in self.replicas else None
 
 
 def make(**overrides: Any) -> tuple[PipelinedFetcher, FakeManager, FakeCluster]:
@@ -111,8 +116,12 @@ def fetched(request: Any) -> dict[TopicPartition, int]:
     return {TopicPartition(t.topic, p.partition): p.fetch_offset for t in request.topics for p in t.partitions}
 
 
-def answer(manager: FakeManager, index: int, parts: dict[TopicPartition, Any], aborted: Any = None) -> None:
-    """Answer the ``index``-th Fetch: ``{tp: bytes}`` (records) or ``{tp: error code}``."""
+def answer(manager: FakeManager, index: int, parts: dict[TopicPartition, Any], aborted: Any = None,
+           preferred: int = -1) -> None:
+    """Answer the ``index``-th Fetch: ``{tp: bytes}`` (records) or ``{tp: error code}``.
+
+    ``preferred``: every partition's ``preferred_read_replica`` (KIP-392; -1: none).
+    """
     _, request, future = manager.sent[index]
     partitions = []
     for tp in fetched(request):
@@ -121,7 +130,7 @@ def answer(manager: FakeManager, index: int, parts: dict[TopicPartition, Any], a
         records = value if isinstance(value, bytes) else b""
         partitions.append(SimpleNamespace(partition_index=tp.partition, error_code=error, high_watermark=1000,
                                           records=records, aborted_transactions=aborted, diverging_epoch=None,
-                                          current_leader=None))
+                                          current_leader=None, preferred_read_replica=preferred))
     response = SimpleNamespace(API_VERSION=12, error_code=codes.NONE,
                                responses=[SimpleNamespace(topic=T, partitions=partitions)])
     future.success(response)
@@ -450,3 +459,121 @@ def test_fetch_columns_of_a_fetcher_without_it_groups_fetch_by_partition() -> No
     assert [c.topic_partition for c in columns] == [P0, P1]
     assert _column_rows(columns) == _rows(records)
     assert fetch_pipeline.fetch_columns(SimpleNamespace(fetch=lambda max_records, timeout_ms: []), 10, 0) == []
+
+
+# --------------------------------------------------------------------------- follower fetching (KIP-392)
+
+
+def _to_follower(monkeypatch: pytest.MonkeyPatch | None = None, **config: Any) -> tuple[
+        PipelinedFetcher, FakeManager, FakeCluster, list[float]]:
+    """P0 at offset 5, whose leader named ``FOLLOWER`` its preferred read replica; the Fetch to it is sent."""
+    fetcher, manager, cluster = make(client_rack="az-2", **config)
+    now = [1000.0]
+    if monkeypatch is not None:
+        monkeypatch.setattr(fetcher, "_clock", SimpleNamespace(monotonic=lambda: now[0]))
+    fetcher.assign(frozenset({P0}))
+    fetcher.seek(P0, 5, leader_epoch=3)
+    fetcher.fetch(5, 0)
+    assert manager.sent[0][0] == NODE
+    answer(manager, 0, {}, preferred=FOLLOWER)  # the leader names the replica, without records
+    assert fetcher.fetch(5, 0) == []
+    assert fetcher.preferred_read_replica(P0) == FOLLOWER
+    assert [node for node, _, _ in manager.sent] == [NODE, FOLLOWER]
+    assert fetched(manager.sent[1][1]) == {P0: 5}
+    return fetcher, manager, cluster, now
+
+
+def test_client_rack_is_the_fetch_rack_id() -> None:
+    fetcher, manager, _ = make(client_rack="az-1")
+    start(fetcher, P0)
+    fetcher.fetch(5, 0)
+    assert manager.sent[0][1].rack_id == "az-1"
+    fetcher, manager, _ = make()
+    start(fetcher, P0)
+    fetcher.fetch(5, 0)
+    assert manager.sent[0][1].rack_id == ""
+
+
+def test_the_preferred_read_replica_serves_the_fetches() -> None:
+    fetcher, manager, _, _ = _to_follower()
+    answer(manager, 1, {P0: batch(5, 3)})  # a follower names no replica (-1): nothing changes
+    assert offsets(fetcher.fetch(5, 0)) == [(0, 5), (0, 6), (0, 7)]
+    assert [node for node, _, _ in manager.sent] == [NODE, FOLLOWER, FOLLOWER]
+    assert fetched(manager.sent[2][1]) == {P0: 8}
+    assert manager.sent[2][1].rack_id == "az-2"
+    counts = fetcher.fetches_by_node()
+    assert counts[NODE] == (1, 0) and counts[FOLLOWER][0] == 2 and counts[FOLLOWER][1] > 0
+
+
+def test_the_preferred_read_replica_expires_after_metadata_max_age_ms(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, manager, _, now = _to_follower(monkeypatch, metadata_max_age_ms=10000)
+    now[0] += 6
+    answer(manager, 1, {P0: batch(5, 1)}, preferred=FOLLOWER)  # named again: the expiry is not extended
+    assert offsets(fetcher.fetch(5, 0)) == [(0, 5)]
+    assert manager.sent[2][0] == FOLLOWER
+    now[0] += 4.5
+    answer(manager, 2, {P0: batch(6, 1)})
+    assert offsets(fetcher.fetch(5, 0)) == [(0, 6)]
+    assert manager.sent[3][0] == NODE and fetched(manager.sent[3][1]) == {P0: 7}
+    assert fetcher.preferred_read_replica(P0) is None
+
+
+@pytest.mark.parametrize("error", [codes.NOT_LEADER_FOR_PARTITION, codes.REPLICA_NOT_AVAILABLE,
+                                   codes.KAFKA_STORAGE_ERROR, codes.OFFSET_NOT_AVAILABLE,
+                                   codes.UNKNOWN_TOPIC_OR_PARTITION])
+def test_an_error_of_the_replica_sends_the_next_fetch_to_the_leader(error: int) -> None:
+    fetcher, manager, cluster, _ = _to_follower()
+    updates = cluster.updates
+    answer(manager, 1, {P0: error})
+    assert fetcher.fetch(5, 0) == []
+    assert fetcher.preferred_read_replica(P0) is None
+    assert cluster.updates > updates, "the metadata is refreshed"
+    assert manager.sent[2][0] == NODE and fetched(manager.sent[2][1]) == {P0: 5}
+
+
+def test_fenced_leader_epoch_from_the_replica_validates_then_fetches_from_the_leader() -> None:
+    fetcher, manager, _, _ = _to_follower()
+    answer(manager, 1, {P0: codes.FENCED_LEADER_EPOCH})
+    assert fetcher.fetch(5, 0) == []
+    assert fetcher.preferred_read_replica(P0) is None
+    assert fetcher._subscription.assignment[KTopicPartition(T, 0)].awaiting_validation
+
+
+def test_a_failed_fetch_to_the_replica_goes_back_to_the_leader(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, manager, _, _ = _to_follower(monkeypatch)
+    manager.sent[1][2].failure(ConnectionError("the replica went away"))
+    assert fetcher.fetch(5, 0) == []
+    assert fetcher.preferred_read_replica(P0) is None
+    assert manager.sent[2][0] == NODE, "the leader is not backed off: the failed node was the replica"
+    answer(manager, 2, {P0: batch(5, 2)})
+    assert offsets(fetcher.fetch(5, 0)) == [(0, 5), (0, 6)]
+
+
+def test_out_of_range_on_the_replica_is_retried_on_the_leader_before_resetting() -> None:
+    fetcher, manager, _, _ = _to_follower(auto_offset_reset="earliest")
+    answer(manager, 1, {P0: codes.OFFSET_OUT_OF_RANGE})
+    assert fetcher.fetch(5, 0) == []
+    assert fetcher.has_position(P0) and fetcher.position(P0) == 5, "no reset: the leader is asked first"
+    assert not any("reset" in name for name in manager.started)
+    assert manager.sent[2][0] == NODE and fetched(manager.sent[2][1]) == {P0: 5}
+    answer(manager, 2, {P0: codes.OFFSET_OUT_OF_RANGE})  # the leader says so too: reset
+    fetcher.fetch(5, 0)
+    assert not fetcher.has_position(P0)
+    assert any("reset" in name for name in manager.started)
+
+
+def test_a_replica_the_metadata_no_longer_lists_is_not_fetched_from() -> None:
+    fetcher, manager, cluster, _ = _to_follower()
+    cluster.replicas.discard(FOLLOWER)
+    answer(manager, 1, {P0: batch(5, 1)})
+    updates = cluster.updates
+    assert offsets(fetcher.fetch(5, 0)) == [(0, 5)]
+    assert manager.sent[2][0] == NODE and fetched(manager.sent[2][1]) == {P0: 6}
+    assert fetcher.preferred_read_replica(P0) is None and cluster.updates > updates
+
+
+def test_the_preferred_read_replica_is_forgotten_with_the_partition() -> None:
+    fetcher, _, _, _ = _to_follower()
+    fetcher.assign(frozenset({P1}))
+    fetcher.assign(frozenset({P0, P1}))
+    assert fetcher.preferred_read_replica(P0) is None
