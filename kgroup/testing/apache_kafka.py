@@ -509,7 +509,9 @@ def node_properties(
       ``share.coordinator.state.topic.replication.factor`` = the node count (Kafka's default
       3 cannot be met), ``transaction.state.log.min.isr`` and
       ``share.coordinator.state.topic.min.isr`` = min(2, node count);
-    * then ``overrides``, as given (booleans as ``true``/``false``).
+    * then ``overrides``, as given (booleans as ``true``/``false``); a value that is a mapping
+      of node id -> value sets the property per node, e.g.
+      ``{"broker.rack": {1: "az-1", 2: "az-2", 3: "az-3"}}``.
 
     Args:
         node_id: This node's id, a key of ``broker_ports``.
@@ -552,8 +554,25 @@ def node_properties(
             raise ValueError(
                 f"{key} is set by kgroup.testing for every node and cannot be overridden"
             )
+        if isinstance(value, Mapping):
+            value = _per_node_value(key, value, node_id)
+            if value is None:
+                continue
         props[key] = _format_value(value)
     return props
+
+
+def _per_node_value(key: str, values: Mapping[object, object], node_id: int) -> object | None:
+    """Node ``node_id``'s value of a per-node override (``{node id: value}``), or None: not set on it.
+
+    Raises:
+        ValueError: a key of ``values`` is not a positive int.
+
+    """
+    for node in values:
+        if not isinstance(node, int) or isinstance(node, bool) or node < 1:
+            raise ValueError(f"{key}: per-node values are keyed by node id (1, 2, ...), got {node!r}")
+    return values.get(node_id)
 
 
 def _validate(nodes: int, overrides: Mapping[str, object] | None) -> None:
@@ -561,6 +580,9 @@ def _validate(nodes: int, overrides: Mapping[str, object] | None) -> None:
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
         raise ValueError(f"nodes must be a positive int, got {nodes!r}")
     node_properties(1, broker_ports={1: 1}, controller_ports={1: 1}, data_dir=".", overrides=overrides)
+    for key, value in (overrides or {}).items():
+        if isinstance(value, Mapping) and not set(value) <= set(range(1, nodes + 1)):
+            raise ValueError(f"{key}: per-node values for nodes {sorted(value)}, of nodes 1..{nodes}")
 
 
 class _Node:
