@@ -53,10 +53,6 @@ IGNORED: Final[dict[str, tuple[frozenset[str], str]]] = {
         frozenset({"false"}),
         "kgroup never asks the broker to create a subscribed topic: create topics beforehand",
     ),
-    "exclude.internal.topics": (
-        frozenset({"true", "false"}),
-        "it applies to pattern subscriptions only, which kgroup does not have",
-    ),
     "send.buffer.bytes": (frozenset({"-1"}), "the operating system's socket buffer sizes are used"),
     "receive.buffer.bytes": (frozenset({"-1"}), "the operating system's socket buffer sizes are used"),
     "socket.connection.setup.timeout.ms": (frozenset(), "kafka-python's connection setup timeouts apply"),

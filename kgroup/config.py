@@ -381,6 +381,10 @@ class ConsumerConfig:
             ("uniform" or "range" on Apache Kafka; an unknown name fails at the broker with
             UNSUPPORTED_ASSIGNOR, a ``FatalGroupError``), or None for the broker's default
             (Java ``group.remote.assignor``, default null; a blank string is None).
+        exclude_internal_topics: a pattern subscription never matches the internal topics
+            (``__consumer_offsets``, ``__transaction_state``, ...), as Java's
+            ``exclude.internal.topics`` (True); False lets it match them. Under
+            ``group_protocol="consumer"`` the broker matches the pattern, so it has no effect.
 
     Offsets:
         enable_auto_commit (True), auto_commit_interval_ms (5000),
@@ -430,6 +434,7 @@ class ConsumerConfig:
     group_remote_assignor: str | None = attrs.field(
         default=None, converter=_blank_to_none, validator=_optional_str
     )
+    exclude_internal_topics: bool = attrs.field(default=True, validator=_bool)
     enable_auto_commit: bool = attrs.field(default=True, validator=_bool)
     auto_commit_interval_ms: int = attrs.field(default=5000, validator=_positive)
     auto_offset_reset: str = attrs.field(default="latest", validator=_one_of(_OFFSET_RESET))
@@ -640,6 +645,7 @@ class _ConfigOptions(TypedDict, total=False):
     client_rack: str | None
     group_protocol: Literal["classic", "consumer"]
     group_remote_assignor: str | None
+    exclude_internal_topics: bool
     enable_auto_commit: bool
     auto_commit_interval_ms: int
     auto_offset_reset: Literal["earliest", "latest", "none"]

@@ -98,6 +98,12 @@ _PASS_THROUGH = (
 )
 
 
+def topic_names(response: Any, *, exclude_internal: bool) -> frozenset[str]:
+    """The topics a Metadata response lists without error; without the internal ones with ``exclude_internal``."""
+    return frozenset(t.name for t in response.topics
+                     if t.error_code == 0 and not (exclude_internal and getattr(t, "is_internal", False)))
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -450,17 +456,19 @@ class KafkaPythonTransport(KafkaNetwork):
         self._fetcher: RecordFetcher | None = None
 
     def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
-        """The names of every topic in the cluster but the internal ones (a Metadata request for all).
+        """The names of every topic in the cluster (a Metadata request for all), for pattern subscriptions.
 
-        Java's ``exclude.internal.topics`` default: ``__consumer_offsets`` and
-        ``__transaction_state`` never match a pattern subscription.
+        With ``exclude_internal_topics`` (Java's ``exclude.internal.topics``, default true) but
+        the internal ones (``__consumer_offsets``, ``__transaction_state``, ...): those never match
+        a pattern subscription.
         """
         request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
             topics=None, allow_auto_topic_creation=False, max_version=METADATA_MAX
         )
+        exclude_internal = self._config.exclude_internal_topics
         return self._bridge(
             request, self._manager.least_loaded_node, timeout_ms,
-            lambda r: frozenset(t.name for t in r.topics if t.error_code == 0 and not getattr(t, "is_internal", False)),
+            lambda r: topic_names(r, exclude_internal=exclude_internal),
         )
 
     # ------------------------------------------------------------------ the consumer group protocol (KIP-848)

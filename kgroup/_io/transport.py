@@ -279,7 +279,10 @@ class Transport(ClusterPort, Protocol):
         ...
 
     def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
-        """Every topic name of the cluster but the internal ones (pattern subscriptions)."""
+        """The cluster's topic names, for pattern subscriptions (without the internal ones by default).
+
+        The internal topics are left out unless ``exclude_internal_topics`` is False.
+        """
         ...
 
     def offset_commit(
