@@ -370,7 +370,10 @@ class ConsumerConfig:
             (("range", "cooperative-sticky"), which runs EAGER until every member drops range).
         client_rack: the rack (availability zone) this consumer runs in, or None (Java
             ``client.rack``, default ""). Sent in the Subscription (v3, KIP-881) so that the
-            range and sticky assignors prefer partitions with a replica in the same rack.
+            range and sticky assignors prefer partitions with a replica in the same rack, and
+            as every Fetch's rack id: a broker with ``replica.selector.class`` (e.g.
+            ``RackAwareReplicaSelector``) then names a replica in that rack, which serves the
+            partition's fetches (follower fetching, KIP-392).
         group_protocol: "classic" (the JoinGroup/SyncGroup protocol; Java's default) or
             "consumer" (KIP-848: ConsumerGroupHeartbeat, the broker assigns; Apache Kafka 4.0+).
             Java ``group.protocol``, any case. Under "consumer", ``session_timeout_ms``,
