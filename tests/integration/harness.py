@@ -101,11 +101,16 @@ class RecordingListener(kgroup.RebalanceListener):
 
 
 class Member:
-    """A kgroup consumer polling on its own thread until stopped."""
+    """A kgroup consumer polling on its own thread until stopped, of either group protocol.
 
-    def __init__(self, name: str, bootstrap: str, group_id: str, topics: list[str], log: EventLog,
-                 *, commit_on_revoke: bool = False, commit_each_batch: bool = False,
-                 revoke_delay_s: float = 0.0, **config: Any) -> None:
+    It subscribes to ``topics``, or to ``pattern`` when given. A ``ListenerError`` from ``poll()``
+    is recorded in ``errors`` and polling goes on, unless ``stop_on_listener_error``: then it
+    ends the member's thread as any other error does.
+    """
+
+    def __init__(self, name: str, bootstrap: str, group_id: str, topics: list[str] | None, log: EventLog,
+                 *, pattern: str | None = None, commit_on_revoke: bool = False, commit_each_batch: bool = False,
+                 revoke_delay_s: float = 0.0, stop_on_listener_error: bool = False, **config: Any) -> None:
         self.name = name
         settings: dict[str, Any] = {
             "session_timeout_ms": SESSION_TIMEOUT_MS,
@@ -120,12 +125,14 @@ class Member:
         self.consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id, **settings)
         self.listener = RecordingListener(name, log, lambda: self.consumer,
                                           commit_on_revoke=commit_on_revoke, revoke_delay_s=revoke_delay_s)
-        self.topics = topics
+        self.topics, self.pattern = topics, pattern
         self.commit_each_batch = commit_each_batch
+        self.stop_on_listener_error = stop_on_listener_error
         self.records: list[kgroup.ConsumerRecord] = []
         #: (time poll() returned, the batch): when each record was handed out
         self.batches: list[tuple[float, list[kgroup.ConsumerRecord]]] = []
         self.errors: list[BaseException] = []
+        #: set: the member stops calling poll() (slow processing), until cleared
         self.stall = threading.Event()
         self._stop = threading.Event()
         self._stopped = threading.Event()
@@ -139,14 +146,19 @@ class Member:
     def _run(self) -> None:
         self.poll_thread = threading.get_ident()
         try:
-            self.consumer.subscribe(self.topics, listener=self.listener)
+            if self.pattern is not None:
+                self.consumer.subscribe(pattern=self.pattern, listener=self.listener)
+            else:
+                self.consumer.subscribe(self.topics, listener=self.listener)
             while not self._stop.is_set():
                 if self.stall.is_set():
-                    self._stop.wait(0.05)
+                    self._stop.wait(0.05)  # the condition poll of a stalled member: not synchronisation
                     continue
                 try:
                     batch = self.consumer.poll(200)
                 except kgroup.ListenerError as exc:
+                    if self.stop_on_listener_error:
+                        raise
                     self.errors.append(exc)
                     continue
                 if batch:
