@@ -18,6 +18,7 @@ from .dsl import (
     CLOSED,
     G2,
     MISSING,
+    SESSION,
     Await,
     G,
     M,
@@ -53,6 +54,22 @@ RT = 1500
 
 def script(name: str, doc: str, *steps: Any, difference: str | None = None, broker: str = "default") -> None:
     SCRIPTS.append(Script(name=name, doc=doc, steps=tuple(steps), difference=difference, broker=broker))
+
+
+def static_pair(v: int = 9, *, b_session: int = SESSION, rejoin_checked: bool = True, **joining: Any) -> list[Any]:
+    """Static members ``a`` (instance ``ia``, the leader) and ``b`` (``ib``, session ``b_session``) in a
+    Stable group at generation 2: JoinGroup ``v`` with ``joining`` (the rejoin of ``a`` expected at
+    generation 2 if ``rejoin_checked``), SyncGroup v5."""
+    return [
+        join("a", v, instance="ia", **joining, expect=ok(generation_id=1)),
+        sync("a", leader=True, instance="ia"),
+        join("b", v, instance="ib", **joining, session=b_session, parked=True),
+        rejoin("a", v, instance="ia", **joining, expect=ok(generation_id=2) if rejoin_checked else None),
+        Await("b"),
+        sync("b", instance="ib", parked=True),
+        sync("a", leader=True, instance="ia"),
+        Await("b"),
+    ]
 
 
 def committed(*codes_: int) -> dict[str, Any]:
@@ -490,14 +507,7 @@ script(
     "static_leader_restart_v9_skip_assignment",
     "KIP-814: a restarted static leader at JoinGroup v9 gets skip_assignment with the member list and is "
     "leader under its new id; its SyncGroup (no assignments) returns the cached assignment, nobody rebalances.",
-    join("a", 9, instance="ia", expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", parked=True),
-    rejoin("a", 9, instance="ia", expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(),
     join("a2", 9, instance="ia", expect=ok(generation_id=2, skip_assignment=True, leader=M("a2"))),
     sync("a2", instance="ia", assignments=[], expect=ok(assignment=b"ia#1")),
     heartbeat("b", instance="ib", expect=ok()),
@@ -510,14 +520,7 @@ script(
     "Below JoinGroup v9 (no skip_assignment) a restarted static leader's answer names the leader id from "
     "before the replacement (updateStaticMemberThenRebalanceOrCompleteJoin's currentLeader), so the client "
     "acts as a follower and SyncGroup returns the cached assignment.",
-    join("a", 8, instance="ia", expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 8, instance="ib", parked=True),
-    rejoin("a", 8, instance="ia", expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(8),
     join("a2", 8, instance="ia", expect=ok(generation_id=2, leader=M("a"), members=[])),
     sync("a2", instance="ia", expect=ok(assignment=b"ia#1")),
     heartbeat("b", instance="ib", expect=ok()),
@@ -553,14 +556,7 @@ script(
     "a known instance id removes that static member (KIP-345 admin removal), an unknown one is "
     "UNKNOWN_MEMBER_ID; a pending (MEMBER_ID_REQUIRED) member's leave is a valid leave, so a Stable group "
     "rebalances (maybePrepareRebalanceOrCompleteJoin).",
-    join("a", 9, instance="ia", expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", parked=True),
-    rejoin("a", 9, instance="ia"),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(rejoin_checked=False),
     join("c", expect=err(codes.MEMBER_ID_REQUIRED)),
     leave("c", 5, members=[(M("c"), None, "pending")], expect=ok(members=[{"error_code": 0}])),
     heartbeat("a", instance="ia", expect=err(codes.REBALANCE_IN_PROGRESS), note="a valid leave: Stable rebalances"),
@@ -679,14 +675,7 @@ script(
     "group (and in the leader's member list) past the rebalance timeout (KIP-345), is told ILLEGAL_GENERATION "
     "on the old generation and gets the current generation's answer when it rejoins during "
     "CompletingRebalance.",
-    join("a", 9, instance="ia", rebalance=RT, expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", rebalance=RT, parked=True),
-    rejoin("a", 9, instance="ia", rebalance=RT, expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(rebalance=RT),
     rejoin("a", 9, instance="ia", rebalance=RT, parked=True),
     Await("a", after_ms=RT, expect=ok(generation_id=3, members=[{"member_id": M("a")}, {"member_id": M("b")}])),
     heartbeat("b", instance="ib", expect=err(codes.ILLEGAL_GENERATION)),
@@ -701,14 +690,7 @@ script(
     "static_member_session_expiry",
     "A static member is removed by its session timeout like a dynamic one (expireClassicGroupMemberHeartbeat), "
     "and the group rebalances; its instance id is then unknown.",
-    join("a", 9, instance="ia", expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", session=SHORT, parked=True),
-    rejoin("a", 9, instance="ia", expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(b_session=SHORT),
     state_is("x", "PreparingRebalance", within_ms=3000, note="b's session (1000 ms) expires"),
     heartbeat("b", instance="ib", expect=err(codes.UNKNOWN_MEMBER_ID)),
     leave("x", members=[("", "ib", None)], expect=ok(members=[{"error_code": codes.UNKNOWN_MEMBER_ID}])),
@@ -890,14 +872,7 @@ script(
     "updateStaticMemberThenRebalanceOrCompleteJoin in Stable: when the restarted static member's protocols "
     "change the group's selected protocol (ClassicGroup.selectProtocol), the group rebalances instead of "
     "answering from the cache.",
-    join("a", 9, instance="ia", names=("range", "roundrobin"), expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", names=("range", "roundrobin"), parked=True),
-    rejoin("a", 9, instance="ia", names=("range", "roundrobin"), expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(names=("range", "roundrobin")),
     join("a2", 9, instance="ia", names=("roundrobin",), parked=True, note="a restarts with roundrobin only"),
     heartbeat("a", instance="ia", expect=err(codes.FENCED_INSTANCE_ID)),
     heartbeat("b", instance="ib", expect=err(codes.REBALANCE_IN_PROGRESS)),
