@@ -58,11 +58,7 @@ class Member(harness.Member):
 
 @pytest.fixture
 def members() -> Iterator[list[Member]]:
-    started: list[Member] = []
-    yield started
-    for member in started:
-        if not member._stopped.is_set():
-            member.stop()
+    yield from harness.stopped_after_the_test()
 
 
 def start(members: list[Member], member: Member) -> Member:
