@@ -18,7 +18,9 @@ skipping instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 
 # plain imports: if a kafka-python upgrade moves these, the compat tier must fail, not skip
 import kafka.coordinator.assignors.range as kp_range
@@ -86,36 +88,27 @@ RANGE = PAIRS[0]
 ROUNDROBIN = PAIRS[1]
 
 
-@settings(max_examples=200)
-@given(group=groups(static=False))
-def test_range_dynamic_members_plan_equals_kafka_python(group):
-    topics, members = group
-    ours, theirs = RANGE
-    assert dict(ours.assign(topics, members)) == _kp_plan(theirs, topics, members)
+def _plan_equals_kafka_python(pair: tuple[Any, Any], max_examples: int, **kind: bool) -> Callable[..., None]:
+    """A test: for ``groups(**kind)``, kgroup's assignor of ``pair`` plans as kafka-python's does."""
+
+    @settings(max_examples=max_examples)
+    @given(group=groups(**kind))
+    def test(group):
+        topics, members = group
+        ours, theirs = pair
+        assert dict(ours.assign(topics, members)) == _kp_plan(theirs, topics, members)
+
+    return test
 
 
-@settings(max_examples=100)
-@given(group=groups(static=True))
-def test_range_all_static_members_plan_equals_kafka_python(group):
-    topics, members = group
-    ours, theirs = RANGE
-    assert dict(ours.assign(topics, members)) == _kp_plan(theirs, topics, members)
-
-
-@settings(max_examples=200)
-@given(group=groups(static=False, identical=True))
-def test_roundrobin_dynamic_identical_subscriptions_plan_equals_kafka_python(group):
-    topics, members = group
-    ours, theirs = ROUNDROBIN
-    assert dict(ours.assign(topics, members)) == _kp_plan(theirs, topics, members)
-
-
-@settings(max_examples=100)
-@given(group=groups(static=True, identical=True))
-def test_roundrobin_all_static_identical_subscriptions_plan_equals_kafka_python(group):
-    topics, members = group
-    ours, theirs = ROUNDROBIN
-    assert dict(ours.assign(topics, members)) == _kp_plan(theirs, topics, members)
+test_range_dynamic_members_plan_equals_kafka_python = _plan_equals_kafka_python(RANGE, 200, static=False)
+test_range_all_static_members_plan_equals_kafka_python = _plan_equals_kafka_python(RANGE, 100, static=True)
+test_roundrobin_dynamic_identical_subscriptions_plan_equals_kafka_python = _plan_equals_kafka_python(
+    ROUNDROBIN, 200, static=False, identical=True
+)
+test_roundrobin_all_static_identical_subscriptions_plan_equals_kafka_python = _plan_equals_kafka_python(
+    ROUNDROBIN, 100, static=True, identical=True
+)
 
 
 def _javadoc_example() -> tuple[dict[str, int], dict[str, MemberSubscription]]:

@@ -9,6 +9,9 @@ either side writes must decode on the other side to the same values, and for can
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 # plain imports: if a kafka-python upgrade moves these, the compat tier must fail, not skip
 import kafka.protocol.consumer.metadata as metadata
 import kafka.protocol.old.consumer_protocol as old
@@ -35,6 +38,15 @@ VERSIONS = [0, 1, 2, 3]
 def test_kafka_python_supports_versions_zero_to_three():
     assert KpSubscription.max_version == 3
     assert KpAssignment.max_version == 3
+
+
+def at_every_version(**strategies: Any) -> Callable[[Callable[..., None]], Any]:
+    """A property test run at every version of :data:`VERSIONS`, 100 examples of ``strategies`` each."""
+
+    def wrap(test: Callable[..., None]) -> Any:
+        return pytest.mark.parametrize("version", VERSIONS)(settings(max_examples=100)(given(**strategies)(test)))
+
+    return wrap
 
 
 def _kp_subscription(s: Subscription, version: int):
@@ -73,33 +85,25 @@ def _from_kp_subscription(kp, version: int) -> Subscription:
     )
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=100)
-@given(s=subscriptions())
+@at_every_version(s=subscriptions())
 def test_subscription_kafka_python_bytes_decode_with_kgroup(version, s):
     wire = _kp_subscription(s, version).encode(version=version)
     assert decode_subscription(wire) == as_decoded(s, version)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=100)
-@given(s=subscriptions())
+@at_every_version(s=subscriptions())
 def test_subscription_kgroup_bytes_decode_with_kafka_python(version, s):
     kp = KpSubscription.decode(encode_subscription(s, version))
     assert kp.version == version
     assert _from_kp_subscription(kp, version) == as_decoded(s, version)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=100)
-@given(s=subscriptions())
+@at_every_version(s=subscriptions())
 def test_subscription_canonical_input_identical_bytes(version, s):
     assert encode_subscription(s, version) == _kp_subscription(s, version).encode(version=version)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=100)
-@given(a=assignments())
+@at_every_version(a=assignments())
 def test_assignment_kafka_python_bytes_decode_with_kgroup(version, a):
     wire = _kp_assignment(a, version).encode(version=version)
     assert decode_assignment(wire) == Assignment(
@@ -107,9 +111,7 @@ def test_assignment_kafka_python_bytes_decode_with_kgroup(version, a):
     )
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=100)
-@given(a=assignments())
+@at_every_version(a=assignments())
 def test_assignment_kgroup_bytes_decode_with_kafka_python(version, a):
     kp = KpAssignment.decode(encode_assignment(a, version))
     assert kp.version == version
@@ -117,9 +119,7 @@ def test_assignment_kgroup_bytes_decode_with_kafka_python(version, a):
     assert kp.user_data == a.user_data
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=100)
-@given(a=assignments())
+@at_every_version(a=assignments())
 def test_assignment_canonical_input_identical_bytes(version, a):
     assert encode_assignment(a, version) == _kp_assignment(a, version).encode(version=version)
 

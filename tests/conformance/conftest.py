@@ -35,23 +35,25 @@ from .harness import Broker, KafkaConnection
 
 _HERE = Path(__file__).parent
 
-TOPIC_PARTITIONS = 3
-READY_TIMEOUT_S = 60.0
-
 BROKER_OVERRIDES: Mapping[str, Any] = {
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 1000,
     "group.max.size": 3,
     "offsets.topic.num.partitions": 1,
 }
-MODEL_CONFIG = CoordinatorConfig(
-    group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=1000, group_max_size=3
-)
-
 DELAYED_OVERRIDES: Mapping[str, Any] = {**BROKER_OVERRIDES, "group.initial.rebalance.delay.ms": 1000}
-DELAYED_CONFIG = CoordinatorConfig(
-    group_initial_rebalance_delay_ms=1000, group_min_session_timeout_ms=1000, group_max_size=3
-)
+
+
+def model_config(overrides: Mapping[str, Any]) -> CoordinatorConfig:
+    """The model's configuration mirroring a broker's ``overrides``."""
+    return CoordinatorConfig(
+        group_initial_rebalance_delay_ms=overrides["group.initial.rebalance.delay.ms"],
+        group_min_session_timeout_ms=overrides["group.min.session.timeout.ms"],
+        group_max_size=overrides["group.max.size"],
+    )
+
+
+MODEL_CONFIG = model_config(BROKER_OVERRIDES)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -63,6 +65,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _address(handle: BrokerHandle) -> tuple[str, int]:
     host, _, port = handle.bootstrap_servers.split(",")[0].rpartition(":")
     return host, int(port)
+
+
+READY_TIMEOUT_S = 60.0
 
 
 def _wait_until_coordinator_ready(address: tuple[str, int]) -> None:
@@ -117,6 +122,7 @@ def _start(tmp_path_factory: pytest.TempPathFactory, name: str, overrides: Mappi
     return handle
 
 
+TOPIC_PARTITIONS = 3
 TOPIC_NAME = f"cf-topic-{uuid.uuid4().hex[:8]}"
 TOPICS = {"t": TOPIC_NAME, "missing": f"cf-missing-{uuid.uuid4().hex[:8]}"}
 
@@ -127,21 +133,21 @@ def _broker(handle: BrokerHandle, config: CoordinatorConfig) -> Broker:
     )
 
 
+def _serve(tmp_path_factory: pytest.TempPathFactory, name: str, overrides: Mapping[str, Any]) -> Iterator[Broker]:
+    handle = _start(tmp_path_factory, name, overrides)
+    try:
+        yield _broker(handle, model_config(overrides))
+    finally:
+        handle.stop()
+
+
 @pytest.fixture(scope="session")
 def conformance_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """Apache Kafka with :data:`BROKER_OVERRIDES`, and the model config that matches it."""
-    handle = _start(tmp_path_factory, "conformance-kafka", BROKER_OVERRIDES)
-    try:
-        yield _broker(handle, MODEL_CONFIG)
-    finally:
-        handle.stop()
+    yield from _serve(tmp_path_factory, "conformance-kafka", BROKER_OVERRIDES)
 
 
 @pytest.fixture(scope="session")
 def delayed_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """A second broker with ``group.initial.rebalance.delay.ms=1000``, for the KIP-134 scripts only."""
-    handle = _start(tmp_path_factory, "conformance-kafka-delayed", DELAYED_OVERRIDES)
-    try:
-        yield _broker(handle, DELAYED_CONFIG)
-    finally:
-        handle.stop()
+    yield from _serve(tmp_path_factory, "conformance-kafka-delayed", DELAYED_OVERRIDES)

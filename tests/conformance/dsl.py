@@ -82,41 +82,25 @@ def protocols(actor: str, *names: str) -> list[dict[str, Any]]:
     return [{"name": name, "metadata": subscription(f"{name}-{actor}")} for name in names or ("range",)]
 
 
-def join(
-    actor: str,
-    v: int = 9,
-    *,
-    member: Any = "",
-    group: Group = G,
-    instance: str | None = None,
-    session: int = SESSION,
-    rebalance: int = REBALANCE,
-    names: Sequence[str] = ("range",),
-    protocol_type: str = "consumer",
-    reason: str | None = None,
-    parked: bool = False,
-    expect: Any = None,
-    note: str = "",
-) -> Send:
+def _ids(actor: str, group: Group, member: Any, generation: Any, instance: str | None) -> dict[str, Any]:
+    """A member's identity fields: the actor's member id and generation unless given."""
+    return {
+        "group_id": group,
+        "generation_id": Gen(actor) if generation is None else generation,
+        "member_id": M(actor) if member is None else member,
+        "group_instance_id": instance,
+    }
+
+
+def join(actor: str, v: int = 9, *, member: Any = "", group: Group = G, instance: str | None = None,
+         session: int = SESSION, rebalance: int = REBALANCE, names: Sequence[str] = ("range",),
+         protocol_type: str = "consumer", reason: str | None = None, parked: bool = False, expect: Any = None,
+         note: str = "") -> Send:
     """JoinGroup (member id ``""`` unless given: see :func:`rejoin`)."""
-    return Send(
-        actor,
-        "JoinGroup",
-        v,
-        {
-            "group_id": group,
-            "session_timeout_ms": session,
-            "rebalance_timeout_ms": rebalance,
-            "member_id": member,
-            "group_instance_id": instance,
-            "protocol_type": protocol_type,
-            "protocols": protocols(actor, *names),
-            "reason": reason,
-        },
-        parked=parked,
-        expect=expect,
-        note=note,
-    )
+    fields = {"group_id": group, "session_timeout_ms": session, "rebalance_timeout_ms": rebalance, "member_id": member,
+              "group_instance_id": instance, "protocol_type": protocol_type, "protocols": protocols(actor, *names),
+              "reason": reason}
+    return Send(actor, "JoinGroup", v, fields, parked=parked, expect=expect, note=note)
 
 
 def rejoin(actor: str, v: int = 9, **kwargs: Any) -> Send:
@@ -124,135 +108,49 @@ def rejoin(actor: str, v: int = 9, **kwargs: Any) -> Send:
     return join(actor, v, member=M(actor), **kwargs)
 
 
-def sync(
-    actor: str,
-    v: int = 5,
-    *,
-    leader: bool = False,
-    group: Group = G,
-    member: Any = None,
-    generation: Any = None,
-    instance: str | None = None,
-    protocol_type: str | None = "consumer",
-    protocol_name: str | None = "range",
-    assignments: Any = None,
-    parked: bool = False,
-    expect: Any = None,
-    note: str = "",
-) -> Send:
+def sync(actor: str, v: int = 5, *, leader: bool = False, group: Group = G, member: Any = None, generation: Any = None,
+         instance: str | None = None, protocol_type: str | None = "consumer", protocol_name: str | None = "range",
+         assignments: Any = None, parked: bool = False, expect: Any = None, note: str = "") -> Send:
     """SyncGroup; a ``leader`` assigns to every member of its JoinGroup answer (``ASSIGN_ALL``)."""
-    return Send(
-        actor,
-        "SyncGroup",
-        v,
-        {
-            "group_id": group,
-            "generation_id": Gen(actor) if generation is None else generation,
-            "member_id": M(actor) if member is None else member,
-            "group_instance_id": instance,
-            "protocol_type": protocol_type,
-            "protocol_name": protocol_name,
-            "assignments": (ASSIGN_ALL if leader else []) if assignments is None else assignments,
-        },
-        parked=parked,
-        expect=expect,
-        note=note,
-    )
+    fields = {**_ids(actor, group, member, generation, instance), "protocol_type": protocol_type,
+              "protocol_name": protocol_name,
+              "assignments": (ASSIGN_ALL if leader else []) if assignments is None else assignments}
+    return Send(actor, "SyncGroup", v, fields, parked=parked, expect=expect, note=note)
 
 
-def heartbeat(
-    actor: str,
-    v: int = 4,
-    *,
-    group: Group = G,
-    member: Any = None,
-    generation: Any = None,
-    instance: str | None = None,
-    expect: Any = None,
-    note: str = "",
-) -> Send:
+def heartbeat(actor: str, v: int = 4, *, group: Group = G, member: Any = None, generation: Any = None,
+              instance: str | None = None, expect: Any = None, note: str = "") -> Send:
     """Heartbeat with the actor's member id and generation unless given."""
-    return Send(
-        actor,
-        "Heartbeat",
-        v,
-        {
-            "group_id": group,
-            "generation_id": Gen(actor) if generation is None else generation,
-            "member_id": M(actor) if member is None else member,
-            "group_instance_id": instance,
-        },
-        expect=expect,
-        note=note,
-    )
+    return Send(actor, "Heartbeat", v, _ids(actor, group, member, generation, instance), expect=expect, note=note)
 
 
-def leave(
-    actor: str,
-    v: int = 5,
-    *,
-    group: Group = G,
-    members: Sequence[tuple[Any, str | None, str | None]] | None = None,
-    expect: Any = None,
-    note: str = "",
-) -> Send:
+def leave(actor: str, v: int = 5, *, group: Group = G,
+          members: Sequence[tuple[Any, str | None, str | None]] | None = None, expect: Any = None,
+          note: str = "") -> Send:
     """LeaveGroup: v0-2 send ``members[0]``'s id alone; v3+ the batch of ``(member id, instance id, reason)``."""
     identities = list(members) if members is not None else [(M(actor), None, None)]
-    return Send(
-        actor,
-        "LeaveGroup",
-        v,
-        {
-            "group_id": group,
-            "member_id": identities[0][0] if identities else "",
-            "members": [
-                {"member_id": mid, "group_instance_id": iid, "reason": reason} for mid, iid, reason in identities
-            ],
-        },
-        expect=expect,
-        note=note,
-    )
+    fields = {
+        "group_id": group,
+        "member_id": identities[0][0] if identities else "",
+        "members": [{"member_id": mid, "group_instance_id": iid, "reason": reason} for mid, iid, reason in identities],
+    }
+    return Send(actor, "LeaveGroup", v, fields, expect=expect, note=note)
 
 
-def commit(
-    actor: str,
-    v: int = 9,
-    *,
-    group: Group = G,
-    offsets: Mapping[tuple[Topic, int], int | tuple[int, int, str | None]] | None = None,
-    generation: Any = -1,
-    member: Any = "",
-    instance: str | None = None,
-    expect: Any = None,
-    note: str = "",
-) -> Send:
+def commit(actor: str, v: int = 9, *, group: Group = G,
+           offsets: Mapping[tuple[Topic, int], int | tuple[int, int, str | None]] | None = None,
+           generation: Any = -1, member: Any = "", instance: str | None = None, expect: Any = None,
+           note: str = "") -> Send:
     """OffsetCommit of ``{(topic, partition): offset | (offset, leader epoch, metadata)}``."""
     by_topic: dict[Topic, list[dict[str, Any]]] = {}
     for (topic, partition), value in (offsets or {(T, 0): 5}).items():
         offset, epoch, metadata = value if isinstance(value, tuple) else (value, -1, "")
-        by_topic.setdefault(topic, []).append(
-            {
-                "partition_index": partition,
-                "committed_offset": offset,
-                "committed_leader_epoch": epoch,
-                "committed_metadata": metadata,
-            }
-        )
-    return Send(
-        actor,
-        "OffsetCommit",
-        v,
-        {
-            "group_id": group,
-            "generation_id_or_member_epoch": generation,
-            "member_id": member,
-            "group_instance_id": instance,
-            "retention_time_ms": -1,
-            "topics": [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()],
-        },
-        expect=expect,
-        note=note,
-    )
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                               "committed_leader_epoch": epoch, "committed_metadata": metadata})
+    fields = {"group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
+              "group_instance_id": instance, "retention_time_ms": -1,
+              "topics": [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()]}
+    return Send(actor, "OffsetCommit", v, fields, expect=expect, note=note)
 
 
 def _fetch_topics(topics: Mapping[Topic, Sequence[int]] | None) -> list[dict[str, Any]] | None:
@@ -261,67 +159,35 @@ def _fetch_topics(topics: Mapping[Topic, Sequence[int]] | None) -> list[dict[str
     return [{"name": topic, "partition_indexes": list(parts)} for topic, parts in topics.items()]
 
 
-def fetch(
-    actor: str,
-    v: int = 9,
-    *,
-    group: Group = G,
-    topics: Mapping[Topic, Sequence[int]] | None = None,
-    groups: Mapping[Group, Mapping[Topic, Sequence[int]] | None] | None = None,
-    require_stable: bool = False,
-    expect: Any = None,
-    note: str = "",
-) -> Send:
+def fetch(actor: str, v: int = 9, *, group: Group = G, topics: Mapping[Topic, Sequence[int]] | None = None,
+          groups: Mapping[Group, Mapping[Topic, Sequence[int]] | None] | None = None, require_stable: bool = False,
+          expect: Any = None, note: str = "") -> Send:
     """OffsetFetch of ``topics`` (``None``: every committed partition, v2+); v8+ may batch ``groups``."""
     batch = groups if groups is not None else {group: topics}
-    return Send(
-        actor,
-        "OffsetFetch",
-        v,
-        {
-            "group_id": group,
-            "topics": _fetch_topics(topics),
-            "groups": [
-                {"group_id": gid, "member_id": None, "member_epoch": -1, "topics": _fetch_topics(parts)}
-                for gid, parts in batch.items()
-            ],
-            "require_stable": require_stable,
-        },
-        expect=expect,
-        note=note,
-    )
+    fields = {
+        "group_id": group,
+        "topics": _fetch_topics(topics),
+        "groups": [{"group_id": gid, "member_id": None, "member_epoch": -1, "topics": _fetch_topics(parts)}
+                   for gid, parts in batch.items()],
+        "require_stable": require_stable,
+    }
+    return Send(actor, "OffsetFetch", v, fields, expect=expect, note=note)
+
+
+def _describe_fields(groups: Sequence[Group]) -> dict[str, Any]:
+    return {"groups": list(groups), "include_authorized_operations": False}
 
 
 def describe(actor: str, v: int = 5, *, groups: Sequence[Group] = (G,), expect: Any = None, note: str = "") -> Send:
     """DescribeGroups."""
-    return Send(
-        actor,
-        "DescribeGroups",
-        v,
-        {"groups": list(groups), "include_authorized_operations": False},
-        expect=expect,
-        note=note,
-    )
+    return Send(actor, "DescribeGroups", v, _describe_fields(groups), expect=expect, note=note)
 
 
-def list_groups(
-    actor: str,
-    v: int = 5,
-    *,
-    states: Sequence[str] = (),
-    types: Sequence[str] = (),
-    expect: Any = None,
-    note: str = "",
-) -> Send:
+def list_groups(actor: str, v: int = 5, *, states: Sequence[str] = (), types: Sequence[str] = (), expect: Any = None,
+                note: str = "") -> Send:
     """ListGroups (answers restricted to the script's own groups by the harness)."""
-    return Send(
-        actor,
-        "ListGroups",
-        v,
-        {"states_filter": list(states), "types_filter": list(types)},
-        expect=expect,
-        note=note,
-    )
+    fields = {"states_filter": list(states), "types_filter": list(types)}
+    return Send(actor, "ListGroups", v, fields, expect=expect, note=note)
 
 
 def delete(actor: str, v: int = 2, *, groups: Sequence[Group] = (G,), expect: Any = None, note: str = "") -> Send:
@@ -334,29 +200,12 @@ def state_of(answer: Mapping[str, Any]) -> str:
     return str(answer["groups"][0]["group_state"])
 
 
-def state_is(
-    actor: str,
-    state: str,
-    *,
-    within_ms: int,
-    after_ms: int | None = None,
-    group: Group = G,
-    v: int = 5,
-    expect: Any = None,
-    note: str = "",
-) -> Until:
+def state_is(actor: str, state: str, *, within_ms: int, after_ms: int | None = None, group: Group = G, v: int = 5,
+             expect: Any = None, note: str = "") -> Until:
     """Poll DescribeGroups until ``group`` is in ``state``."""
-    return Until(
-        actor,
-        "DescribeGroups",
-        v,
-        {"groups": [group], "include_authorized_operations": False},
-        predicate=lambda answer: state_of(answer) == state,
-        within_ms=within_ms,
-        after_ms=after_ms,
-        expect=expect,
-        note=note,
-    )
+    return Until(actor, "DescribeGroups", v, _describe_fields([group]),
+                 predicate=lambda answer: state_of(answer) == state, within_ms=within_ms, after_ms=after_ms,
+                 expect=expect, note=note)
 
 
 def stable_pair(a: str = "a", b: str = "b", **kwargs: Any) -> list[Any]:

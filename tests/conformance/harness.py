@@ -100,31 +100,33 @@ CLOSED = Closed()
 
 
 @dataclass(frozen=True)
-class M:
+class _ActorValue:
+    """A value an actor holds, different on each side; the subclass says which (equal only within a subclass)."""
+
+    actor: str
+
+
+class M(_ActorValue):
     """The member id actor ``actor`` holds on each side (raw in requests, normalised in expectations)."""
 
-    actor: str
 
-
-@dataclass(frozen=True)
-class Gen:
+class Gen(_ActorValue):
     """The generation id of actor ``actor``'s last successful JoinGroup on each side."""
 
-    actor: str
-
 
 @dataclass(frozen=True)
-class Group:
+class _Symbol:
+    """A name a script uses for something real; the subclass says what (equal only within a subclass)."""
+
+    symbol: str
+
+
+class Group(_Symbol):
     """A script group symbol ("g", "g2", ...): a unique real group id per run, the symbol in answers."""
 
-    symbol: str
 
-
-@dataclass(frozen=True)
-class Topic:
+class Topic(_Symbol):
     """A topic symbol: ``"t"`` is the session's 3-partition topic, anything else does not exist."""
-
-    symbol: str
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from .dsl import (
     CLOSED,
     G2,
     MISSING,
+    SESSION,
     Await,
     G,
     M,
@@ -53,6 +54,44 @@ RT = 1500
 
 def script(name: str, doc: str, *steps: Any, difference: str | None = None, broker: str = "default") -> None:
     SCRIPTS.append(Script(name=name, doc=doc, steps=tuple(steps), difference=difference, broker=broker))
+
+
+def lone_leader() -> list[Any]:
+    """Dynamic member ``a`` alone in a new group (JoinGroup v9 twice, KIP-394), its leader at generation 1."""
+    return [join("a", expect=err(codes.MEMBER_ID_REQUIRED)), rejoin("a", expect=ok(generation_id=1)),
+            sync("a", leader=True)]
+
+
+def b_rejoins_with_a_second_protocol() -> list[Any]:
+    """In the Stable pair of :func:`stable_pair`, ``b`` rejoins listing ``roundrobin`` too: a rebalance to
+    generation 3 that ``a`` completes by rejoining."""
+    return [rejoin("b", names=("range", "roundrobin"), parked=True), rejoin("a", expect=ok(generation_id=3)),
+            Await("b")]
+
+
+def static_sync(b: str = "b") -> list[Any]:
+    """The SyncGroup round of static members ``a`` (instance ``ia``, the leader) and ``b`` (``ib``): ``b``'s
+    parked until ``a`` sends the plan."""
+    return [sync(b, instance="ib", parked=True), sync("a", leader=True, instance="ia"), Await(b)]
+
+
+def removed_and_alone(removed: str, leader: str) -> list[Any]:
+    """``removed`` is no longer a member; ``leader`` completes the rebalance alone."""
+    return [heartbeat(removed, expect=err(codes.UNKNOWN_MEMBER_ID)), sync(leader, leader=True), describe("x")]
+
+
+def static_pair(v: int = 9, *, b_session: int = SESSION, rejoin_checked: bool = True, **joining: Any) -> list[Any]:
+    """Static members ``a`` (instance ``ia``, the leader) and ``b`` (``ib``, session ``b_session``) in a
+    Stable group at generation 2: JoinGroup ``v`` with ``joining`` (the rejoin of ``a`` expected at
+    generation 2 if ``rejoin_checked``), SyncGroup v5."""
+    return [
+        join("a", v, instance="ia", **joining, expect=ok(generation_id=1)),
+        sync("a", leader=True, instance="ia"),
+        join("b", v, instance="ib", **joining, session=b_session, parked=True),
+        rejoin("a", v, instance="ia", **joining, expect=ok(generation_id=2) if rejoin_checked else None),
+        Await("b"),
+        *static_sync(),
+    ]
 
 
 def committed(*codes_: int) -> dict[str, Any]:
@@ -148,9 +187,7 @@ script(
     "validateClassicGroupHeartbeat and ClassicGroup.validateOffsetCommit (ILLEGAL_GENERATION), and requests "
     "for a group the coordinator does not know (getOrMaybeCreateClassicGroup, classicGroupSync, "
     "classicGroupHeartbeat, classicGroupLeave, OffsetMetadataManager.validateOffsetCommit).",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     heartbeat("a", member=FAKE_ID, expect=err(codes.UNKNOWN_MEMBER_ID)),
     heartbeat("a", generation=7, expect=err(codes.ILLEGAL_GENERATION)),
     heartbeat("a", 0, generation=0, expect=err(codes.ILLEGAL_GENERATION)),
@@ -243,9 +280,7 @@ script(
     "inconsistent_group_protocol_on_join",
     "ClassicGroup.supportsProtocols: a joiner with another protocol type, or no protocol in common with every "
     "member, is INCONSISTENT_GROUP_PROTOCOL (new and existing members alike); an Empty group takes any.",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     join("b", protocol_type="connect", expect=err(codes.INCONSISTENT_GROUP_PROTOCOL)),
     join("b", names=("roundrobin",), expect=err(codes.INCONSISTENT_GROUP_PROTOCOL)),
     join("b", 3, names=("roundrobin",), expect=err(codes.INCONSISTENT_GROUP_PROTOCOL)),
@@ -343,9 +378,7 @@ script(
     "join_an_empty_group_after_everyone_left",
     "A group whose members all left is Empty with its generation kept (completeClassicGroupJoin with no "
     "member, initNextGeneration); the next JoinGroup starts the next generation (prepareRebalance from Empty).",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     leave("a"),
     describe("x", expect={"groups": [{"group_state": "Empty"}]}),
     heartbeat("a", expect=err(codes.UNKNOWN_MEMBER_ID)),
@@ -430,9 +463,7 @@ script(
     "oversize_leave_reason_closes_the_connection",
     "LeaveGroup v5's per-member reason (KIP-800) over 0x7fff bytes: Kafka closes the connection "
     "(LeaveGroupRequestData.read); the member stays in the group.",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     leave("a", members=[(M("a"), None, BIG)], expect=CLOSED),
     heartbeat("a", expect=ok(), note="still a member, on a new connection"),
     leave("a", 4, members=[(M("a"), None, BIG)], expect=ok(), note="v4 has no reason field"),
@@ -490,14 +521,7 @@ script(
     "static_leader_restart_v9_skip_assignment",
     "KIP-814: a restarted static leader at JoinGroup v9 gets skip_assignment with the member list and is "
     "leader under its new id; its SyncGroup (no assignments) returns the cached assignment, nobody rebalances.",
-    join("a", 9, instance="ia", expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", parked=True),
-    rejoin("a", 9, instance="ia", expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(),
     join("a2", 9, instance="ia", expect=ok(generation_id=2, skip_assignment=True, leader=M("a2"))),
     sync("a2", instance="ia", assignments=[], expect=ok(assignment=b"ia#1")),
     heartbeat("b", instance="ib", expect=ok()),
@@ -510,14 +534,7 @@ script(
     "Below JoinGroup v9 (no skip_assignment) a restarted static leader's answer names the leader id from "
     "before the replacement (updateStaticMemberThenRebalanceOrCompleteJoin's currentLeader), so the client "
     "acts as a follower and SyncGroup returns the cached assignment.",
-    join("a", 8, instance="ia", expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 8, instance="ib", parked=True),
-    rejoin("a", 8, instance="ia", expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(8),
     join("a2", 8, instance="ia", expect=ok(generation_id=2, leader=M("a"), members=[])),
     sync("a2", instance="ia", expect=ok(assignment=b"ia#1")),
     heartbeat("b", instance="ib", expect=ok()),
@@ -541,9 +558,7 @@ script(
     Await("b2", expect=err(codes.FENCED_INSTANCE_ID)),
     rejoin("a", 9, instance="ia", expect=ok(generation_id=3)),
     Await("b3", expect=ok(generation_id=3)),
-    sync("b3", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b3"),
+    *static_sync("b3"),
     describe("x"),
 )
 
@@ -553,14 +568,7 @@ script(
     "a known instance id removes that static member (KIP-345 admin removal), an unknown one is "
     "UNKNOWN_MEMBER_ID; a pending (MEMBER_ID_REQUIRED) member's leave is a valid leave, so a Stable group "
     "rebalances (maybePrepareRebalanceOrCompleteJoin).",
-    join("a", 9, instance="ia", expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", parked=True),
-    rejoin("a", 9, instance="ia"),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(rejoin_checked=False),
     join("c", expect=err(codes.MEMBER_ID_REQUIRED)),
     leave("c", 5, members=[(M("c"), None, "pending")], expect=ok(members=[{"error_code": 0}])),
     heartbeat("a", instance="ia", expect=err(codes.REBALANCE_IN_PROGRESS), note="a valid leave: Stable rebalances"),
@@ -597,9 +605,7 @@ script(
     "A pending member (MEMBER_ID_REQUIRED id, not rejoined) is not a member yet: its Heartbeat, SyncGroup and "
     "OffsetCommit are UNKNOWN_MEMBER_ID (ClassicGroup.validateMember); rejoining with a group instance id is "
     "refused (classicGroupJoinExistingMember throws IllegalStateException: UNKNOWN_SERVER_ERROR).",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     join("b", expect=err(codes.MEMBER_ID_REQUIRED)),
     heartbeat("b", generation=1, expect=err(codes.UNKNOWN_MEMBER_ID)),
     sync("b", generation=1, expect=err(codes.UNKNOWN_MEMBER_ID)),
@@ -615,9 +621,7 @@ script(
     "answer was lost, gets it again with the member list; a new member joining then forces a rebalance and "
     "the parked SyncGroups get REBALANCE_IN_PROGRESS.",
     *stable_pair(),
-    rejoin("b", names=("range", "roundrobin"), parked=True),
-    rejoin("a", expect=ok(generation_id=3)),
-    Await("b"),
+    *b_rejoins_with_a_second_protocol(),
     rejoin("a", expect=ok(generation_id=3, leader=M("a"), members=[{"member_id": M("a")}, {"member_id": M("b")}])),
     sync("b", parked=True),
     join("c", expect=err(codes.MEMBER_ID_REQUIRED), note="new member while CompletingRebalance"),
@@ -658,9 +662,7 @@ script(
     "The same member sends a second SyncGroup while its first is parked: Kafka overwrites the awaiting sync "
     "future (classicGroupSyncToClassicGroup, ClassicGroupMember.setAwaitingSyncFuture).",
     *stable_pair(),
-    rejoin("b", names=("range", "roundrobin"), parked=True),
-    rejoin("a", expect=ok(generation_id=3)),
-    Await("b"),
+    *b_rejoins_with_a_second_protocol(),
     sync("b", parked=True),
     sync("b2", member=M("b"), generation=3, parked=True),
     sync("a", leader=True),
@@ -679,21 +681,12 @@ script(
     "group (and in the leader's member list) past the rebalance timeout (KIP-345), is told ILLEGAL_GENERATION "
     "on the old generation and gets the current generation's answer when it rejoins during "
     "CompletingRebalance.",
-    join("a", 9, instance="ia", rebalance=RT, expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", rebalance=RT, parked=True),
-    rejoin("a", 9, instance="ia", rebalance=RT, expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(rebalance=RT),
     rejoin("a", 9, instance="ia", rebalance=RT, parked=True),
     Await("a", after_ms=RT, expect=ok(generation_id=3, members=[{"member_id": M("a")}, {"member_id": M("b")}])),
     heartbeat("b", instance="ib", expect=err(codes.ILLEGAL_GENERATION)),
     rejoin("b", 9, instance="ib", rebalance=RT, expect=ok(generation_id=3)),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_sync(),
     describe("x"),
 )
 
@@ -701,14 +694,7 @@ script(
     "static_member_session_expiry",
     "A static member is removed by its session timeout like a dynamic one (expireClassicGroupMemberHeartbeat), "
     "and the group rebalances; its instance id is then unknown.",
-    join("a", 9, instance="ia", expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", session=SHORT, parked=True),
-    rejoin("a", 9, instance="ia", expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(b_session=SHORT),
     state_is("x", "PreparingRebalance", within_ms=3000, note="b's session (1000 ms) expires"),
     heartbeat("b", instance="ib", expect=err(codes.UNKNOWN_MEMBER_ID)),
     leave("x", members=[("", "ib", None)], expect=ok(members=[{"error_code": codes.UNKNOWN_MEMBER_ID}])),
@@ -725,9 +711,7 @@ script(
     "KIP-394: a pending member (MEMBER_ID_REQUIRED, never rejoined) holds the join barrier "
     "(ClassicGroup.hasAllMembersJoined) until its session timeout removes it "
     "(classicGroupJoinNewDynamicMember's heartbeat timer, expireClassicGroupMemberHeartbeat).",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     join("b", session=SHORT, expect=err(codes.MEMBER_ID_REQUIRED)),
     rejoin("a", parked=True, note="the leader's rejoin starts a rebalance; b is pending"),
     Await("a", expect=ok(generation_id=2, members=[{"member_id": M("a")}])),
@@ -740,9 +724,7 @@ script(
     "expireClassicGroupMemberHeartbeat: a Stable member that stops heartbeating is removed after its own "
     "session timeout and the group rebalances (removeMemberAndUpdateClassicGroup); the other member's "
     "Heartbeat then gets REBALANCE_IN_PROGRESS and it rejoins alone.",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     join("b", session=SHORT, expect=err(codes.MEMBER_ID_REQUIRED)),
     rejoin("b", session=SHORT, parked=True),
     rejoin("a", expect=ok(generation_id=2)),
@@ -764,9 +746,7 @@ script(
     *stable_pair(rebalance=RT),
     rejoin("a", rebalance=RT, parked=True),
     Await("a", after_ms=RT, expect=ok(generation_id=3, members=[{"member_id": M("a")}])),
-    heartbeat("b", expect=err(codes.UNKNOWN_MEMBER_ID)),
-    sync("a", leader=True),
-    describe("x"),
+    *removed_and_alone("b", "a"),
 )
 
 script(
@@ -776,9 +756,7 @@ script(
     *stable_pair(rebalance=RT),
     rejoin("b", names=("range", "roundrobin"), rebalance=RT, parked=True, note="changed metadata"),
     Await("b", after_ms=RT, expect=ok(generation_id=3, leader=M("b"), members=[{"member_id": M("b")}])),
-    heartbeat("a", expect=err(codes.UNKNOWN_MEMBER_ID)),
-    sync("b", leader=True),
-    describe("x"),
+    *removed_and_alone("a", "b"),
 )
 
 script(
@@ -813,9 +791,7 @@ script(
     "The leader leaves while CompletingRebalance: the follower's parked SyncGroup is answered "
     "REBALANCE_IN_PROGRESS (prepareRebalance, resetAndPropagateAssignmentWithError) and it rejoins as leader.",
     *stable_pair(),
-    rejoin("b", names=("range", "roundrobin"), parked=True),
-    rejoin("a", expect=ok(generation_id=3)),
-    Await("b"),
+    *b_rejoins_with_a_second_protocol(),
     sync("b", parked=True),
     leave("a"),
     Await("b", expect=err(codes.REBALANCE_IN_PROGRESS)),
@@ -829,9 +805,7 @@ script(
     "(removeCurrentMemberFromClassicGroup completes only a parked JoinGroup) and its SyncGroup is never "
     "answered.",
     *stable_pair(),
-    rejoin("b", names=("range", "roundrobin"), parked=True),
-    rejoin("a", expect=ok(generation_id=3)),
-    Await("b"),
+    *b_rejoins_with_a_second_protocol(),
     sync("b", parked=True),
     leave("b2", members=[(M("b"), None, None)]),
     Await("b"),
@@ -890,14 +864,7 @@ script(
     "updateStaticMemberThenRebalanceOrCompleteJoin in Stable: when the restarted static member's protocols "
     "change the group's selected protocol (ClassicGroup.selectProtocol), the group rebalances instead of "
     "answering from the cache.",
-    join("a", 9, instance="ia", names=("range", "roundrobin"), expect=ok(generation_id=1)),
-    sync("a", leader=True, instance="ia"),
-    join("b", 9, instance="ib", names=("range", "roundrobin"), parked=True),
-    rejoin("a", 9, instance="ia", names=("range", "roundrobin"), expect=ok(generation_id=2)),
-    Await("b"),
-    sync("b", instance="ib", parked=True),
-    sync("a", leader=True, instance="ia"),
-    Await("b"),
+    *static_pair(names=("range", "roundrobin")),
     join("a2", 9, instance="ia", names=("roundrobin",), parked=True, note="a restarts with roundrobin only"),
     heartbeat("a", instance="ia", expect=err(codes.FENCED_INSTANCE_ID)),
     heartbeat("b", instance="ib", expect=err(codes.REBALANCE_IN_PROGRESS)),
@@ -969,9 +936,7 @@ script(
     "ClassicGroup.validateOffsetCommit on a group with members: a member's commit at the current generation "
     "is accepted; generation -1 without a member id is UNKNOWN_MEMBER_ID (only an Empty group takes "
     "anonymous commits), and generation -1 with a member id ILLEGAL_GENERATION, at v5 and v9 alike.",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     commit("a", generation=1, member=M("a"), offsets={(T, 0): 3, (T, 1): 4}, expect=committed(codes.NONE, codes.NONE)),
     commit("x", 9, offsets={(T, 2): 9}, expect=committed(codes.UNKNOWN_MEMBER_ID)),
     commit("x", 5, offsets={(T, 2): 9}, expect=committed(codes.UNKNOWN_MEMBER_ID)),
@@ -1030,9 +995,7 @@ script(
     "an unknown one GROUP_ID_NOT_FOUND (GroupMetadataManager.validateDeleteGroup); an Empty group is deleted "
     "with its offsets (OffsetMetadataManager.deleteAllOffsets), then described as Dead, not listed, and a "
     "JoinGroup creates it anew at generation 1.",
-    join("a", expect=err(codes.MEMBER_ID_REQUIRED)),
-    rejoin("a", expect=ok(generation_id=1)),
-    sync("a", leader=True),
+    *lone_leader(),
     commit("a", generation=1, member=M("a"), offsets={(T, 0): 5}),
     commit("x", group=G2, offsets={(T, 1): 6}),
     delete("x", 0, groups=[G, G2, Group("g3")]),

@@ -33,11 +33,10 @@ from kgroup import _error_codes as codes
 from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatRequest, TopicIdPartitions
 from kgroup.protocol.group_api import CommitPartition, CommitTopic, FetchTopic, OffsetCommitRequest, OffsetFetchRequest
 from kgroup.testing import FakeClock
-from kgroup.testing.broker import BrokerHandle
 from kgroup.testing.coordinator import ConsumerGroupConfig, ConsumerGroupModel
 
 from . import conftest
-from .harness import CLOSED, KafkaConnection
+from .harness import CLOSED, Broker, KafkaConnection
 
 SESSION_MS = 2000
 INTERVAL_MS = 1000
@@ -237,13 +236,9 @@ SCRIPTS: dict[str, list[Step]] = {
 
 
 @pytest.fixture(scope="module")
-def consumer_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerHandle]:
+def consumer_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """Apache Kafka 4.4 with the consumer group protocol's timers lowered (:data:`OVERRIDES`)."""
-    handle = conftest._start(tmp_path_factory, "conformance-kafka-consumer-groups", OVERRIDES)
-    try:
-        yield handle
-    finally:
-        handle.stop()
+    yield from conftest._serve(tmp_path_factory, "conformance-kafka-consumer-groups", OVERRIDES)
 
 
 def _topic_id(address: tuple[str, int]) -> uuid.UUID:
@@ -417,11 +412,11 @@ class _Run:
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_consumer_group_model_answers_as_apache_kafka(name: str, consumer_broker: BrokerHandle) -> None:
+def test_consumer_group_model_answers_as_apache_kafka(name: str, consumer_broker: Broker) -> None:
     """A script is played once more, with new groups, when it fails: a timer's edge (a heartbeat sent
     within milliseconds of a session or rebalance timeout) can fall on either side on a loaded
     machine; a real difference repeats."""
-    address = conftest._address(consumer_broker)
+    address = consumer_broker.address
     topic_id = _topic_id(address)
     try:
         _play(address, topic_id, name)

@@ -17,13 +17,14 @@ runs it as a strict xfail (docs/testing.md, "Tansu deviations: deselected, or st
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kgroup.testing.broker import BOOTSTRAP_ENV_VAR
 
-from .groupcheck import BareCoordinator
+from .groupcheck import BareCoordinator, PeerSide, Side
 
 _HERE = Path(__file__).parent
 
@@ -74,3 +75,19 @@ def group_coordinator(broker_kind: str, kafka_bootstrap: str, request: pytest.Fi
         yield coordinator
     finally:
         coordinator.close()
+
+
+@pytest.fixture
+def sides() -> Iterator[list[Side]]:
+    """The group members a test started, kgroup's and peers: after the test a peer is SIGKILLed,
+    a kgroup member stopped (one that does not stop in time is left as it is)."""
+    started: list[Side] = []
+    yield started
+    for side in started:
+        if isinstance(side, PeerSide):
+            side.peer.kill()
+        else:
+            try:
+                side.stop()  # type: ignore[attr-defined]
+            except AssertionError:
+                pass

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -32,7 +31,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from tests.integration.harness import EventLog, Member
+from tests.integration.harness import Background, EventLog, Member
 from tests.integration.peers import Peer
 
 INF = math.inf
@@ -214,27 +213,23 @@ def consumption_gaps(times: Sequence[float], start: float, end: float) -> float:
     return max(b - a for a, b in itertools.pairwise(points))
 
 
-class ContinuousProducer:
+class ContinuousProducer(Background):
     """Writes one record to every partition of ``topic`` each ``interval_s`` on its own thread.
 
     ``produced()`` (after ``stop()``) lists every acknowledged ``(partition, offset)``.
     """
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, interval_s: float = 0.1) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, interval_s: float = 0.1, **config: Any) -> None:
+        """``config``: the KafkaProducer's settings other than ``linger_ms=0, acks=1``."""
         from kafka import KafkaProducer  # the test's own producer (a peer client)
 
         self.topic = topic
         self.partitions = partitions
         self.interval_s = interval_s
-        self._producer: Any = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
+        self._producer: Any = KafkaProducer(bootstrap_servers=bootstrap, **{"linger_ms": 0, "acks": 1, **config})
         self._futures: list[Any] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
+        super().__init__("producer")
         self.errors: list[BaseException] = []
-
-    def start(self) -> ContinuousProducer:
-        self._thread.start()
-        return self
 
     def _run(self) -> None:
         seq = 0
@@ -242,12 +237,15 @@ class ContinuousProducer:
         try:
             while not self._stop.is_set():
                 for p in range(self.partitions):
-                    self._futures.append(self._producer.send(self.topic, f"{p}:{seq}".encode(), partition=p))
+                    self._send(p, f"{p}:{seq}".encode())
                 seq += 1
                 next_at += self.interval_s
                 self._stop.wait(max(0.0, next_at - time.monotonic()))  # pacing, not synchronisation
         except BaseException as exc:
             self.errors.append(exc)
+
+    def _send(self, partition: int, value: bytes) -> None:
+        self._futures.append(self._producer.send(self.topic, value, partition=partition))
 
     def count(self) -> int:
         return len(self._futures)

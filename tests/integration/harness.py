@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import attrs
 import pytest
 
 import kgroup
 from kgroup import TopicPartition
+from kgroup.testing import produce
 
 #: Tansu joins take session_timeout_ms / 2 (broker-notes.md S3b); 6000 is Kafka's minimum too
 SESSION_TIMEOUT_MS = 6000
@@ -25,6 +26,24 @@ HEARTBEAT_MS = 1000
 #: in a module, ``@BOTH`` on a test: ids ``[tansu]`` and ``[apache-kafka]``.
 BROKERS: tuple[str, ...] = ("tansu", "apache-kafka")
 BOTH = pytest.mark.broker_kinds(*BROKERS)
+
+_B = TypeVar("_B", bound="Background")
+
+
+class Background:
+    """Something a test runs on a daemon thread of its own: ``start()`` runs ``_run``, which goes on
+    until ``_stop`` is set."""
+
+    def __init__(self, name: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self: _B) -> _B:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        raise NotImplementedError
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.05) -> None:
@@ -65,6 +84,24 @@ class EventLog:
             return [e for e in self.events if e.kind == kind and (member is None or e.member == member)]
 
 
+def consumer(bootstrap: str, group_id: str, name: str, **config: Any) -> kgroup.Consumer:
+    """A kgroup consumer with client id ``name``, reading from the earliest offset, with the suite's
+    session timeout and heartbeat interval unless ``config`` says otherwise.
+
+    A setting given as None is left out: kgroup's default (group_protocol="consumer" refuses
+    session_timeout_ms and heartbeat_interval_ms when set: the broker decides them).
+    """
+    settings: dict[str, Any] = {
+        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_MS,
+        "auto_offset_reset": "earliest",
+        "client_id": name,
+        **config,
+    }
+    settings = {key: value for key, value in settings.items() if value is not None}
+    return kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id, **settings)
+
+
 class RecordingListener(kgroup.RebalanceListener):
     """Logs every callback with start/end times; optionally commits on revoke."""
 
@@ -100,53 +137,50 @@ class RecordingListener(kgroup.RebalanceListener):
         self._record("lost", partitions, lambda: None)
 
 
-class Member:
-    """A kgroup consumer polling on its own thread until stopped."""
+class Member(Background):
+    """A kgroup consumer polling on its own thread until stopped, of either group protocol.
 
-    def __init__(self, name: str, bootstrap: str, group_id: str, topics: list[str], log: EventLog,
-                 *, commit_on_revoke: bool = False, commit_each_batch: bool = False,
-                 revoke_delay_s: float = 0.0, **config: Any) -> None:
+    It subscribes to ``topics``, or to ``pattern`` when given. A ``ListenerError`` from ``poll()``
+    is recorded in ``errors`` and polling goes on, unless ``stop_on_listener_error``: then it
+    ends the member's thread as any other error does.
+    """
+
+    def __init__(self, name: str, bootstrap: str, group_id: str, topics: list[str] | None, log: EventLog,
+                 *, pattern: str | None = None, commit_on_revoke: bool = False, commit_each_batch: bool = False,
+                 revoke_delay_s: float = 0.0, stop_on_listener_error: bool = False, **config: Any) -> None:
         self.name = name
-        settings: dict[str, Any] = {
-            "session_timeout_ms": SESSION_TIMEOUT_MS,
-            "heartbeat_interval_ms": HEARTBEAT_MS,
-            "auto_offset_reset": "earliest",
-            "client_id": name,
-        }
-        settings.update(config)
-        # a setting given as None is left out: kgroup's default (group_protocol="consumer" refuses
-        # session_timeout_ms and heartbeat_interval_ms when set: the broker decides them)
-        settings = {key: value for key, value in settings.items() if value is not None}
-        self.consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id, **settings)
+        self.consumer = consumer(bootstrap, group_id, name, **config)
         self.listener = RecordingListener(name, log, lambda: self.consumer,
                                           commit_on_revoke=commit_on_revoke, revoke_delay_s=revoke_delay_s)
-        self.topics = topics
+        self.topics, self.pattern = topics, pattern
         self.commit_each_batch = commit_each_batch
+        self.stop_on_listener_error = stop_on_listener_error
         self.records: list[kgroup.ConsumerRecord] = []
         #: (time poll() returned, the batch): when each record was handed out
         self.batches: list[tuple[float, list[kgroup.ConsumerRecord]]] = []
         self.errors: list[BaseException] = []
+        #: set: the member stops calling poll() (slow processing), until cleared
         self.stall = threading.Event()
-        self._stop = threading.Event()
+        super().__init__(f"member-{name}")
         self._stopped = threading.Event()
         self.poll_thread: int | None = None
-        self._thread = threading.Thread(target=self._run, name=f"member-{name}", daemon=True)
-
-    def start(self) -> Member:
-        self._thread.start()
-        return self
 
     def _run(self) -> None:
         self.poll_thread = threading.get_ident()
         try:
-            self.consumer.subscribe(self.topics, listener=self.listener)
+            if self.pattern is not None:
+                self.consumer.subscribe(pattern=self.pattern, listener=self.listener)
+            else:
+                self.consumer.subscribe(self.topics, listener=self.listener)
             while not self._stop.is_set():
                 if self.stall.is_set():
-                    self._stop.wait(0.05)
+                    self._stop.wait(0.05)  # the condition poll of a stalled member: not synchronisation
                     continue
                 try:
                     batch = self.consumer.poll(200)
                 except kgroup.ListenerError as exc:
+                    if self.stop_on_listener_error:
+                        raise
                     self.errors.append(exc)
                     continue
                 if batch:
@@ -174,6 +208,48 @@ class Member:
         self.stall.clear()
         if not self._stopped.wait(timeout_s):
             raise AssertionError(f"member {self.name} did not stop within {timeout_s} s")
+
+
+def topic_of_records(bootstrap: str, topic_factory: Any, partitions: int, per_partition: int) -> str:
+    """A new topic of ``partitions`` partitions holding ``per_partition`` records (value ``x``) in each."""
+    topic: str = topic_factory(partitions)
+    produce(bootstrap, topic, [(p, None, b"x") for p in range(partitions) for _ in range(per_partition)])
+    return topic
+
+
+def poll_until(consumers: list[kgroup.Consumer], done: Callable[[], object], what: str,
+               timeout_s: float = 40.0) -> int:
+    """Poll every consumer (from this thread, 50 ms each) until ``done()``: the number of records
+    polled; fail the test with ``what`` after ``timeout_s``."""
+    seen = 0
+
+    def step() -> bool:
+        nonlocal seen
+        for c in consumers:
+            seen += len(c.poll(50))
+        return bool(done())
+
+    wait_until(step, timeout_s, what, interval_s=0.0)
+    return seen
+
+
+def poll_records(consumer: kgroup.Consumer, count: int, timeout_s: float = 60) -> list[kgroup.ConsumerRecord]:
+    """Poll (from this thread) until ``count`` records came, or ``timeout_s`` passed: the records."""
+    got: list[kgroup.ConsumerRecord] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        got += consumer.poll(200)
+    return got
+
+
+def stopped_after_the_test() -> Iterator[list[Any]]:
+    """For a fixture: the list a test adds the members it starts to; any still running after the
+    test is stopped (``_stopped`` unset: ``stop()``)."""
+    started: list[Any] = []
+    yield started
+    for member in started:
+        if not member._stopped.is_set():
+            member.stop()
 
 
 def all_partitions(topic: str, n: int) -> frozenset[TopicPartition]:

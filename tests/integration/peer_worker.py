@@ -43,6 +43,7 @@ import json
 import queue
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.peers.child import commands, emitter
@@ -52,6 +53,29 @@ emit = emitter(time.monotonic)
 
 def parts(tps: object) -> list[list[object]]:
     return sorted([tp.topic, tp.partition] for tp in tps)  # type: ignore[attr-defined]
+
+
+def poll_turns(cmds: queue.Queue[str], consumer: Any, halted: Callable[[], bool] = lambda: False) -> Iterator[None]:
+    """One turn per poll the peer should make, until the ``close`` command (which closes ``consumer``).
+
+    After ``pause``, or once ``halted()`` (a fatal error), there are no more turns: the peer
+    only waits for ``close``.
+    """
+    paused = False
+    while True:
+        try:
+            cmd = cmds.get(timeout=0.05 if paused else 0.0)
+        except queue.Empty:
+            cmd = ""
+        if cmd == "close":
+            emit("closing")
+            consumer.close()
+            emit("closed")
+            return
+        if cmd == "pause" or halted():
+            paused = True
+        if not paused:
+            yield
 
 
 def run_kafka_python(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
@@ -94,27 +118,12 @@ def run_kafka_python(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
     )
     consumer.subscribe([opts["topic"]], listener=Listener())
     emit("ready")
-    paused = False
-    while True:
-        try:
-            cmd = cmds.get(timeout=0.05 if paused else 0.0)
-        except queue.Empty:
-            cmd = ""
-        if cmd == "close":
-            emit("closing")
-            consumer.close()
-            emit("closed")
-            return
-        if cmd == "pause":
-            paused = True
-        if paused:
-            continue
+    for _ in poll_turns(cmds, consumer):
         try:
             batches = consumer.poll(timeout_ms=100)
             returned = time.monotonic()
             if batches and opts.get("record"):
-                records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
-                emit("records", t=returned, records=records)
+                emit("records", t=returned, records=[[r.partition, r.offset] for rs in batches.values() for r in rs])
             if batches and opts.get("commit"):
                 try:
                     consumer.commit()
@@ -168,39 +177,21 @@ def run_confluent(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
         else:
             c.assign(tps)
 
-    def on_revoke(c: Consumer, tps: list[object]) -> None:
-        if cooperative:
-            c.incremental_unassign(tps)
-        else:
-            c.unassign()
-        emit("revoked", partitions=parts(tps))
+    def giving_up(kind: str) -> Callable[[Consumer, list[object]], None]:
+        """on_revoke ("revoked") or on_lost ("lost"): unassign, then report."""
 
-    def on_lost(c: Consumer, tps: list[object]) -> None:
-        if cooperative:
-            c.incremental_unassign(tps)
-        else:
-            c.unassign()
-        emit("lost", partitions=parts(tps))
+        def callback(c: Consumer, tps: list[object]) -> None:
+            if cooperative:
+                c.incremental_unassign(tps)
+            else:
+                c.unassign()
+            emit(kind, partitions=parts(tps))
 
-    consumer.subscribe([opts["topic"]], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+        return callback
+
+    consumer.subscribe([opts["topic"]], on_assign=on_assign, on_revoke=giving_up("revoked"), on_lost=giving_up("lost"))
     emit("ready")
-    paused = False
-    while True:
-        try:
-            cmd = cmds.get(timeout=0.05 if paused else 0.0)
-        except queue.Empty:
-            cmd = ""
-        if cmd == "close":
-            emit("closing")
-            consumer.close()
-            emit("closed")
-            return
-        if cmd == "pause":
-            paused = True
-        if paused or fatal:
-            if fatal and not paused:
-                paused = True
-            continue
+    for _ in poll_turns(cmds, consumer, halted=lambda: bool(fatal)):
         try:
             msgs = consumer.consume(num_messages=500, timeout=0.1)
         except KafkaException as exc:

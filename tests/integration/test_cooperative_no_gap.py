@@ -25,8 +25,6 @@ cooperative rebalances are checked by ``test_interop.py`` and ``test_migration.p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.integration.groupcheck import (
@@ -53,17 +51,6 @@ SETTLE_S = 45.0
 INTERVAL_S = 0.1  # one record per partition every 100 ms
 SYNC_DELAY_MS = 1500
 MAX_GAP_S = 1.0
-
-
-@pytest.fixture
-def sides() -> Iterator[list[KgroupSide]]:
-    started: list[KgroupSide] = []
-    yield started
-    for side in started:
-        try:
-            side.stop()
-        except AssertionError:
-            pass
 
 
 def owners(sides: list[KgroupSide]) -> dict[int, str]:

@@ -36,7 +36,6 @@ the Apache Kafka jars are missing (``python -m kgroup.testing.apache_kafka fetch
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,7 +49,8 @@ from kgroup.admin import GroupAdmin
 from kgroup.errors import ConsumerClosedError, GroupThreadCrashed
 from kgroup.testing import BrokerHandle, apache_kafka, start_broker
 
-from .harness import all_partitions, wait_until
+from .groupcheck import ContinuousProducer
+from .harness import Background, all_partitions, wait_until
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
@@ -80,39 +80,30 @@ RECOVERY_S = 60.0
 # --------------------------------------------------------------------------- the pieces
 
 
-class Producer:
-    """One record to every partition each ``INTERVAL_S`` (``acks=all``), on its own thread."""
+def kill_coordinator(cluster: Any, group: str) -> tuple[Any, float]:
+    """SIGKILL the node coordinating ``group`` (returns once the JVM is reaped): its FindCoordinator
+    answer, and when."""
+    with GroupAdmin.connect(cluster.bootstrap_servers, timeout_ms=10000) as admin:
+        coordinator = admin.find_coordinator(group)
+    assert coordinator.node_id in cluster.node_ids
+    cluster.kill(coordinator.node_id)
+    return coordinator, time.monotonic()
+
+
+class Producer(ContinuousProducer):
+    """One record to every partition each ``INTERVAL_S`` (``acks=all``), on its own thread; when each
+    was sent, and when acknowledged."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        from kafka import KafkaProducer  # the test's own producer
-
-        self.topic = topic
-        self._producer: Any = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+        super().__init__(bootstrap, topic, PARTITIONS, INTERVAL_S, acks="all", linger_ms=5)
         self._sent: list[tuple[float, Any]] = []  # (when sent, future)
         #: (partition, offset) -> when its acknowledgement arrived
         self.acked: dict[tuple[int, int], float] = {}
-        self._stop = threading.Event()
-        self.errors: list[BaseException] = []
-        self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
 
-    def start(self) -> Producer:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        seq = 0
-        next_at = time.monotonic()
-        try:
-            while not self._stop.is_set():
-                for p in range(PARTITIONS):
-                    future = self._producer.send(self.topic, f"{p}:{seq}".encode(), partition=p)
-                    future.add_callback(self._on_ack)
-                    self._sent.append((time.monotonic(), future))
-                seq += 1
-                next_at += INTERVAL_S
-                self._stop.wait(max(0.0, next_at - time.monotonic()))  # pacing, not synchronisation
-        except BaseException as exc:
-            self.errors.append(exc)
+    def _send(self, partition: int, value: bytes) -> None:
+        future = self._producer.send(self.topic, value, partition=partition)
+        future.add_callback(self._on_ack)
+        self._sent.append((time.monotonic(), future))
 
     def _on_ack(self, md: Any) -> None:
         self.acked[(md.partition, md.offset)] = time.monotonic()
@@ -145,7 +136,7 @@ class Producer:
             self._producer.close(0)
 
 
-class Worker:
+class Worker(Background):
     """A kgroup member on its own thread: poll, then commit what it handed out, until stopped.
 
     It commits after every non-empty batch and otherwise every ``COMMIT_EVERY_S`` (the same
@@ -177,12 +168,7 @@ class Worker:
         self.commits: list[float] = []
         self.errors: list[tuple[float, str]] = []
         self.fatal: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"worker-{name}", daemon=True)
-
-    def start(self) -> Worker:
-        self._thread.start()
-        return self
+        super().__init__(f"worker-{name}")
 
     def _run(self) -> None:
         try:
@@ -218,7 +204,7 @@ class Worker:
         assert not self._thread.is_alive(), f"{self.name} did not stop"
 
 
-class CommittedMonitor:
+class CommittedMonitor(Background):
     """Samples the group's committed offsets every 200 ms (OffsetFetch via ``GroupAdmin``)."""
 
     def __init__(self, bootstrap: str, group: str) -> None:
@@ -226,12 +212,7 @@ class CommittedMonitor:
         self.admin = GroupAdmin.connect(bootstrap, timeout_ms=10000, client_id="committed-monitor")
         self.samples: list[tuple[float, dict[int, int]]] = []
         self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="committed-monitor", daemon=True)
-
-    def start(self) -> CommittedMonitor:
-        self._thread.start()
-        return self
+        super().__init__("committed-monitor")
 
     def read(self) -> dict[int, int]:
         committed = self.admin.committed_offsets(self.group, timeout_ms=3000)
@@ -467,11 +448,7 @@ def test_coordinator_killed_in_a_three_node_cluster_members_move_to_the_new_one(
         scenario = Scenario(cluster, topic_name, group)
         try:
             before = scenario.steady()
-            with GroupAdmin.connect(cluster.bootstrap_servers, timeout_ms=10000) as admin:
-                coordinator = admin.find_coordinator(group)
-            assert coordinator.node_id in cluster.node_ids
-            cluster.kill(coordinator.node_id)  # SIGKILL; returns once the JVM is reaped
-            killed_at = time.monotonic()
+            coordinator, killed_at = kill_coordinator(cluster, group)
             resumed = scenario.resumed(killed_at, FAILOVER_BOUND_S)
             wait_until(scenario.split, FORM_S, f"every partition owned once again: {scenario.describe()}")
             found = [(t - killed_at, m) for t, m in coordinator_log.discovered if t > killed_at and group in m]

@@ -198,15 +198,23 @@ def test_no_record_lost_across_five_rebalances(bootstrap, topic_factory, group_i
     assert [v for m in everyone for v in handed_out_after_revocation(m, log)] == []
 
 
+def _four_partitions(topic_factory, group_id_factory) -> tuple[str, str, EventLog, frozenset[TopicPartition]]:
+    """A new 4-partition topic, a new group id, an event log, and every partition of the topic."""
+    topic = topic_factory(4)
+    return topic, group_id_factory(), EventLog(), all_partitions(topic, 4)
+
+
+def _steady_and_slow(bootstrap: str, group: str, topic: str, log: EventLog) -> tuple[Member, Member]:
+    """Two members started: ``steady``, and ``slow`` whose poll watchdog fires after 4 s without a poll()."""
+    steady = Member("steady", bootstrap, group, [topic], log).start()
+    return steady, Member("slow", bootstrap, group, [topic], log, max_poll_interval_ms=4000).start()
+
+
 def test_watchdog_leaves_group_when_poll_stalls(bootstrap, topic_factory, group_id_factory):
     """KIP-62 / seed 000 "Liveness and safety": no poll() within max_poll_interval_ms ->
     LeaveGroup, partitions move; the next poll() reports them lost and rejoins."""
-    topic = topic_factory(4)
-    group = group_id_factory()
-    log = EventLog()
-    expected = all_partitions(topic, 4)
-    steady = Member("steady", bootstrap, group, [topic], log).start()
-    slow = Member("slow", bootstrap, group, [topic], log, max_poll_interval_ms=4000).start()
+    topic, group, log, expected = _four_partitions(topic_factory, group_id_factory)
+    steady, slow = _steady_and_slow(bootstrap, group, topic, log)
     try:
         wait_until(lambda: split_exactly([steady, slow], expected) and slow.assignment(),
                    JOIN_BUDGET_S, "both members assigned")
@@ -233,12 +241,8 @@ def test_watchdog_firing_while_a_revoke_waits_for_poll_reports_lost_not_revoked(
     then the poll watchdog resets the generation. When poll() finally runs, the partitions can
     no longer be committed: Java's onJoinPrepare decides at that moment and calls
     onPartitionsLost, so kgroup must too (never on_partitions_revoked with a dead generation)."""
-    topic = topic_factory(4)
-    group = group_id_factory()
-    log = EventLog()
-    expected = all_partitions(topic, 4)
-    steady = Member("steady", bootstrap, group, [topic], log).start()
-    slow = Member("slow", bootstrap, group, [topic], log, max_poll_interval_ms=4000).start()
+    topic, group, log, expected = _four_partitions(topic_factory, group_id_factory)
+    steady, slow = _steady_and_slow(bootstrap, group, topic, log)
     joiner = None
     try:
         wait_until(lambda: split_exactly([steady, slow], expected) and slow.assignment(),
@@ -276,10 +280,7 @@ while True:
 def test_kill_dash_nine_moves_partitions_after_session_timeout(
     bootstrap, topic_factory, group_id_factory, tmp_path: Path
 ):
-    topic = topic_factory(4)
-    group = group_id_factory()
-    log = EventLog()
-    expected = all_partitions(topic, 4)
+    topic, group, log, expected = _four_partitions(topic_factory, group_id_factory)
     script = tmp_path / "member.py"
     script.write_text(_MEMBER_SCRIPT)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -492,16 +493,23 @@ def test_auto_commit_on_revoke_hands_over_exact_positions(bootstrap, topic_facto
         a.stop()
 
 
-class _ClosesInCallback(kgroup.RebalanceListener):
+class _CallsTheConsumer(kgroup.RebalanceListener):
+    """A listener that calls its consumer from a callback and keeps what the call raised."""
+
     def __init__(self, consumer_ref):
         self.consumer_ref = consumer_ref
         self.raised: list[BaseException] = []
 
-    def on_partitions_assigned(self, partitions):
+    def _call(self, method: str) -> None:
         try:
-            self.consumer_ref().close()
+            getattr(self.consumer_ref(), method)()
         except BaseException as exc:
             self.raised.append(exc)
+
+
+class _ClosesInCallback(_CallsTheConsumer):
+    def on_partitions_assigned(self, partitions):
+        self._call("close")
 
 
 @pytest.mark.broker_kinds("tansu")  # the client alone: the coordinator plays no part
@@ -519,18 +527,14 @@ def test_close_inside_callback_raises_instead_of_deadlocking(bootstrap, topic_fa
         consumer.close()
 
 
-class _CommitsOnRevoke(kgroup.RebalanceListener):
+class _CommitsOnRevoke(_CallsTheConsumer):
     def __init__(self, consumer_ref):
-        self.consumer_ref = consumer_ref
-        self.errors: list[BaseException] = []
+        super().__init__(consumer_ref)
         self.revoked: list[frozenset[TopicPartition]] = []
 
     def on_partitions_revoked(self, partitions):
         self.revoked.append(partitions)
-        try:
-            self.consumer_ref().commit()
-        except BaseException as exc:
-            self.errors.append(exc)
+        self._call("commit")
 
 
 def test_commit_inside_revoke_during_close_is_written(bootstrap, topic_factory, group_id_factory):
@@ -548,7 +552,7 @@ def test_commit_inside_revoke_during_close_is_written(bootstrap, topic_factory, 
     finally:
         consumer.close()
     assert listener.revoked == [frozenset({TopicPartition(topic, 0)})]
-    assert listener.errors == []
+    assert listener.raised == []
     checker = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group,
                               session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS)
     try:

@@ -38,27 +38,10 @@ Peers commit synchronously after every batch, kgroup after every batch and on re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from kgroup.types import RebalanceProtocol
-from tests.integration.groupcheck import (
-    ContinuousProducer,
-    KgroupSide,
-    PeerSide,
-    Side,
-    consumed_offsets,
-    consumed_outside_ownership,
-    describe,
-    describe_group,
-    generations,
-    is_model,
-    led_by,
-    moved_away,
-    overlaps,
-    settled,
-)
+from tests.integration import groupcheck
 from tests.integration.harness import BOTH, EventLog, Member, wait_until
 from tests.integration.peers import Peer
 
@@ -72,21 +55,7 @@ SPLIT_S = 45.0  # generous: a 2-core CI box also runs two peer processes and the
 NAMES = {"kgroup": "kgroup", "confluent": "confluent", "kafka-python": "kafkapython"}
 
 
-@pytest.fixture
-def group_sides() -> Iterator[list[Side]]:
-    started: list[Side] = []
-    yield started
-    for side in started:
-        if isinstance(side, PeerSide):
-            side.peer.kill()
-        else:
-            try:
-                side.stop()  # type: ignore[attr-defined]
-            except AssertionError:
-                pass
-
-
-def start(kind: str, protocol: str, cluster, group: str, topic: str, log: EventLog) -> Side:
+def start(kind: str, protocol: str, cluster, group: str, topic: str, log: EventLog) -> groupcheck.Side:
     name = NAMES[kind]
     boot = cluster.bootstrap_servers
     if kind == "kgroup":
@@ -98,12 +67,12 @@ def start(kind: str, protocol: str, cluster, group: str, topic: str, log: EventL
             RebalanceProtocol.COOPERATIVE if protocol == "cooperative-sticky" else RebalanceProtocol.EAGER
         )
         member.start()
-        return KgroupSide(member, log, topic)
+        return groupcheck.KgroupSide(member, log, topic)
     peer = Peer(
         kind, boot, group, topic, strategy=protocol, session_timeout_ms=ST, heartbeat_interval_ms=HB,
         max_poll_interval_ms=MPI, name=name, client_id=name, record=True, commit=True,
     )
-    return PeerSide(peer, topic)
+    return groupcheck.PeerSide(peer, topic)
 
 
 #: Two scenarios (one eager, one cooperative) also run on Apache Kafka's own coordinator; the
@@ -123,73 +92,73 @@ SCENARIOS = [
 
 @pytest.mark.parametrize(("protocol", "order"), SCENARIOS)
 def test_mixed_group_join_and_leader_leave_keep_partitions_exclusive(
-    protocol, order, group_coordinator, kafka_bootstrap, topic_factory, group_id_factory, group_sides
+    protocol, order, group_coordinator, kafka_bootstrap, topic_factory, group_id_factory, sides
 ):
     cluster = group_coordinator
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     log = EventLog()
     chosen: list[str] = []  # the coordinator's protocol each time the group settled
 
-    def settle(sides: list[Side], what: str) -> None:
-        wait_until(lambda: settled(cluster, group, sides, PARTITIONS), SPLIT_S, what)
-        chosen.append(describe_group(cluster, group).protocol)
+    def settle(members: list[groupcheck.Side], what: str) -> None:
+        wait_until(lambda: groupcheck.settled(cluster, group, members, PARTITIONS), SPLIT_S, what)
+        chosen.append(groupcheck.describe_group(cluster, group).protocol)
 
-    producer = ContinuousProducer(kafka_bootstrap, topic, PARTITIONS, interval_s=0.1).start()
+    producer = groupcheck.ContinuousProducer(kafka_bootstrap, topic, PARTITIONS, interval_s=0.1).start()
     try:
         first = start(order[0], protocol, cluster, group, topic, log)
-        group_sides.append(first)
+        sides.append(first)
         settle([first], f"{first} to own all")
         second = start(order[1], protocol, cluster, group, topic, log)
-        group_sides.append(second)
-        settle([first, second], f"a split: {group_sides}")
+        sides.append(second)
+        settle([first, second], f"a split: {sides}")
         third = start(order[2], protocol, cluster, group, topic, log)
-        group_sides.append(third)
-        settle([first, second, third], f"a split: {group_sides}")
-        if is_model(cluster):
-            led = generations(cluster, group)[-1]
-            assert led_by(led, first.name), f"expected {first.name} to lead the group of three: {led}"
+        sides.append(third)
+        settle([first, second, third], f"a split: {sides}")
+        if groupcheck.is_model(cluster):
+            led = groupcheck.generations(cluster, group)[-1]
+            assert groupcheck.led_by(led, first.name), f"expected {first.name} to lead the group of three: {led}"
 
         first.stop()  # type: ignore[attr-defined]  # the leader leaves: leadership passes
         settle([second, third], f"a split: {second} {third}")
-        if is_model(cluster):
-            led = generations(cluster, group)[-1]
-            assert led_by(led, second.name), f"expected {second.name} to lead after {first.name} left: {led}"
+        if groupcheck.is_model(cluster):
+            led = groupcheck.generations(cluster, group)[-1]
+            assert groupcheck.led_by(led, second.name), f"expected {second.name} to lead after {first.name} left: {led}"
     finally:
         produced = producer.stop()
 
     everyone = [first, second, third]
-    consumed = consumed_offsets(everyone)
+    consumed = groupcheck.consumed_offsets(everyone)
     wait_until(
-        lambda: not set(produced) - set(consumed_offsets(everyone)),
+        lambda: not set(produced) - set(groupcheck.consumed_offsets(everyone)),
         SPLIT_S,
         "every produced record to be consumed",
     )
     for side in (second, third):
         side.stop()  # type: ignore[attr-defined]
-    consumed = consumed_offsets(everyone)
+    consumed = groupcheck.consumed_offsets(everyone)
 
     # the coordinator chose the configured assignor, whenever the group settled (and, through
     # the model, in every generation)
     assert set(chosen) == {protocol}, chosen
-    if is_model(cluster):
-        assert {g.protocol for g in generations(cluster, group)} == {protocol}
+    if groupcheck.is_model(cluster):
+        assert {g.protocol for g in groupcheck.generations(cluster, group)} == {protocol}
     # exclusivity, from timestamps
-    assert overlaps(everyone) == [], describe(everyone)
+    assert groupcheck.overlaps(everyone) == [], groupcheck.describe(everyone)
     for side in everyone:
-        assert side.consumed(), f"{side.name} consumed nothing: {describe(everyone)}"
-        assert consumed_outside_ownership(side) == [], describe(everyone)
+        assert side.consumed(), f"{side.name} consumed nothing: {groupcheck.describe(everyone)}"
+        assert groupcheck.consumed_outside_ownership(side) == [], groupcheck.describe(everyone)
         assert [c for c in side.changes() if c.kind == "lost"] == [], f"{side.name} lost partitions"
     # at-least-once: nothing produced was skipped
     assert not set(produced) - set(consumed)
     # incremental (KIP-429) versus eager revocation
     if protocol == "cooperative-sticky":
         for side in everyone:
-            assert moved_away(side, everyone) == [], describe(everyone)
+            assert groupcheck.moved_away(side, everyone) == [], groupcheck.describe(everyone)
     else:
-        assert any(moved_away(side, everyone) for side in everyone), describe(everyone)
+        assert any(groupcheck.moved_away(side, everyone) for side in everyone), groupcheck.describe(everyone)
     for side in everyone:
         errors = side.errors()  # type: ignore[attr-defined]
-        if isinstance(side, KgroupSide) or side.name == NAMES["kafka-python"]:
+        if isinstance(side, groupcheck.KgroupSide) or side.name == NAMES["kafka-python"]:
             assert errors == [], errors  # librdkafka may log transient, non-fatal errors
     # informational: with commits after every batch a handed-over record is normally not
     # consumed again; a commit that failed legitimately causes duplicates (at-least-once). Seen:
@@ -198,6 +167,6 @@ def test_mixed_group_join_and_leader_leave_keep_partitions_exclusive(
     # those records again, after the handover (the overlap checks above still hold)
     duplicates = {k: v for k, v in consumed.items() if len(v) > 1}
     failed = {s.name: [e for e in s.peer.events if e["event"] in ("commit_failed", "error")]
-              for s in everyone if isinstance(s, PeerSide)}
+              for s in everyone if isinstance(s, groupcheck.PeerSide)}
     print(f"{protocol} {order}: produced {len(produced)}, duplicates {len(duplicates)}: "
           f"{sorted(duplicates.items())[:6]}; peer commit failures and errors: {failed}")

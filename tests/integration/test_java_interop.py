@@ -107,20 +107,6 @@ def names(request: pytest.FixtureRequest) -> tuple[str, str]:
     return f"t-{base}-{tag}", f"g-{base}-{tag}"
 
 
-@pytest.fixture
-def sides() -> Iterator[list[Side]]:
-    started: list[Side] = []
-    yield started
-    for side in started:
-        if isinstance(side, PeerSide):
-            side.peer.kill()
-        else:
-            try:
-                side.stop()  # type: ignore[attr-defined]
-            except AssertionError:
-                pass
-
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -188,6 +174,17 @@ def kgroup_joins(caplog: pytest.LogCaptureFixture, name: str) -> list[tuple[int,
         if m and m.group(2).startswith(name + "-"):
             out.append((int(m.group(1)), m.group(3) == "leader", m.group(4)))
     return out
+
+
+def new_group(apache_broker: BrokerHandle, admin: GroupAdmin, names: tuple[str, str], partitions: int,
+              caplog: pytest.LogCaptureFixture) -> tuple[str, str, str, EventLog, Described]:
+    """The test's topic (created with ``partitions``) and group, the bootstrap servers, an event log and
+    the group's :class:`Described`; kgroup's join lines (INFO) captured."""
+    caplog.set_level(logging.INFO, logger="kgroup.membership.machine")
+    topic, group = names
+    boot = apache_broker.bootstrap_servers
+    create_topic(boot, topic, partitions)
+    return topic, group, boot, EventLog(), Described(admin, group)
 
 
 def java_led(side: Side, members: int | None = None) -> bool:
@@ -258,12 +255,7 @@ MIXED = [
 def test_kgroup_and_java_in_one_group_keep_partitions_exclusive_and_lose_no_record(
     protocol, order, apache_broker, admin, names, sides, caplog
 ):
-    caplog.set_level(logging.INFO, logger="kgroup.membership.machine")
-    topic, group = names
-    boot = apache_broker.bootstrap_servers
-    create_topic(boot, topic, PARTITIONS)
-    log = EventLog()
-    described = Described(admin, group)
+    topic, group, boot, log, described = new_group(apache_broker, admin, names, PARTITIONS, caplog)
     producer = ContinuousProducer(boot, topic, PARTITIONS, interval_s=0.1).start()
     try:
         members: list[Side] = []
@@ -321,23 +313,21 @@ def test_kgroup_and_java_in_one_group_keep_partitions_exclusive_and_lose_no_reco
 
 
 def test_java_and_kgroup_static_members_restart_without_a_rebalance(apache_broker, admin, names, sides, caplog):
-    caplog.set_level(logging.INFO, logger="kgroup.membership.machine")
-    topic, group = names
     partitions = 4
-    boot = apache_broker.bootstrap_servers
-    create_topic(boot, topic, partitions)
-    log = EventLog()
-    described = Described(admin, group)
+    topic, group, boot, log, described = new_group(apache_broker, admin, names, partitions, caplog)
+
+    def static(kind: str, name: str, *others: Side) -> Side:
+        """A static member of ``kind`` (instance id ``<group>-<kind>``) joins ``others``; the group settles."""
+        side = start(kind, name, "range", boot, group, topic, log, instance_id=f"{group}-{kind}",
+                     session_timeout_ms=STATIC_ST, described=described)
+        sides.append(side)
+        described.wait([*others, side], partitions)
+        return side
+
     producer = ContinuousProducer(boot, topic, partitions, interval_s=0.1).start()
     try:
-        java = start("java", "java-a", "range", boot, group, topic, log, instance_id=f"{group}-java",
-                     session_timeout_ms=STATIC_ST, described=described)
-        sides.append(java)
-        described.wait([java], partitions)
-        kg = start("kgroup", "kgroup-a", "range", boot, group, topic, log, instance_id=f"{group}-kgroup",
-                   session_timeout_ms=STATIC_ST, described=described)
-        sides.append(kg)
-        described.wait([java, kg], partitions)
+        java = static("java", "java-a")
+        kg = static("kgroup", "kgroup-a", java)
         assert isinstance(java, PeerSide) and isinstance(kg, KgroupSide)
         java_owned, kg_owned = java.owned(), kg.owned()
         generation = kg.member.consumer.group_metadata().generation_id
@@ -347,10 +337,7 @@ def test_java_and_kgroup_static_members_restart_without_a_rebalance(apache_broke
         #    process rejoins with the same group.instance.id before session.timeout.ms
         kg_changes = len(kg.changes())
         java.stop()
-        java_b = start("java", "java-b", "range", boot, group, topic, log, instance_id=f"{group}-java",
-                       session_timeout_ms=STATIC_ST, described=described)
-        sides.append(java_b)
-        described.wait([java_b, kg], partitions)
+        java_b = static("java", "java-b", kg)
         assert isinstance(java_b, PeerSide)
         assert java_b.owned() == java_owned
         assert java_b.peer.generation() == generation, "the Java restart caused a rebalance"
@@ -360,10 +347,7 @@ def test_java_and_kgroup_static_members_restart_without_a_rebalance(apache_broke
         # 2. the kgroup static member restarts the same way
         java_changes = len(java_b.changes())
         kg.stop()
-        kg_b = start("kgroup", "kgroup-b", "range", boot, group, topic, log, instance_id=f"{group}-kgroup",
-                     session_timeout_ms=STATIC_ST, described=described)
-        sides.append(kg_b)
-        described.wait([java_b, kg_b], partitions)
+        kg_b = static("kgroup", "kgroup-b", java_b)
         assert isinstance(kg_b, KgroupSide)
         assert kg_b.owned() == kg_owned
         assert kg_b.member.consumer.group_metadata().generation_id == generation, "the kgroup restart rebalanced"
@@ -395,12 +379,7 @@ def test_online_migration_from_range_to_cooperative_sticky_with_java_members(
     chooses the assignor every member lists, by vote: ``range`` until the last range-only
     member leaves, ``cooperative-sticky`` after.
     """
-    caplog.set_level(logging.INFO, logger="kgroup.membership.machine")
-    topic, group = names
-    boot = apache_broker.bootstrap_servers
-    create_topic(boot, topic, MIGRATION_PARTITIONS)
-    log = EventLog()
-    described = Described(admin, group)
+    topic, group, boot, log, described = new_group(apache_broker, admin, names, MIGRATION_PARTITIONS, caplog)
     step_of: dict[str, int] = {}
     current: dict[int, Side] = {}
     phases: list[tuple[str, int]] = []  # (label, len(described.protocols) at that point)

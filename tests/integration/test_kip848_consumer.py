@@ -36,77 +36,29 @@ import pytest
 import kgroup
 from kgroup.testing import produce
 from kgroup.types import TopicPartition
-from tests.integration.harness import EventLog, RecordingListener, all_partitions, wait_until
+from tests.integration import harness
+from tests.integration.harness import EventLog, all_partitions, wait_until
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
 DEADLINE_S = 60.0
 
 
-class Member:
-    """A ``group_protocol="consumer"`` consumer polling on its own thread until stopped."""
+class Member(harness.Member):
+    """A ``group_protocol="consumer"`` member: the broker decides its session timeout and heartbeat
+    interval, it commits on revoke unless told not to, and a ``ListenerError`` ends its thread."""
 
     def __init__(self, name: str, bootstrap: str, group_id: str, log: EventLog, *,
                  topics: list[str] | None = None, pattern: str | None = None, commit_on_revoke: bool = True,
                  revoke_delay_s: float = 0.0, **config: Any) -> None:
-        self.name = name
-        settings: dict[str, Any] = {"auto_offset_reset": "earliest", "client_id": name, "group_protocol": "consumer"}
-        settings.update(config)
-        self.consumer: kgroup.Consumer[bytes, bytes] = kgroup.Consumer(
-            bootstrap_servers=bootstrap, group_id=group_id, **settings
-        )
-        self.listener = RecordingListener(name, log, lambda: self.consumer, commit_on_revoke=commit_on_revoke,
-                                          revoke_delay_s=revoke_delay_s)
-        self.topics, self.pattern = topics, pattern
-        self.records: list[kgroup.ConsumerRecord[bytes, bytes]] = []
-        self.errors: list[BaseException] = []
-        #: set: the member stops calling poll() (slow processing), until cleared
-        self.stall = threading.Event()
-        self._stop = threading.Event()
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"member-{name}", daemon=True)
-
-    def start(self) -> Member:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        try:
-            if self.pattern is not None:
-                self.consumer.subscribe(pattern=self.pattern, listener=self.listener)
-            else:
-                self.consumer.subscribe(self.topics, listener=self.listener)
-            while not self._stop.is_set():
-                if self.stall.is_set():
-                    self._stop.wait(0.05)  # the condition poll of a stalled member: not synchronisation
-                    continue
-                self.records.extend(self.consumer.poll(200))
-        except BaseException as exc:
-            self.errors.append(exc)
-        finally:
-            try:
-                self.consumer.close()
-            except BaseException as exc:
-                self.errors.append(exc)
-            self._stopped.set()
-
-    def assignment(self) -> frozenset[TopicPartition]:
-        return self.consumer.assignment()
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        self._stop.set()
-        self.stall.clear()
-        if not self._stopped.wait(timeout_s):
-            raise AssertionError(f"member {self.name} did not stop within {timeout_s} s")
+        super().__init__(name, bootstrap, group_id, topics, log, pattern=pattern, commit_on_revoke=commit_on_revoke,
+                         revoke_delay_s=revoke_delay_s, stop_on_listener_error=True, group_protocol="consumer",
+                         session_timeout_ms=None, heartbeat_interval_ms=None, **config)
 
 
 @pytest.fixture
 def members() -> Iterator[list[Member]]:
-    started: list[Member] = []
-    yield started
-    for member in started:
-        if not member._stopped.is_set():
-            member.stop()
+    yield from harness.stopped_after_the_test()
 
 
 def start(members: list[Member], member: Member) -> Member:
@@ -144,6 +96,13 @@ def consumed(group: list[Member]) -> set[tuple[int, int]]:
     return {(r.partition, r.offset) for m in group for r in m.records}
 
 
+def new_group(topic_factory: Any, group_id_factory: Any,
+              partitions: int) -> tuple[str, str, frozenset[TopicPartition], EventLog]:
+    """A new topic of ``partitions`` partitions, a new group id, every partition of the topic, an event log."""
+    topic = topic_factory(partitions)
+    return topic, group_id_factory(), all_partitions(topic, partitions), EventLog()
+
+
 def timed(what: str, condition: Callable[[], bool], timeout_s: float = DEADLINE_S) -> float:
     started = time.monotonic()
     wait_until(condition, timeout_s, what)
@@ -155,11 +114,8 @@ def timed(what: str, condition: Callable[[], bool], timeout_s: float = DEADLINE_
 def test_two_members_then_a_third_then_one_leaves(
     kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
 ) -> None:
-    topic = topic_factory(6)
-    group_id = group_id_factory()
+    topic, group_id, expected, log = new_group(topic_factory, group_id_factory, 6)
     produce(kafka_bootstrap, topic, [(p, None, f"a-{p}-{i}".encode()) for p in range(6) for i in range(50)])
-    expected = all_partitions(topic, 6)
-    log = EventLog()
     a = start(members, Member("a", kafka_bootstrap, group_id, log, topics=[topic]))
     b = start(members, Member("b", kafka_bootstrap, group_id, log, topics=[topic]))
     timed("two members own the 6 partitions between them", lambda: split_exactly([a, b], expected))
@@ -197,10 +153,7 @@ def test_two_members_then_a_third_then_one_leaves(
 def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(
     kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
 ) -> None:
-    topic = topic_factory(4)
-    group_id = group_id_factory()
-    expected = all_partitions(topic, 4)
-    log = EventLog()
+    topic, group_id, expected, log = new_group(topic_factory, group_id_factory, 4)
     a = start(members, Member("a", kafka_bootstrap, group_id, log, topics=[topic], max_poll_interval_ms=3000))
     b = start(members, Member("b", kafka_bootstrap, group_id, log, topics=[topic]))
     timed("two members split the topic", lambda: split_exactly([a, b], expected))
@@ -226,10 +179,7 @@ def test_a_member_fenced_for_a_slow_revocation_loses_its_partitions_and_rejoins(
     partitions it still holds go to ``on_partitions_lost``, and it rejoins with epoch 0 (the same
     member id) for a share.
     """
-    topic = topic_factory(4)
-    group_id = group_id_factory()
-    expected = all_partitions(topic, 4)
-    log = EventLog()
+    topic, group_id, expected, log = new_group(topic_factory, group_id_factory, 4)
     a = start(members, Member("a", kafka_bootstrap, group_id, log, topics=[topic], commit_on_revoke=False,
                               revoke_delay_s=4.0, rebalance_timeout_ms=2000))
     timed("a owns the topic", lambda: a.assignment() == expected)
@@ -244,10 +194,7 @@ def test_a_member_fenced_for_a_slow_revocation_loses_its_partitions_and_rejoins(
 def test_a_static_member_gets_its_partitions_back_after_a_restart(
     kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, members: list[Member]
 ) -> None:
-    topic = topic_factory(4)
-    group_id = group_id_factory()
-    expected = all_partitions(topic, 4)
-    log = EventLog()
+    topic, group_id, expected, log = new_group(topic_factory, group_id_factory, 4)
     s1 = start(members, Member("s1", kafka_bootstrap, group_id, log, topics=[topic], group_instance_id="s1"))
     s2 = start(members, Member("s2", kafka_bootstrap, group_id, log, topics=[topic], group_instance_id="s2"))
     timed("two static members split the topic", lambda: split_exactly([s1, s2], expected))

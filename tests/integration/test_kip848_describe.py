@@ -24,8 +24,7 @@ from click.testing import CliRunner
 
 import kgroup
 from kgroup.cli import main
-from kgroup.testing import produce
-from tests.integration.harness import all_partitions, wait_until
+from tests.integration.harness import all_partitions, poll_until, topic_of_records
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
@@ -38,21 +37,11 @@ def cli(bootstrap: str, *args: str) -> str:
     return result.output
 
 
-def poll_until(consumers: list[kgroup.Consumer[bytes, bytes]], condition: Any, what: str) -> None:
-    def step() -> bool:
-        for c in consumers:
-            c.poll(50)
-        return bool(condition())
-
-    wait_until(step, WAIT_S, what, interval_s=0.0)
-
-
 def test_describe_a_consumer_protocol_group_and_a_classic_one(
     kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any
 ) -> None:
-    topic = topic_factory(4)
+    topic = topic_of_records(kafka_bootstrap, topic_factory, 4, 3)
     group = group_id_factory()
-    produce(kafka_bootstrap, topic, [(p, None, b"x") for p in range(4) for _ in range(3)])
     settings: dict[str, Any] = {"group_protocol": "consumer", "auto_offset_reset": "earliest",
                                 "enable_auto_commit": False}
     static = kgroup.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group, client_id="cgd-static",

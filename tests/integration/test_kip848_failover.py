@@ -25,7 +25,6 @@ Run with ``-s`` for the figures. No fixed sleeps: every wait is a condition with
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ import pytest
 
 from kgroup.admin import GroupAdmin
 from kgroup.testing import start_broker
-from tests.integration.harness import EventLog, RecordingListener, wait_until
+from tests.integration.harness import Background, EventLog, RecordingListener, wait_until
 from tests.integration.test_failover import (
     BROKER_SESSION_TIMEOUT_S,
     CONSUME_LAG_BOUND_S,
@@ -44,6 +43,7 @@ from tests.integration.test_failover import (
     Worker,
     create_replicated_topic,
     jvm_kafka,  # noqa: F401 (a fixture)
+    kill_coordinator,
     topic_name,  # noqa: F401 (a fixture)
 )
 from tests.integration.test_kip848_consumer import owners_never_overlap
@@ -65,19 +65,14 @@ OVERRIDES = {
 FAILOVER_BOUND_S = BROKER_SESSION_TIMEOUT_S + 1.0 + HB_MS / 1000 + 15.0
 
 
-class HeartbeatWatch:
+class HeartbeatWatch(Background):
     """Every 50 ms: each member's coordinator (its group thread's snapshot) and its last error-free heartbeat answer."""
 
     def __init__(self, workers: list[Worker]) -> None:
         self.workers = workers
         #: (time, member, coordinator node id or None, when the coordinator last answered without error)
         self.samples: list[tuple[float, str, int | None, float | None]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="heartbeat-watch", daemon=True)
-
-    def start(self) -> HeartbeatWatch:
-        self._thread.start()
-        return self
+        super().__init__("heartbeat-watch")
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):  # the sampling interval, not synchronisation
@@ -122,11 +117,7 @@ def test_coordinator_killed_consumer_protocol_members_move_to_the_new_one(
         watch = HeartbeatWatch(scenario.workers).start()
         try:
             before = scenario.steady()
-            with GroupAdmin.connect(cluster.bootstrap_servers, timeout_ms=10000) as admin:
-                coordinator = admin.find_coordinator(group)
-            assert coordinator.node_id in cluster.node_ids
-            cluster.kill(coordinator.node_id)  # SIGKILL; returns once the JVM is reaped
-            killed_at = time.monotonic()
+            coordinator, killed_at = kill_coordinator(cluster, group)
             resumed = scenario.resumed(killed_at, FAILOVER_BOUND_S)
             with GroupAdmin.connect(cluster.bootstrap_servers, timeout_ms=10000) as admin:
                 now_coordinator = admin.find_coordinator(group)

@@ -21,21 +21,12 @@ import pytest
 import kgroup
 from kgroup._error_codes import NONE, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
 from kgroup.admin import GroupAdmin
-from kgroup.testing import produce
 from kgroup.types import Generation, TopicPartition
-from tests.integration.harness import all_partitions, wait_until
+from tests.integration.harness import all_partitions, poll_until, topic_of_records, wait_until
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
 WAIT_S = 40.0
-
-
-def poll_until(consumer: kgroup.Consumer[bytes, bytes], condition: Any, what: str) -> None:
-    def step() -> bool:
-        consumer.poll(50)
-        return bool(condition())
-
-    wait_until(step, WAIT_S, what, interval_s=0.0)
 
 
 def test_unsubscribe_then_subscribe_keeps_the_member_id(
@@ -50,7 +41,7 @@ def test_unsubscribe_then_subscribe_keeps_the_member_id(
     admin = GroupAdmin.connect(kafka_bootstrap, timeout_ms=20000)
     try:
         consumer.subscribe([topic])
-        poll_until(consumer, lambda: consumer.assignment() == all_partitions(topic, 2), "the assignment")
+        poll_until([consumer], lambda: consumer.assignment() == all_partitions(topic, 2), "the assignment")
         (first,) = admin.describe_group(group).members
         assert first.member_id == consumer.group_metadata().member_id and first.member_epoch
 
@@ -58,7 +49,7 @@ def test_unsubscribe_then_subscribe_keeps_the_member_id(
         wait_until(lambda: not admin.describe_group(group).members, WAIT_S, "the member left", interval_s=0.1)
 
         consumer.subscribe([topic])
-        poll_until(consumer, lambda: consumer.assignment() == all_partitions(topic, 2), "the assignment again")
+        poll_until([consumer], lambda: consumer.assignment() == all_partitions(topic, 2), "the assignment again")
         (again,) = admin.describe_group(group).members
         assert again.member_id == first.member_id, "a new member id after unsubscribe()/subscribe()"
         assert again.member_epoch is not None and first.member_epoch is not None
@@ -72,9 +63,8 @@ def test_unsubscribe_then_subscribe_keeps_the_member_id(
 def test_offset_fetch_carries_the_member_epoch_and_the_broker_checks_it(
     kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any
 ) -> None:
-    topic = topic_factory(2)
+    topic = topic_of_records(kafka_bootstrap, topic_factory, 2, 3)
     group = group_id_factory()
-    produce(kafka_bootstrap, topic, [(p, None, b"x") for p in range(2) for _ in range(3)])
     tp = TopicPartition(topic, 0)
     consumer: kgroup.Consumer[bytes, bytes] = kgroup.Consumer(
         bootstrap_servers=kafka_bootstrap, group_id=group, group_protocol="consumer", client_id="kip848-fetch",
@@ -83,7 +73,7 @@ def test_offset_fetch_carries_the_member_epoch_and_the_broker_checks_it(
     admin = GroupAdmin.connect(kafka_bootstrap, timeout_ms=20000)
     try:
         consumer.subscribe([topic])
-        poll_until(consumer, lambda: consumer.assignment() == all_partitions(topic, 2), "the assignment")
+        poll_until([consumer], lambda: consumer.assignment() == all_partitions(topic, 2), "the assignment")
         consumer.commit({tp: kgroup.OffsetAndMetadata(2)})
 
         # committed(): the consumer's own fetch, with its member id and epoch (recorded on the way out)

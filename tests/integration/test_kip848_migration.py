@@ -49,7 +49,6 @@ and three JVM starts of the Java peer included): run with ``-s`` for each step's
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,18 +59,8 @@ import pytest
 from kgroup.admin import AdminError, GroupAdmin
 from kgroup.testing import BrokerHandle, create_topic, start_broker
 from kgroup.types import TopicPartition
-from tests.integration.groupcheck import (
-    ContinuousProducer,
-    KgroupSide,
-    PeerSide,
-    Side,
-    consumed_offsets,
-    consumed_outside_ownership,
-    describe,
-    overlaps,
-    split_exactly,
-)
-from tests.integration.harness import EventLog, Member, wait_until
+from tests.integration import groupcheck
+from tests.integration.harness import Background, EventLog, Member, wait_until
 from tests.integration.peers import Peer, java_unavailable_reason
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
@@ -101,7 +90,7 @@ def fast_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerHand
         yield broker
 
 
-class CommitMonitor:
+class CommitMonitor(Background):
     """Reads the group's committed offsets every ``interval_s`` on its own thread."""
 
     def __init__(self, bootstrap: str, group: str, interval_s: float = 0.1) -> None:
@@ -111,12 +100,7 @@ class CommitMonitor:
         #: partition -> every committed offset read, in order
         self.readings: dict[TopicPartition, list[int]] = {}
         self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="commit-monitor", daemon=True)
-
-    def start(self) -> CommitMonitor:
-        self._thread.start()
-        return self
+        super().__init__("commit-monitor")
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -138,7 +122,7 @@ class CommitMonitor:
         self.admin.close()
 
 
-def consuming(side: Side) -> bool:
+def consuming(side: groupcheck.Side) -> bool:
     """Every partition ``side`` owns has handed out a record since it was assigned.
 
     The roll waits for this before closing the next member: Java's ``KafkaConsumer`` with
@@ -187,18 +171,18 @@ def test_a_classic_group_with_a_java_member_rolls_to_the_consumer_protocol_and_b
     topic, group = "migration-roll", "migration-roll-group"
     create_topic(bootstrap, topic, PARTITIONS)
     log = EventLog()
-    sides: list[Side] = []
-    current: dict[str, Side] = {}
+    sides: list[groupcheck.Side] = []
+    current: dict[str, groupcheck.Side] = {}
     admin = GroupAdmin.connect(bootstrap, timeout_ms=10000)
 
     def launch(slot: str, protocol: str, step: int) -> None:
         name = f"{slot}-{protocol}-{step}"
-        side: Side
+        side: groupcheck.Side
         if slot == "java":
             peer = Peer("java", bootstrap, group, topic, name=name, strategy="cooperative-sticky",
                         session_timeout_ms=ST, heartbeat_interval_ms=HB, record=True, commit=True,
                         group_protocol=protocol, log_path=tmp_path / f"{name}.log")
-            side = PeerSide(peer, topic)
+            side = groupcheck.PeerSide(peer, topic)
         else:
             settings: dict[str, Any] = (
                 {"assignors": ("cooperative-sticky",), "session_timeout_ms": ST, "heartbeat_interval_ms": HB}
@@ -207,19 +191,19 @@ def test_a_classic_group_with_a_java_member_rolls_to_the_consumer_protocol_and_b
             )
             member = Member(name, bootstrap, group, [topic], log, commit_on_revoke=True, commit_each_batch=True,
                             **settings)
-            side = KgroupSide(member.start(), log, topic)
+            side = groupcheck.KgroupSide(member.start(), log, topic)
         sides.append(side)
         current[slot] = side
 
     def settle(step: int, what: str, started: float) -> None:
         members = [current[s] for s in ("k1", "k2", "java")]
-        wait_until(lambda: split_exactly(members, PARTITIONS) and all(map(consuming, members))
+        wait_until(lambda: groupcheck.split_exactly(members, PARTITIONS) and all(map(consuming, members))
                    and at_group_epoch(admin, group), STEP_S,
-                   f"step {step} ({what}) to settle:\n{describe(members)}", interval_s=0.1)
+                   f"step {step} ({what}) to settle:\n{groupcheck.describe(members)}", interval_s=0.1)
         print(f"\nstep {step} ({what}): settled in {time.monotonic() - started:.1f} s, "
               f"group type {group_type(admin, group)}")
 
-    producer = ContinuousProducer(bootstrap, topic, PARTITIONS, interval_s=0.1).start()
+    producer = groupcheck.ContinuousProducer(bootstrap, topic, PARTITIONS, interval_s=0.1).start()
     monitor = CommitMonitor(bootstrap, group).start()
     types: list[tuple[int, str | None]] = []
     try:
@@ -243,24 +227,24 @@ def test_a_classic_group_with_a_java_member_rolls_to_the_consumer_protocol_and_b
             raise
         produced = producer.stop()
         monitor.stop()
-        wait_until(lambda: not set(produced) - set(consumed_offsets(sides)), STEP_S, "every record consumed")
+        wait_until(lambda: not set(produced) - set(groupcheck.consumed_offsets(sides)), STEP_S, "every record consumed")
     finally:
         for side in current.values():
             try:
                 side.stop()  # type: ignore[attr-defined]
             except AssertionError:
-                if isinstance(side, PeerSide):
+                if isinstance(side, groupcheck.PeerSide):
                     side.peer.kill()
         admin.close()
 
-    print("\n" + describe(sides))
+    print("\n" + groupcheck.describe(sides))
     assert types == [(0, "classic"), (1, "consumer"), (2, "consumer"), (3, "consumer"),
                      (4, "consumer"), (5, "consumer"), (6, "classic")], types
-    assert overlaps(sides) == [], describe(sides)
+    assert groupcheck.overlaps(sides) == [], groupcheck.describe(sides)
     for side in sides:
-        assert consumed_outside_ownership(side) == [], describe(sides)
-        assert [c for c in side.changes() if c.kind == "lost"] == [], describe(sides)
-    assert not set(produced) - set(consumed_offsets(sides))
+        assert groupcheck.consumed_outside_ownership(side) == [], groupcheck.describe(sides)
+        assert [c for c in side.changes() if c.kind == "lost"] == [], groupcheck.describe(sides)
+    assert not set(produced) - set(groupcheck.consumed_offsets(sides))
     assert monitor.backwards() == [], monitor.backwards()
     assert sum(len(seen) for seen in monitor.readings.values()) > 0, "the monitor read no commit"
     for side in sides:

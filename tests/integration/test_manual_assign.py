@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import kgroup
 from kgroup import TopicPartition
 from kgroup.testing import produce
 
-from .harness import BOTH
+from .harness import BOTH, poll_records
 
 pytestmark = BOTH
-
-
-def _drain(consumer: kgroup.Consumer, count: int, timeout_s: float = 60) -> list[kgroup.ConsumerRecord]:
-    got: list[kgroup.ConsumerRecord] = []
-    deadline = time.monotonic() + timeout_s
-    while len(got) < count and time.monotonic() < deadline:
-        got += consumer.poll(200)
-    return got
 
 
 def test_assigned_consumers_share_the_groups_offsets(kafka_bootstrap, topic_factory, group_id_factory):
@@ -34,12 +24,12 @@ def test_assigned_consumers_share_the_groups_offsets(kafka_bootstrap, topic_fact
         first.assign(mine)
         with pytest.raises(kgroup.IllegalStateError, match="mutually exclusive"):
             first.subscribe([topic])
-        got = _drain(first, 20)
+        got = poll_records(first, 20)
         assert sorted((r.partition, r.offset) for r in got) == [(p, o) for p in (0, 2) for o in range(10)]
         first.commit({mine[0]: 4, mine[1]: 7})
         assert first.committed(mine) == {mine[0]: kgroup.OffsetAndMetadata(4), mine[1]: kgroup.OffsetAndMetadata(7)}
         assert first.group_metadata().generation_id == -1
     with kgroup.Consumer(**settings) as second:
         second.assign(mine)
-        got = _drain(second, 9)
+        got = poll_records(second, 9)
         assert sorted((r.partition, r.offset) for r in got) == [(0, o) for o in range(4, 10)] + [(2, 7), (2, 8), (2, 9)]

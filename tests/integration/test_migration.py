@@ -39,9 +39,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from kgroup.types import RebalanceProtocol
 from tests.integration.groupcheck import (
@@ -73,17 +70,6 @@ SPLIT_S = 45.0
 MAX_UNOWNED_S = 10.0
 ASSIGNORS = {1: ("range",), 2: ("cooperative-sticky", "range"), 3: ("cooperative-sticky",)}
 PROTOCOL = {1: RebalanceProtocol.EAGER, 2: RebalanceProtocol.EAGER, 3: RebalanceProtocol.COOPERATIVE}
-
-
-@pytest.fixture
-def sides() -> Iterator[list[KgroupSide]]:
-    started: list[KgroupSide] = []
-    yield started
-    for side in started:
-        try:
-            side.stop()
-        except AssertionError:
-            pass
 
 
 def test_rolling_migration_from_range_to_cooperative_sticky_never_shares_a_partition(

@@ -15,7 +15,7 @@ from kafka import KafkaProducer
 import kgroup
 from kgroup import TopicPartition
 
-from .harness import BOTH, SESSION_TIMEOUT_MS, wait_until
+from .harness import BOTH, SESSION_TIMEOUT_MS, poll_records, wait_until
 
 pytestmark = BOTH
 
@@ -47,14 +47,6 @@ def _consumer(bootstrap: str, group: str) -> kgroup.Consumer:
         bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=1000, auto_offset_reset="earliest", enable_auto_commit=False,
     )
-
-
-def _poll_until(consumer: kgroup.Consumer, count: int, timeout_s: float = 60) -> list[kgroup.ConsumerRecord]:
-    got: list[kgroup.ConsumerRecord] = []
-    deadline = time.monotonic() + timeout_s
-    while len(got) < count and time.monotonic() < deadline:
-        got += consumer.poll(200)
-    return got
 
 
 @pytest.mark.tansu_deviation(LIST_OFFSETS)
@@ -99,9 +91,9 @@ def test_seek_to_end_and_beginning_move_assigned_partitions(kafka_bootstrap, top
         consumer.seek_to_end()
         assert consumer.position(tp0) == 5 and consumer.position(tp1) == 5
         _produce_with_timestamps(kafka_bootstrap, topic, 1, 2)  # two more in partition 0
-        got = _poll_until(consumer, 2)
+        got = poll_records(consumer, 2)
         assert [(r.partition, r.offset) for r in got] == [(0, 5), (0, 6)]
         consumer.seek_to_beginning([tp1])
-        got = _poll_until(consumer, 5)
+        got = poll_records(consumer, 5)
         assert sorted((r.partition, r.offset) for r in got) == [(1, i) for i in range(5)]
         assert consumer.position(tp0) == 7

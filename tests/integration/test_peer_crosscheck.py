@@ -92,6 +92,27 @@ def split(members: list[Peer], topic: str) -> bool:
     return union == all_of(topic) and sum(map(len, owned)) == PARTITIONS and all(owned)
 
 
+def one_then_another(peers: list[Peer], client: str, boot: str, group: str, topic: str, strategy: str,
+                     split_s: float) -> tuple[Peer, Peer]:
+    """Peer ``a`` joins and owns every partition, then ``b`` joins and the two split them."""
+    a = Peer(client, boot, group, topic, strategy=strategy, session_timeout_ms=ST, name="a")
+    peers.append(a)
+    wait_until(lambda: a.owned() == all_of(topic), 20, "a to own every partition")
+    b = Peer(client, boot, group, topic, strategy=strategy, session_timeout_ms=ST, name="b")
+    peers.append(b)
+    wait_until(lambda: split([a, b], topic), split_s, f"a and b to split the partitions: {a} {b}")
+    return a, b
+
+
+def static_pair(peers: list[Peer], client: str, boot: str, group: str, topic: str) -> tuple[Peer, Peer]:
+    """Static peers ``ia`` and ``ib`` join together and split the partitions."""
+    a = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ia")
+    b = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ib")
+    peers += [a, b]
+    wait_until(lambda: split([a, b], topic), 30, f"a and b to split the partitions: {a} {b}")
+    return a, b
+
+
 def removals(cluster, group: str) -> list[object]:
     return [e for e in cluster.model_events(group) if e.kind == "member_removed"]
 
@@ -107,12 +128,7 @@ def test_eager_group_forms_splits_and_takes_over_after_a_leave(client, kafka_clu
     """broker-notes S3/S4a: on Tansu each join costs st/2 and the barrier is missing."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     boot = kafka_cluster.bootstrap_servers
-    a = Peer(client, boot, group, topic, strategy="range", session_timeout_ms=ST, name="a")
-    peers.append(a)
-    wait_until(lambda: a.owned() == all_of(topic), 20, "a to own every partition")
-    b = Peer(client, boot, group, topic, strategy="range", session_timeout_ms=ST, name="b")
-    peers.append(b)
-    wait_until(lambda: split([a, b], topic), 20, f"a and b to split the partitions: {a} {b}")
+    a, b = one_then_another(peers, client, boot, group, topic, "range", split_s=20)
     b.close()
     wait_until(lambda: a.owned() == all_of(topic), 20, f"a to take every partition back: {a}")
     assert a.errors() == [] or client == "confluent", a.errors()
@@ -126,12 +142,7 @@ def test_cooperative_sticky_group_moves_only_what_changes_owner(client, kafka_cl
     the KIP-429 second round cannot run there."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     boot = kafka_cluster.bootstrap_servers
-    a = Peer(client, boot, group, topic, strategy="cooperative-sticky", session_timeout_ms=ST, name="a")
-    peers.append(a)
-    wait_until(lambda: a.owned() == all_of(topic), 20, "a to own every partition")
-    b = Peer(client, boot, group, topic, strategy="cooperative-sticky", session_timeout_ms=ST, name="b")
-    peers.append(b)
-    wait_until(lambda: split([a, b], topic), 30, f"a and b to split the partitions: {a} {b}")
+    a, b = one_then_another(peers, client, boot, group, topic, "cooperative-sticky", split_s=30)
     # incremental: a gave up only the partitions that moved to b, never everything at once
     revoked = [frozenset(map(tuple, e["partitions"])) for e in a.of("revoked")]
     assert revoked, "a never revoked anything"
@@ -147,10 +158,7 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(client, 
     """KIP-345; broker-notes S9a/S9g: on Tansu the restart rebalances (and at st=6000 always)."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     boot = cluster.bootstrap_servers
-    a = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ia")
-    b = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ib")
-    peers += [a, b]
-    wait_until(lambda: split([a, b], topic), 30, f"a and b to split the partitions: {a} {b}")
+    a, b = static_pair(peers, client, boot, group, topic)
     before_a, before_b = a.owned(), b.owned()
     settled = generations(cluster, group) if is_proxy(cluster) else 0
     b_events = len(b.events)
@@ -201,11 +209,7 @@ def test_dead_static_members_partitions_move_after_its_session_timeout(client, c
                                                                        group_id_factory, peers):
     """KIP-345; broker-notes S9c: on Tansu a dead static member's partitions are orphaned."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
-    boot = cluster.bootstrap_servers
-    a = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ia")
-    b = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ib")
-    peers += [a, b]
-    wait_until(lambda: split([a, b], topic), 30, f"a and b to split the partitions: {a} {b}")
+    a, b = static_pair(peers, client, cluster.bootstrap_servers, group, topic)
     b.kill()
     killed_at = time.monotonic()
     wait_until(lambda: a.owned() == all_of(topic), ST / 1000 + 30, f"a to take b's partitions: {a}")

@@ -6,6 +6,7 @@ codec; kgroup's own ``Consumer`` is used where a real client is the point. Every
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -16,7 +17,7 @@ from kgroup._io import kafka_frames as frames
 from kgroup.testing import CoordinatorProxy, FakeClock, produce
 from kgroup.testing.coordinator import CoordinatorConfig
 
-from .harness import HEARTBEAT_MS, SESSION_TIMEOUT_MS, wait_until
+from .harness import SESSION_TIMEOUT_MS, consumer, wait_until
 from .raw_client import RawClient, address_of, heartbeat_body, join, join_body, sync
 
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, SYNC_GROUP = 10, 11, 12, 14
@@ -60,17 +61,6 @@ def commit_body(group_id: str, topic: str, offset: int, partition: int = 0) -> d
 
 def fetch_body(group_id: str, topic: str) -> dict:
     return {"group_id": group_id, "topics": [{"name": topic, "partition_indexes": [0]}], "require_stable": False}
-
-
-def consumer(bootstrap: str, group_id: str, client_id: str, **overrides) -> kgroup.Consumer:
-    settings = {
-        "session_timeout_ms": SESSION_TIMEOUT_MS,
-        "heartbeat_interval_ms": HEARTBEAT_MS,
-        "auto_offset_reset": "earliest",
-        "client_id": client_id,
-        **overrides,
-    }
-    return kgroup.Consumer(bootstrap_servers=bootstrap, group_id=group_id, **settings)
 
 
 def poll_until(c: kgroup.Consumer, predicate, timeout_s: float, what: str) -> list:
@@ -263,8 +253,7 @@ def test_offset_commit_learns_new_topics_and_rejects_unknown_ones(kafka_cluster,
 
 def test_describe_and_list_groups_come_from_the_model(kafka_cluster, group_id_factory):
     group = group_id_factory()
-    client = RawClient(kafka_cluster.bootstrap_servers, "describer")
-    try:
+    with contextlib.closing(RawClient(kafka_cluster.bootstrap_servers, "describer")) as client:
         joined = join(client, group)
         sync(client, group, joined)
         (described,) = client.request(15, 5, {"groups": [group], "include_authorized_operations": False})["groups"]
@@ -275,21 +264,16 @@ def test_describe_and_list_groups_come_from_the_model(kafka_cluster, group_id_fa
         )
         listed = client.request(16, 4, {"states_filter": ["Stable"]})
         assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable"} in listed["groups"]
-    finally:
-        client.close()
 
 
 def test_model_timers_expire_a_silent_member(kafka_cluster, group_id_factory):
     """Kafka's coordinator removes a silent member by timer (Tansu only notices on the next request)."""
     group = group_id_factory()
-    client = RawClient(kafka_cluster.bootstrap_servers, "silent")
-    try:
+    with contextlib.closing(RawClient(kafka_cluster.bootstrap_servers, "silent")) as client:
         sync(client, group, join(client, group))
         started = time.monotonic()
         wait_until(lambda: kafka_cluster.call(lambda m: m.group_state(group)) == "Empty", WAIT_S, "the expiry")
         assert time.monotonic() - started >= SESSION_TIMEOUT_MS / 1000 - 0.5
-    finally:
-        client.close()
 
 
 def test_fake_clock_drives_the_model_through_tick(kafka_broker, group_id_factory):

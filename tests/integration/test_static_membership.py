@@ -47,7 +47,7 @@ from kgroup import TopicPartition
 from kgroup.protocol.consumer_protocol import decode_assignment
 from kgroup.protocol.group_api import DescribeGroupsRequest
 
-from .harness import BOTH, EventLog, RecordingListener, all_partitions, wait_until
+from .harness import BOTH, Background, EventLog, RecordingListener, all_partitions, stopped_after_the_test, wait_until
 from .raw_client import RawClient
 
 pytestmark = BOTH
@@ -94,7 +94,7 @@ def is_proxy(cluster: Any) -> bool:
 # --------------------------------------------------------------------------- members
 
 
-class Runner:
+class Runner(Background):
     """A kgroup Consumer polling on its own thread; ``stop(policy)`` closes it with that policy."""
 
     def __init__(self, name: str, bootstrap: str, group: str, topic: str, log: EventLog,
@@ -117,14 +117,12 @@ class Runner:
         self.policy = "default"
         self.started_at = 0.0
         self.closed_at: float | None = None
-        self._stop = threading.Event()
+        super().__init__(f"runner-{name}")
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"runner-{name}", daemon=True)
 
     def start(self) -> Runner:
         self.started_at = time.monotonic()
-        self._thread.start()
-        return self
+        return super().start()
 
     def _run(self) -> None:
         try:
@@ -166,11 +164,7 @@ class Runner:
 
 @pytest.fixture
 def runners() -> Iterator[list[Runner]]:
-    started: list[Runner] = []
-    yield started
-    for runner in started:
-        if not runner._stopped.is_set():
-            runner.stop()
+    yield from stopped_after_the_test()
 
 
 @pytest.fixture
@@ -183,6 +177,33 @@ def consumers() -> Iterator[list[kgroup.Consumer]]:
             consumer.close(5000)
         except kgroup.KGroupError:
             pass
+
+
+def new_group(cluster: Any, topic_factory: Any,
+              group_id_factory: Any) -> tuple[str, str, frozenset[TopicPartition], EventLog, str]:
+    """A new topic and group id: (topic, group, every partition of the topic, an event log, the bootstrap servers)."""
+    topic, group = topic_factory(PARTITIONS), group_id_factory()
+    return topic, group, all_partitions(topic, PARTITIONS), EventLog(), cluster.bootstrap_servers
+
+
+def static_pair(boot: str, group: str, topic: str, log: EventLog, runners: list[Runner],
+                everything: frozenset[TopicPartition]) -> tuple[Runner, Runner]:
+    """Static members ``a`` (instance ``inst-a``) and ``b`` (``inst-b``) form the group, ``b`` first: ``b`` leads."""
+    a = Runner("a", boot, group, topic, log, instance_id="inst-a")
+    b = Runner("b", boot, group, topic, log, instance_id="inst-b")
+    form(b, a, runners, everything)
+    return a, b
+
+
+def restart(a: Runner, before: frozenset[TopicPartition], what: str, boot: str, group: str, topic: str,
+            log: EventLog, runners: list[Runner]) -> tuple[Runner, float]:
+    """Static member ``a`` closes (default policy: it stays in the group) and a new process ``a2`` with
+    its instance id starts, until it owns ``before`` again: (a2, seconds from the close until then)."""
+    closed_at = a.stop()
+    a2 = Runner("a2", boot, group, topic, log, instance_id=a.instance_id).start()
+    runners.append(a2)
+    wait_until(lambda: a2.assignment() == before, 15, what)
+    return a2, time.monotonic() - closed_at
 
 
 def form(first: Runner, second: Runner, runners: list[Runner], everything: frozenset[TopicPartition]) -> None:
@@ -273,22 +294,14 @@ class ModelSpy:
 def test_static_restart_within_session_timeout_keeps_partitions_without_a_rebalance(
     cluster, topic_factory, group_id_factory, runners
 ):
-    topic, group = topic_factory(PARTITIONS), group_id_factory()
-    everything, log = all_partitions(topic, PARTITIONS), EventLog()
-    boot = cluster.bootstrap_servers
-    a = Runner("a", boot, group, topic, log, instance_id="inst-a")
-    b = Runner("b", boot, group, topic, log, instance_id="inst-b")
-    form(b, a, runners, everything)  # b leads; a is the follower the scenario is about
+    topic, group, everything, log, boot = new_group(cluster, topic_factory, group_id_factory)
+    a, b = static_pair(boot, group, topic, log, runners, everything)  # b leads; a is the follower the scenario is about
     before_a, before_b = a.assignment(), b.assignment()
     generation, old_member_id = a.generation_id(), a.member_id()
     b_seen = len(callbacks(log, "b"))
     mark = len(events(cluster, group)) if is_proxy(cluster) else 0
 
-    closed_at = a.stop()  # default policy: a static member stays in the group
-    a2 = Runner("a2", boot, group, topic, log, instance_id="inst-a").start()
-    runners.append(a2)
-    wait_until(lambda: a2.assignment() == before_a, 15, "the restarted a to get its old partitions")
-    took = time.monotonic() - closed_at
+    a2, took = restart(a, before_a, "the restarted a to get its old partitions", boot, group, topic, log, runners)
     # nothing else happens afterwards either (a rebalance would reach b within a heartbeat)
     stays(lambda: a2.assignment() == before_a and b.assignment() == before_b, 2 * HB / 1000,
           "the assignment after the restart")
@@ -330,9 +343,7 @@ def test_static_close_stays_until_session_timeout_and_a_late_restart_rebalances(
     """close() with the default policy (static: no LeaveGroup), then back after the session
     timeout. When the departed member led the group, Kafka picks a new leader among the
     members that rejoined (seed 001); Tansu keeps the departed one (S7b)."""
-    topic, group = topic_factory(PARTITIONS), group_id_factory()
-    everything, log = all_partitions(topic, PARTITIONS), EventLog()
-    boot = cluster.bootstrap_servers
+    topic, group, everything, log, boot = new_group(cluster, topic_factory, group_id_factory)
     a = Runner("a", boot, group, topic, log, instance_id="inst-a")
     b = Runner("b", boot, group, topic, log, instance_id="inst-b")
     if departs == "leader":
@@ -489,17 +500,12 @@ def test_fenced_offset_commit_raises_from_commit_names_the_instance_id_and_poiso
 def test_static_leader_restart_gets_skip_assignment_and_keeps_every_assignment(
     cluster, topic_factory, group_id_factory, runners
 ):
-    topic, group = topic_factory(PARTITIONS), group_id_factory()
-    everything, log = all_partitions(topic, PARTITIONS), EventLog()
-    boot = cluster.bootstrap_servers
+    topic, group, everything, log, boot = new_group(cluster, topic_factory, group_id_factory)
     spy = ModelSpy(cluster, group) if is_proxy(cluster) else None
     # the first member becomes the leader (Kafka: the first to join; it stays leader while it rejoins)
-    a = Runner("a", boot, group, topic, log, instance_id="leader").start()
-    runners.append(a)
-    wait_until(lambda: a.assignment() == everything, FORM_S, "the leader to own every partition")
-    b = Runner("b", boot, group, topic, log, instance_id="follower").start()
-    runners.append(b)
-    wait_until(lambda: split([a, b], everything), FORM_S, "a and b to split the partitions")
+    a = Runner("a", boot, group, topic, log, instance_id="leader")
+    b = Runner("b", boot, group, topic, log, instance_id="follower")
+    form(a, b, runners, everything)
     before_a, before_b, generation = a.assignment(), b.assignment(), a.generation_id()
     b_seen = len(callbacks(log, "b"))
     mark = len(events(cluster, group)) if is_proxy(cluster) else 0
@@ -509,11 +515,7 @@ def test_static_leader_restart_gets_skip_assignment_and_keeps_every_assignment(
         plan_before = coordinator_assignment(cluster, group)
         joins_before, syncs_before = len(spy.calls("join_group")), len(spy.calls("sync_group"))
 
-    closed_at = a.stop()
-    a2 = Runner("a2", boot, group, topic, log, instance_id="leader").start()
-    runners.append(a2)
-    wait_until(lambda: a2.assignment() == before_a, 15, "the restarted leader to get its partitions")
-    took = time.monotonic() - closed_at
+    a2, took = restart(a, before_a, "the restarted leader to get its partitions", boot, group, topic, log, runners)
     stays(lambda: a2.assignment() == before_a and b.assignment() == before_b, 2 * HB / 1000,
           "the assignment after the leader's restart")
     assert callbacks(log, "b")[b_seen:] == [], "the follower's listener saw the leader restart"
@@ -547,9 +549,7 @@ def test_static_leader_restart_gets_skip_assignment_and_keeps_every_assignment(
 
 @where()  # a silent dynamic member expires on Tansu too while the other member heartbeats (S6b)
 def test_close_remain_for_a_dynamic_member_sends_no_leave_group(cluster, topic_factory, group_id_factory, runners):
-    topic, group = topic_factory(PARTITIONS), group_id_factory()
-    everything, log = all_partitions(topic, PARTITIONS), EventLog()
-    boot = cluster.bootstrap_servers
+    topic, group, everything, log, boot = new_group(cluster, topic_factory, group_id_factory)
     a = Runner("a", boot, group, topic, log)
     b = Runner("b", boot, group, topic, log)
     form(b, a, runners, everything)  # b leads; a is the follower the scenario is about
@@ -572,13 +572,9 @@ def test_close_remain_for_a_dynamic_member_sends_no_leave_group(cluster, topic_f
 def test_close_leave_for_a_static_member_sends_leave_group_with_its_instance_id(
     cluster, topic_factory, group_id_factory, runners
 ):
-    topic, group = topic_factory(PARTITIONS), group_id_factory()
-    everything, log = all_partitions(topic, PARTITIONS), EventLog()
-    boot = cluster.bootstrap_servers
+    topic, group, everything, log, boot = new_group(cluster, topic_factory, group_id_factory)
     spy = ModelSpy(cluster, group) if is_proxy(cluster) else None
-    a = Runner("a", boot, group, topic, log, instance_id="inst-a")
-    b = Runner("b", boot, group, topic, log, instance_id="inst-b")
-    form(b, a, runners, everything)  # b leads; a is the follower the scenario is about
+    a, b = static_pair(boot, group, topic, log, runners, everything)  # b leads; a is the follower the scenario is about
     a_member_id = a.member_id()
 
     a.stop("leave")
@@ -609,12 +605,8 @@ def test_leave_group_by_instance_id_removes_the_static_member_and_rebalances(
     """What an admin client's removeMembersFromConsumerGroup sends: LeaveGroup v5 with member id
     "" and the instance id (KIP-345). The removed process learns it at its next heartbeat
     (UNKNOWN_MEMBER_ID): its partitions are lost, and it rejoins as a new static member."""
-    topic, group = topic_factory(PARTITIONS), group_id_factory()
-    everything, log = all_partitions(topic, PARTITIONS), EventLog()
-    boot = cluster.bootstrap_servers
-    a = Runner("a", boot, group, topic, log, instance_id="inst-a")
-    b = Runner("b", boot, group, topic, log, instance_id="inst-b")
-    form(b, a, runners, everything)  # b leads; a is the follower the scenario is about
+    topic, group, everything, log, boot = new_group(cluster, topic_factory, group_id_factory)
+    a, b = static_pair(boot, group, topic, log, runners, everything)  # b leads; a is the follower the scenario is about
     before_a, a_member_id, generation = a.assignment(), a.member_id(), a.generation_id()
     mark = len(events(cluster, group)) if is_proxy(cluster) else 0
 
@@ -656,9 +648,7 @@ def test_static_poll_watchdog_keeps_partitions_and_rejoins_with_the_same_instanc
     again before session_timeout_ms rejoins with the same instance id and gets the same
     partitions without a rebalance; its listener gets on_partitions_lost, then
     on_partitions_assigned; the other member sees nothing."""
-    topic, group = topic_factory(PARTITIONS), group_id_factory()
-    everything, log = all_partitions(topic, PARTITIONS), EventLog()
-    boot = cluster.bootstrap_servers
+    topic, group, everything, log, boot = new_group(cluster, topic_factory, group_id_factory)
     max_poll_s = 2.0
     a = Runner("a", boot, group, topic, log, instance_id="inst-a", max_poll_interval_ms=int(max_poll_s * 1000),
                rebalance_timeout_ms=30000)

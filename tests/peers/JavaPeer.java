@@ -72,6 +72,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -207,61 +208,61 @@ public class JavaPeer {
         }
     }
 
-    public static class ReportingRangeAssignor extends RangeAssignor {
+    /**
+     * One of Kafka's assignors, reporting what it does: {@link #leading} when it plans (on the
+     * leader), {@link #assigned} when its member gets the plan. Everything else is the assignor's own.
+     */
+    abstract static class ReportingAssignor implements ConsumerPartitionAssignor {
+        private final ConsumerPartitionAssignor assignor;
+
+        ReportingAssignor() {
+            Class<?> kind = getClass();  // Kafka makes each assignor with its no-argument constructor
+            this.assignor = kind == ReportingRangeAssignor.class ? new RangeAssignor()
+                : kind == ReportingRoundRobinAssignor.class ? new RoundRobinAssignor()
+                : kind == ReportingStickyAssignor.class ? new StickyAssignor()
+                : new CooperativeStickyAssignor();
+        }
+
+        @Override
+        public ByteBuffer subscriptionUserData(Set<String> topics) {
+            return assignor.subscriptionUserData(topics);
+        }
+
         @Override
         public GroupAssignment assign(Cluster metadata, GroupSubscription subscription) {
             leading(name(), subscription);
-            return super.assign(metadata, subscription);
+            return assignor.assign(metadata, subscription);
         }
 
         @Override
         public void onAssignment(Assignment assignment, ConsumerGroupMetadata metadata) {
-            super.onAssignment(assignment, metadata);
+            assignor.onAssignment(assignment, metadata);
             assigned(name(), metadata);
+        }
+
+        @Override
+        public List<RebalanceProtocol> supportedProtocols() {
+            return assignor.supportedProtocols();
+        }
+
+        @Override
+        public short version() {
+            return assignor.version();
+        }
+
+        @Override
+        public String name() {
+            return assignor.name();
         }
     }
 
-    public static class ReportingRoundRobinAssignor extends RoundRobinAssignor {
-        @Override
-        public GroupAssignment assign(Cluster metadata, GroupSubscription subscription) {
-            leading(name(), subscription);
-            return super.assign(metadata, subscription);
-        }
+    public static class ReportingRangeAssignor extends ReportingAssignor { }
 
-        @Override
-        public void onAssignment(Assignment assignment, ConsumerGroupMetadata metadata) {
-            super.onAssignment(assignment, metadata);
-            assigned(name(), metadata);
-        }
-    }
+    public static class ReportingRoundRobinAssignor extends ReportingAssignor { }
 
-    public static class ReportingStickyAssignor extends StickyAssignor {
-        @Override
-        public GroupAssignment assign(Cluster metadata, GroupSubscription subscription) {
-            leading(name(), subscription);
-            return super.assign(metadata, subscription);
-        }
+    public static class ReportingStickyAssignor extends ReportingAssignor { }
 
-        @Override
-        public void onAssignment(Assignment assignment, ConsumerGroupMetadata metadata) {
-            super.onAssignment(assignment, metadata);
-            assigned(name(), metadata);
-        }
-    }
-
-    public static class ReportingCooperativeStickyAssignor extends CooperativeStickyAssignor {
-        @Override
-        public GroupAssignment assign(Cluster metadata, GroupSubscription subscription) {
-            leading(name(), subscription);
-            return super.assign(metadata, subscription);
-        }
-
-        @Override
-        public void onAssignment(Assignment assignment, ConsumerGroupMetadata metadata) {
-            super.onAssignment(assignment, metadata);
-            assigned(name(), metadata);
-        }
-    }
+    public static class ReportingCooperativeStickyAssignor extends ReportingAssignor { }
 
     static Class<?> assignorClass(String name) {
         switch (name.trim()) {
@@ -313,13 +314,21 @@ public class JavaPeer {
             }
         }
 
+        /** In bench mode: the partitions are no longer fresh, {@code kind} is reported, and true. */
+        private boolean benchGivesUp(String kind, Collection<TopicPartition> partitions) {
+            if (!mode.equals("bench")) {
+                return false;
+            }
+            for (TopicPartition tp : partitions) {
+                fresh.remove(tp.partition());
+            }
+            emit(kind, "\"partitions\":" + partitions(partitions));
+            return true;
+        }
+
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-            if (mode.equals("bench")) {
-                for (TopicPartition tp : partitions) {
-                    fresh.remove(tp.partition());
-                }
-                emit("revoked", "\"partitions\":" + partitions(partitions));
+            if (benchGivesUp("revoked", partitions)) {
                 return;
             }
             if (commit && !partitions.isEmpty()) {
@@ -338,11 +347,7 @@ public class JavaPeer {
 
         @Override
         public void onPartitionsLost(Collection<TopicPartition> partitions) {
-            if (mode.equals("bench")) {
-                for (TopicPartition tp : partitions) {
-                    fresh.remove(tp.partition());
-                }
-                emit("lost", "\"partitions\":" + partitions(partitions));
+            if (benchGivesUp("lost", partitions)) {
                 return;
             }
             emit("lost", "\"partitions\":" + partitions(partitions) + ",\"generation\":" + generation());

@@ -22,6 +22,12 @@ def groups(draw, *, identical: bool = False):
     return topics, members
 
 
+def _range_plan(group):
+    """(topics, members, RangeAssignor's plan for them)."""
+    topics, members = group
+    return topics, members, RangeAssignor().assign(topics, members)
+
+
 @pytest.mark.parametrize("assignor", ASSIGNORS, ids=repr)
 @settings(max_examples=200)
 @given(group=groups())
@@ -57,8 +63,7 @@ def test_roundrobin_identical_subscriptions_counts_differ_by_at_most_one(group):
 @settings(max_examples=150)
 @given(group=groups(identical=True))
 def test_range_identical_subscriptions_per_topic_counts_differ_by_at_most_one(group):
-    topics, members = group
-    plan = RangeAssignor().assign(topics, members)
+    topics, members, plan = _range_plan(group)
     subscribed = next(iter(members.values())).topics
     for topic in subscribed & set(topics):
         per_member = Counter({m: 0 for m in members})
@@ -70,8 +75,7 @@ def test_range_identical_subscriptions_per_topic_counts_differ_by_at_most_one(gr
 @settings(max_examples=150)
 @given(group=groups(identical=True))
 def test_range_identical_subscriptions_ranges_are_contiguous(group):
-    topics, members = group
-    plan = RangeAssignor().assign(topics, members)
+    *_, plan = _range_plan(group)
     for tps in plan.values():
         for topic in {tp.topic for tp in tps}:
             numbers = sorted(tp.partition for tp in tps if tp.topic == topic)

@@ -44,12 +44,19 @@ def _without_racks(members):
     return {m: MemberSubscription(member_id=s.member_id, topics=s.topics) for m, s in members.items()}
 
 
+def _valid_plan(assignor, group):
+    """The assignor's plan for a racked group, checked by validate_plan."""
+    counts, partitions, members = group
+    plan = assignor.assign_partitions(partitions, members)
+    validate_plan(plan, members, counts, RebalanceProtocol.EAGER)
+    return plan
+
+
 @settings(max_examples=300, deadline=None)
 @given(racked_groups(identical=False))
 def test_range_with_racks_is_valid_and_keeps_per_topic_shares(group) -> None:
-    counts, partitions, members = group
-    plan = RangeAssignor().assign_partitions(partitions, members)
-    validate_plan(plan, members, counts, RebalanceProtocol.EAGER)
+    counts, _, members = group
+    plan = _valid_plan(RangeAssignor(), group)
     plain = RangeAssignor().assign(counts, _without_racks(members))
     for topic in counts:
         shares = Counter(
@@ -64,9 +71,7 @@ def test_range_with_racks_is_valid_and_keeps_per_topic_shares(group) -> None:
 @settings(max_examples=300, deadline=None)
 @given(racked_groups(identical=True), st.sampled_from([StickyAssignor(), CooperativeStickyAssignor()]))
 def test_sticky_with_racks_is_valid_and_fully_balanced(group, assignor) -> None:
-    counts, partitions, members = group
-    plan = assignor.assign_partitions(partitions, members)
-    validate_plan(plan, members, counts, RebalanceProtocol.EAGER)
+    plan = _valid_plan(assignor, group)
     sizes = [len(tps) for tps in plan.values()]
     assert max(sizes) - min(sizes) <= 1
 
@@ -74,9 +79,7 @@ def test_sticky_with_racks_is_valid_and_fully_balanced(group, assignor) -> None:
 @settings(max_examples=200, deadline=None)
 @given(racked_groups(identical=False), st.sampled_from([StickyAssignor(), CooperativeStickyAssignor()]))
 def test_sticky_with_racks_and_different_subscriptions_is_valid(group, assignor) -> None:
-    counts, partitions, members = group
-    plan = assignor.assign_partitions(partitions, members)
-    validate_plan(plan, members, counts, RebalanceProtocol.EAGER)
+    _valid_plan(assignor, group)
 
 
 @settings(max_examples=200, deadline=None)

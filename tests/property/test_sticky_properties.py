@@ -56,6 +56,14 @@ def groups(draw, *, identical: bool = False, conflicts: bool = True, user_data: 
     return topics, members
 
 
+def _owning(members, plan, *, generation_id: int):
+    """``members`` each owning what ``plan`` gave it, at ``generation_id``."""
+    return {
+        m: MemberSubscription(member_id=m, topics=s.topics, owned=plan[m], generation_id=generation_id)
+        for m, s in members.items()
+    }
+
+
 def _counts(plan):
     return [len(tps) for tps in plan.values()]
 
@@ -125,10 +133,7 @@ def test_sticky_identical_subscriptions_member_keeps_min_of_owned_and_quota(grou
 def test_cooperative_identical_subscriptions_second_round_completes_balanced(group):
     topics, members = group
     first = COOPERATIVE.assign(topics, members)
-    second_members = {
-        m: MemberSubscription(member_id=m, topics=s.topics, owned=first[m], generation_id=4)
-        for m, s in members.items()
-    }
+    second_members = _owning(members, first, generation_id=4)
     second = COOPERATIVE.assign(topics, second_members)
     validate_plan(second, second_members, topics, RebalanceProtocol.EAGER)  # complete: nothing left out
     assert all(first[m] <= second[m] for m in members)  # nobody revokes in round two
@@ -155,10 +160,7 @@ def test_sticky_owned_plan_reassigned_unchanged(group):
     # a plan fed back as every member's ownership is a fixed point (nothing to improve)
     topics, members = group
     plan = STICKY.assign(topics, members)
-    again_members = {
-        m: MemberSubscription(member_id=m, topics=s.topics, owned=plan[m], generation_id=9)
-        for m, s in members.items()
-    }
+    again_members = _owning(members, plan, generation_id=9)
     assert STICKY.assign(topics, again_members) == plan
     assert COOPERATIVE.assign(topics, again_members) == plan
 

@@ -34,6 +34,12 @@ def produce_exact(bootstrap: str, topic: str, records: list[tuple[int, bytes | N
         producer.close(5)
 
 
+def produce_spread(bootstrap: str, topic: str, partitions: int, prefix: bytes, count: int) -> set[tuple]:
+    """:func:`produce_exact` of ``count`` records without key or headers, the i-th valued ``<prefix><i>``
+    to partition ``i % partitions``."""
+    return produce_exact(bootstrap, topic, [(i % partitions, None, prefix + b"%d" % i, []) for i in range(count)])
+
+
 def rows_of(collected) -> set[tuple]:
     return {
         (r.partition, r.offset, r.key, r.value, tuple((h.key, h.value) for h in r.headers)) for r in collected
@@ -174,7 +180,7 @@ def test_restart_from_the_checkpoint_loses_and_repeats_nothing(
     topic = topic_factory(2)
     group = group_id_factory()
     bootstrap = kafka_cluster.bootstrap_servers
-    first = produce_exact(bootstrap, topic, [(i % 2, None, b"a%d" % i, []) for i in range(40)])
+    first = produce_spread(bootstrap, topic, 2, b"a", 40)
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
 
     def run_until(total: int) -> None:
@@ -196,7 +202,7 @@ def test_restart_from_the_checkpoint_loses_and_repeats_nothing(
     # rewind the group to 0: the checkpoint (ahead) must win, nothing is read twice
     # (a simple commit: accepted once the stopped query's member has left the group)
     assert wait_for(lambda: rewind_group(bootstrap, group, topic, 2), 30, "the group to accept a rewind")
-    second = produce_exact(bootstrap, topic, [(i % 2, None, b"b%d" % i, []) for i in range(40)])
+    second = produce_spread(bootstrap, topic, 2, b"b", 40)
     run_until(80)
     rows = spark.read.parquet(out).collect()
     assert len(rows) == 80, "a record was read twice or lost across the restart"

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from tests.spark.conftest import _ROOT, spark_env, wait_for
-from tests.spark.test_spark_source import produce_exact, sink_rows, stream
+from tests.spark.test_spark_source import produce_spread, sink_rows, stream
 
 
 def _rows(spark, path: str) -> list[tuple[int, int]]:
@@ -36,10 +36,9 @@ def _both_members_assigned(cluster, group: str) -> bool:
 def test_two_applications_split_the_partitions_and_write_every_record_once(
     spark, kafka_cluster, topic_factory, group_id_factory, tmp_path
 ):
-    topic = topic_factory(4)
-    group = group_id_factory()
     bootstrap = kafka_cluster.bootstrap_servers
-    phase1 = produce_exact(bootstrap, topic, [(i % 4, None, b"one-%d" % i, []) for i in range(200)])
+    topic, group = topic_factory(4), group_id_factory()
+    phase1 = produce_spread(bootstrap, topic, 4, b"one-", 200)
     out_a, out_b = str(tmp_path / "a"), str(tmp_path / "b")
     stop_file, ready_file = tmp_path / "stop", tmp_path / "ready"
     query = (
@@ -65,7 +64,7 @@ def test_two_applications_split_the_partitions_and_write_every_record_once(
         wait_for(lambda: ready_file.exists() or child.poll() is not None, 120, "application B to start")
         assert child.poll() is None, (tmp_path / "b.log").read_text()[-3000:]
         wait_for(lambda: _both_members_assigned(kafka_cluster, group), 120, "the group to split between A and B")
-        phase2 = produce_exact(bootstrap, topic, [(i % 4, None, b"two-%d" % i, []) for i in range(200)])
+        phase2 = produce_spread(bootstrap, topic, 4, b"two-", 200)
         wait_for(
             lambda: len(_rows(spark, out_a)) + len(_rows(spark, out_b)) >= 400, 120, "A and B to read phase 2"
         )
