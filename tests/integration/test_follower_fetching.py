@@ -21,7 +21,6 @@ that fails instead.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,9 +30,9 @@ import pytest
 
 import kgroup
 from kgroup import TopicPartition
-from kgroup.testing import BrokerHandle, apache_kafka, start_broker
+from kgroup.testing import BrokerHandle, apache_kafka, produce, start_broker
 
-from .harness import wait_until
+from .harness import consumer, poll_records, wait_until
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
@@ -82,38 +81,33 @@ def create_topic(bootstrap: str) -> tuple[str, int, list[int]]:
     return name, leader, sorted(n for n in NODES if n != leader)
 
 
-def produce(bootstrap: str, topic: str, start: int, count: int) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-    try:
-        for i in range(start, start + count):
-            producer.send(topic, b"%d" % i, partition=0)
-        producer.flush(60)
-    finally:
-        producer.close(10)
+def produce_values(bootstrap: str, topic: str, start: int, count: int) -> None:
+    """Records ``b"<i>"`` for i in ``start``, ``start + count``, to partition 0 (``acks=all``)."""
+    assert produce(bootstrap, topic, [(0, None, b"%d" % i) for i in range(start, start + count)]) == count
 
 
 def consumer_in(rack: str, bootstrap: str, topic: str) -> kgroup.Consumer:
-    consumer = kgroup.Consumer(bootstrap_servers=bootstrap, group_id=f"g-{uuid.uuid4().hex[:8]}",
-                               client_rack=rack, auto_offset_reset="earliest", enable_auto_commit=False,
-                               session_timeout_ms=6000, heartbeat_interval_ms=1000)
-    consumer.assign([TopicPartition(topic, 0)])
-    return consumer
+    """A consumer of the topic's partition (``assign()``) in ``rack``."""
+    reader = consumer(bootstrap, f"g-{uuid.uuid4().hex[:8]}", f"reader-{rack}", client_rack=rack,
+                      enable_auto_commit=False)
+    reader.assign([TopicPartition(topic, 0)])
+    return reader
 
 
-def read_until(consumer: kgroup.Consumer, values: list[bytes], count: int) -> None:
-    """Poll into ``values`` until it holds ``count`` records."""
-    deadline = time.monotonic() + READ_S
-    while len(values) < count:
-        assert time.monotonic() < deadline, f"read {len(values)} of {count} records in {READ_S} s"
-        values.extend(r.value for r in consumer.poll(200) if r.value is not None)
+def read(reader: kgroup.Consumer, count: int) -> list[bytes | None]:
+    """The values of the next ``count`` records (``READ_S`` at most)."""
+    return [r.value for r in poll_records(reader, count, READ_S)]
 
 
-def served(consumer: kgroup.Consumer) -> dict[int, tuple[int, int]]:
+def fetcher(reader: kgroup.Consumer) -> Any:
+    """The consumer's ``PipelinedFetcher``."""
+    transport: Any = reader._transport
+    return transport.fetcher()
+
+
+def served(reader: kgroup.Consumer) -> dict[int, tuple[int, int]]:
     """Per node: (Fetch requests sent, record bytes received) by the consumer's fetcher."""
-    transport: Any = consumer._transport
-    result: dict[int, tuple[int, int]] = transport.fetcher().fetches_by_node()
+    result: dict[int, tuple[int, int]] = fetcher(reader).fetches_by_node()
     return result
 
 
@@ -121,16 +115,14 @@ def test_the_follower_in_the_consumers_rack_serves_the_records(cluster: BrokerHa
     boot = cluster.bootstrap_servers
     topic, leader, followers = create_topic(boot)
     follower, other = followers
-    produce(boot, topic, 0, RECORDS)
-    consumer = consumer_in(RACKS[follower], boot, topic)
+    produce_values(boot, topic, 0, RECORDS)
+    reader = consumer_in(RACKS[follower], boot, topic)
     try:
-        values: list[bytes] = []
-        read_until(consumer, values, RECORDS)
-        counts = served(consumer)
-        transport: Any = consumer._transport
-        preferred = transport.fetcher().preferred_read_replica(TopicPartition(topic, 0))
+        values = read(reader, RECORDS)
+        counts = served(reader)
+        preferred = fetcher(reader).preferred_read_replica(TopicPartition(topic, 0))
     finally:
-        consumer.close()
+        reader.close()
     print(f"leader {leader}, follower {follower} in the consumer's rack; (fetches, record bytes) per node: {counts}")
     assert values == [b"%d" % i for i in range(RECORDS)]
     assert preferred == follower
@@ -144,21 +136,19 @@ def test_the_leader_serves_the_records_when_the_follower_stops(cluster: BrokerHa
     boot = cluster.bootstrap_servers
     topic, leader, followers = create_topic(boot)
     follower = followers[0]
-    produce(boot, topic, 0, RECORDS)
-    consumer = consumer_in(RACKS[follower], boot, topic)
+    produce_values(boot, topic, 0, RECORDS)
+    reader = consumer_in(RACKS[follower], boot, topic)
     try:
-        values: list[bytes] = []
-        read_until(consumer, values, RECORDS)
-        before = served(consumer)
+        values = read(reader, RECORDS)
+        before = served(reader)
         assert before[follower][1] > 0 and before[leader][1] == 0, before
         cluster.stop_node(follower, timeout_s=30)
-        produce(boot, topic, RECORDS, RECORDS)
-        read_until(consumer, values, 2 * RECORDS)
-        after = served(consumer)
-        transport: Any = consumer._transport
-        preferred = transport.fetcher().preferred_read_replica(TopicPartition(topic, 0))
+        produce_values(boot, topic, RECORDS, RECORDS)
+        values += read(reader, RECORDS)
+        after = served(reader)
+        preferred = fetcher(reader).preferred_read_replica(TopicPartition(topic, 0))
     finally:
-        consumer.close()  # the follower stays stopped: this is the module's last test on the cluster
+        reader.close()  # the follower stays stopped: this is the module's last test on the cluster
     print(f"leader {leader}, follower {follower} stopped; (fetches, record bytes) per node: {before} -> {after}")
     assert values == [b"%d" % i for i in range(2 * RECORDS)], "every record once, in order"
     assert after[leader][1] > 0, f"the leader served no records after the follower stopped: {after}"
