@@ -148,9 +148,9 @@ def test_a_returning_static_leader_makes_sure_every_partition_has_an_owner(
     """
     monkeypatch.setattr(sim_run.Simulation, "_static_subscription_gap", lambda self, tp, owned: False)
     monkeypatch.setattr(sim_run.Simulation, "_java_gap", lambda self, tp, owned: False)
-    assert run_seed(seed).violations == []
+    assert run_seed(seed, version=1).violations == []
     monkeypatch.setattr(GroupThread, "_check_ownership", lambda self, command: None)
-    violations = [str(v) for v in run_seed(seed).violations]
+    violations = [str(v) for v in run_seed(seed, version=1).violations]
     assert violations and all("liveness" in v for v in violations), violations
 
 
@@ -166,10 +166,10 @@ def test_a_member_cut_off_from_the_coordinator_stops_handing_out_before_it_is_re
     from kgroup.consumer import Consumer
     from kgroup.membership.machine import GroupMachine
 
-    assert run_seed(21463).violations == []
+    assert run_seed(21463, version=1).violations == []
     monkeypatch.setattr(GroupMachine, "_check_session", lambda self, now, out: None)
     monkeypatch.setattr(Consumer, "_hand_out_on_hold", lambda self: False)
-    violations = [str(v) for v in run_seed(21463).violations]
+    violations = [str(v) for v in run_seed(21463, version=1).violations]
     assert any("hand-out after removal" in v for v in violations), violations
 
 
@@ -177,7 +177,7 @@ def test_a_close_that_gives_up_at_its_timeout_excuses_the_redelivery() -> None:
     """Seed 21088: m1's auto-commit response is delayed past its close(1397 ms), which gives up
     (as Java's close does) before the final commit: the next owner re-reads from the last commit.
     That is at-least-once delivery, not a defect: the run does not report it."""
-    result = run_seed(21088)
+    result = run_seed(21088, version=1)
     assert result.violations == []
     assert any("close gave up at its timeout" in line for line in result.trace)
 
@@ -195,7 +195,7 @@ def test_a_member_whose_session_ran_out_hands_nothing_out(
     from kgroup.consumer import Consumer
     from kgroup.membership.machine import GroupMachine
 
-    assert run_seed(seed).violations == []
+    assert run_seed(seed, version=1).violations == []
     monkeypatch.setattr(Consumer, "_hand_out_on_hold", lambda self: False)
     if disable == "lost":
         original = GroupMachine._drive
@@ -211,7 +211,7 @@ def test_a_member_whose_session_ran_out_hands_nothing_out(
             original(self, now, out)
 
         monkeypatch.setattr(GroupMachine, "_drive", drive_without_early_lost)
-    violations = [str(v) for v in run_seed(seed).violations]
+    violations = [str(v) for v in run_seed(seed, version=1).violations]
     assert any("hand-out after removal" in v for v in violations), violations
 
 
@@ -223,7 +223,7 @@ def test_a_returning_static_leaders_ownership_check_asks_again_when_describe_gro
     asks again after a backoff (up to 5 times while the generation lasts)."""
     monkeypatch.setattr(sim_run.Simulation, "_static_subscription_gap", lambda self, tp, owned: False)
     monkeypatch.setattr(sim_run.Simulation, "_java_gap", lambda self, tp, owned: False)
-    assert run_seed(2366).violations == []
+    assert run_seed(2366, version=1).violations == []
     monkeypatch.setattr(GroupThread, "_maybe_retry_ownership", lambda self: None)
-    violations = [str(v) for v in run_seed(2366).violations]
+    violations = [str(v) for v in run_seed(2366, version=1).violations]
     assert violations and all("liveness" in v for v in violations), violations

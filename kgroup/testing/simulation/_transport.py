@@ -110,7 +110,13 @@ class _GroupPump:
 
     def _step(self, item: object) -> None:
         self._alive = self._group.step(item)
-        self._due = self._group.next_deadline() if self._alive else float("inf")
+        if not self._alive:
+            self._due = float("inf")
+            return
+        due = self._group.next_deadline()
+        if self._scheduler.now < due < float("inf"):
+            due += self._scheduler.lateness()  # an OS thread wakes a little late at its deadline
+        self._due = due
 
     def pump(self) -> bool:
         if not self._alive or self.stopped or self._runtime.stopped:
@@ -144,6 +150,10 @@ class SimTransport:
         self._connection: Connection | None = None
         self._fetcher = SimFetcher(cluster, self)
         self.dead = False
+        #: partitions the application commits while it does not own them (set for that call):
+        #: an OffsetCommit carrying one is reported to ``on_forbidden_commit`` (kgroup refuses it)
+        self.forbidden: frozenset[TopicPartition] = frozenset()
+        self.on_forbidden_commit: Callable[[frozenset[TopicPartition]], None] | None = None
 
     def _conn(self) -> Connection:
         if self._connection is None or not self._connection.open:
@@ -338,6 +348,9 @@ class SimTransport:
         """OffsetCommit v9 on the coordinator connection."""
         future: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
         request = offset_commit_request(group_id, generation, group_instance_id, offsets)
+        sent_anyway = self.forbidden & offsets.keys()
+        if sent_anyway and self.on_forbidden_commit is not None:
+            self.on_forbidden_commit(frozenset(sent_anyway))
 
         trace = self._cluster.trace
         brief = ", ".join(f"{tp}={om.offset}" for tp, om in sorted(offsets.items()))
