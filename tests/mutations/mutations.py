@@ -41,19 +41,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="eager-join-before-revoke",
         path="kgroup/membership/machine.py",
-        original=(
-            "            self._state = MemberState.PREPARING\n"
-            "            out.append(DeliverStep(step))\n"
-            "            return\n"
-            "        if revoked:\n"
-        ),
-        replacement=(
-            "            self._state = MemberState.PREPARING\n"
-            "            out.append(DeliverStep(step))\n"
-            "        if revoked:\n"
-        ),
+        original="        if self._config.protocol is RebalanceProtocol.EAGER:\n            revoked = self._owned\n",
+        replacement="        if self._config.protocol is RebalanceProtocol.EAGER:\n            revoked = frozenset()\n",
         caught_by="classic",
-        what="JoinGroup goes out with the revoke step, not after it completed (eager revoke-before-join)",
+        what="an eager member joins without revoking its partitions first (eager revoke-before-join)",
     ),
     Mutation(
         name="cooperative-no-second-join",
@@ -166,8 +157,12 @@ MUTATIONS: tuple[Mutation, ...] = (
             '            self._invoke("on_partitions_lost", step.lost)\n'
             "            self._set_assignment(self._assignment - step.lost)"
         ),
-        caught_by="consumer",
-        what="on_partitions_lost runs while the lost partitions still count as owned (commits pass the check)",
+        caught_by=(
+            "tests/simulation/test_explicit_commits.py::"
+            "test_inside_on_partitions_lost_the_lost_partitions_are_not_owned_and_a_commit_of_them_is_refused"
+        ),
+        what="on_partitions_lost runs while the lost partitions still count as owned (commits pass the check; "
+        "the reset generation still stops them, so the campaigns cannot see it)",
     ),
     Mutation(
         name="commit-stale-generation",

@@ -28,10 +28,14 @@ from kgroup import _error_codes as codes
 from kgroup.config import ConsumerConfig
 from kgroup.consumer import Consumer
 from kgroup.errors import (
+    AssignmentError,
     CommitFailedError,
     FatalGroupError,
     GroupThreadCrashed,
+    IllegalStateError,
     KGroupError,
+    MalformedMetadata,
+    ProtocolViolation,
     WakeupError,
 )
 from kgroup.listener import RebalanceListener
@@ -42,7 +46,7 @@ from kgroup.testing.simulation._cluster import FaultProfile, SimCluster, topic_i
 from kgroup.testing.simulation._invariants import Checker, Violation
 from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
 from kgroup.testing.simulation._transport import SimRuntime, SimTransport
-from kgroup.types import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, TopicPartition
 
 __all__ = ["MemberSpec", "RunResult", "Scenario", "run_scenario", "run_seed", "scenario_for"]
 
@@ -304,6 +308,12 @@ def _protocol_settings(scenario: Scenario, spec: MemberSpec) -> dict[str, Any]:
     }
 
 
+#: errors ``poll()`` raises only when kgroup breaks its own rules (the machine saw an event its
+#: state does not take, the leader's plan moved a partition its owner had not revoked, ...):
+#: reported as violations (version 2)
+_CLIENT_ERRORS = (ProtocolViolation, AssignmentError, IllegalStateError, MalformedMetadata)
+
+
 class _Incarnation:
     """One process of a member: a Consumer, its transport, runtime and application thread."""
 
@@ -345,7 +355,7 @@ class _Incarnation:
         self.generation_at_start: int | None = None
         #: partitions this process was revoked or lost and not given back since
         self.released: frozenset[TopicPartition] = frozenset()
-        self.transport.on_forbidden_commit = self._forbidden_commit_sent
+        self.transport.on_commit_sent = self._commit_sent
         self.thread: SimThread = sim.scheduler.spawn(self.name, self._app)
         sim.trace(f"{self.name}: started ({'static' if spec.static else 'dynamic'}, {spec.assignors}, "
                   f"{spec.commit_mode} commits)")
@@ -399,12 +409,23 @@ class _Incarnation:
                 "call overran its timeout", f"{self.name}: {what} took {elapsed:.3f} s (timeout {timeout_ms} ms)"
             )
 
-    def _forbidden_commit_sent(self, partitions: frozenset[TopicPartition]) -> None:
-        self.sim.checker.fail(
-            "commit for a partition not owned was sent",
-            f"{self.name} sent an OffsetCommit for {sorted(map(str, partitions))}, which it does not own "
-            "(kgroup must refuse it with CommitFailedError and write nothing)",
-        )
+    def _commit_sent(self, generation: Generation, partitions: frozenset[TopicPartition]) -> None:
+        """An OffsetCommit leaves this member: never for partitions it does not own, never without a generation."""
+        not_owned = self.transport.forbidden & partitions
+        if not_owned:
+            self.sim.checker.fail(
+                "commit for a partition not owned was sent",
+                f"{self.name} sent an OffsetCommit for {sorted(map(str, not_owned))}, which it does not own "
+                "(kgroup must refuse it with CommitFailedError and write nothing)",
+            )
+        if not generation.is_valid() and self.sim.scenario.version >= 2:
+            # a subscribed member commits only in a generation (Java: CommitFailedException, or
+            # RebalanceInProgressException while it rejoins): its partitions are lost by then
+            self.sim.checker.fail(
+                "commit sent without a generation",
+                f"{self.name} sent an OffsetCommit for {sorted(map(str, partitions))} with generation "
+                f"{generation.generation_id} (member {generation.member_id!r})",
+            )
 
     def _explicit_offsets(self, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
         """The position after this process's last hand-out of each partition (as an application tracks it)."""
@@ -522,6 +543,9 @@ class _Incarnation:
                 break
             except KGroupError as exc:
                 self.trace(f"poll raised {type(exc).__name__}: {exc}")
+                if sim.scenario.version >= 2 and isinstance(exc, _CLIENT_ERRORS):
+                    # kgroup caught itself, or the leader refused its own plan: a defect, never a fault
+                    sim.checker.fail("client error", f"{self.name}: poll() raised {type(exc).__name__}: {exc}")
                 records = []
                 if sim.scheduler.now == started:
                     clock.sleep(0.01)  # an application loop retrying a failed poll()

@@ -13,9 +13,10 @@ Rules:
    next and then runnable threads in spawn order, repeated until nothing is runnable. With one
    (a ``random.Random`` seeded from the run's seed), the pumps and the runnable threads ready at
    the same instant take their turn in an order drawn from it, one at a time, and a group
-   thread's timed work may start up to 5 ms late (:meth:`Scheduler.lateness`), as an OS thread
-   woken at its deadline can: an application thread can then run before the group thread at its
-   deadline, and code that relies on the opposite order is found. Either way nothing is left to
+   thread's timed work may start up to 50 ms late (:meth:`Scheduler.lateness`), as an OS thread
+   woken at its deadline can (the GIL, a collection, a loaded host): an application thread can
+   then run before the group thread at its deadline, and code that relies on the opposite order
+   is found. Either way nothing is left to
    the OS scheduler, so a seed replays exactly.
 4. A killed thread is unwound at its next blocking point by :class:`Killed` (a
    ``BaseException``, so ``except Exception`` in the code under test does not stop it).
@@ -124,14 +125,14 @@ class Scheduler:
     def lateness(self) -> float:
         """How late a pump's next timed work starts, in virtual seconds (0 without ``tie_order``).
 
-        An OS thread waiting for its deadline wakes a little late: a quarter of the group
-        threads' timed steps start up to 5 ms late, so work at the same deadline on another
-        thread (the poll thread's own look at the session deadline) may come first.
+        An OS thread waiting for its deadline wakes late: a quarter of the group threads' timed
+        steps start up to 50 ms late, so work due at the same deadline on another thread (the
+        poll thread's own look at the session deadline) may come first.
         """
         tie = self._tie
         if tie is None or tie.random() >= 0.25:
             return 0.0
-        return tie.uniform(0.0, 0.005)
+        return tie.uniform(0.0, 0.05)
 
     # ------------------------------------------------------------------ threads
     def spawn(self, name: str, target: Callable[[], None]) -> SimThread:

@@ -150,10 +150,11 @@ class SimTransport:
         self._connection: Connection | None = None
         self._fetcher = SimFetcher(cluster, self)
         self.dead = False
-        #: partitions the application commits while it does not own them (set for that call):
-        #: an OffsetCommit carrying one is reported to ``on_forbidden_commit`` (kgroup refuses it)
+        #: partitions the application commits while it does not own them (set for that call; the
+        #: checker's business: kgroup must refuse the commit before sending anything)
         self.forbidden: frozenset[TopicPartition] = frozenset()
-        self.on_forbidden_commit: Callable[[frozenset[TopicPartition]], None] | None = None
+        #: a hook told of every OffsetCommit the member sends: its generation and partitions
+        self.on_commit_sent: Callable[[Generation, frozenset[TopicPartition]], None] | None = None
 
     def _conn(self) -> Connection:
         if self._connection is None or not self._connection.open:
@@ -348,9 +349,8 @@ class SimTransport:
         """OffsetCommit v9 on the coordinator connection."""
         future: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
         request = offset_commit_request(group_id, generation, group_instance_id, offsets)
-        sent_anyway = self.forbidden & offsets.keys()
-        if sent_anyway and self.on_forbidden_commit is not None:
-            self.on_forbidden_commit(frozenset(sent_anyway))
+        if self.on_commit_sent is not None:
+            self.on_commit_sent(generation, frozenset(offsets))
 
         trace = self._cluster.trace
         brief = ", ".join(f"{tp}={om.offset}" for tp, om in sorted(offsets.items()))
