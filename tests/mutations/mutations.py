@@ -115,8 +115,12 @@ MUTATIONS: tuple[Mutation, ...] = (
             '        return bool(getattr(snap, "hand_out_on_hold", False)) or self._clock.monotonic() >= hold_at'
         ),
         replacement='        return bool(getattr(snap, "hand_out_on_hold", False))',
-        caught_by="classic",
-        what="the poll thread trusts the group thread to have run at the session deadline",
+        caught_by=(
+            "tests/simulation/test_explicit_commits.py::"
+            "test_the_poll_thread_holds_its_hand_outs_at_the_session_deadline_when_the_group_thread_is_late"
+        ),
+        what="the poll thread trusts the group thread to have run at the session deadline (the window is "
+        "one network latency after a late group thread's deadline: the 2,000 seeds did not hit it)",
     ),
     Mutation(
         name="acquiesce-keeps-revoked-records",

@@ -972,11 +972,14 @@ class Simulation:
         partition is assigned in the second; the consumer protocol: it acknowledged the revocation
         after ``on_partitions_revoked`` returned). So when ``inc`` hands out a record, no other live
         process may still have that partition in its assignment while the coordinator still
-        counts it as a member: one that was removed (session or rebalance timeout, left) is the
+        counts both as members: one that was removed (session or rebalance timeout, left) is the
         business of "no hand-out after removal".
         """
         if self._settled:
             return
+        own = inc.consumer._group
+        if own is None or not self._in_group(own.snapshot.generation.member_id):
+            return  # a member the coordinator removed: "no hand-out after removal" judges it
         partitions = {TopicPartition(r.topic, r.partition) for r in records}
         for other in self._live():
             if other is inc:
