@@ -227,3 +227,45 @@ def test_a_returning_static_leaders_ownership_check_asks_again_when_describe_gro
     monkeypatch.setattr(GroupThread, "_maybe_retry_ownership", lambda self: None)
     violations = [str(v) for v in run_seed(2366, version=1).violations]
     assert violations and all("liveness" in v for v in violations), violations
+
+
+def _first_at_one_instant(tie_seed: int | None) -> str:
+    """Who runs first when a pump (a group thread) and an application thread are both ready at t=1."""
+    import random
+
+    from kgroup.testing.simulation._scheduler import Scheduler
+
+    sched = Scheduler(tie_order=None if tie_seed is None else random.Random(tie_seed))
+    order: list[str] = []
+
+    class Pump:
+        def pump(self) -> bool:
+            if sched.now >= 1.0 and "pump" not in order:
+                order.append("pump")
+                return True
+            return False
+
+        def deadline(self) -> float:
+            return 1.0 if "pump" not in order else float("inf")
+
+    def app() -> None:
+        sched.block(lambda: False, 1.0)
+        order.append("thread")
+
+    sched.pumps.append(Pump())
+    sched.spawn("app", app)
+    sched.run_until(2.0)
+    sched.shutdown()
+    return order[0]
+
+
+def test_the_turn_order_at_one_instant_is_drawn_from_the_seed() -> None:
+    """Version 2: a group thread and an application thread ready at the same instant take turns in
+    an order drawn per seed (both orders occur; a seed always gives the same one); without a
+    generator the group thread always goes first (version 1)."""
+    assert {_first_at_one_instant(None) for _ in range(3)} == {"pump"}
+    drawn = [_first_at_one_instant(seed) for seed in range(20)]
+    assert set(drawn) == {"pump", "thread"}
+    assert drawn == [_first_at_one_instant(seed) for seed in range(20)]
+    assert scenario_for(1).version == 2
+    assert scenario_for(1, version=1).version == 1
