@@ -81,6 +81,9 @@ def test_scenarios_cover_the_workloads_and_faults() -> None:
     assert any(not m.static for s in scenarios for m in s.members)
     # the online eager -> cooperative migration's middle step: mixed assignor lists in one group
     assert any(len({m.assignors for m in s.members}) > 1 for s in scenarios)
+    # version 2: a slow coordinator into a black hole, and explicit-offset commits
+    assert "slow_into_black_hole" in kinds
+    assert {s.explicit_commits for s in scenarios} == {0.0, 0.05, 0.2}
 
 
 # ------------------------------------------------------------------------------ mutations
