@@ -53,21 +53,21 @@ def test_a_member_takes_no_partition_while_its_heartbeat_is_unanswered() -> None
     coordinator moved to a newer target meanwhile, and the member then took the older target's
     partitions: two owners, until ConsumerGroupMachine waited for the heartbeat's answer."""
     for seed in (115, 732, 1084):
-        result = run_seed(seed, "consumer")
+        result = run_seed(seed, "consumer", version=1)
         assert result.violations == [], "\n".join(map(str, result.violations))
 
 
 def test_a_member_told_it_is_gone_by_an_abandoned_heartbeat_stops_handing_out() -> None:
     """A seed where a commit's error marked the coordinator unknown while a heartbeat was out; its
     answer (UNKNOWN_MEMBER_ID) was dropped and the member went on handing out after removal."""
-    result = run_seed(153, "consumer")
+    result = run_seed(153, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
 
 
 def test_a_close_that_ends_exactly_at_its_timeout_counts_as_giving_up() -> None:
     """A seed whose close() gave up at its deadline to the microsecond (virtual time is a float):
     its last hand-outs were not committed, and their redelivery must be excused."""
-    result = run_seed(4903, "consumer")
+    result = run_seed(4903, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
 
 
@@ -78,13 +78,13 @@ def test_a_member_whose_session_may_have_expired_hands_nothing_out(monkeypatch: 
     its records from 9.025 s and, its heartbeat failing, released its partitions as lost. Without it
     (as Java's consumer) it handed out 50 records of t0-1 at 9.646 s, already another member's: the
     zombie hand-out the simulator excused on the consumer protocol before kgroup had the timer."""
-    result = run_seed(129, "consumer")
+    result = run_seed(129, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
     assert any("m1#1: DescribeConfigs <- {'consumer.session.timeout.ms': '6000'}" in line for line in result.trace)
     assert not any("zombie hand-out" in line for line in result.trace)
     monkeypatch.setattr(ConsumerGroupMachine, "_settle_session", lambda self, now: None)  # no timer
     monkeypatch.setattr(ConsumerGroupMachine, "_hold_at", lambda self: math.inf)  # nor its deadline
-    without = run_seed(129, "consumer")
+    without = run_seed(129, "consumer", version=1)
     assert [v.rule for v in without.violations] == ["hand-out after removal"], without.violations
     assert "m1#1" in without.violations[0].detail and "(session timeout)" in without.violations[0].detail
 
@@ -95,7 +95,7 @@ def test_a_static_member_whose_session_may_have_expired_keeps_its_epoch() -> Non
     session timer released t0-0 as lost. The coordinator still held it (its timers start afresh once
     loaded): rejoining with epoch 0 was UNRELEASED_INSTANCE_ID, fatal, until the static member kept
     its epoch and asked with it, getting t0-0 back."""
-    result = run_seed(232, "consumer")
+    result = run_seed(232, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
     assert not any("m0#1: fatal" in line for line in result.trace)
     released = next(i for i, line in enumerate(result.trace) if "m0#1: lost ['t0-0']" in line)
@@ -110,7 +110,7 @@ def test_a_static_member_fenced_at_its_epoch_releases_its_instance_id_before_rej
     still held it at epoch 6. Rejoining with epoch 0 was UNRELEASED_INSTANCE_ID, fatal (Apache
     Kafka 4.4 answers so; Java's consumer stops), and a supervisor had to restart the process;
     with a -2 heartbeat first, the member gets its partitions back at once."""
-    result = run_seed(285, "consumer")
+    result = run_seed(285, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
     assert not any("m0#1: fatal" in line for line in result.trace)
     fenced = next(i for i, line in enumerate(result.trace) if "m0#1: ConsumerGroupHeartbeat <- 110" in line)
@@ -125,7 +125,7 @@ def test_a_static_member_fenced_at_its_epoch_releases_its_instance_id_before_rej
         send(self, now, out)  # type: ignore[arg-type]
 
     monkeypatch.setattr(ConsumerGroupMachine, "_send_heartbeat", join_at_once)
-    without = run_seed(285, "consumer")
+    without = run_seed(285, "consumer", version=1)
     assert any("m0#1: fatal" in line and "UNRELEASED_INSTANCE_ID" in line for line in without.trace)
 
 
@@ -134,7 +134,7 @@ def test_a_static_member_reports_its_partitions_until_the_poll_thread_released_t
     its partitions in place (no coordinator to ask). Its next heartbeat reported owning none while
     the poll thread had not run on_partitions_lost yet, and the coordinator gave t0-0 to m1#2: two
     owners, until the heartbeats reported the partitions until the release completed."""
-    result = run_seed(519, "consumer")
+    result = run_seed(519, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
     assert any("m0#1: ConsumerGroupHeartbeat -> epoch 4 owned 3" in line for line in result.trace)
 
@@ -147,11 +147,11 @@ def test_a_zombie_that_left_the_group_explains_the_redelivery_of_what_it_handed_
     (-2) and m2#1 was given t0-2 and handed those records out again. The run ended, liveness
     holding, before m1#1's application came back to run on_partitions_lost: the redelivery is that
     loss's, not an unexplained duplicate."""
-    result = run_seed(874, "consumer")
+    result = run_seed(874, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
     assert any("m1#1: lost ['t0-2'] (left the group; the callback has not run yet)" in line for line in result.trace)
     monkeypatch.setattr(Simulation, "_pending_losses", lambda self: None)
-    without = run_seed(874, "consumer")
+    without = run_seed(874, "consumer", version=1)
     assert {v.rule for v in without.violations} == {"unexplained duplicate"}
 
 
@@ -163,10 +163,10 @@ def test_a_heartbeat_sent_while_partitions_are_being_taken_leaves_the_owned_set_
     thread was taking the three partitions, reported owning none. The coordinator, whose newer
     target gave t0-1 and t0-2 to m1, released them to m1 at once: two owners. Without the fix
     (``ConsumerGroupMachine._taking_partitions``) the seed fails again."""
-    result = run_seed(5267, "consumer")
+    result = run_seed(5267, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
     monkeypatch.setattr(ConsumerGroupMachine, "_taking_partitions", lambda self: False)
-    without = run_seed(5267, "consumer")
+    without = run_seed(5267, "consumer", version=1)
     assert {v.rule for v in without.violations} == {"two unfenced owners"}, without.violations
 
 
@@ -178,7 +178,7 @@ def test_heartbeats_unanswered_for_the_rebalance_timeout_hold_the_hand_outs(
     removed m0 a rebalance timeout later, for the revocation it never heard of. Holding the
     hand-outs once heartbeats went unanswered for the rebalance timeout keeps m0 from handing out
     t0-0 after that; without it the seed fails again."""
-    result = run_seed(5310, "consumer")
+    result = run_seed(5310, "consumer", version=1)
     assert result.violations == [], "\n".join(map(str, result.violations))
     original = ConsumerGroupMachine._settle_session
     original_hold_at = ConsumerGroupMachine._hold_at
@@ -200,7 +200,7 @@ def test_heartbeats_unanswered_for_the_rebalance_timeout_hold_the_hand_outs(
 
     monkeypatch.setattr(ConsumerGroupMachine, "_settle_session", without_the_unanswered_clock)
     monkeypatch.setattr(ConsumerGroupMachine, "_hold_at", hold_at_without_it)
-    without = run_seed(5310, "consumer")
+    without = run_seed(5310, "consumer", version=1)
     assert [v.rule for v in without.violations] == ["hand-out after removal"], without.violations
     assert "(rebalance timeout)" in without.violations[0].detail
 

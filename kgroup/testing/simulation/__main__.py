@@ -8,7 +8,7 @@ import sys
 import click
 
 from kgroup.testing.simulation._campaign import campaign, replay_command
-from kgroup.testing.simulation._run import describe, run_seed, scenario_for
+from kgroup.testing.simulation._run import VERSION, describe, run_seed, scenario_for
 
 
 @click.command()
@@ -23,9 +23,15 @@ from kgroup.testing.simulation._run import describe, run_seed, scenario_for
     help="The members' group protocol (consumer: KIP-848 against the consumer-group coordinator model).",
 )
 @click.option("--poll-columns", is_flag=True, help="The members take records with Consumer.poll_columns().")
+@click.option(
+    "--scenario-version", "version", type=click.IntRange(1, VERSION), default=VERSION, show_default=True,
+    help="1: the scenarios as drawn before per-seed turn orders, explicit-offset commits and slow answers "
+    "into a black hole (the seeds of older regression tests).",
+)
+@click.option("--fail-fast", is_flag=True, help="Start no new seed once one has failed (a mutation's first catch).")
 def main(
     seeds: int, first: int, minutes: float | None, seed: int | None, trace: bool, workers: int | None,
-    group_protocol: str, poll_columns: bool,
+    group_protocol: str, poll_columns: bool, version: int, fail_fast: bool,
 ) -> None:
     """Simulate consumer groups deterministically; exit 1 on any violation."""
     if os.environ.get("PYTHONHASHSEED") != "0":
@@ -33,12 +39,12 @@ def main(
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, "-m", "kgroup.testing.simulation", *sys.argv[1:]])
     if seed is not None:
-        result = run_seed(seed, group_protocol, poll_columns=poll_columns)
+        result = run_seed(seed, group_protocol, poll_columns=poll_columns, version=version)
         if trace:
-            click.echo(repr(scenario_for(seed, group_protocol, poll_columns=poll_columns)))
+            click.echo(repr(scenario_for(seed, group_protocol, poll_columns=poll_columns, version=version)))
             click.echo("\n".join(result.trace))
         if result.violations:
-            click.echo(describe(result, lambda s: replay_command(s, group_protocol, poll_columns)))
+            click.echo(describe(result, lambda s: replay_command(s, group_protocol, poll_columns, version)))
             sys.exit(1)
         click.echo(
             f"seed {seed}: no violation ({result.rebalances} rebalances, {result.faults} faults, "
@@ -47,10 +53,11 @@ def main(
         return
     outcome = campaign(
         range(first, first + seeds), workers=workers, minutes=minutes, group_protocol=group_protocol,
-        poll_columns=poll_columns,
+        poll_columns=poll_columns, version=version, stop_on_violation=fail_fast,
     )
     if outcome.failed:
         click.echo(outcome.reports())
+        click.echo(f"first violation reported after {outcome.first_failure_s:.1f} s")
     click.echo(outcome.summary())
     sys.exit(1 if outcome.failed else 0)
 

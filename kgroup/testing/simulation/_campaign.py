@@ -9,16 +9,19 @@ from typing import Any
 
 import attrs
 
-from kgroup.testing.simulation._run import RunResult, describe, run_seed
+from kgroup.testing.simulation._run import VERSION, RunResult, describe, run_seed
 
 __all__ = ["CampaignResult", "campaign", "replay_command"]
 
 
-def replay_command(seed: int, group_protocol: str = "classic", poll_columns: bool = False) -> str:
+def replay_command(
+    seed: int, group_protocol: str = "classic", poll_columns: bool = False, version: int = VERSION
+) -> str:
     """The one-line command that replays ``seed`` exactly, with its trace."""
     protocol = "" if group_protocol == "classic" else f" --group-protocol {group_protocol}"
     columns = " --poll-columns" if poll_columns else ""
-    return f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed}{protocol}{columns} --trace"
+    older = "" if version == VERSION else f" --scenario-version {version}"
+    return f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed}{protocol}{columns}{older} --trace"
 
 
 @attrs.define
@@ -36,6 +39,9 @@ class CampaignResult:
     virtual_s: float = 0.0
     group_protocol: str = "classic"
     poll_columns: bool = False
+    version: int = VERSION
+    #: wall seconds from the campaign's start to the first failed run's report (None: none failed)
+    first_failure_s: float | None = None
 
     def add(self, result: RunResult) -> None:
         """Count one run."""
@@ -62,17 +68,23 @@ class CampaignResult:
     def reports(self) -> str:
         """A report for every failed seed."""
         return "\n\n".join(
-            describe(r, lambda s: replay_command(s, self.group_protocol, self.poll_columns)) for r in self.failed
+            describe(r, lambda s: replay_command(s, self.group_protocol, self.poll_columns, self.version))
+            for r in self.failed
         )
 
 
-def _run_many(seeds: list[int], group_protocol: str = "classic", poll_columns: bool = False) -> list[RunResult]:
+def _run_many(
+    seeds: list[int], group_protocol: str = "classic", poll_columns: bool = False, version: int = VERSION,
+    stop_on_violation: bool = False,
+) -> list[RunResult]:
     out = []
     for seed in seeds:
-        result = run_seed(seed, group_protocol, poll_columns=poll_columns)
+        result = run_seed(seed, group_protocol, poll_columns=poll_columns, version=version)
         if not result.violations:
             result.trace = []  # only failed runs carry their trace back
         out.append(result)
+        if stop_on_violation and result.violations:
+            break
     return out
 
 
@@ -84,15 +96,18 @@ def campaign(
     stop_on_violation: bool = False,
     group_protocol: str = "classic",
     poll_columns: bool = False,
+    version: int = VERSION,
 ) -> CampaignResult:
     """Run ``seeds`` (in ``workers`` processes; default: one per core) within ``minutes``.
 
     Seeds go to the workers in chunks; with ``minutes`` no new chunk starts after the time is
     up. Each run is deterministic, so the result does not depend on ``workers``.
+    ``stop_on_violation``: no new seed starts once a run failed (with one worker, the seeds
+    after the first failed one are not run).
     """
     seeds = list(seeds)
     workers = workers or os.cpu_count() or 1
-    result = CampaignResult(group_protocol=group_protocol, poll_columns=poll_columns)
+    result = CampaignResult(group_protocol=group_protocol, poll_columns=poll_columns, version=version)
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes else None
     chunk = 25
@@ -101,8 +116,10 @@ def campaign(
         for part in chunks:
             if deadline is not None and time.monotonic() > deadline:
                 break
-            for run in _run_many(part, group_protocol, poll_columns):
+            for run in _run_many(part, group_protocol, poll_columns, version, stop_on_violation):
                 result.add(run)
+                if run.violations and result.first_failure_s is None:
+                    result.first_failure_s = time.monotonic() - started
             if stop_on_violation and result.failed:
                 break
     else:
@@ -114,13 +131,16 @@ def campaign(
                     if deadline is not None and time.monotonic() > deadline:
                         queue = []
                         break
-                    pending.add(pool.submit(_run_many, queue.pop(0), group_protocol, poll_columns))
+                    pending.add(pool.submit(
+                        _run_many, queue.pop(0), group_protocol, poll_columns, version, stop_on_violation))
                 if not pending:
                     break
                 done, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
                     for run in future.result():
                         result.add(run)
+                        if run.violations and result.first_failure_s is None:
+                            result.first_failure_s = time.monotonic() - started
                 if stop_on_violation and result.failed:
                     for future in pending:
                         future.cancel()

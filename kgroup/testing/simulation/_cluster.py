@@ -11,7 +11,8 @@ Rules:
    and the ones the broker had not read yet never reach it.
 3. Faults are drawn from the run's random generator in a fixed order, so a seed replays
    exactly: an injected error code instead of the model's answer, a lost response, a delayed
-   response, a closed connection, a black hole, a coordinator move or restart.
+   response, a closed connection, a black hole, a coordinator move or restart, a stretch of
+   slow answers (every response delayed) overlapping a black hole while fetches go on.
 4. Strings longer than Kafka's 32,767-byte limit make the broker close the connection, as
    Kafka's generated request readers do ("string field ... had invalid length").
 5. With ``group_protocol="consumer"`` the group's coordinator is
@@ -182,6 +183,9 @@ class Connection:
         delay = cluster.latency()
         if response is not None and cluster.draw("delay"):
             delay += cluster.rng.uniform(0.0, cluster.faults.max_delay_s)
+        if response is not None and sched.now < cluster.slow_answers_until:
+            # a slow coordinator: its answers trail behind, into the black hole that follows
+            delay += cluster.rng.uniform(0.0, cluster.slow_answers_s)
         # muting: the next request is read once this response is on the wire
         at = max(sched.now + delay, self._last_reply_at)
         self._last_reply_at = at
@@ -275,6 +279,9 @@ class SimCluster:
         self.coordinator_node = 1
         self.faults = FaultProfile()
         self.black_hole_until = 0.0
+        #: until then every answer of the coordinator is delayed by up to ``slow_answers_s`` more
+        self.slow_answers_until = 0.0
+        self.slow_answers_s = 0.0
         #: hooks the invariant checker sets
         self.on_commit: Callable[[str, mt.OffsetCommitRequest, mt.OffsetCommitResponse], None] | None = None
         self.on_sync: Callable[[str, int, str, bytes], None] | None = None

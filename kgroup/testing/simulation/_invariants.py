@@ -130,6 +130,10 @@ class Checker:
     def _zombie(self, who: str) -> list[tuple[float, frozenset[TopicPartition] | None, str]]:
         return self._kinds.get(who, [])
 
+    def handed_next(self, who: str, tp: TopicPartition) -> int:
+        """The position after the last record of ``tp`` that ``who`` handed out (0: none)."""
+        return max(self._next.get((who, tp), 0), 0)
+
     def handed_low(self, tp: TopicPartition) -> int:
         """The lowest offset of ``tp`` no application has received."""
         handed = self._handed.get(tp)

@@ -2,8 +2,16 @@
 
 A run is fully determined by its seed: the scenario (members, topics, assignors, static or
 dynamic, commit modes, timeouts) and every fault and latency come from ``random.Random(seed)``
-in a fixed order, time is virtual, and the scheduler fixes the order of everything that
-happens at one instant. ``run_seed(seed)`` twice gives the same trace.
+in a fixed order, time is virtual, and the scheduler draws the order of everything that
+happens at one instant from the seed too. ``run_seed(seed)`` twice gives the same trace.
+
+Scenario versions: version 2 (the default) adds, from random generators of their own so that
+the version-1 draws do not move, a per-seed turn order among the group threads and application
+threads ready at one instant (``Scheduler(tie_order=...)``), explicit-offset commits by the
+application (also of partitions it no longer owns, and inside ``on_partitions_lost``: refused
+with ``CommitFailedError``, nothing sent) and a fault that delays every answer of the coordinator
+into a black hole that follows while fetches go on. Version 1 is the simulator as it was before
+those; the regression tests that replay a seed found on it name it.
 """
 
 from __future__ import annotations
@@ -20,9 +28,14 @@ from kgroup import _error_codes as codes
 from kgroup.config import ConsumerConfig
 from kgroup.consumer import Consumer
 from kgroup.errors import (
+    AssignmentError,
+    CommitFailedError,
     FatalGroupError,
     GroupThreadCrashed,
+    IllegalStateError,
     KGroupError,
+    MalformedMetadata,
+    ProtocolViolation,
     WakeupError,
 )
 from kgroup.listener import RebalanceListener
@@ -33,11 +46,13 @@ from kgroup.testing.simulation._cluster import FaultProfile, SimCluster, topic_i
 from kgroup.testing.simulation._invariants import Checker, Violation
 from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
 from kgroup.testing.simulation._transport import SimRuntime, SimTransport
-from kgroup.types import ConsumerRecord, TopicPartition
+from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, TopicPartition
 
 __all__ = ["MemberSpec", "RunResult", "Scenario", "run_scenario", "run_seed", "scenario_for"]
 
 GROUP_ID = "sim-group"
+#: the scenario version campaigns run (see the module docstring)
+VERSION = 2
 
 #: assignor lists drawn by scenarios: eager, cooperative, and the two-bounce migration's middle
 ASSIGNOR_LISTS: tuple[tuple[str, ...], ...] = (
@@ -94,6 +109,12 @@ class Scenario:
     group_protocol: str = "classic"
     #: the members take records with ``Consumer.poll_columns()`` instead of ``poll()``
     poll_columns: bool = False
+    #: 1: the fixed turn order at one instant, no explicit-offset commits, no slow answers into a
+    #: black hole; 2: all three (the module docstring)
+    version: int = 1
+    #: (version 2) the share of handed-out batches after which the application also commits an
+    #: explicit offsets map: its own partitions, or one it no longer owns (which must be refused)
+    explicit_commits: float = 0.0
 
 
 @attrs.define
@@ -123,19 +144,38 @@ SERVER_ASSIGNORS: dict[tuple[str, ...], tuple[str, ...]] = {
 }
 
 
-def scenario_for(seed: int, group_protocol: str = "classic", *, poll_columns: bool = False) -> Scenario:
-    """The scenario of ``seed``: 2 to 4 members, 1 or 2 topics, 2 to 8 timed faults and per-request faults.
+def scenario_for(
+    seed: int, group_protocol: str = "classic", *, poll_columns: bool = False, version: int = VERSION
+) -> Scenario:
+    """The scenario of ``seed``: 2 to 4 members, 1 or 2 topics, 2 to 9 timed faults and per-request faults.
 
     With ``group_protocol="consumer"`` the same draws make a consumer-protocol scenario (KIP-848):
     each member asks for the server assignor :data:`SERVER_ASSIGNORS` maps its assignors to.
+    ``version`` 1 is the scenario as the simulator drew it before version 2 (the module docstring).
     """
     scenario = _classic_scenario_for(seed)
+    if version >= 2:
+        scenario = _version_2(scenario)
     if poll_columns:
         scenario = attrs.evolve(scenario, poll_columns=True)
     if group_protocol == "classic":
         return scenario
     members = tuple(attrs.evolve(m, assignors=SERVER_ASSIGNORS[m.assignors]) for m in scenario.members)
     return attrs.evolve(scenario, members=members, group_protocol=group_protocol)
+
+
+def _version_2(scenario: Scenario) -> Scenario:
+    """Version 2's draws, from a generator of their own: explicit commits and a slow coordinator."""
+    rng = random.Random(scenario.seed * 65537 + 3)
+    faults = list(scenario.faults)
+    if rng.random() < 0.4:
+        # answers trail behind for a while, into a black hole that begins meanwhile
+        faults.append(FaultEvent(at=rng.uniform(3.0, scenario.fault_end_s), kind="slow_into_black_hole",
+                                 arg=rng.random()))
+        faults.sort(key=lambda f: f.at)
+    return attrs.evolve(
+        scenario, version=2, explicit_commits=rng.choice((0.0, 0.05, 0.2)), faults=tuple(faults)
+    )
 
 
 def _as_records(fetched: list[Any]) -> list[ConsumerRecord]:
@@ -242,13 +282,19 @@ class _Listener(RebalanceListener):
         inc.trace(f"revoked {sorted(map(str, partitions))}")
         if inc.spec.commit_mode != "auto" and partitions:
             inc.commit_sync(owned_only=True)
+        inc.released |= partitions
 
     def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
         self._inc.trace(f"assigned {sorted(map(str, partitions))}")
+        self._inc.released -= partitions
 
     def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
-        self._inc.trace(f"lost {sorted(map(str, partitions))}")
-        self._inc.sim.checker.excuse(self._inc.name, frozenset(partitions), "lost")
+        inc = self._inc
+        inc.trace(f"lost {sorted(map(str, partitions))}")
+        inc.sim.checker.excuse(inc.name, frozenset(partitions), "lost")
+        inc.released |= partitions
+        if partitions and inc.sim.scenario.version >= 2 and inc.sim.app_rng.random() < 0.5:
+            inc.commit_not_owned(frozenset(partitions), "inside on_partitions_lost")
 
 
 def _protocol_settings(scenario: Scenario, spec: MemberSpec) -> dict[str, Any]:
@@ -260,6 +306,12 @@ def _protocol_settings(scenario: Scenario, spec: MemberSpec) -> dict[str, Any]:
         "heartbeat_interval_ms": scenario.heartbeat_interval_ms,
         "assignors": spec.assignors,
     }
+
+
+#: errors ``poll()`` raises only when kgroup breaks its own rules (the machine saw an event its
+#: state does not take, the leader's plan moved a partition its owner had not revoked, ...):
+#: reported as violations (version 2)
+_CLIENT_ERRORS = (ProtocolViolation, AssignmentError, IllegalStateError, MalformedMetadata)
 
 
 class _Incarnation:
@@ -301,6 +353,9 @@ class _Incarnation:
         self.started_at = sim.scheduler.now
         self.previous_subscription: frozenset[str] | None = None
         self.generation_at_start: int | None = None
+        #: partitions this process was revoked or lost and not given back since
+        self.released: frozenset[TopicPartition] = frozenset()
+        self.transport.on_commit_sent = self._commit_sent
         self.thread: SimThread = sim.scheduler.spawn(self.name, self._app)
         sim.trace(f"{self.name}: started ({'static' if spec.static else 'dynamic'}, {spec.assignors}, "
                   f"{spec.commit_mode} commits)")
@@ -353,6 +408,87 @@ class _Incarnation:
             self.sim.checker.fail(
                 "call overran its timeout", f"{self.name}: {what} took {elapsed:.3f} s (timeout {timeout_ms} ms)"
             )
+
+    def _commit_sent(self, generation: Generation, partitions: frozenset[TopicPartition]) -> None:
+        """An OffsetCommit leaves this member: never for partitions it does not own, never without a generation."""
+        not_owned = self.transport.forbidden & partitions
+        if not_owned:
+            self.sim.checker.fail(
+                "commit for a partition not owned was sent",
+                f"{self.name} sent an OffsetCommit for {sorted(map(str, not_owned))}, which it does not own "
+                "(kgroup must refuse it with CommitFailedError and write nothing)",
+            )
+        if not generation.is_valid() and self.sim.scenario.version >= 2:
+            # a subscribed member commits only in a generation (Java: CommitFailedException, or
+            # RebalanceInProgressException while it rejoins): its partitions are lost by then
+            self.sim.checker.fail(
+                "commit sent without a generation",
+                f"{self.name} sent an OffsetCommit for {sorted(map(str, partitions))} with generation "
+                f"{generation.generation_id} (member {generation.member_id!r})",
+            )
+
+    def _explicit_offsets(self, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The position after this process's last hand-out of each partition (as an application tracks it)."""
+        checker = self.sim.checker
+        return {tp: OffsetAndMetadata(checker.handed_next(self.name, tp)) for tp in sorted(partitions)}
+
+    def commit_explicit(self, records: list[ConsumerRecord]) -> None:
+        """Commit the offset after each owned partition's last record in ``records`` (an offsets map)."""
+        owned = self.consumer.assignment()
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        for record in records:
+            tp = TopicPartition(record.topic, record.partition)
+            if tp in owned:
+                offsets[tp] = OffsetAndMetadata(record.offset + 1)
+        if not offsets:
+            return
+        if self.sim.app_rng.random() < 0.5:
+            self.trace(f"commit_async(offsets) {sorted(map(str, offsets))}")
+            self.consumer.commit_async(offsets)
+            return
+        self.trace(f"commit(offsets) {sorted(map(str, offsets))}")
+        started = self.sim.scheduler.now
+        try:
+            self.consumer.commit(offsets, timeout_ms=5000)
+        except WakeupError:
+            pass
+        except KGroupError as exc:
+            self.trace(f"commit(offsets) failed: {type(exc).__name__}")
+        self._bounded("commit(offsets, timeout_ms=5000)", started, 5000)
+
+    def commit_not_owned(self, partitions: frozenset[TopicPartition], where: str) -> None:
+        """Commit partitions this process does not own: kgroup must raise CommitFailedError and send nothing.
+
+        Java's rule for a member that lost or gave up partitions: they may be another member's by
+        now (``CommitFailedException``). A consumer that failed for good raises its fatal error.
+        """
+        offsets = self._explicit_offsets(partitions)
+        use_async = self.sim.app_rng.random() < 0.5
+        self.trace(f"{'commit_async' if use_async else 'commit'}(offsets) of {sorted(map(str, offsets))}, "
+                   f"not owned ({where})")
+        self.transport.forbidden = frozenset(offsets)
+        error: BaseException | None = None
+        try:
+            if use_async:
+                future = self.consumer.commit_async(offsets)
+                error = future.exception(timeout=0) if future.done() else None
+                if not future.done():
+                    error = AssertionError("the future is pending: the commit was sent")
+            else:
+                self.consumer.commit(offsets, timeout_ms=5000)
+        except KGroupError as exc:
+            error = exc
+        finally:
+            self.transport.forbidden = frozenset()
+        if isinstance(error, CommitFailedError) or (
+            self.consumer._fatal is not None and isinstance(error, (FatalGroupError, GroupThreadCrashed))
+        ):
+            return
+        self.sim.checker.fail(
+            "commit for a partition not owned was not refused",
+            f"{self.name} committed {sorted(map(str, offsets))} ({where}): "
+            f"{'no error' if error is None else repr(error)} instead of CommitFailedError",
+        )
 
     def commit_sync(self, *, owned_only: bool = False) -> None:
         started = self.sim.scheduler.now
@@ -407,6 +543,9 @@ class _Incarnation:
                 break
             except KGroupError as exc:
                 self.trace(f"poll raised {type(exc).__name__}: {exc}")
+                if sim.scenario.version >= 2 and isinstance(exc, _CLIENT_ERRORS):
+                    # kgroup caught itself, or the leader refused its own plan: a defect, never a fault
+                    sim.checker.fail("client error", f"{self.name}: poll() raised {type(exc).__name__}: {exc}")
                 records = []
                 if sim.scheduler.now == started:
                     clock.sleep(0.01)  # an application loop retrying a failed poll()
@@ -417,6 +556,7 @@ class _Incarnation:
 
     def _process(self, records: list[ConsumerRecord]) -> None:
         sim = self.sim
+        sim.check_revoked_first(self, records)
         sim.checker.handed_out(self.name, records)
         thread = self.consumer._group
         if thread is not None:
@@ -455,6 +595,12 @@ class _Incarnation:
             self.commit_sync()
         elif mode == "async":
             self.consumer.commit_async()
+        if sim.scenario.explicit_commits and sim.app_rng.random() < sim.scenario.explicit_commits:
+            stale = self.released - self.consumer.assignment()
+            if stale and sim.app_rng.random() < 0.4:
+                self.commit_not_owned(frozenset(sim.app_rng.sample(sorted(stale), 1)), "no longer owned")
+            else:
+                self.commit_explicit(records)
 
     def _close(self) -> None:
         started, self.step_time = self.sim.scheduler.now, 0.0
@@ -494,7 +640,10 @@ class Simulation:
     def __init__(self, scenario: Scenario, *, trace_limit: int = 4000) -> None:
         self.scenario = scenario
         self.rng = random.Random(scenario.seed * 7919 + 1)
-        self.scheduler = Scheduler()
+        tie_order = random.Random(scenario.seed * 7717 + 11) if scenario.version >= 2 else None
+        self.scheduler = Scheduler(tie_order=tie_order)
+        #: the application's own choices (version 2): explicit commits, sync or async
+        self.app_rng = random.Random(scenario.seed * 7727 + 29)
         self.lines: list[str] = []
         self._trace_limit = trace_limit
         self.checker = Checker(lambda: self.scheduler.now)
@@ -642,6 +791,18 @@ class Simulation:
             cluster.restart_coordinator(int(fault.arg * 3000))
         elif kind == "black_hole":
             cluster.black_hole_until = self.scheduler.now + 1 + fault.arg * 8
+        elif kind == "slow_into_black_hole":
+            # every answer trails by up to 0.5-3 s for 2-6 s; 0.3-2 s in, the coordinator goes
+            # silent for 1-7 s: answers sent before arrive in the black hole; fetches go on
+            now = self.scheduler.now
+            cluster.slow_answers_until = now + 2 + fault.arg * 4
+            cluster.slow_answers_s = 0.5 + fault.arg * 2.5
+            start = now + 0.3 + fault.arg * 1.7
+
+            def black_hole(until: float = start + 1 + fault.arg * 6) -> None:
+                cluster.black_hole_until = max(cluster.black_hole_until, until)
+
+            self.scheduler.call_at(start, black_hole)
         elif kind == "disconnect" and inc is not None:
             inc.transport.disconnect("connection reset (fault)")
         elif kind == "subscribe" and inc is not None and inc.alive and len(self.scenario.topics) > 1:
@@ -687,6 +848,7 @@ class Simulation:
         self.trace("faults stop")
         self.cluster.faults.enabled = False
         self.cluster.black_hole_until = 0.0
+        self.cluster.slow_answers_until = 0.0
         for index in range(len(self.scenario.members)):
             inc = self.incarnations.get(index)
             if inc is None or not inc.alive:
@@ -802,6 +964,45 @@ class Simulation:
                     self.checker.member_is(meta.member_id, inc.name)
         return bool(self.checker.violations)
 
+    def check_revoked_first(self, inc: _Incarnation, records: list[ConsumerRecord]) -> None:
+        """Revoke before assign: no hand-out of a partition another member still holds in the group.
+
+        A partition moves to a new owner only once its previous owner's revocation completed
+        (eager: it revoked before it joined; cooperative: it revoked in the first round and the
+        partition is assigned in the second; the consumer protocol: it acknowledged the revocation
+        after ``on_partitions_revoked`` returned). So when ``inc`` hands out a record, no other live
+        process may still have that partition in its assignment while the coordinator still
+        counts both as members: one that was removed (session or rebalance timeout, left) is the
+        business of "no hand-out after removal".
+        """
+        if self._settled:
+            return
+        own = inc.consumer._group
+        if own is None or not self._in_group(own.snapshot.generation.member_id):
+            return  # a member the coordinator removed: "no hand-out after removal" judges it
+        partitions = {TopicPartition(r.topic, r.partition) for r in records}
+        for other in self._live():
+            if other is inc:
+                continue
+            held = partitions & other.consumer.assignment()
+            if not held:
+                continue
+            thread = other.consumer._group
+            member_id = thread.snapshot.generation.member_id if thread is not None else ""
+            if member_id and self._in_group(member_id):
+                self.checker.fail(
+                    "hand-out before the previous owner's revocation",
+                    f"{inc.name} handed out records of {sorted(map(str, held))} while {other.name} "
+                    f"({member_id}), still a member of the group, had not revoked them",
+                )
+
+    def _in_group(self, member_id: str) -> bool:
+        """Whether the coordinator counts ``member_id`` as a member now."""
+        if self._consumer:
+            return member_id in (self._consumer_members() or {})
+        group = self.cluster.model._groups.get(GROUP_ID)
+        return group is not None and member_id in group.members
+
     def _check_consumer_owners(self) -> None:
         """At most one owner per partition among live members the consumer-group model still has."""
         members = self._consumer_members() or {}
@@ -903,9 +1104,14 @@ def run_scenario(scenario: Scenario) -> RunResult:
     return Simulation(scenario).run()
 
 
-def run_seed(seed: int, group_protocol: str = "classic", *, poll_columns: bool = False) -> RunResult:
-    """Run the scenario of ``seed`` (on ``group_protocol``; ``poll_columns``: the columnar hand-out)."""
-    return run_scenario(scenario_for(seed, group_protocol, poll_columns=poll_columns))
+def run_seed(
+    seed: int, group_protocol: str = "classic", *, poll_columns: bool = False, version: int = VERSION
+) -> RunResult:
+    """Run the scenario of ``seed`` (``version``: the scenario version, see the module docstring).
+
+    ``group_protocol``: classic or consumer; ``poll_columns``: the columnar hand-out.
+    """
+    return run_scenario(scenario_for(seed, group_protocol, poll_columns=poll_columns, version=version))
 
 
 def describe(result: RunResult, replay: Callable[[int], str]) -> str:

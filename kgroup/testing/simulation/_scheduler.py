@@ -8,9 +8,16 @@ Rules:
    (``poll()``, ``commit()``, a listener sleeping), but exactly one of them runs at a time and
    only when the scheduler hands it the baton. A thread gives the baton back at every blocking
    point (:meth:`Scheduler.block`), which the simulated mailbox, fetcher and clock call.
-3. At one instant the order is fixed: due callbacks in the order they were scheduled, then the
-   ``pump`` hooks, then runnable threads in spawn order, repeated until nothing is runnable.
-   Nothing is left to the OS scheduler, so a seed replays exactly.
+3. At one instant due callbacks run first, in the order they were scheduled. Without a
+   ``tie_order`` generator the ``pump`` hooks (the group threads, the coordinator's timers) run
+   next and then runnable threads in spawn order, repeated until nothing is runnable. With one
+   (a ``random.Random`` seeded from the run's seed), the pumps and the runnable threads ready at
+   the same instant take their turn in an order drawn from it, one at a time, and a group
+   thread's timed work may start up to 50 ms late (:meth:`Scheduler.lateness`), as an OS thread
+   woken at its deadline can (the GIL, a collection, a loaded host): an application thread can
+   then run before the group thread at its deadline, and code that relies on the opposite order
+   is found. Either way nothing is left to
+   the OS scheduler, so a seed replays exactly.
 4. A killed thread is unwound at its next blocking point by :class:`Killed` (a
    ``BaseException``, so ``except Exception`` in the code under test does not stop it).
 """
@@ -18,6 +25,7 @@ Rules:
 from __future__ import annotations
 
 import heapq
+import random
 import threading
 from collections.abc import Callable
 from typing import Final, Protocol
@@ -89,8 +97,10 @@ class SimThread:
 class Scheduler:
     """The virtual clock, the timed callbacks and the baton (see the module rules)."""
 
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(self, start: float = 0.0, *, tie_order: random.Random | None = None) -> None:
         self.now = start
+        #: draws the turn order of pumps and threads ready at one instant (None: the fixed order)
+        self._tie = tie_order
         self._events: list[tuple[float, int, Callable[[], object]]] = []
         self._seq = 0
         self._threads: list[SimThread] = []
@@ -111,6 +121,18 @@ class Scheduler:
     def call_later(self, delay: float, fn: Callable[[], None]) -> None:
         """Run ``fn`` after ``delay`` virtual seconds."""
         self.call_at(self.now + delay, fn)
+
+    def lateness(self) -> float:
+        """How late a pump's next timed work starts, in virtual seconds (0 without ``tie_order``).
+
+        An OS thread waiting for its deadline wakes late: a quarter of the group threads' timed
+        steps start up to 50 ms late, so work due at the same deadline on another thread (the
+        poll thread's own look at the session deadline) may come first.
+        """
+        tie = self._tie
+        if tie is None or tie.random() >= 0.25:
+            return 0.0
+        return tie.uniform(0.0, 0.05)
 
     # ------------------------------------------------------------------ threads
     def spawn(self, name: str, target: Callable[[], None]) -> SimThread:
@@ -185,6 +207,9 @@ class Scheduler:
                 _, _, fn = heapq.heappop(self._events)
                 fn()
                 progressed = True
+            if self._tie is not None:
+                progressed = self._one_turn(self._tie)
+                continue
             for pump in self.pumps:
                 if pump.pump():
                     progressed = True
@@ -198,6 +223,19 @@ class Scheduler:
             if progressed:
                 continue
         self._threads = [t for t in self._threads if not t.done]
+
+    def _one_turn(self, tie: random.Random) -> bool:
+        """One pump or thread ready now, drawn from ``tie``, does its work; False: none was ready."""
+        now = self.now
+        actors: list[Pump | SimThread] = [*self.pumps, *(t for t in self._threads if t.runnable(now))]
+        tie.shuffle(actors)
+        for actor in actors:
+            if isinstance(actor, SimThread):
+                self._resume(actor)
+                return True
+            if actor.pump():
+                return True
+        return False
 
     def _next_time(self) -> float:
         candidates = [self._events[0][0]] if self._events else []

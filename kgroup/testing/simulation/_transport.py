@@ -110,7 +110,13 @@ class _GroupPump:
 
     def _step(self, item: object) -> None:
         self._alive = self._group.step(item)
-        self._due = self._group.next_deadline() if self._alive else float("inf")
+        if not self._alive:
+            self._due = float("inf")
+            return
+        due = self._group.next_deadline()
+        if self._scheduler.now < due < float("inf"):
+            due += self._scheduler.lateness()  # an OS thread wakes a little late at its deadline
+        self._due = due
 
     def pump(self) -> bool:
         if not self._alive or self.stopped or self._runtime.stopped:
@@ -144,6 +150,11 @@ class SimTransport:
         self._connection: Connection | None = None
         self._fetcher = SimFetcher(cluster, self)
         self.dead = False
+        #: partitions the application commits while it does not own them (set for that call; the
+        #: checker's business: kgroup must refuse the commit before sending anything)
+        self.forbidden: frozenset[TopicPartition] = frozenset()
+        #: a hook told of every OffsetCommit the member sends: its generation and partitions
+        self.on_commit_sent: Callable[[Generation, frozenset[TopicPartition]], None] | None = None
 
     def _conn(self) -> Connection:
         if self._connection is None or not self._connection.open:
@@ -338,6 +349,8 @@ class SimTransport:
         """OffsetCommit v9 on the coordinator connection."""
         future: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
         request = offset_commit_request(group_id, generation, group_instance_id, offsets)
+        if self.on_commit_sent is not None:
+            self.on_commit_sent(generation, frozenset(offsets))
 
         trace = self._cluster.trace
         brief = ", ".join(f"{tp}={om.offset}" for tp, om in sorted(offsets.items()))

@@ -1,0 +1,187 @@
+"""Realistic small defects put into kgroup one at a time: each must be caught (``run.py``).
+
+Each mutation names its file, the exact original text (found exactly once, or the run stops
+with "snippet not found": when the code moves, the list is updated by hand instead of
+passing silently), its replacement and what catches it: ``classic`` (CI's classic seed
+budget, ``--seeds 2000``), ``consumer`` (``--seeds 500 --group-protocol consumer``) or a named
+pytest node (``tests/...::test_...``). ``tests/mutations/test_mutations.py`` checks in CI that
+every snippet is still there exactly once; the full run is manual (docs/simulation.md).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["MUTATIONS", "Mutation"]
+
+
+@attrs.frozen
+class Mutation:
+    """One defect: ``original`` in ``path`` (exactly once) becomes ``replacement``."""
+
+    name: str
+    path: str
+    original: str
+    replacement: str
+    #: "classic", "consumer" or a pytest node id
+    caught_by: str
+    what: str
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # ------------------------------------------------------------ the classic machine
+    Mutation(
+        name="classic-session-timer-from-answer",
+        path="kgroup/membership/machine.py",
+        original="            self._heartbeat.alive_at + self._config.session_timeout_ms / 1000,",
+        replacement="            self._heartbeat.last_ok + self._config.session_timeout_ms / 1000,",
+        caught_by="classic",
+        what="the session timer counts from the last heartbeat's answer, not from its send time",
+    ),
+    Mutation(
+        name="eager-join-before-revoke",
+        path="kgroup/membership/machine.py",
+        original="        if self._config.protocol is RebalanceProtocol.EAGER:\n            revoked = self._owned\n",
+        replacement="        if self._config.protocol is RebalanceProtocol.EAGER:\n            revoked = frozenset()\n",
+        caught_by="classic",
+        what="an eager member joins without revoking its partitions first (eager revoke-before-join)",
+    ),
+    Mutation(
+        name="cooperative-no-second-join",
+        path="kgroup/membership/machine.py",
+        original='                self._request_rejoin("cooperative: partitions were revoked; second round")',
+        replacement="                pass  # no second round",
+        caught_by="classic",
+        what="a cooperative member that revoked partitions does not join again (KIP-429's second round)",
+    ),
+    Mutation(
+        name="classic-poll-watchdog-unit",
+        path="kgroup/membership/machine.py",
+        original="        return self._poll.last + self._config.max_poll_interval_ms / 1000",
+        replacement="        return self._poll.last + self._config.max_poll_interval_ms / 100",
+        caught_by="classic",
+        what="the max.poll.interval watchdog's deadline 10 times too late (a unit slip)",
+    ),
+    # ------------------------------------------------------------ the KIP-848 machine
+    Mutation(
+        name="kip848-ack-before-revoke",
+        path="kgroup/membership/consumer_group.py",
+        original=(
+            "        self._rejoined_while_reconciling = False\n"
+            "        out.append(\n"
+            "            self._new_step(\n"
+            "                _StepKind.RECONCILE,\n"
+        ),
+        replacement=(
+            "        self._rejoined_while_reconciling = False\n"
+            "        self._current = resolved\n"
+            "        out.append(\n"
+            "            self._new_step(\n"
+            "                _StepKind.RECONCILE,\n"
+        ),
+        caught_by="consumer",
+        what="the reconciled assignment is acknowledged when the step is handed over, before the "
+        "revocation (and on_partitions_assigned) ran",
+    ),
+    Mutation(
+        name="kip848-heartbeat-claims-target",
+        path="kgroup/membership/consumer_group.py",
+        original='            fields["topic_partitions"] = self._current.by_topic()',
+        replacement='            fields["topic_partitions"] = self._target.by_topic()',
+        caught_by="consumer",
+        what="the heartbeat reports the target assignment as owned, not the reconciled one",
+    ),
+    Mutation(
+        name="kip848-fenced-keeps-partitions",
+        path="kgroup/membership/consumer_group.py",
+        original='        self._release_lost(f"fenced: {reason}")',
+        replacement="        self._lost_released()",
+        caught_by="consumer",
+        what="a fenced member rejoins at once without releasing its partitions as lost",
+    ),
+    Mutation(
+        name="kip848-poll-watchdog-unit",
+        path="kgroup/membership/consumer_group.py",
+        original="        return self._last_poll + self._config.max_poll_interval_ms / 1000",
+        replacement="        return self._last_poll + self._config.max_poll_interval_ms / 100",
+        caught_by="consumer",
+        what="the consumer protocol's max.poll.interval watchdog 10 times too late",
+    ),
+    # ------------------------------------------------------------ the poll thread
+    Mutation(
+        name="poll-thread-session-deadline",
+        path="kgroup/consumer.py",
+        original=(
+            '        return bool(getattr(snap, "hand_out_on_hold", False)) or self._clock.monotonic() >= hold_at'
+        ),
+        replacement='        return bool(getattr(snap, "hand_out_on_hold", False))',
+        caught_by=(
+            "tests/simulation/test_explicit_commits.py::"
+            "test_the_poll_thread_holds_its_hand_outs_at_the_session_deadline_when_the_group_thread_is_late"
+        ),
+        what="the poll thread trusts the group thread to have run at the session deadline (the window is "
+        "one network latency after a late group thread's deadline: the 2,000 seeds did not hit it)",
+    ),
+    Mutation(
+        name="acquiesce-keeps-revoked-records",
+        path="kgroup/consumer.py",
+        original="                taken |= item.lost | item.revoked",
+        replacement="                taken |= item.lost",
+        caught_by="classic",
+        what="records fetched for partitions whose revocation started are still handed out",
+    ),
+    Mutation(
+        name="dropped-records-not-rewound",
+        path="kgroup/_driver/partitions.py",
+        original=(
+            "            # the records were not handed out, so the position goes back\n"
+            "            self._fetcher.seek(tp, offset)\n"
+        ),
+        replacement="            # the records were not handed out, so the position goes back\n",
+        caught_by="classic",
+        what="records dropped by the acquiesce do not move the position back",
+    ),
+    # ------------------------------------------------------------ commit ownership
+    Mutation(
+        name="commit-checks-topic-not-partition",
+        path="kgroup/consumer.py",
+        original="        not_owned = set(prepared) - self._assignment",
+        replacement="        not_owned = {tp for tp in prepared if tp.topic not in self.subscription()}",
+        caught_by="classic",
+        what="an explicit commit is checked against the subscribed topics, not the owned partitions",
+    ),
+    Mutation(
+        name="commit-inside-lost-still-owned",
+        path="kgroup/consumer.py",
+        original=(
+            "            self._set_assignment(self._assignment - step.lost)\n"
+            '            self._invoke("on_partitions_lost", step.lost)'
+        ),
+        replacement=(
+            '            self._invoke("on_partitions_lost", step.lost)\n'
+            "            self._set_assignment(self._assignment - step.lost)"
+        ),
+        caught_by=(
+            "tests/simulation/test_explicit_commits.py::"
+            "test_inside_on_partitions_lost_the_lost_partitions_are_not_owned_and_a_commit_of_them_is_refused"
+        ),
+        what="on_partitions_lost runs while the lost partitions still count as owned (commits pass the check; "
+        "the reset generation still stops them, so the campaigns cannot see it)",
+    ),
+    Mutation(
+        name="commit-stale-generation",
+        path="kgroup/_driver/commits.py",
+        original="        if not snap.generation.is_valid():\n            raise CommitFailedError(",
+        replacement="        if not snap.generation.member_id:\n            raise CommitFailedError(",
+        caught_by="classic",
+        what="a commit goes out with a reset generation as long as the member id is kept",
+    ),
+    Mutation(
+        name="commit-sync-ignores-partition-errors",
+        path="kgroup/_driver/commits.py",
+        original="            self._raise_first(Api.OFFSET_COMMIT, codes.values(), generation)",
+        replacement="            pass",
+        caught_by="classic",
+        what="commit() returns normally when the coordinator refused the offsets",
+    ),
+)
