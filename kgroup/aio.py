@@ -76,10 +76,10 @@ from typing_extensions import TypeVar
 
 from kgroup import listener as _sync_listener
 from kgroup._clock import Clock
+from kgroup._driver.closing import CLOSE_POLICIES as _CLOSE_POLICIES
 from kgroup._io.transport import Transport
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig, GroupMembershipOperation
-from kgroup.consumer import _CLOSE_POLICIES
 from kgroup.consumer import Consumer as _SyncConsumer
 from kgroup.deserializers import DeserializerLike
 from kgroup.errors import ConfigError, ConsumerClosedError, IllegalStateError, WakeupError
