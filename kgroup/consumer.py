@@ -205,6 +205,10 @@ class Consumer(Generic[K, V]):
         self._group_thread: GroupThread | None = None
         self._errors: list[Exception] = []
         self._fatal: Exception | None = None
+        #: the assignment and the paused partitions, published by the poll thread whenever they
+        #: change, for reads from other threads (health(), the asyncio wrapper's paused()):
+        #: PartitionState itself is the poll thread's only
+        self._published: tuple[frozenset[TopicPartition], frozenset[TopicPartition]] = (frozenset(), frozenset())
         self._closed = False
         self._closing = False
         self._last_polled_sent = float("-inf")
@@ -237,7 +241,7 @@ class Consumer(Generic[K, V]):
 
     @property
     def _assignment(self) -> frozenset[TopicPartition]:
-        return self._parts.assignment if self._parts is not None else frozenset()
+        return self._published[0]
 
     @property
     def _fetcher(self) -> Any:
@@ -652,7 +656,13 @@ class Consumer(Generic[K, V]):
     def _set_assignment(self, partitions: frozenset[TopicPartition]) -> None:
         assert self._parts is not None
         self._parts.set_assignment(partitions)
+        self._publish()
         self._lookups.assignment_changed(partitions)
+
+    def _publish(self) -> None:
+        """Publish the assignment and the paused partitions (poll thread; one reference, read anywhere)."""
+        assert self._parts is not None
+        self._published = (self._parts.assignment, frozenset(self._parts.paused))
 
     def _invoke(self, callback: str, partitions: frozenset[TopicPartition]) -> None:
         """Call the listener's ``callback`` (``kgroup._driver.steps``; the simulator records these)."""
@@ -1017,11 +1027,7 @@ class Consumer(Generic[K, V]):
             IllegalStateError: a partition is not assigned.
 
         """
-        self._check_open()
-        for tp in partitions:
-            self._require_assigned(tp)
-            assert self._parts is not None
-            self._parts.pause(tp)
+        self._pause(partitions, pause=True)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         """Fetch ``partitions`` again.
@@ -1030,15 +1036,25 @@ class Consumer(Generic[K, V]):
             IllegalStateError: a partition is not assigned.
 
         """
+        self._pause(partitions, pause=False)
+
+    def _pause(self, partitions: Iterable[TopicPartition], *, pause: bool) -> None:
         self._check_open()
-        for tp in partitions:
-            self._require_assigned(tp)
-            assert self._parts is not None
-            self._parts.resume(tp)
+        try:
+            for tp in partitions:
+                self._require_assigned(tp)
+                assert self._parts is not None
+                if pause:
+                    self._parts.pause(tp)
+                else:
+                    self._parts.resume(tp)
+        finally:
+            if self._parts is not None:
+                self._publish()  # also when a partition before the failing one changed
 
     def paused(self) -> frozenset[TopicPartition]:
         """Paused partitions."""
-        return frozenset(self._parts.paused) if self._parts is not None else frozenset()
+        return self._published[1]
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions this consumer currently owns (as its listener last saw them)."""
