@@ -8,18 +8,11 @@ and a published snapshot. The facade composes two poll-thread objects that never
 ``PartitionState`` (``kgroup._driver.partitions``: assignment, pauses, positions, held
 records) and ``OffsetsClient`` (``kgroup._driver.commits``: OffsetCommit and OffsetFetch).
 
-The poll loop, one pass (the classic protocol's steps as seen from the application):
-
-1. tell the group thread we are polling (resets the max.poll.interval watchdog, KIP-62);
-2. run delivered rebalance steps: *acquiesce* (no record of a partition being revoked is
-   handed out once its revocation starts; its buffered records are dropped), *commit*
-   (auto-commit on revoke), the listener callbacks, then ``StepCompleted``;
-3. *OffsetFetch* positions for newly assigned partitions (auto_offset_reset otherwise),
-   bounded by the poll's timeout: an unanswered look-up is reused by the next ``poll()``;
-4. *fetch* through kafka-python's Fetcher, only owned, unpaused partitions;
-5. before returning, steps that arrived meanwhile run first and drop the records of the
-   partitions they take away; the records of kept partitions are *held* while those steps
-   run, so their commits cannot cover records the application has not received.
+``poll()`` is ``kgroup._driver.poll_loop``'s loop; the rest of what the poll thread runs lives
+beside it in ``kgroup._driver``: the rebalance steps and listener callbacks (``steps``), the
+offset look-ups (``lookups``), the auto-commit (``autocommit``), pattern subscription
+(``patterns``), manual assignment (``assign``) and leaving the group (``closing``). The group
+is reached through ``kgroup._driver.port.GroupPort``.
 """
 
 from __future__ import annotations
@@ -35,9 +28,9 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
+from kgroup._positions_api import PositionsAPI
 from kgroup._typevars import K, V
 from kgroup.errors import (
-    ClusterUnreachableError,
     ConfigError,
     ConsumerClosedError,
     FatalGroupError,
@@ -45,8 +38,6 @@ from kgroup.errors import (
     IllegalStateError,
     KGroupError,
     ListenerError,
-    RecordDeserializationError,
-    WakeupError,
 )
 
 if TYPE_CHECKING:
@@ -62,11 +53,10 @@ if TYPE_CHECKING:
     from kgroup._driver.lookups import OffsetLookups
     from kgroup._driver.partitions import PartitionState
     from kgroup._driver.patterns import PatternSubscription, compile_pattern
+    from kgroup._driver.poll_loop import PollLoop
     from kgroup._driver.port import GroupPort, GroupView
-    from kgroup._driver.records import columns_size, deserialize, fetch_columns
     from kgroup._driver.runtime import Runtime, Threads
     from kgroup._driver.steps import ListenerSteps
-    from kgroup._io.kafka_python import KafkaPythonTransport
     from kgroup._io.transport import Transport
     from kgroup.columns import RecordColumns
     from kgroup.config import ConsumerArgs, ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
@@ -77,7 +67,7 @@ if TYPE_CHECKING:
     from kgroup.membership.commands import RebalanceStep
     from kgroup.membership.states import MemberState
     from kgroup.metrics import Recorder
-    from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+    from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, TopicPartition
 
 __all__ = ["Consumer"]
 
@@ -101,9 +91,7 @@ _DEFERRED: dict[str, tuple[str, str | None]] = {
     "OffsetLookups": ("kgroup._driver.lookups", "OffsetLookups"),
     "PatternSubscription": ("kgroup._driver.patterns", "PatternSubscription"),
     "compile_pattern": ("kgroup._driver.patterns", "compile_pattern"),
-    "columns_size": ("kgroup._driver.records", "columns_size"),
-    "deserialize": ("kgroup._driver.records", "deserialize"),
-    "fetch_columns": ("kgroup._driver.records", "fetch_columns"),
+    "PollLoop": ("kgroup._driver.poll_loop", "PollLoop"),
     "Threads": ("kgroup._driver.runtime", "Threads"),
     "ListenerSteps": ("kgroup._driver.steps", "ListenerSteps"),
     "Transport": ("kgroup._io.transport", "Transport"),  # the port: loaded now, not at subscribe()
@@ -116,8 +104,6 @@ _DEFERRED: dict[str, tuple[str, str | None]] = {
     "MemberState": ("kgroup.membership.states", "MemberState"),
     "Recorder": ("kgroup.metrics", "Recorder"),
     "GroupMetadata": ("kgroup.types", "GroupMetadata"),
-    "OffsetAndMetadata": ("kgroup.types", "OffsetAndMetadata"),
-    "TopicPartition": ("kgroup.types", "TopicPartition"),
 }
 
 if not TYPE_CHECKING:  # type checkers see the imports above; a module __getattr__ would hide typos
@@ -140,7 +126,7 @@ def _import_deferred() -> None:
         getattr(this, name)
 
 
-class Consumer(Generic[K, V]):
+class Consumer(PositionsAPI, Generic[K, V]):
     """A member of a Kafka consumer group (the Java ``KafkaConsumer``'s group semantics).
 
     ``Consumer(bootstrap_servers="host:9092", group_id="billing", **config)`` or
@@ -188,10 +174,6 @@ class Consumer(Generic[K, V]):
             # Java's KafkaConsumer resolves bootstrap.servers in its constructor (ClientUtils)
             resolve_bootstrap_servers(config.bootstrap_servers)
         self._config = config
-        self._key_fn = as_function(key_deserializer)
-        self._value_fn = as_function(value_deserializer)
-        #: a deserialization failure raised by the next poll() while the position is still there
-        self._bad_records: dict[TopicPartition, RecordDeserializationError] = {}
         self._clock = clock or MonotonicClock()
         self._runtime: Runtime = _runtime or Threads()
         self._transport_arg = transport
@@ -211,22 +193,22 @@ class Consumer(Generic[K, V]):
         self._published: tuple[frozenset[TopicPartition], frozenset[TopicPartition]] = (frozenset(), frozenset())
         self._closed = False
         self._closing = False
-        self._last_polled_sent = float("-inf")
-        self._missing_topics: frozenset[str] = frozenset()
         self._rng = random.Random()
         self._metrics = Recorder(self._clock, group_protocol=config.group_protocol)
         #: the listener and the rebalance steps it runs; the offset look-ups; the auto-commit
         self._steps = ListenerSteps(config, self._clock, self._metrics, self._errors)
         self._lookups = OffsetLookups(config, self._clock, self._mailbox, self._rng)
         self._auto_commit = AutoCommit(config, self._clock)
+        self._poll = PollLoop(
+            config, self._clock, self._mailbox, self._metrics, self._runtime.fetch_slice_ms,
+            as_function(key_deserializer), as_function(value_deserializer),
+        )
         self._health_servers: list[HealthServer] = []
         self._subscribed_at: float | None = None
         #: assign() was called: no group membership, a StandaloneGroup stands for the group thread
         self._manual = False
         #: a pattern subscription under the classic protocol
         self._patterns = PatternSubscription(config, self._clock)
-        #: the network client until its first bootstrap succeeds (ClusterUnreachableError)
-        self._bootstrapping: KafkaPythonTransport | None = None
         #: the member id under group_protocol="consumer", from the first subscribe() on (KIP-1082)
         self._member_id: str | None = None
 
@@ -472,79 +454,8 @@ class Consumer(Generic[K, V]):
         return self._poll_loop(timeout_ms, limit, columns=True)
 
     def _poll_loop(self, timeout_ms: int, max_records: int, *, columns: bool) -> list[Any]:
-        """The loop of ``poll()`` (``columns`` False: records) and ``poll_columns()`` (True)."""
-        self._check_open()
-        name = "poll_columns()" if columns else "poll()"
-        if self._steps.in_callback:
-            raise IllegalStateError(f"{name} must not be called from a rebalance listener callback")
-        if self._group is None or (self._subscribed_at is None and not self._manual):
-            raise IllegalStateError(
-                f"{name} before subscribe() or assign(): the consumer is not subscribed to any topic"
-            )
-        if timeout_ms < 0:
-            raise ValueError("timeout_ms must be >= 0")
-        deadline = self._clock.monotonic() + timeout_ms / 1000
-        parts = self._parts
-        assert parts is not None
-        self._metrics.polled()
-        first = True
-        while True:
-            self._signal_polled(force=first)  # once per poll() resets the watchdog (KIP-62)
-            first = False
-            self._drain_mailbox(None)
-            self._raise_pending()
-            if not columns:
-                self._raise_bad_record()
-            self._raise_if_unreachable()
-            self._maybe_match_pattern()
-            if self._mailbox.consume_wakeup():
-                raise WakeupError(f"{name} interrupted by wakeup()")
-            self._maybe_auto_commit()
-            self._update_positions(deadline)
-            remaining_ms = max(0, math.ceil((deadline - self._clock.monotonic()) * 1000))
-            fetched: list[Any] = []
-            on_hold = self._hand_out_on_hold()
-            if parts.fetchable() and not on_hold:
-                wait_ms = min(remaining_ms, self._runtime.fetch_slice_ms)
-                if columns:
-                    fetched = fetch_columns(parts.fetcher, max_records, wait_ms)
-                else:
-                    fetched = parts.fetcher.fetch(max_records, wait_ms)
-            if columns:
-                parts.hold_columns(fetched)
-            else:
-                parts.hold(fetched)
-            self._check_missing_topics()
-            try:
-                fetched = self._drain_mailbox(fetched, columns=columns)
-                if fetched and self._hand_out_on_hold():
-                    # the member may have been removed meanwhile: the positions go back
-                    fetched = self._drop_taken(fetched, {item.topic_partition for item in fetched}, columns)
-            finally:
-                parts.release()
-            if fetched:
-                # errors that arrived with records wait for the next poll(): no record is lost
-                if self._fatal is not None:
-                    raise self._fatal
-                if columns:
-                    self._metrics.consumed(sum(map(len, fetched)), sum(columns_size(c) for c in fetched))
-                    return fetched
-                size = sum(len(r.key or b"") + len(r.value or b"") for r in fetched)
-                if self._key_fn is not None or self._value_fn is not None:
-                    fetched = self._deserialize(fetched)
-                    if not fetched:
-                        self._raise_bad_record()
-                self._metrics.consumed(len(fetched), size)
-                return fetched
-            self._raise_pending()
-            now = self._clock.monotonic()
-            if now >= deadline:
-                return []
-            if not parts.fetchable() or on_hold:
-                self._mailbox.wait(min(deadline - now, self._runtime.fetch_slice_ms / 1000))
-            elif parts.fetcher.idle():
-                # nothing in flight to wait on (no leader known yet, a reset pending): back off
-                self._mailbox.wait(min(deadline - now, self._config.retry_backoff_ms / 1000))
+        """The loop of ``poll()`` and ``poll_columns()`` (``kgroup._driver.poll_loop``)."""
+        return self._poll.run(self, timeout_ms, max_records, columns=columns)
 
     def _drop_taken(self, fetched: list[Any], taken: set[TopicPartition], columns: bool) -> list[Any]:
         assert self._parts is not None
@@ -565,60 +476,6 @@ class Consumer(Generic[K, V]):
         # the group thread may not have run at the session clock's deadline yet: look at it here
         hold_at = getattr(snap, "hold_at", math.inf)
         return bool(getattr(snap, "hand_out_on_hold", False)) or self._clock.monotonic() >= hold_at
-
-    def _deserialize(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
-        """Apply the deserializers; a failing record and its partition's later ones stay unread."""
-        out, failed = deserialize(records, self._key_fn, self._value_fn)
-        assert self._parts is not None
-        for error in failed:
-            tp = error.topic_partition
-            assert isinstance(tp, TopicPartition)
-            self._parts.seek(tp, error.offset)  # the position stays at the record that failed
-            self._bad_records[tp] = error
-        return out
-
-    def _raise_bad_record(self) -> None:
-        """Raise a deserialization failure whose partition still sits at that record."""
-        for tp, error in list(self._bad_records.items()):
-            del self._bad_records[tp]
-            if tp in self._assignment and self._parts is not None and self._parts.position(tp) == error.offset:
-                raise error
-
-    def _raise_if_unreachable(self) -> None:
-        """ClusterUnreachableError once default_api_timeout_ms passed with no broker ever reached."""
-        kp = self._bootstrapping
-        if kp is None:
-            return
-        if kp.bootstrapped:
-            self._bootstrapping = None
-            return
-        since = self._subscribed_at
-        timeout_ms = self._config.default_api_timeout_ms
-        if since is not None and self._clock.monotonic() - since >= timeout_ms / 1000:
-            raise ClusterUnreachableError(
-                f"no broker of bootstrap_servers {self._config.bootstrap_servers!r} has answered in "
-                f"{timeout_ms} ms (default_api_timeout_ms); still trying: poll() again, or close()"
-            )
-
-    def _check_missing_topics(self) -> None:
-        """Tell the group thread once when an assigned topic disappears from metadata.
-
-        As Java's Fetcher, which asks for a metadata update then.
-        """
-        assert self._parts is not None
-        missing = self._parts.fetcher.missing_topics()
-        if missing and missing != self._missing_topics:
-            assert self._group is not None
-            self._group.metadata_stale()
-            self._patterns.check_soon()  # a deleted topic leaves a pattern subscription
-        self._missing_topics = missing
-
-    def _signal_polled(self, *, force: bool = False) -> None:
-        now = self._clock.monotonic()
-        if force or now - self._last_polled_sent >= 0.5:
-            self._last_polled_sent = now
-            assert self._group is not None
-            self._group.post(ev.Polled())
 
     def _raise_pending(self) -> None:
         if self._fatal is not None:
@@ -776,184 +633,9 @@ class Consumer(Generic[K, V]):
         assert self._parts is not None
         return prepare_offsets(offsets, self._parts, self._assignment)
 
-    def committed(
-        self, partitions: Iterable[TopicPartition], *, timeout_ms: int | None = None
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """The group's committed offsets (OffsetFetch), None where nothing is committed.
-
-        Under ``group_protocol="consumer"`` a member with an epoch sends its member id and member
-        epoch (OffsetFetch v9+, KIP-848), as Java's ``CommitRequestManager`` does; a
-        STALE_MEMBER_EPOCH answer is retried, within ``timeout_ms``, with the member's latest epoch.
-
-        Args:
-            partitions: the partitions to look up.
-            timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
-
-        Raises:
-            CoordinatorUnavailable: no answer within ``timeout_ms``.
-            WakeupError: ``wakeup()`` interrupted the call.
-            FatalGroupError: authorization failures.
-            BrokerError: under ``group_protocol="consumer"``, UNKNOWN_MEMBER_ID, or
-                STALE_MEMBER_EPOCH once the member has no epoch (fenced or left; not retried, as in Java).
-
-        """
-        self._check_open()
-        if self._group is None:
-            raise IllegalStateError("committed() before subscribe()")
-        assert self._offsets is not None
-        parts = list(partitions)
-        found = self._offsets.fetch_committed(
-            parts, timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
-        )
-        return {tp: found.get(tp) for tp in parts}
-
-    # ------------------------------------------------------------------ positions API
     def _require_assigned(self, tp: TopicPartition) -> None:
         if tp not in self._assignment:
             raise IllegalStateError(f"partition {tp} is not assigned to this consumer")
-
-    def position(self, tp: TopicPartition, *, timeout_ms: int | None = None) -> int:
-        """The offset of the next record ``poll()`` will return for ``tp``.
-
-        Raises:
-            IllegalStateError: ``tp`` is not assigned.
-            NoOffsetForPartitionError: auto_offset_reset="none" and nothing committed.
-            WakeupError: ``wakeup()`` interrupted the call.
-            KafkaTimeoutError: the position could not be found within ``timeout_ms`` (ms;
-                default: default_api_timeout_ms).
-
-        """
-        self._check_open()
-        self._require_assigned(tp)
-        assert self._parts is not None
-        return self._lookups.position(tp, self._parts, self._update_positions, timeout_ms)
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        """Fetch ``tp`` from ``offset`` on the next ``poll()`` (>= 0).
-
-        Raises:
-            IllegalStateError: ``tp`` is not assigned.
-            ValueError: a negative offset.
-
-        """
-        self._check_open()
-        self._require_assigned(tp)
-        if offset < 0:
-            raise ValueError("offset must be >= 0")
-        assert self._parts is not None
-        self._parts.seek(tp, offset)
-
-    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Fetch each of ``partitions`` from its log start on the next ``poll()``/``position()``.
-
-        Lazy, as Java's ``seekToBeginning``: the ListOffsets request goes out now and the
-        position is known once it answers. A later ``seek`` or rebalance overrides it; a
-        partition revoked meanwhile is not fetched again (the seek applies only while owned).
-
-        Args:
-            partitions: assigned partitions (default: every assigned partition).
-
-        Raises:
-            IllegalStateError: a partition is not assigned to this consumer.
-            ConsumerClosedError: after ``close()``.
-
-        """
-        self._reset(partitions, "earliest")
-
-    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Fetch each of ``partitions`` from its log end on the next ``poll()`` (Java ``seekToEnd``).
-
-        The log end is the high watermark, or the last stable offset with
-        ``isolation_level="read_committed"``. Same rules as ``seek_to_beginning``.
-
-        Raises:
-            IllegalStateError: a partition is not assigned to this consumer.
-            ConsumerClosedError: after ``close()``.
-
-        """
-        self._reset(partitions, "latest")
-
-    def _reset(self, partitions: Iterable[TopicPartition] | None, strategy: str) -> None:
-        self._check_open()
-        chosen = sorted(self._assignment if partitions is None else set(partitions))
-        for tp in chosen:
-            self._require_assigned(tp)
-        assert self._parts is not None or not chosen
-        for tp in chosen:
-            self._parts.reset(tp, strategy)  # type: ignore[union-attr]
-
-    def beginning_offsets(
-        self, partitions: Iterable[TopicPartition], *, timeout_ms: int | None = None
-    ) -> dict[TopicPartition, int]:
-        """The first offset of each partition's log (ListOffsets, Java ``beginningOffsets``).
-
-        Any partition, assigned or not. Retries partitions whose leader is unknown or moving
-        until ``timeout_ms``.
-
-        Args:
-            partitions: the partitions to look up.
-            timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
-
-        Returns:
-            ``{TopicPartition: offset}`` for every partition asked for.
-
-        Raises:
-            KafkaTimeoutError: not every offset was found within ``timeout_ms`` (an unknown
-                topic or partition ends here too, as in Java).
-            WakeupError: ``wakeup()`` interrupted the call.
-            ConsumerClosedError: after ``close()``.
-
-        """
-        return self._list_offsets(partitions, "earliest", timeout_ms)
-
-    def end_offsets(
-        self, partitions: Iterable[TopicPartition], *, timeout_ms: int | None = None
-    ) -> dict[TopicPartition, int]:
-        """The log end offset of each partition (the high watermark; Java ``endOffsets``).
-
-        With ``isolation_level="read_committed"`` the last stable offset. Same rules and
-        errors as ``beginning_offsets``.
-        """
-        return self._list_offsets(partitions, "latest", timeout_ms)
-
-    def offsets_for_times(
-        self, timestamps: Mapping[TopicPartition, int], *, timeout_ms: int | None = None
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """For each partition, the earliest offset whose record timestamp is >= the one given.
-
-        ListOffsets by timestamp (Java ``offsetsForTimes``); no position changes.
-
-        Args:
-            timestamps: ``{TopicPartition: timestamp in ms since the epoch (>= 0)}``.
-            timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
-
-        Returns:
-            ``{TopicPartition: OffsetAndTimestamp | None}``: None where no record is that late.
-
-        Raises:
-            ValueError: a negative timestamp.
-            KafkaTimeoutError: no answer within ``timeout_ms``.
-            WakeupError: ``wakeup()`` interrupted the call.
-            ConsumerClosedError: after ``close()``.
-
-        """
-        self._check_open()
-        wanted = dict(timestamps)
-        for tp, ts in wanted.items():
-            if not isinstance(ts, int) or ts < 0:
-                raise ValueError(f"the target time for partition {tp} must be an int >= 0, got {ts!r}")
-        if not wanted:
-            return {}
-        return self._lookups.offsets_for_times(self._ensure_transport(), wanted, timeout_ms)
-
-    def _list_offsets(
-        self, partitions: Iterable[TopicPartition], spec: str, timeout_ms: int | None
-    ) -> dict[TopicPartition, int]:
-        self._check_open()
-        wanted = set(partitions)
-        if not wanted:
-            return {}
-        return self._lookups.list_offsets(self._ensure_transport(), wanted, spec, timeout_ms)
 
     def _ensure_transport(self) -> Transport:
         """The network client and the partition state (no group thread: lookups, assign())."""
@@ -966,7 +648,7 @@ class Consumer(Generic[K, V]):
 
             kp = KafkaPythonTransport(self._config)
             kp.start_async()  # as Java: no call waits for the cluster unless it has a timeout
-            self._bootstrapping = kp
+            self._poll.bootstrapping = kp
             transport = kp
         self._transport = transport
         if self._parts is None:
@@ -1083,37 +765,6 @@ class Consumer(Generic[K, V]):
             fetcher.wakeup()
 
     # ------------------------------------------------------------------ observability
-    def highwater(self, tp: TopicPartition) -> int | None:
-        """The high watermark of ``tp`` from its last fetch response, or None before one.
-
-        No request is sent (as Java's ``currentLag`` and franz-go's per-partition high
-        watermark): the value is as fresh as the last fetch of ``tp``.
-
-        Raises:
-            IllegalStateError: ``tp`` is not assigned to this consumer.
-
-        """
-        self._require_assigned(tp)
-        assert self._parts is not None
-        return self._parts.fetcher.highwater(tp)
-
-    def current_lag(self, tp: TopicPartition) -> int | None:
-        """``highwater(tp)`` minus the position of ``tp``, or None while either is unknown.
-
-        Java ``KafkaConsumer.currentLag`` (KIP-695): no request is sent.
-
-        Raises:
-            IllegalStateError: ``tp`` is not assigned to this consumer.
-
-        """
-        self._require_assigned(tp)
-        assert self._parts is not None
-        fetcher = self._parts.fetcher
-        high, position = fetcher.highwater(tp), fetcher.position(tp)
-        if high is None or position is None:
-            return None
-        return max(0, high - position)
-
     def _lags(self) -> dict[tuple[str, int], int]:
         if self._parts is None:
             return {}

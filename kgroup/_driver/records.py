@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from kgroup.types import ConsumerRecord
 
     #: a deserializer as ``kgroup.deserializers.as_function`` makes it: (topic, headers, data) -> value
-    _Decode = Callable[[str, Headers, bytes], Any]
+    Decode = Callable[[str, Headers, bytes], Any]
 
 __all__ = ["columns_size", "deserialize", "fetch_columns"]
 
@@ -39,7 +39,7 @@ def columns_size(columns: RecordColumns) -> int:
 
 
 def deserialize(
-    records: list[ConsumerRecord], key_fn: _Decode | None, value_fn: _Decode | None
+    records: list[ConsumerRecord], key_fn: Decode | None, value_fn: Decode | None
 ) -> tuple[list[ConsumerRecord], list[RecordDeserializationError]]:
     """Apply the deserializers (None: leave the bytes); null keys and values stay None.
 
