@@ -236,6 +236,20 @@ class PositionsAPI:
         return max(0, high - position)
 
 
+
+    def _lags(self: ConsumerState) -> dict[tuple[str, int], int]:
+        """The lag of each assigned partition whose high watermark and position are known (``metrics()``)."""
+        if self._parts is None:
+            return {}
+        fetcher = self._parts.fetcher
+        lags = {}
+        for tp in self._assignment:
+            high, position = fetcher.highwater(tp), fetcher.position(tp)
+            if high is not None and position is not None:
+                lags[(tp.topic, tp.partition)] = max(0, high - position)
+        return lags
+
+
 def _reset(consumer: ConsumerState, partitions: Iterable[TopicPartition] | None, strategy: str) -> None:
     """``seek_to_beginning`` (``strategy`` "earliest") and ``seek_to_end`` ("latest")."""
     consumer._check_open()

@@ -75,13 +75,13 @@ from kgroup import listener as _sync_listener
 from kgroup._aio.buffer import RecordBuffer
 from kgroup._aio.worker import Job, Worker
 from kgroup._clock import Clock
-from kgroup._driver.closing import CLOSE_POLICIES as _CLOSE_POLICIES
+from kgroup._driver.closing import close_policy
 from kgroup._io.transport import Transport
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig, GroupMembershipOperation
 from kgroup.consumer import Consumer as _SyncConsumer
 from kgroup.deserializers import DeserializerLike
-from kgroup.errors import ConfigError, ConsumerClosedError, IllegalStateError, WakeupError
+from kgroup.errors import ConsumerClosedError, IllegalStateError, WakeupError
 from kgroup.health import HealthReport, HealthServer
 from kgroup.membership.states import MemberState
 from kgroup.types import (
@@ -732,10 +732,7 @@ class Consumer(Generic[K, V]):
         """
         if self._worker.in_listener():
             raise IllegalStateError("close() must not be called from a rebalance listener callback")
-        if group_membership not in _CLOSE_POLICIES:
-            raise ConfigError(
-                "group_membership", f"must be one of {sorted(_CLOSE_POLICIES)}, got {group_membership!r}"
-            )
+        close_policy(group_membership)  # ConfigError before anything happens
         loop = self._worker.bind_loop()
         if self._close_future is not None:  # closing or closed: wait for that close, quietly
             await asyncio.wait([self._close_future], timeout=max(0.0, timeout_ms / 1000))

@@ -31,13 +31,11 @@ from typing import TYPE_CHECKING, Any, Generic
 from kgroup._positions_api import PositionsAPI
 from kgroup._typevars import K, V
 from kgroup.errors import (
-    ConfigError,
     ConsumerClosedError,
     FatalGroupError,
     GroupThreadCrashed,
     IllegalStateError,
     KGroupError,
-    ListenerError,
 )
 
 if TYPE_CHECKING:
@@ -47,7 +45,7 @@ if TYPE_CHECKING:
     # (tests/unit/test_import_time.py): ``_DEFERRED`` below names the ones read at run time.
     from kgroup._clock import Clock, MonotonicClock
     from kgroup._driver.autocommit import AutoCommit, prepare_offsets
-    from kgroup._driver.closing import CLOSE_POLICIES, leave_group
+    from kgroup._driver.closing import close_policy, leave_group, raise_close_failures
     from kgroup._driver.commits import OffsetsClient
     from kgroup._driver.group_thread import GroupThread
     from kgroup._driver.lookups import OffsetLookups
@@ -63,8 +61,8 @@ if TYPE_CHECKING:
     from kgroup.deserializers import DeserializerLike, as_function
     from kgroup.health import HealthReport, HealthServer
     from kgroup.listener import RebalanceListener
-    from kgroup.membership import events as ev
     from kgroup.membership.commands import RebalanceStep
+    from kgroup.membership.events import RequestRejoin, Subscribe
     from kgroup.membership.states import MemberState
     from kgroup.metrics import Recorder
     from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, TopicPartition
@@ -77,44 +75,39 @@ log = logging.getLogger(__name__)
 _GROUP_STOP_S = 5.0
 
 #: the names this module reads at run time that ``from kgroup import Consumer`` must not import
-#: (about 80 attrs classes, and attrs): name -> (module, attribute; None for the module itself).
+#: (about 80 attrs classes, and attrs): module -> names.
 #: The first ``Consumer(...)`` binds them all as globals (``_import_deferred``), before any method
 #: can run; ``subscribe()`` then finds the same modules loaded as when they were top-level
 #: imports. kafka-python, the group thread and its machine are imported where first used
 #: (subscribe(), assign(), a look-up; benchmarks/startup.py).
-_DEFERRED: dict[str, tuple[str, str | None]] = {
-    "MonotonicClock": ("kgroup._clock", "MonotonicClock"),
-    "AutoCommit": ("kgroup._driver.autocommit", "AutoCommit"),
-    "prepare_offsets": ("kgroup._driver.autocommit", "prepare_offsets"),
-    "CLOSE_POLICIES": ("kgroup._driver.closing", "CLOSE_POLICIES"),
-    "leave_group": ("kgroup._driver.closing", "leave_group"),
-    "OffsetLookups": ("kgroup._driver.lookups", "OffsetLookups"),
-    "PatternSubscription": ("kgroup._driver.patterns", "PatternSubscription"),
-    "compile_pattern": ("kgroup._driver.patterns", "compile_pattern"),
-    "PollLoop": ("kgroup._driver.poll_loop", "PollLoop"),
-    "Threads": ("kgroup._driver.runtime", "Threads"),
-    "ListenerSteps": ("kgroup._driver.steps", "ListenerSteps"),
-    "Transport": ("kgroup._io.transport", "Transport"),  # the port: loaded now, not at subscribe()
-    "ConsumerConfig": ("kgroup.config", "ConsumerConfig"),
-    "resolve_bootstrap_servers": ("kgroup.config", "resolve_bootstrap_servers"),
-    "as_function": ("kgroup.deserializers", "as_function"),
-    "HealthReport": ("kgroup.health", "HealthReport"),
-    "HealthServer": ("kgroup.health", "HealthServer"),
-    "ev": ("kgroup.membership.events", None),
-    "MemberState": ("kgroup.membership.states", "MemberState"),
-    "Recorder": ("kgroup.metrics", "Recorder"),
-    "GroupMetadata": ("kgroup.types", "GroupMetadata"),
+_DEFERRED: dict[str, tuple[str, ...]] = {
+    "kgroup._clock": ("MonotonicClock",),
+    "kgroup._driver.autocommit": ("AutoCommit", "prepare_offsets"),
+    "kgroup._driver.closing": ("close_policy", "leave_group", "raise_close_failures"),
+    "kgroup._driver.lookups": ("OffsetLookups",),
+    "kgroup._driver.patterns": ("PatternSubscription", "compile_pattern"),
+    "kgroup._driver.poll_loop": ("PollLoop",),
+    "kgroup._driver.runtime": ("Threads",),
+    "kgroup._driver.steps": ("ListenerSteps",),
+    "kgroup._io.transport": ("Transport",),  # the port: loaded now, not at subscribe()
+    "kgroup.config": ("ConsumerConfig", "resolve_bootstrap_servers"),
+    "kgroup.deserializers": ("as_function",),
+    "kgroup.health": ("HealthReport", "HealthServer"),
+    "kgroup.membership.events": ("RequestRejoin", "Subscribe"),
+    "kgroup.membership.states": ("MemberState",),
+    "kgroup.metrics": ("Recorder",),
+    "kgroup.types": ("GroupMetadata",),
 }
+_MODULE_OF: dict[str, str] = {name: module for module, names in _DEFERRED.items() for name in names}
 
 if not TYPE_CHECKING:  # type checkers see the imports above; a module __getattr__ would hide typos
 
     def __getattr__(name: str) -> Any:
         """Import a deferred name on first access and keep it as a global (PEP 562)."""
-        where = _DEFERRED.get(name)
-        if where is None:
+        module = _MODULE_OF.get(name)
+        if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        module = importlib.import_module(where[0])
-        value = module if where[1] is None else getattr(module, where[1])
+        value = getattr(importlib.import_module(module), name)
         globals()[name] = value
         return value
 
@@ -122,7 +115,7 @@ if not TYPE_CHECKING:  # type checkers see the imports above; a module __getattr
 def _import_deferred() -> None:
     """Bind every name of ``_DEFERRED`` (the module ``__getattr__`` imports each once)."""
     this = sys.modules[__name__]
-    for name in _DEFERRED:
+    for name in _MODULE_OF:
         getattr(this, name)
 
 
@@ -324,7 +317,7 @@ class Consumer(PositionsAPI, Generic[K, V]):
         assert self._group is not None
         self._patterns.follow(compiled)
         if compiled is None:
-            self._group.post(ev.Subscribe(wanted))
+            self._group.post(Subscribe(wanted))
         else:
             self._maybe_match_pattern()  # the lookup goes out now; poll() applies its answer
 
@@ -378,7 +371,7 @@ class Consumer(PositionsAPI, Generic[K, V]):
         self._check_open()
         if self._group is None or self._subscribed_at is None:
             raise IllegalStateError("enforce_rebalance() is only supported for subscribed consumers")
-        self._group.post(ev.RequestRejoin(reason or "rebalance enforced by user"))
+        self._group.post(RequestRejoin(reason or "rebalance enforced by user"))
 
     @property
     def rebalance_reason(self) -> str:
@@ -765,17 +758,6 @@ class Consumer(PositionsAPI, Generic[K, V]):
             fetcher.wakeup()
 
     # ------------------------------------------------------------------ observability
-    def _lags(self) -> dict[tuple[str, int], int]:
-        if self._parts is None:
-            return {}
-        fetcher = self._parts.fetcher
-        lags = {}
-        for tp in self._assignment:
-            high, position = fetcher.highwater(tp), fetcher.position(tp)
-            if high is not None and position is not None:
-                lags[(tp.topic, tp.partition)] = max(0, high - position)
-        return lags
-
     def metrics(self) -> dict[str, float]:
         """A snapshot of the consumer's metrics, keyed by the Java consumer's metric names.
 
@@ -913,11 +895,11 @@ class Consumer(PositionsAPI, Generic[K, V]):
             return
         timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
         deadline = self._clock.monotonic() + timeout / 1000
-        self._auto_commit.close_deadline = deadline
         try:
-            self._leave(thread, deadline, None, "the consumer unsubscribed from all topics", "unsubscribe()", timeout)
+            with self._auto_commit.bounded_by(deadline):
+                reason = "the consumer unsubscribed from all topics"
+                self._leave(thread, deadline, None, reason, "unsubscribe()", timeout)
         finally:
-            self._auto_commit.close_deadline = None
             self._runtime.stop(thread, _GROUP_STOP_S)
             self._group = self._group_thread = None
             self._offsets = None
@@ -932,11 +914,8 @@ class Consumer(PositionsAPI, Generic[K, V]):
         """End a manual assignment: the auto-commit, if enabled, then nothing is assigned."""
         if self._config.enable_auto_commit and self._assignment:
             timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
-            self._auto_commit.close_deadline = self._clock.monotonic() + timeout / 1000
-            try:
+            with self._auto_commit.bounded_by(self._clock.monotonic() + timeout / 1000):
                 self._auto_commit_sync()
-            finally:
-                self._auto_commit.close_deadline = None
         self._set_assignment(frozenset())
         self._manual = False
         self._group = None
@@ -988,10 +967,7 @@ class Consumer(PositionsAPI, Generic[K, V]):
                 ``KafkaConsumer.close``: "Failed to close kafka consumer").
 
         """
-        if group_membership not in CLOSE_POLICIES:
-            raise ConfigError(
-                "group_membership", f"must be one of {sorted(CLOSE_POLICIES)}, got {group_membership!r}"
-            )
+        send_leave_group = close_policy(group_membership)
         if self._steps.in_callback:
             raise IllegalStateError("close() must not be called from a rebalance listener callback")
         if self._closed or self._closing:
@@ -1001,17 +977,16 @@ class Consumer(PositionsAPI, Generic[K, V]):
         self._mailbox.disable_wakeups()  # wakeup() does not interrupt close() (Java: disableWakeups)
         thread = self._group_thread
         deadline = self._clock.monotonic() + timeout_ms / 1000
-        self._auto_commit.close_deadline = deadline
         errors_before = len(self._errors)
         try:
-            if self._manual and self._fatal is None:
-                if self._config.enable_auto_commit and self._assignment:
-                    self._auto_commit_sync()  # Java's close: maybeAutoCommitOffsetsSync, no group to leave
-            elif thread is not None and self._fatal is None:
-                self._leave(thread, deadline, CLOSE_POLICIES[group_membership], reason, "close()", timeout_ms)
+            with self._auto_commit.bounded_by(deadline):
+                if self._manual and self._fatal is None:
+                    if self._config.enable_auto_commit and self._assignment:
+                        self._auto_commit_sync()  # Java's close: maybeAutoCommitOffsetsSync, no group to leave
+                elif thread is not None and self._fatal is None:
+                    self._leave(thread, deadline, send_leave_group, reason, "close()", timeout_ms)
         finally:
             self._closed = True
-            self._auto_commit.close_deadline = None
             for server in self._health_servers:
                 server.close()
             if thread is not None:
@@ -1019,9 +994,4 @@ class Consumer(PositionsAPI, Generic[K, V]):
             if self._transport is not None and self._transport_arg is None:
                 self._transport.close()
             log.info("group %s: consumer closed", self._config.group_id)
-        failures = self._errors[errors_before:]
-        listener_errors = [e for e in failures if isinstance(e, ListenerError)]
-        for error in failures:
-            log.warning("group %s: error during close: %s", self._config.group_id, error)
-        if listener_errors:
-            raise KGroupError(f"failed to close the consumer: {listener_errors[0]}") from listener_errors[0]
+        raise_close_failures(self._config, self._errors[errors_before:])

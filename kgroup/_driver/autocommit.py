@@ -10,8 +10,9 @@ are ``kgroup._driver.commits.OffsetsClient``'s.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from kgroup.errors import CommitFailedError, KGroupError
@@ -82,6 +83,15 @@ class AutoCommit:
     def stop(self) -> None:
         """No auto-commit until ``start`` again."""
         self.next_at = float("inf")
+
+    @contextlib.contextmanager
+    def bounded_by(self, deadline: float) -> Iterator[None]:
+        """Within the block, the revoke step's commit ends by ``deadline`` (``close()``, ``unsubscribe()``)."""
+        self.close_deadline = deadline
+        try:
+            yield
+        finally:
+            self.close_deadline = None
 
     def maybe_commit(
         self,

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kgroup.errors import ConfigError, KGroupError, ListenerError
 from kgroup.membership import events as ev
 from kgroup.membership.states import MemberState
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from kgroup._driver.port import GroupPort
     from kgroup.config import ConsumerConfig
 
-__all__ = ["CLOSE_POLICIES", "leave_group"]
+__all__ = ["CLOSE_POLICIES", "close_policy", "leave_group", "raise_close_failures"]
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,32 @@ log = logging.getLogger(__name__)
 CLOSE_POLICIES: dict[str, bool | None] = {"default": None, "remain": False, "leave": True}
 
 _SETTLED = (MemberState.CLOSED, MemberState.FATAL)
+
+
+def close_policy(group_membership: str) -> bool | None:
+    """``CLOSE_POLICIES[group_membership]``.
+
+    Raises:
+        ConfigError: ``group_membership`` is not "default", "remain" or "leave".
+
+    """
+    if group_membership not in CLOSE_POLICIES:
+        raise ConfigError("group_membership", f"must be one of {sorted(CLOSE_POLICIES)}, got {group_membership!r}")
+    return CLOSE_POLICIES[group_membership]
+
+
+def raise_close_failures(config: ConsumerConfig, failures: list[Exception]) -> None:
+    """Log the errors ``close()`` met; raise the first listener callback's (Java: "Failed to close kafka consumer").
+
+    Raises:
+        KGroupError: a listener callback raised (its ``ListenerError`` is the ``__cause__``).
+
+    """
+    for error in failures:
+        log.warning("group %s: error during close: %s", config.group_id, error)
+    listener_errors = [e for e in failures if isinstance(e, ListenerError)]
+    if listener_errors:
+        raise KGroupError(f"failed to close the consumer: {listener_errors[0]}") from listener_errors[0]
 
 
 def leave_group(

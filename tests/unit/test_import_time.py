@@ -137,7 +137,8 @@ def test_every_deferred_name_the_consumer_uses_is_bound_by_the_constructor():
 
     Else the first method that reads it raises NameError: the one hazard of binding the
     facade's names at construction instead of at import. Each ``_DEFERRED`` entry is one of the
-    TYPE_CHECKING imports, so what type checkers see and what runs are the same objects.
+    TYPE_CHECKING imports (``from module import name``), so what type checkers see and what runs
+    are the same objects.
     """
     tree = ast.parse(Path(kgroup.consumer.__file__).read_text(encoding="utf-8"))
     type_checking = {
@@ -151,23 +152,18 @@ def test_every_deferred_name_the_consumer_uses_is_bound_by_the_constructor():
     visitor = _RunTimeNames()
     visitor.visit(tree)
     needed = visitor.used & set(type_checking)
-    assert {"ConsumerConfig", "Threads", "ListenerSteps", "PollLoop", "MemberState", "ev"} <= needed  # sanity
-    deferred = kgroup.consumer._DEFERRED
+    assert {"ConsumerConfig", "Threads", "ListenerSteps", "PollLoop", "MemberState", "Subscribe"} <= needed  # sanity
+    deferred = kgroup.consumer._MODULE_OF
     assert needed <= set(deferred), f"read at run time but never bound: {sorted(needed - set(deferred))}"
-    for name, (module, attribute) in deferred.items():
-        assert name in type_checking, f"{name} is deferred but not among the TYPE_CHECKING imports"
-        typed_module, typed_name = type_checking[name]
-        if attribute is None:  # a module: ``from kgroup.membership import events as ev``
-            assert f"{typed_module}.{typed_name}" == module, name
-        else:
-            assert (typed_module, typed_name) == (module, attribute), name
+    for name, module in deferred.items():
+        assert type_checking.get(name) == (module, name), f"{name}: not the TYPE_CHECKING import from {module}"
 
 
 def test_the_deferred_names_resolve_on_attribute_access() -> None:
     """PEP 562: ``kgroup.consumer.X`` imports X on first access; an unknown name is an AttributeError."""
-    from kgroup.membership import events
+    from kgroup.membership.events import Subscribe
 
-    assert kgroup.consumer.ev is events
+    assert kgroup.consumer.Subscribe is Subscribe
     assert kgroup.consumer.MemberState is kgroup.MemberState
     with pytest.raises(AttributeError, match="NotAName"):
         kgroup.consumer.NotAName  # noqa: B018
