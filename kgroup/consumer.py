@@ -18,7 +18,6 @@ is reached through ``kgroup._driver.port.GroupPort``.
 from __future__ import annotations
 
 import concurrent.futures
-import importlib
 import logging
 import math
 import random
@@ -28,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
+from kgroup._lazy import lazy_getattr
 from kgroup._positions_api import PositionsAPI
 from kgroup._typevars import K, V
 from kgroup.errors import (
@@ -101,15 +101,7 @@ _DEFERRED: dict[str, tuple[str, ...]] = {
 _MODULE_OF: dict[str, str] = {name: module for module, names in _DEFERRED.items() for name in names}
 
 if not TYPE_CHECKING:  # type checkers see the imports above; a module __getattr__ would hide typos
-
-    def __getattr__(name: str) -> Any:
-        """Import a deferred name on first access and keep it as a global (PEP 562)."""
-        module = _MODULE_OF.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_getattr(__name__, _MODULE_OF)
 
 
 def _import_deferred() -> None:

@@ -51,6 +51,7 @@ HEAVY = (
 ALLOWED_KGROUP = {
     "kgroup",
     "kgroup._error_codes",
+    "kgroup._lazy",
     "kgroup._positions_api",
     "kgroup._typevars",
     "kgroup._version",
