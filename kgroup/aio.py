@@ -638,24 +638,30 @@ class Consumer(Generic[K, V]):
         entry = (pause, chosen)
 
         def op() -> None:
-            with self._cond:
-                if entry in self._pending_pauses:
-                    self._pending_pauses.remove(entry)
-            if pause:
-                self._buffer.give_back(chosen, rewind=True)
-                self._sync.pause(chosen)
-            else:
-                self._sync.resume(chosen)
+            try:
+                if pause:
+                    self._buffer.give_back(chosen, rewind=True)
+                    self._sync.pause(chosen)
+                else:
+                    self._sync.resume(chosen)
+            finally:  # dropped once applied (and published): paused() sees one or the other
+                with self._cond:
+                    if entry in self._pending_pauses:
+                        self._pending_pauses.remove(entry)
 
         with self._cond:
             self._pending_pauses.append(entry)
         self._worker.apply(op)
 
     def paused(self) -> frozenset[TopicPartition]:
-        """Paused partitions, counting ``pause``/``resume`` calls queued behind a running call."""
+        """Paused partitions, counting ``pause``/``resume`` calls queued behind a running call.
+
+        Reads what the wrapped consumer published (``kgroup.Consumer.paused()``), never the
+        worker's partition state, together with the calls still queued.
+        """
         with self._cond:
             pending = list(self._pending_pauses)
-        result = set(self._sync.paused())
+            result = set(self._sync.paused())
         for pause, partitions in pending:
             if pause:
                 result |= partitions
@@ -693,7 +699,10 @@ class Consumer(Generic[K, V]):
         return self._sync.metrics()
 
     def health(self) -> HealthReport:
-        """``kgroup.Consumer.health``: liveness and readiness verdicts; never blocks."""
+        """``kgroup.Consumer.health``: liveness and readiness verdicts; never blocks.
+
+        Reads the wrapped consumer's published snapshot, not the worker's partition state.
+        """
         return self._sync.health()
 
     def serve_health(self, port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
