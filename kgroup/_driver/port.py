@@ -4,7 +4,8 @@ A subscribed consumer's group is the group thread (``kgroup._driver.group_thread
 a manually assigned one's is ``kgroup._driver.standalone.StandaloneGroup``, which only finds the
 coordinator for commits. The facade (``kgroup.consumer``) and the offsets client
 (``kgroup._driver.commits``) use either through this port and nothing else: the published
-snapshot, ``post``, ``crashed``, ``metadata_stale`` and ``stop``.
+snapshot, ``post``, ``crashed`` and ``metadata_stale``. Starting and stopping the group thread
+is the runtime's (``kgroup._driver.runtime``); a ``StandaloneGroup`` runs nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from kgroup.membership.states import MemberState
-    from kgroup.types import Generation, TopicPartition
+    from kgroup.types import Generation
 
 __all__ = ["GroupPort", "GroupView"]
 
@@ -26,9 +27,6 @@ class GroupView(Protocol):
 
     @property
     def generation(self) -> Generation: ...
-
-    @property
-    def owned(self) -> frozenset[TopicPartition]: ...
 
     @property
     def coordinator(self) -> int | None: ...
@@ -58,6 +56,3 @@ class GroupPort(Protocol):
 
     def metadata_stale(self) -> None:
         """Fetching found a topic gone: refresh metadata now."""
-
-    def stop(self, timeout_s: float) -> None:
-        """Stop whatever runs for the group."""
