@@ -60,29 +60,28 @@ may still return records from before a ``seek`` or of a partition being paused).
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
-import contextvars
 import functools
 import inspect
 import logging
 import re
-import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
 from kgroup import listener as _sync_listener
+from kgroup._aio.buffer import RecordBuffer
+from kgroup._aio.worker import Job, Worker
 from kgroup._clock import Clock
+from kgroup._driver.closing import close_policy
 from kgroup._io.transport import Transport
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig, GroupMembershipOperation
-from kgroup.consumer import _CLOSE_POLICIES
 from kgroup.consumer import Consumer as _SyncConsumer
 from kgroup.deserializers import DeserializerLike
-from kgroup.errors import ConfigError, ConsumerClosedError, IllegalStateError, WakeupError
+from kgroup.errors import ConsumerClosedError, IllegalStateError, WakeupError
 from kgroup.health import HealthReport, HealthServer
 from kgroup.membership.states import MemberState
 from kgroup.types import (
@@ -108,30 +107,6 @@ T = TypeVar("T")
 
 #: the poll timeout of ``async for`` (each empty poll returns to the loop and polls again)
 _ITER_POLL_MS = 1000
-#: longest one idle wait of the worker before it looks again (any post wakes it sooner)
-_IDLE_WAIT_S = 3600.0
-
-#: job states
-_QUEUED, _RUNNING, _DONE = 0, 1, 2
-#: who may touch the wrapped consumer right now (None: nobody is)
-_WORKER, _LOOP = "worker", "loop"
-
-
-
-class _CallbackScope:
-    """Set in the context a listener callback runs in, active until the callback returns."""
-
-    __slots__ = ("active", "consumer")
-
-    def __init__(self, consumer: object) -> None:
-        self.consumer = consumer
-        self.active = True
-
-
-_IN_LISTENER: contextvars.ContextVar[_CallbackScope | None] = contextvars.ContextVar(
-    "kgroup_aio_listener", default=None
-)
-
 
 class RebalanceListener:
     """``kgroup.RebalanceListener`` with coroutine callbacks, awaited on the event loop.
@@ -159,52 +134,21 @@ class RebalanceListener:
 Listener = RebalanceListener | _sync_listener.RebalanceListener
 
 
-class _Job:
-    """One call for the worker: what to run, who awaits it, and how far it got."""
-
-    __slots__ = ("barrier", "cancelled", "context", "fn", "future", "interrupted", "interruptible", "last", "state")
-
-    def __init__(
-        self,
-        fn: Callable[[], Any],
-        future: asyncio.Future[Any] | None,
-        *,
-        barrier: bool = False,
-        interruptible: bool = False,
-        last: bool = False,
-    ) -> None:
-        self.fn = fn
-        self.future = future
-        #: poll, unsubscribe, close: never run while the worker waits for a listener callback
-        self.barrier = barrier
-        #: read-only calls an internal wakeup() may end early when their awaiter gives up
-        self.interruptible = interruptible
-        self.last = last
-        self.state = _QUEUED
-        self.cancelled = False
-        self.interrupted = False
-        self.context = contextvars.copy_context()
-
-
 class _Bridge(_sync_listener.RebalanceListener):
     """The wrapped consumer's listener: runs the user's callback on the loop and waits."""
 
-    def __init__(self, owner: Consumer[Any, Any], user: Listener) -> None:
-        self._owner = owner
+    def __init__(self, worker: Worker, user: Listener) -> None:
+        self._worker = worker
         self._user = user
 
     def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
-        self._owner._run_listener(self._user.on_partitions_revoked, partitions)
+        self._worker.run_listener(self._user.on_partitions_revoked, partitions)
 
     def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
-        self._owner._run_listener(self._user.on_partitions_assigned, partitions)
+        self._worker.run_listener(self._user.on_partitions_assigned, partitions)
 
     def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
-        self._owner._run_listener(self._user.on_partitions_lost, partitions)
-
-
-class _ListenerCancelled(RuntimeError):
-    """A listener callback's task was cancelled before it finished."""
+        self._worker.run_listener(self._user.on_partitions_lost, partitions)
 
 
 class Consumer(Generic[K, V]):
@@ -258,32 +202,18 @@ class Consumer(Generic[K, V]):
 
     def _setup(self, sync: _SyncConsumer[K, V], spawn: Callable[[str, Callable[[], None]], None] | None) -> None:
         self._sync = sync
-        self._spawn = spawn
-        self._cond = threading.Condition()
-        #: guarded by _cond: the worker's queue, who owns the wrapped consumer, the buffer
-        self._queue: collections.deque[_Job] = collections.deque()
-        self._free = 0  # queued jobs that are not barriers (they may run during a callback)
-        self._owner: str | None = None
-        self._parked = False  # the worker waits for a listener callback
-        #: records, or columns of a poll_columns() (one kind at a time: _buffer_columns says which)
-        self._buffer: collections.deque[Any] = collections.deque()
-        self._buffer_columns = False
-        self._poll_running: _Job | None = None  # the running barrier: poll, unsubscribe or close
-        self._current: _Job | None = None  # the innermost running job (None while parked)
-        self._user_woken = False
-        self._stopped = False
-        #: pause/resume calls queued behind a running call: (pause?, partitions)
+        #: the worker thread that owns the wrapped consumer, and its lock (``kgroup._aio.worker``)
+        self._worker = Worker(sync, spawn, self._resolve)
+        self._cond = self._worker.cond
+        #: records, or columns of a poll_columns(), fetched and not handed out yet
+        self._buffer = RecordBuffer(self._cond, sync)
+        #: guarded by _cond: pause/resume calls queued behind a running call: (pause?, partitions)
         self._pending_pauses: list[tuple[bool, frozenset[TopicPartition]]] = []
         #: loop side only
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._worker_started = False
         self._closing = False
         self._closed = False
         self._close_future: asyncio.Future[None] | None = None
         self._pending_error: BaseException | None = None
-        self._listener_tasks: set[asyncio.Future[Any]] = set()
-        #: worker side: the context of the poll/close job whose listener callbacks run now
-        self._job_context: contextvars.Context | None = None
 
     # ------------------------------------------------------------------ hooks
     def _handed_out(self, records: list[ConsumerRecord[K, V]]) -> None:
@@ -339,7 +269,7 @@ class Consumer(Generic[K, V]):
         names: Iterable[str] | None = None
         if topics is not None:
             names = (topics,) if isinstance(topics, str) else tuple(topics)
-        bridge = _Bridge(self, listener) if listener is not None else None
+        bridge = _Bridge(self._worker, listener) if listener is not None else None
         await self._call(lambda: self._sync.subscribe(names, bridge, pattern=pattern))
 
     async def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -369,7 +299,7 @@ class Consumer(Generic[K, V]):
         self._check_usable("unsubscribe")
 
         def job() -> None:
-            self._give_back(None, rewind=True)
+            self._buffer.give_back(None, rewind=True)
             self._sync.unsubscribe(timeout_ms)
 
         await self._call(job, barrier=True)
@@ -496,27 +426,21 @@ class Consumer(Generic[K, V]):
         with self._cond:
             if self._closing:
                 return
-            other_kind = bool(self._buffer) and self._buffer_columns != columns
-            if self._buffer and not other_kind:
+            held = self._buffer.holds(columns)
+            if held:
                 return
-        if other_kind:
-            self._give_back(None, rewind=True)
+        if held is False:  # the other kind's
+            self._buffer.give_back(None, rewind=True)
         if columns:
             fetched: list[Any] = self._sync.poll_columns(timeout_ms, max_records)
         else:
             fetched = self._sync.poll(timeout_ms)
         if fetched:
-            with self._cond:
-                self._buffer.extend(fetched)
-                self._buffer_columns = columns
+            self._buffer.extend(fetched, columns=columns)
 
     def _take_all(self, *, columns: bool) -> list[Any]:
         """Everything buffered if it is of the kind asked for (records or columns), else ``[]``."""
-        with self._cond:
-            if self._buffer_columns != columns:
-                return []
-            taken = list(self._buffer)
-            self._buffer.clear()
+        taken = self._buffer.take_all(columns=columns)
         if taken:
             if columns:
                 self._handed_out_columns(taken)
@@ -525,11 +449,9 @@ class Consumer(Generic[K, V]):
         return taken
 
     def _take_one(self) -> ConsumerRecord[K, V] | None:
-        with self._cond:
-            if not self._buffer or self._buffer_columns:
-                return None
-            record: ConsumerRecord[K, V] = self._buffer.popleft()
-        self._handed_out([record])
+        record = self._buffer.take_one()
+        if record is not None:
+            self._handed_out([record])
         return record
 
     def _raise_kept_error(self) -> None:
@@ -537,52 +459,7 @@ class Consumer(Generic[K, V]):
         if error is not None:
             raise error
 
-    def _buffered_firsts(self) -> dict[TopicPartition, int]:
-        """The first buffered offset of each partition with buffered records (under ``_cond``)."""
-        firsts: dict[TopicPartition, int] = {}
-        for item in self._buffer:
-            tp = item.topic_partition
-            if tp not in firsts:
-                firsts[tp] = _first_offset(item)
-        return firsts
-
-    def _give_back(self, partitions: frozenset[TopicPartition] | None, *, rewind: bool) -> None:
-        """Drop buffered records of ``partitions`` (None: all); ``rewind``: seek back to them."""
-        with self._cond:
-            kept: collections.deque[Any] = collections.deque()
-            firsts: dict[TopicPartition, int] = {}
-            for item in self._buffer:
-                tp = item.topic_partition
-                if partitions is None or tp in partitions:
-                    firsts.setdefault(tp, _first_offset(item))
-                else:
-                    kept.append(item)
-            self._buffer = kept
-        if rewind:
-            owned = self._sync.assignment()
-            for tp, offset in firsts.items():
-                if tp in owned:
-                    self._sync.seek(tp, offset)
-
     # ------------------------------------------------------------------ commits
-    def _offsets_to_commit(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None
-    ) -> Mapping[TopicPartition, OffsetAndMetadata | int] | None:
-        """Default offsets that leave out buffered records (``None``: the wrapped consumer's)."""
-        if offsets is not None:
-            return offsets
-        with self._cond:
-            firsts = self._buffered_firsts()
-        parts = self._sync._parts
-        if not firsts or parts is None:
-            return None
-        consumed: dict[TopicPartition, OffsetAndMetadata | int] = dict(
-            parts.consumed_offsets(self._sync.assignment())
-        )
-        for tp, offset in firsts.items():
-            consumed[tp] = OffsetAndMetadata(offset)
-        return consumed
-
     async def commit(
         self,
         offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
@@ -600,7 +477,7 @@ class Consumer(Generic[K, V]):
 
         """
         self._check_usable(None)
-        await self._call(lambda: self._sync.commit(self._offsets_to_commit(offsets), timeout_ms=timeout_ms))
+        await self._call(lambda: self._sync.commit(self._buffer.offsets_to_commit(offsets), timeout_ms=timeout_ms))
 
     def commit_async(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None
@@ -616,7 +493,7 @@ class Consumer(Generic[K, V]):
 
         """
         self._check_usable(None)
-        loop = self._bind_loop()
+        loop = self._worker.bind_loop()
         result: asyncio.Future[None] = loop.create_future()
         result.add_done_callback(self._log_commit_failure)
 
@@ -631,13 +508,13 @@ class Consumer(Generic[K, V]):
 
         def op() -> None:
             try:
-                sent = self._sync.commit_async(self._offsets_to_commit(offsets))
+                sent = self._sync.commit_async(self._buffer.offsets_to_commit(offsets))
             except Exception as exc:
                 sent = concurrent.futures.Future()
                 sent.set_exception(exc)
-            sent.add_done_callback(lambda f: self._on_loop(settle, f))
+            sent.add_done_callback(lambda f: self._worker.on_loop(settle, f))
 
-        self._apply(op)
+        self._worker.apply(op)
         return result
 
     def _log_commit_failure(self, future: asyncio.Future[None]) -> None:
@@ -658,8 +535,7 @@ class Consumer(Generic[K, V]):
         self._check_usable(None)
 
         def job() -> int:
-            with self._cond:
-                first = self._buffered_firsts().get(tp)
+            first = self._buffer.firsts().get(tp)
             if first is not None:
                 return first
             return self._sync.position(tp, timeout_ms=timeout_ms)
@@ -681,9 +557,9 @@ class Consumer(Generic[K, V]):
 
         def op() -> None:
             self._sync.seek(tp, offset)
-            self._give_back(frozenset((tp,)), rewind=False)
+            self._buffer.give_back(frozenset((tp,)), rewind=False)
 
-        self._apply(op)
+        self._worker.apply(op)
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """``kgroup.Consumer.seek_to_beginning``; drops the partitions' buffered records."""
@@ -704,9 +580,9 @@ class Consumer(Generic[K, V]):
                 self._sync.seek_to_beginning(chosen)
             else:
                 self._sync.seek_to_end(chosen)
-            self._give_back(chosen, rewind=False)
+            self._buffer.give_back(chosen, rewind=False)
 
-        self._apply(op)
+        self._worker.apply(op)
 
     async def beginning_offsets(
         self, partitions: Iterable[TopicPartition], *, timeout_ms: int | None = None
@@ -762,24 +638,30 @@ class Consumer(Generic[K, V]):
         entry = (pause, chosen)
 
         def op() -> None:
-            with self._cond:
-                if entry in self._pending_pauses:
-                    self._pending_pauses.remove(entry)
-            if pause:
-                self._give_back(chosen, rewind=True)
-                self._sync.pause(chosen)
-            else:
-                self._sync.resume(chosen)
+            try:
+                if pause:
+                    self._buffer.give_back(chosen, rewind=True)
+                    self._sync.pause(chosen)
+                else:
+                    self._sync.resume(chosen)
+            finally:  # dropped once applied (and published): paused() sees one or the other
+                with self._cond:
+                    if entry in self._pending_pauses:
+                        self._pending_pauses.remove(entry)
 
         with self._cond:
             self._pending_pauses.append(entry)
-        self._apply(op)
+        self._worker.apply(op)
 
     def paused(self) -> frozenset[TopicPartition]:
-        """Paused partitions, counting ``pause``/``resume`` calls queued behind a running call."""
+        """Paused partitions, counting ``pause``/``resume`` calls queued behind a running call.
+
+        Reads what the wrapped consumer published (``kgroup.Consumer.paused()``), never the
+        worker's partition state, together with the calls still queued.
+        """
         with self._cond:
             pending = list(self._pending_pauses)
-        result = set(self._sync.paused())
+            result = set(self._sync.paused())
         for pause, partitions in pending:
             if pause:
                 result |= partitions
@@ -806,8 +688,7 @@ class Consumer(Generic[K, V]):
 
     def current_lag(self, tp: TopicPartition) -> int | None:
         """Records of ``tp`` the application has not received yet (``kgroup.Consumer.current_lag``)."""
-        with self._cond:
-            first = self._buffered_firsts().get(tp)
+        first = self._buffer.firsts().get(tp)
         if first is None:
             return self._sync.current_lag(tp)
         high = self._sync.highwater(tp)
@@ -818,7 +699,10 @@ class Consumer(Generic[K, V]):
         return self._sync.metrics()
 
     def health(self) -> HealthReport:
-        """``kgroup.Consumer.health``: liveness and readiness verdicts; never blocks."""
+        """``kgroup.Consumer.health``: liveness and readiness verdicts; never blocks.
+
+        Reads the wrapped consumer's published snapshot, not the worker's partition state.
+        """
         return self._sync.health()
 
     def serve_health(self, port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
@@ -830,9 +714,7 @@ class Consumer(Generic[K, V]):
 
         Safe from any thread (a signal handler's too). ``close()`` ignores it.
         """
-        with self._cond:
-            self._user_woken = True
-        self._sync.wakeup()
+        self._worker.user_wakeup()
 
     # ------------------------------------------------------------------ close
     async def close(
@@ -857,34 +739,22 @@ class Consumer(Generic[K, V]):
             KGroupError: a listener callback raised during close (the consumer is closed).
 
         """
-        if self._in_listener():
+        if self._worker.in_listener():
             raise IllegalStateError("close() must not be called from a rebalance listener callback")
-        if group_membership not in _CLOSE_POLICIES:
-            raise ConfigError(
-                "group_membership", f"must be one of {sorted(_CLOSE_POLICIES)}, got {group_membership!r}"
-            )
-        loop = self._bind_loop()
+        close_policy(group_membership)  # ConfigError before anything happens
+        loop = self._worker.bind_loop()
         if self._close_future is not None:  # closing or closed: wait for that close, quietly
             await asyncio.wait([self._close_future], timeout=max(0.0, timeout_ms / 1000))
             return
         self._closing = True
         started = self._sync._clock.monotonic()
-        dropped: list[_Job] = []
-        with self._cond:
-            for job in list(self._queue):
-                if job.barrier:
-                    self._queue.remove(job)
-                    job.state = _DONE
-                    dropped.append(job)
-            if self._poll_running is not None and self._poll_running.interruptible:
-                self._interrupt(self._poll_running)
-        for job in dropped:
+        for job in self._worker.drop_barriers():
             if job.future is not None and not job.future.done():
                 job.future.set_exception(ConsumerClosedError("the call was ended by close()"))
         future: asyncio.Future[None] = loop.create_future()
         self._close_future = future
-        self._submit(
-            _Job(
+        self._worker.submit(
+            Job(
                 functools.partial(self._close_job, started, timeout_ms, group_membership, reason),
                 future,
                 barrier=True,
@@ -909,7 +779,7 @@ class Consumer(Generic[K, V]):
                    reason: str) -> None:
         """Worker: give buffered records back, then close the wrapped consumer in what is left."""
         try:
-            self._give_back(None, rewind=True)
+            self._buffer.give_back(None, rewind=True)
         except Exception as exc:  # a fatal consumer cannot seek: nothing will be committed
             log.debug("group %s: buffered records not rewound: %s", self._sync.config.group_id, exc)
         left_ms = max(0, int(timeout_ms - (self._sync._clock.monotonic() - started) * 1000))
@@ -920,21 +790,8 @@ class Consumer(Generic[K, V]):
             log.warning("group %s: close failed: %s", self._sync.config.group_id, future.exception())
 
     # ------------------------------------------------------------------ loop side: calls
-    def _bind_loop(self) -> asyncio.AbstractEventLoop:
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        elif self._loop is not loop:
-            raise RuntimeError("this kgroup.aio.Consumer is used from another event loop")
-        return self._loop
-
-    def _in_listener(self) -> bool:
-        """Whether this code runs inside (or in a task started by) one of our running callbacks."""
-        scope = _IN_LISTENER.get()
-        return scope is not None and scope.consumer is self and scope.active
-
     def _check_usable(self, what: str | None) -> None:
-        if self._in_listener():
+        if self._worker.in_listener():
             if what is not None:
                 raise IllegalStateError(f"{what}() must not be called from a rebalance listener callback")
             if not self._closed:
@@ -950,64 +807,30 @@ class Consumer(Generic[K, V]):
 
     async def _call(self, fn: Callable[[], T], *, barrier: bool = False, interruptible: bool = False) -> T:
         """Run ``fn`` on the worker and await its outcome (see the module docstring on cancelling)."""
-        loop = self._bind_loop()
+        loop = self._worker.bind_loop()
         future: asyncio.Future[T] = loop.create_future()
-        job = _Job(fn, future, barrier=barrier, interruptible=interruptible)
-        self._submit(job)
+        job = Job(fn, future, barrier=barrier, interruptible=interruptible)
+        self._worker.submit(job)
         try:
             return await future
         except asyncio.CancelledError:
-            self._cancel(job)
+            self._worker.cancel(job)
             if future.done() and not future.cancelled():
                 # the outcome arrived, but the task was cancelled before it resumed
                 self._dropped(job, future.exception())
             raise
 
-    def _submit(self, job: _Job) -> None:
-        with self._cond:
-            self._queue.append(job)
-            if not job.barrier:
-                self._free += 1
-        self._ensure_worker()
-        self._sync._mailbox.notify()
-
-    def _cancel(self, job: _Job) -> None:
-        with self._cond:
-            job.cancelled = True
-            if job.state == _QUEUED:
-                self._queue.remove(job)
-                if not job.barrier:
-                    self._free -= 1
-                job.state = _DONE
-            elif job.state == _RUNNING and job.interruptible:
-                self._interrupt(job)
-
-    def _interrupt(self, job: _Job) -> None:
-        """Under ``_cond``: end the running ``job`` early with the wrapped consumer's ``wakeup()``.
-
-        Under the lock, the worker cannot have moved on to another call yet. While ``job``
-        waits for a listener callback (or runs a call the callback awaits), the wakeup waits
-        until the callback is over: it must not end a commit the callback awaits.
-        """
-        if job.interrupted:
-            return
-        job.interrupted = True
-        if self._current is job:
-            self._sync.wakeup()
-
-    def _dropped(self, job: _Job, error: BaseException | None) -> None:
+    def _dropped(self, job: Job, error: BaseException | None) -> None:
         """Loop: the awaiter of ``job`` gave up before getting ``error`` (or a result)."""
         if error is None:
             return
         if isinstance(error, WakeupError):
-            with self._cond:
-                user = self._user_woken
-            if user:  # the application's wakeup() was used up by a call nobody awaits: keep it
+            if self._worker.user_woken:  # the application's wakeup() was used up by a call nobody awaits: keep it
                 self._sync._mailbox.wake()
         elif job.barrier and isinstance(error, Exception) and not self._closing:
             self._pending_error = error  # the next poll() raises it
 
-    def _resolve(self, job: _Job, value: Any, error: BaseException | None) -> None:
+    def _resolve(self, job: Job, value: Any, error: BaseException | None) -> None:
         """Loop: hand ``job``'s outcome to its awaiter."""
         future = job.future
         assert future is not None
@@ -1018,232 +841,5 @@ class Consumer(Generic[K, V]):
             future.set_result(value)
             return
         if isinstance(error, WakeupError):
-            with self._cond:
-                self._user_woken = False
+            self._worker.wakeup_delivered()
         future.set_exception(error)
-
-    def _on_loop(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run ``fn(*args)`` on the loop (from any thread); dropped once the loop is closed."""
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            loop.call_soon_threadsafe(fn, *args)
-        except RuntimeError:
-            log.debug("event loop closed: %s not delivered", getattr(fn, "__name__", fn))
-
-    def _apply(self, op: Callable[[], None]) -> None:
-        """Run a non-blocking ``op`` now on this thread if nothing runs or waits, else queue it."""
-        with self._cond:
-            ahead = self._free if self._parked else len(self._queue)
-            direct = self._owner is None and not ahead
-            if direct:
-                self._owner = _LOOP
-        if not direct:
-            self._submit(_Job(op, None))
-            return
-        try:
-            op()
-        finally:
-            with self._cond:
-                self._owner = None
-                self._cond.notify_all()
-
-    def _ensure_worker(self) -> None:
-        if self._worker_started:
-            return
-        self._worker_started = True
-        if self._spawn is not None:
-            self._spawn("aio-worker", self._worker_main)
-            return
-        threading.Thread(target=self._worker_main, name="kgroup-aio-poll", daemon=True).start()
-
-    # ------------------------------------------------------------------ worker side
-    def _worker_main(self) -> None:
-        while True:
-            job = self._next_job(barrier_ok=True, until=None)
-            if job is None:
-                return
-            self._execute(job)
-            if job.last:
-                with self._cond:
-                    self._stopped = True
-                    left = list(self._queue)
-                    self._queue.clear()
-                    self._free = 0
-                for late in left:  # asked for from a close callback, too late to run
-                    if late.future is not None:
-                        self._on_loop(self._resolve, late, None, ConsumerClosedError("the consumer is closed"))
-                return
-
-    def _next_job(self, *, barrier_ok: bool, until: Callable[[], bool] | None) -> _Job | None:
-        """The next job to run (taking ownership), or None once ``until()`` holds and none is due."""
-        mailbox = self._sync._mailbox
-        while True:
-            with self._cond:
-                job = self._pop(barrier_ok)
-                if job is not None:
-                    while self._owner == _LOOP:  # the loop runs a non-blocking op: microseconds
-                        self._cond.wait()
-                    self._owner = _WORKER
-                    job.state = _RUNNING
-                    if job.barrier:
-                        self._poll_running = job
-                    return job
-                if self._stopped:
-                    return None
-            if until is not None and until():
-                return None
-
-            def ready() -> bool:  # under the mailbox's lock: must not take _cond
-                due = len(self._queue) if barrier_ok else self._free
-                return bool(due) or self._stopped or (until is not None and until())
-
-            mailbox.wait_until(ready, _IDLE_WAIT_S)
-
-    def _pop(self, barrier_ok: bool) -> _Job | None:
-        """Under ``_cond``: the first runnable queued job."""
-        if barrier_ok:
-            if not self._queue:
-                return None
-            job = self._queue.popleft()
-        else:
-            if not self._free:
-                return None
-            job = next(j for j in self._queue if not j.barrier)
-            self._queue.remove(job)
-        if not job.barrier:
-            self._free -= 1
-        return job
-
-    def _execute(self, job: _Job) -> None:
-        """Worker: run ``job`` (owning the wrapped consumer) and deliver its outcome."""
-        outer = self._job_context
-        if job.barrier:
-            self._job_context = job.context
-        with self._cond:
-            self._current = job
-        value: Any = None
-        error: BaseException | None = None
-        try:
-            value = job.fn()
-        except BaseException as exc:
-            error = exc
-        finally:
-            self._job_context = outer
-            with self._cond:
-                self._owner = None
-                self._current = None
-                job.state = _DONE
-                if self._poll_running is job:
-                    self._poll_running = None
-                interrupted = job.interrupted
-                user = self._user_woken
-                self._cond.notify_all()
-        if interrupted and not user and not isinstance(error, WakeupError):
-            # the internal wakeup() may outlive the call it ended: no later call may see it
-            self._sync._mailbox.consume_wakeup()
-        if job.future is not None:
-            self._on_loop(self._resolve, job, value, error)
-        elif error is not None:
-            log.warning("group %s: queued call failed: %s", self._sync.config.group_id, error)
-
-    def _run_listener(
-        self,
-        method: Callable[[frozenset[TopicPartition]], Awaitable[None] | None],
-        partitions: frozenset[TopicPartition],
-    ) -> None:
-        """Worker, inside the wrapped consumer's callback: run ``method`` on the loop and wait.
-
-        Meanwhile the worker runs the calls awaited by the callback or by other tasks, except
-        poll, unsubscribe and close; then it owns the wrapped consumer again and returns (or raises what the
-        callback raised, which the wrapped consumer reports as ``ListenerError``).
-        """
-        loop = self._loop
-        if loop is None:
-            raise RuntimeError("no event loop to run the listener callback on")
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        mailbox = self._sync._mailbox
-        done.add_done_callback(lambda _f: mailbox.notify())
-        context = (self._job_context or contextvars.copy_context()).copy()
-        try:
-            loop.call_soon_threadsafe(self._start_listener, method, partitions, context, done)
-        except RuntimeError as exc:
-            raise RuntimeError(f"{getattr(method, '__name__', method)} not run: the event loop is closed") from exc
-        with self._cond:
-            outer = self._current
-            self._current = None
-            self._owner = None
-            self._parked = True
-            if outer is not None and outer.interrupted and not self._user_woken:
-                # the poll running this callback was ended early: the wakeup() must not end the
-                # calls the callback awaits; it is made again once the callback is over
-                self._sync._mailbox.consume_wakeup()
-            self._cond.notify_all()
-        def over() -> bool:  # a loop closed before it ran the callback never will
-            return done.done() or loop.is_closed()
-
-        try:
-            while True:
-                job = self._next_job(barrier_ok=False, until=over)
-                if job is None:
-                    break
-                self._execute(job)
-        finally:
-            with self._cond:
-                self._parked = False
-                while self._owner == _LOOP:
-                    self._cond.wait()
-                self._owner = _WORKER
-                self._current = outer
-                if outer is not None and outer.interrupted:
-                    self._sync.wakeup()  # the interrupt that waited for the callback
-        if not done.done():
-            raise RuntimeError(f"{getattr(method, '__name__', method)} not run: the event loop was closed")
-        error = done.exception()
-        if error is not None:
-            raise error
-
-    def _start_listener(
-        self,
-        method: Callable[[frozenset[TopicPartition]], Awaitable[None] | None],
-        partitions: frozenset[TopicPartition],
-        context: contextvars.Context,
-        done: concurrent.futures.Future[None],
-    ) -> None:
-        """Loop: call the user's callback in ``context``; await it as a task if it is a coroutine."""
-        scope = _CallbackScope(self)
-        context.run(_IN_LISTENER.set, scope)
-        try:
-            result = context.run(method, partitions)
-            if not inspect.isawaitable(result):
-                scope.active = False
-                done.set_result(None)
-                return
-            task = context.run(asyncio.ensure_future, result)
-        except BaseException as exc:
-            scope.active = False
-            done.set_exception(exc)
-            return
-        self._listener_tasks.add(task)
-        name = getattr(method, "__name__", "listener callback")
-        task.add_done_callback(functools.partial(self._listener_finished, name, scope, done))
-
-    def _listener_finished(
-        self, name: str, scope: _CallbackScope, done: concurrent.futures.Future[None], task: asyncio.Future[Any]
-    ) -> None:
-        scope.active = False
-        self._listener_tasks.discard(task)
-        if task.cancelled():
-            done.set_exception(_ListenerCancelled(f"{name} was cancelled"))
-            return
-        error = task.exception()
-        if error is None:
-            done.set_result(None)
-        else:
-            done.set_exception(error)
-
-
-def _first_offset(item: ConsumerRecord[Any, Any] | RecordColumns) -> int:
-    """The offset of a buffered record, or of the first row of buffered columns."""
-    return item.offset if isinstance(item, ConsumerRecord) else item.offsets[0]

@@ -24,11 +24,12 @@ import concurrent.futures
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from kgroup import _error_codes as codes
 from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
+from kgroup._driver.port import GroupPort, GroupView
 from kgroup._io.transport import OffsetFetchResult, Transport
 from kgroup._retry import Deadline
 from kgroup.config import ConsumerConfig
@@ -48,7 +49,6 @@ from kgroup.errors import (
 )
 from kgroup.membership import events as ev
 from kgroup.membership.backoff import exponential_backoff
-from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
@@ -73,18 +73,6 @@ class Retriable(Exception):
         self.code = code
 
 
-class _GroupPort(Protocol):
-    """What the offsets client needs from the group thread (duck-typed: ``GroupThread``)."""
-
-    @property
-    def snapshot(self) -> MemberSnapshot: ...
-
-    @property
-    def crashed(self) -> Exception | None: ...
-
-    def post(self, event: object) -> None: ...
-
-
 class OffsetsClient:
     """OffsetCommit (sync and async) and OffsetFetch against the group coordinator.
 
@@ -102,7 +90,7 @@ class OffsetsClient:
         self,
         config: ConsumerConfig,
         transport: Transport,
-        group: _GroupPort,
+        group: GroupPort,
         mailbox: Mailbox,
         clock: Clock,
         rng: random.Random,
@@ -119,7 +107,7 @@ class OffsetsClient:
         self._pending_async: dict[concurrent.futures.Future[None], None] = {}
 
     # ------------------------------------------------------------------ state
-    def _snapshot(self) -> MemberSnapshot:
+    def _snapshot(self) -> GroupView:
         snap = self._group.snapshot
         if snap.fatal is not None:
             raise snap.fatal
@@ -127,7 +115,7 @@ class OffsetsClient:
             raise GroupThreadCrashed(f"the group thread stopped: {self._group.crashed}")
         return snap
 
-    def _coordinator(self, snap: MemberSnapshot) -> int:
+    def _coordinator(self, snap: GroupView) -> int:
         if snap.coordinator is None:
             raise Retriable("coordinator unknown")
         return snap.coordinator
@@ -281,7 +269,7 @@ class OffsetsClient:
         return future.result()
 
     # ------------------------------------------------------------------ OffsetCommit
-    def _commit_generation(self, snap: MemberSnapshot) -> Generation:
+    def _commit_generation(self, snap: GroupView) -> Generation:
         if getattr(self._group, "manual", False):
             return Generation()  # a consumer outside the group: generation -1, no member id (Java)
         if snap.state in REBALANCING:
@@ -386,7 +374,7 @@ class OffsetsClient:
         return result
 
     # ------------------------------------------------------------------ OffsetFetch
-    def fetch_member(self, snap: MemberSnapshot) -> Generation | None:
+    def fetch_member(self, snap: GroupView) -> Generation | None:
         """The member id and epoch an OffsetFetch carries now (OffsetFetch v9+, KIP-848), or None.
 
         Under the consumer protocol, a member with an epoch sends its member id and epoch, as
@@ -399,7 +387,7 @@ class OffsetsClient:
         return snap.generation if snap.generation.is_valid() else None
 
     def send_fetch(
-        self, partitions: Iterable[TopicPartition], snap: MemberSnapshot, node: int
+        self, partitions: Iterable[TopicPartition], snap: GroupView, node: int
     ) -> concurrent.futures.Future[OffsetFetchResult]:
         """Send one OffsetFetch of ``partitions`` to ``node``, carrying :meth:`fetch_member` of ``snap``."""
         member = self.fetch_member(snap)

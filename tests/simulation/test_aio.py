@@ -209,7 +209,7 @@ def test_cancelled_poll_columns_mixed_with_polls_lose_nothing() -> None:
 
             def counting_poll_job(timeout_ms: int, columns: bool = False, *rest: Any) -> None:
                 if consumer._buffer:
-                    if consumer._buffer_columns == columns:
+                    if consumer._buffer.columns == columns:
                         kept[0] += 1
                     else:
                         switched[0] += 1  # the other kind's: given back, fetched again

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import kgroup
-from kgroup.consumer import _CLOSE_POLICIES
+from kgroup._driver.closing import CLOSE_POLICIES as _CLOSE_POLICIES
 from kgroup.errors import ConfigError
 
 

@@ -3,7 +3,7 @@
 It loads ``kgroup.consumer``, ``kgroup.errors`` and the ``K``/``V`` type variables. The attrs
 classes (the configuration and its assignors, the membership's events, commands and states, the
 group API messages, the transport port, metrics, health, the value types) and attrs itself are
-imported by the first ``Consumer(...)`` (``kgroup.consumer._import_deferred``); kafka-python and
+imported by the first ``Consumer(...)`` (``kgroup.consumer._DEFERRED``, bound by ``_import_deferred``); kafka-python and
 the group thread at ``subscribe()``/``assign()``/a look-up (``test_import_footprint.py``). The
 figures are ``benchmarks/startup.py``'s and ``python -X importtime -c "from kgroup import
 Consumer"``'s. Checked in fresh interpreters, since this process has imported everything already.
@@ -14,6 +14,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+import kgroup
 import kgroup.consumer
 from tests.unit.test_import_footprint import modules_after
 
@@ -44,10 +47,12 @@ HEAVY = (
 )
 
 #: every kgroup module ``from kgroup import Consumer`` may load: a new one must be as light
-#: (no attrs class, no kafka-python) or be imported by ``_import_deferred`` instead
+#: (no attrs class, no kafka-python) or be listed in ``kgroup.consumer._DEFERRED`` instead
 ALLOWED_KGROUP = {
     "kgroup",
     "kgroup._error_codes",
+    "kgroup._lazy",
+    "kgroup._positions_api",
     "kgroup._typevars",
     "kgroup._version",
     "kgroup.consumer",
@@ -129,28 +134,37 @@ class _RunTimeNames(ast.NodeVisitor):
 
 
 def test_every_deferred_name_the_consumer_uses_is_bound_by_the_constructor():
-    """A name imported only under TYPE_CHECKING and read at run time must be bound by ``_import_deferred``.
+    """A name imported only under TYPE_CHECKING and read at run time must be in ``_DEFERRED``.
 
     Else the first method that reads it raises NameError: the one hazard of binding the
-    facade's names at construction instead of at import.
+    facade's names at construction instead of at import. Each ``_DEFERRED`` entry is one of the
+    TYPE_CHECKING imports (``from module import name``), so what type checkers see and what runs
+    are the same objects.
     """
     tree = ast.parse(Path(kgroup.consumer.__file__).read_text(encoding="utf-8"))
     type_checking = {
-        alias.asname or alias.name
-        for node in tree.body
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-        for inner in node.body
-        if isinstance(inner, ast.ImportFrom)
-        for alias in inner.names
+        alias.asname or alias.name: (node.module, alias.name)
+        for block in tree.body
+        if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module is not None
+        for alias in node.names
     }
-    (deferred_fn,) = (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_import_deferred")
-    bound = {
-        alias.asname or alias.name for n in ast.walk(deferred_fn) if isinstance(n, ast.ImportFrom) for alias in n.names
-    }
-    declared_global = {name for n in ast.walk(deferred_fn) if isinstance(n, ast.Global) for name in n.names}
     visitor = _RunTimeNames()
     visitor.visit(tree)
-    needed = visitor.used & type_checking
-    assert {"ConsumerConfig", "Mailbox", "RebalanceStep", "MemberState", "ev", "TopicPartition"} <= needed  # sanity
-    assert needed <= bound, f"read at run time but never bound: {sorted(needed - bound)}"
-    assert bound <= declared_global, f"imported as locals of _import_deferred: {sorted(bound - declared_global)}"
+    needed = visitor.used & set(type_checking)
+    assert {"ConsumerConfig", "Threads", "ListenerSteps", "PollLoop", "MemberState", "Subscribe"} <= needed  # sanity
+    deferred = kgroup.consumer._MODULE_OF
+    assert needed <= set(deferred), f"read at run time but never bound: {sorted(needed - set(deferred))}"
+    for name, module in deferred.items():
+        assert type_checking.get(name) == (module, name), f"{name}: not the TYPE_CHECKING import from {module}"
+
+
+def test_the_deferred_names_resolve_on_attribute_access() -> None:
+    """PEP 562: ``kgroup.consumer.X`` imports X on first access; an unknown name is an AttributeError."""
+    from kgroup.membership.events import Subscribe
+
+    assert kgroup.consumer.Subscribe is Subscribe
+    assert kgroup.consumer.MemberState is kgroup.MemberState
+    with pytest.raises(AttributeError, match="NotAName"):
+        kgroup.consumer.NotAName  # noqa: B018

@@ -558,7 +558,7 @@ class _Incarnation:
         sim = self.sim
         sim.check_revoked_first(self, records)
         sim.checker.handed_out(self.name, records)
-        thread = self.consumer._group
+        thread = self.consumer._group_thread
         if thread is not None:
             member_id = thread.snapshot.generation.member_id
             removed = sim.removed(member_id) if member_id else None
@@ -1064,7 +1064,7 @@ class Simulation:
             return False
         for inc in self._live():
             if inc.consumer.group_metadata().member_id == group.leader_id:
-                thread = inc.consumer._group
+                thread = inc.consumer._group_thread
                 return inc.started_at > added and thread is not None and thread.assignor_thread is None
         return False
 
