@@ -973,7 +973,8 @@ class Simulation:
         after ``on_partitions_revoked`` returned). So when ``inc`` hands out a record, no other live
         process may still have that partition in its assignment while the coordinator still
         counts both as members: one that was removed (session or rebalance timeout, left) is the
-        business of "no hand-out after removal".
+        business of "no hand-out after removal", and one whose hand-outs are on hold (in doubt
+        about its session) hands nothing out until the coordinator answers.
         """
         if self._settled:
             return
@@ -989,6 +990,11 @@ class Simulation:
                 continue
             thread = other.consumer._group
             member_id = thread.snapshot.generation.member_id if thread is not None else ""
+            if other.consumer._hand_out_on_hold():
+                # in doubt (no heartbeat answered for its session or rebalance timeout): it hands
+                # nothing out until the coordinator tells it where it stands (a static member the
+                # coordinator keeps but left out of the new generation, KIP-345)
+                continue
             if member_id and self._in_group(member_id):
                 self.checker.fail(
                     "hand-out before the previous owner's revocation",
