@@ -100,14 +100,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         caught_by="consumer",
         what="a fenced member rejoins at once without releasing its partitions as lost",
     ),
-    Mutation(
-        name="kip848-poll-watchdog-unit",
-        path="kgroup/membership/consumer_group.py",
-        original="        return self._last_poll + self._config.max_poll_interval_ms / 1000",
-        replacement="        return self._last_poll + self._config.max_poll_interval_ms / 100",
-        caught_by="consumer",
-        what="the consumer protocol's max.poll.interval watchdog 10 times too late",
-    ),
     # ------------------------------------------------------------ the poll thread
     Mutation(
         name="poll-thread-session-deadline",
