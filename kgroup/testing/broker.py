@@ -235,7 +235,7 @@ class BrokerHandle:
             raise RuntimeError(f"{what}(): the broker was stopped")
         return self._cluster
 
-    def restart(self, node: int | None = None, *, timeout_s: float = 60.0) -> None:
+    def restart(self, node: int | None = None, *, timeout_s: float = 120.0) -> None:
         """Stop one Apache Kafka node (or all, when ``node`` is ``None``) and start it again.
 
         The node keeps its data directory (so topics, records and committed offsets survive),
@@ -245,7 +245,7 @@ class BrokerHandle:
 
         Args:
             node: A node id from :attr:`node_ids`, or ``None`` for every node at once.
-            timeout_s: Seconds to wait for readiness after starting (default 60 s).
+            timeout_s: Seconds to wait for readiness after starting (default 120 s).
 
         Raises:
             NotImplementedError: the broker is not ``kind == "apache-kafka"``.
@@ -285,7 +285,7 @@ class BrokerHandle:
         """
         self._kraft("stop_node").stop_node(node, timeout_s)
 
-    def start_node(self, node: int, *, timeout_s: float = 60.0) -> None:
+    def start_node(self, node: int, *, timeout_s: float = 120.0) -> None:
         """Start a stopped or killed Apache Kafka node again, on its own ports and data.
 
         Returns when it answers ApiVersions and every running node's Metadata lists every
@@ -293,7 +293,7 @@ class BrokerHandle:
 
         Args:
             node: A node id from :attr:`node_ids`.
-            timeout_s: Seconds to wait for readiness (default 60 s).
+            timeout_s: Seconds to wait for readiness (default 120 s).
 
         Raises:
             NotImplementedError: the broker is not ``kind == "apache-kafka"``.
@@ -484,7 +484,7 @@ def start_broker(
     nodes: int = 1,
     overrides: Mapping[str, object] | None = None,
     log_dir: str | os.PathLike[str] | None = None,
-    startup_timeout_s: float = 30.0,
+    startup_timeout_s: float = 120.0,
 ) -> BrokerHandle:
     """Start (or locate) a Kafka-protocol broker for tests; see the module docstring.
 
@@ -504,6 +504,9 @@ def start_broker(
         startup_timeout_s: Seconds to wait for the broker to be ready: for Tansu an answer to
             ApiVersions; for Apache Kafka formatting, ApiVersions on every node and a Metadata
             answer listing every node; for testcontainers its start log line. Must be positive.
+            The wait ends as soon as the broker is ready; the default leaves room for a loaded
+            machine (a JVM node formats and starts in 10-20 s on an idle 2-core machine, over
+            30 s on a loaded one).
 
     Returns:
         A :class:`BrokerHandle`. Call :meth:`BrokerHandle.stop` (or use ``with``) when done.
