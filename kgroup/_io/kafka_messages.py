@@ -33,10 +33,25 @@ OffsetFetch      1-9       v8+ batch the groups (KIP-709): one value per group; 
                            partition (the requested ones when the answer lists none)
 ===============  ========  ==================================================================
 
-Every other API (SyncGroup, Heartbeat, OffsetCommit, DescribeGroups, ListGroups, DeleteGroups)
-follows the generic rules only. A request body built without a version (the client's, whose
+Every other classic API (SyncGroup, Heartbeat, OffsetCommit, DescribeGroups, ListGroups,
+DeleteGroups) follows the generic rules only. A request body built without a version (the client's, whose
 version the connection negotiates) carries the fields of every version, both forms of a batched
 API included; kafka-python encodes the ones of the version it picks.
+
+The consumer protocol's APIs (KIP-848), ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe
+(69), have no class in kafka-python 3.0.12. Their classes here are built as kafka-python builds
+its own (``JoinGroupRequest`` and the rest in ``kafka.protocol.consumer``): an ``ApiMessage``
+subclass that loads its JSON schema, ``<class name>.json`` beside this module (Apache Kafka's
+message definitions, every version Kafka 4.x serves: 0-1, all flexible). Defining a response
+class registers it with kafka-python's response parser, so ``KafkaNetClient.send`` to a broker
+that lists the API in its ApiVersions answer decodes the reply like any other. Their values are
+:mod:`kgroup.protocol.consumer_group_heartbeat`'s and :mod:`kgroup.protocol.consumer_group_describe`'s,
+mapped field by field (``heartbeat_*`` and ``describe_*``). A request leaves its version to the
+connection (the highest both sides serve, at most the value's ``api_version``); a heartbeat with
+``subscribed_topic_regex`` sets ``min_version=1``, so a broker that serves only v0 fails the send
+(kafka-python's ``IncompatibleBrokerVersion``) instead of dropping the pattern silently, as Java's
+``ConsumerHeartbeatRequestManager`` fails (an ``UnsupportedVersionException``). A
+ConsumerGroupDescribe v0 answer carries no ``member_type``: it reads as ``MEMBER_TYPE_UNKNOWN``.
 """
 
 from __future__ import annotations
@@ -54,7 +69,10 @@ import attrs
 from kafka.protocol import admin as kafka_admin
 from kafka.protocol import consumer as kafka_consumer
 from kafka.protocol import metadata as kafka_metadata
+from kafka.protocol.api_message import ApiMessage
 
+from kgroup.protocol import consumer_group_describe as cgd
+from kgroup.protocol import consumer_group_heartbeat as cgh
 from kgroup.protocol import group_api
 from kgroup.protocol.group_api import (
     FIND_COORDINATOR,
@@ -72,7 +90,19 @@ from kgroup.protocol.group_api import (
 
 __all__ = [
     "KAFKA_CLASSES",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
     "build_message",
+    "describe_request_message",
+    "describe_request_value",
+    "describe_response_message",
+    "describe_response_value",
+    "heartbeat_request_message",
+    "heartbeat_request_value",
+    "heartbeat_response_message",
+    "heartbeat_response_value",
     "plain",
     "request_body",
     "request_message",
@@ -414,3 +444,221 @@ def request_message(request: GroupRequest, *, min_version: int | None = None) ->
 def response_values(api_key: int, message: Any) -> tuple[GroupResponse, ...]:
     """The response values of a kafka-python response ``message`` (decoded at its version)."""
     return responses_from_body(api_key, int(message.API_VERSION), plain(message.to_dict(json=False)))
+
+
+# ----------------------------------------------------------------------------- the consumer protocol (KIP-848)
+
+
+# kafka-python loads a message's schema by the class's name: ``<name>.json`` in ``load_json``'s package
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+    """kafka-python's message class for the ConsumerGroupHeartbeat request (its schema: the JSON beside this module)."""
+
+
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+    """kafka-python's message class for the ConsumerGroupHeartbeat response (registered with its response parser)."""
+
+
+def heartbeat_request_message(value: cgh.ConsumerGroupHeartbeatRequest) -> Any:
+    """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
+    message_class: Any = ConsumerGroupHeartbeatRequest
+    topic_partitions = None
+    if value.topic_partitions is not None:
+        topic_partitions = [
+            message_class.TopicPartitions(topic_id=tp.topic_id, partitions=list(tp.partitions))
+            for tp in value.topic_partitions
+        ]
+    return message_class(
+        group_id=value.group_id,
+        member_id=value.member_id,
+        member_epoch=value.member_epoch,
+        instance_id=value.instance_id,
+        rack_id=value.rack_id,
+        rebalance_timeout_ms=value.rebalance_timeout_ms,
+        subscribed_topic_names=None if value.subscribed_topic_names is None else list(value.subscribed_topic_names),
+        subscribed_topic_regex=value.subscribed_topic_regex,
+        server_assignor=value.server_assignor,
+        topic_partitions=topic_partitions,
+        max_version=value.api_version,
+        min_version=cgh.REGEX_VERSION if value.subscribed_topic_regex is not None else None,
+    )
+
+
+def heartbeat_request_value(message: Any) -> cgh.ConsumerGroupHeartbeatRequest:
+    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
+    names = message.subscribed_topic_names
+    partitions = message.topic_partitions
+    return cgh.ConsumerGroupHeartbeatRequest(
+        group_id=message.group_id,
+        member_id=message.member_id,
+        member_epoch=message.member_epoch,
+        instance_id=message.instance_id,
+        rack_id=message.rack_id,
+        rebalance_timeout_ms=message.rebalance_timeout_ms,
+        subscribed_topic_names=None if names is None else tuple(names),
+        subscribed_topic_regex=message.subscribed_topic_regex,
+        server_assignor=message.server_assignor,
+        topic_partitions=None if partitions is None else tuple(_heartbeat_topic(tp) for tp in partitions),
+        api_version=message.API_VERSION,
+    )
+
+
+def heartbeat_response_message(value: cgh.ConsumerGroupHeartbeatResponse) -> Any:
+    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
+    message_class: Any = ConsumerGroupHeartbeatResponse
+    assignment = None
+    if value.assignment is not None:
+        assignment_class = message_class.Assignment
+        assignment = assignment_class(
+            topic_partitions=[
+                assignment_class.TopicPartitions(topic_id=tp.topic_id, partitions=list(tp.partitions))
+                for tp in value.assignment
+            ]
+        )
+    return message_class(
+        throttle_time_ms=value.throttle_time_ms,
+        error_code=value.error_code,
+        error_message=value.error_message,
+        member_id=value.member_id,
+        member_epoch=value.member_epoch,
+        heartbeat_interval_ms=value.heartbeat_interval_ms,
+        assignment=assignment,
+    )
+
+
+def heartbeat_response_value(message: Any) -> cgh.ConsumerGroupHeartbeatResponse:
+    """The value of a kafka-python response."""
+    assignment = message.assignment
+    return cgh.ConsumerGroupHeartbeatResponse(
+        error_code=message.error_code,
+        error_message=message.error_message,
+        member_id=message.member_id,
+        member_epoch=message.member_epoch,
+        heartbeat_interval_ms=message.heartbeat_interval_ms,
+        assignment=None if assignment is None else tuple(_heartbeat_topic(tp) for tp in assignment.topic_partitions),
+        throttle_time_ms=message.throttle_time_ms,
+    )
+
+
+def _heartbeat_topic(message: Any) -> cgh.TopicIdPartitions:
+    return cgh.TopicIdPartitions(message.topic_id, tuple(message.partitions))
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+    """kafka-python's message class for the ConsumerGroupDescribe request (its schema: the JSON beside this module)."""
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+    """kafka-python's message class for the ConsumerGroupDescribe response (registered with its response parser)."""
+
+
+def describe_request_message(value: cgd.ConsumerGroupDescribeRequest) -> Any:
+    """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
+    message_class: Any = ConsumerGroupDescribeRequest
+    return message_class(
+        group_ids=list(value.group_ids),
+        include_authorized_operations=value.include_authorized_operations,
+        max_version=value.api_version,
+    )
+
+
+def describe_request_value(message: Any) -> cgd.ConsumerGroupDescribeRequest:
+    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
+    return cgd.ConsumerGroupDescribeRequest(
+        group_ids=tuple(message.group_ids),
+        include_authorized_operations=message.include_authorized_operations,
+        api_version=message.API_VERSION,
+    )
+
+
+def describe_response_message(value: cgd.ConsumerGroupDescribeResponse) -> Any:
+    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
+    response_class: Any = ConsumerGroupDescribeResponse
+    group_class = response_class.DescribedGroup
+    member_class = group_class.Member
+    assignment_class = member_class.Assignment
+
+    topic_class = assignment_class.TopicPartitions
+
+    def assignment(topics: tuple[cgd.NamedTopicPartitions, ...]) -> Any:
+        return assignment_class(topic_partitions=[
+            topic_class(topic_id=t.topic_id, topic_name=t.topic_name, partitions=list(t.partitions)) for t in topics
+        ])
+
+    return response_class(
+        throttle_time_ms=value.throttle_time_ms,
+        groups=[
+            group_class(
+                error_code=g.error_code,
+                error_message=g.error_message,
+                group_id=g.group_id,
+                group_state=g.group_state,
+                group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch,
+                assignor_name=g.assignor_name,
+                members=[
+                    member_class(
+                        member_id=m.member_id,
+                        instance_id=m.instance_id,
+                        rack_id=m.rack_id,
+                        member_epoch=m.member_epoch,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        subscribed_topic_names=list(m.subscribed_topic_names),
+                        subscribed_topic_regex=m.subscribed_topic_regex,
+                        assignment=assignment(m.assignment),
+                        target_assignment=assignment(m.target_assignment),
+                        member_type=m.member_type,
+                    )
+                    for m in g.members
+                ],
+                authorized_operations=g.authorized_operations,
+            )
+            for g in value.groups
+        ],
+    )
+
+
+def describe_response_value(message: Any) -> cgd.ConsumerGroupDescribeResponse:
+    """The value of a kafka-python response (``member_type`` -1 at v0, which does not carry it)."""
+    return cgd.ConsumerGroupDescribeResponse(
+        throttle_time_ms=message.throttle_time_ms,
+        groups=tuple(
+            cgd.DescribedConsumerGroup(
+                error_code=g.error_code,
+                error_message=g.error_message,
+                group_id=g.group_id,
+                group_state=g.group_state,
+                group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch,
+                assignor_name=g.assignor_name,
+                members=tuple(_describe_member(m) for m in g.members),
+                authorized_operations=g.authorized_operations,
+            )
+            for g in message.groups
+        ),
+    )
+
+
+def _describe_member(m: Any) -> cgd.DescribedConsumerMember:
+    member_type = getattr(m, "member_type", None)
+    return cgd.DescribedConsumerMember(
+        member_id=m.member_id,
+        instance_id=m.instance_id,
+        rack_id=m.rack_id,
+        member_epoch=m.member_epoch,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        subscribed_topic_names=tuple(m.subscribed_topic_names),
+        subscribed_topic_regex=m.subscribed_topic_regex,
+        assignment=_describe_assignment(m.assignment),
+        target_assignment=_describe_assignment(m.target_assignment),
+        member_type=cgd.MEMBER_TYPE_UNKNOWN if member_type is None else member_type,
+    )
+
+
+def _describe_assignment(message: Any) -> tuple[cgd.NamedTopicPartitions, ...]:
+    if message is None:
+        return ()
+    return tuple(
+        cgd.NamedTopicPartitions(t.topic_id, t.topic_name, tuple(t.partitions)) for t in message.topic_partitions
+    )

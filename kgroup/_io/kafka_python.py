@@ -372,18 +372,18 @@ class KafkaPythonTransport:
     ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
         """ConsumerGroupHeartbeat (API 68) over the coordinator connection.
 
-        Through :mod:`kgroup._io.consumer_group_heartbeat`; the connection negotiates the
+        Through :mod:`kgroup._io.kafka_messages`; the connection negotiates the
         version (a pattern needs v1). Failures are ``RequestFailed`` events, never raised;
         kafka-python's ``IncompatibleBrokerVersion`` (no version both sides serve) is
         ``RequestFailed(unsupported_version=True)``.
         """
-        from kgroup._io import consumer_group_heartbeat as wire
+        from kgroup._io import kafka_messages as wire
 
         request = command.request()
         request_id = command.request_id
 
         def convert(message: Any) -> cg.HeartbeatResponded:
-            v = wire.response_value(message)
+            v = wire.heartbeat_response_value(message)
             return cg.HeartbeatResponded(
                 request_id=request_id, error_code=v.error_code, error_message=v.error_message,
                 member_id=v.member_id, member_epoch=v.member_epoch, heartbeat_interval_ms=v.heartbeat_interval_ms,
@@ -391,7 +391,8 @@ class KafkaPythonTransport:
             )
 
         fut = self._bridge(
-            lambda: wire.request_message(request), self._coordinator_node(command.node_id), command.timeout_ms, convert
+            lambda: wire.heartbeat_request_message(request), self._coordinator_node(command.node_id), command.timeout_ms,
+            convert,
         )
         out: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
 
@@ -454,15 +455,15 @@ class KafkaPythonTransport:
     ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:
         """ConsumerGroupDescribe (API 69, v1 max) at the coordinator ``node_id``.
 
-        Through :mod:`kgroup._io.consumer_group_describe`; a broker without the API yields
+        Through :mod:`kgroup._io.kafka_messages`; a broker without the API yields
         each group with error UNSUPPORTED_VERSION.
         """
-        from kgroup._io import consumer_group_describe as wire
+        from kgroup._io import kafka_messages as wire
 
         ids = tuple(dict.fromkeys(group_ids))
         inner = self._bridge(
-            lambda: wire.request_message(ConsumerGroupDescribeRequest(group_ids=ids)),
-            self._coordinator_node(node_id), timeout_ms, lambda message: wire.response_value(message).groups,
+            lambda: wire.describe_request_message(ConsumerGroupDescribeRequest(group_ids=ids)),
+            self._coordinator_node(node_id), timeout_ms, lambda message: wire.describe_response_value(message).groups,
         )
         unsupported = tuple(DescribedConsumerGroup(
             error_code=codes.UNSUPPORTED_VERSION, group_id=g, group_state="", group_epoch=-1, assignment_epoch=-1,

@@ -2,7 +2,7 @@
 
 The classic protocol's machine (:mod:`kgroup.membership.machine`) joins, syncs and runs the
 leader's assignor; under the consumer protocol the broker computes every assignment and the
-member has one request, ConsumerGroupHeartbeat (:mod:`kgroup.membership.consumer_group_api`).
+member has one request, ConsumerGroupHeartbeat (:mod:`kgroup.protocol.consumer_group_heartbeat`).
 The rules are the classic machine's:
 
 Rule 1: every transition is in this module. ``handle(event, now)`` and ``tick(now)`` return
@@ -70,19 +70,23 @@ import attrs
 
 from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, error_name
 from kgroup.config import ConsumerConfig
-from kgroup.errors import Api, Disposition, KGroupError, ProtocolViolation, broker_error, classify
-from kgroup.membership.backoff import next_backoff_s
-from kgroup.membership.consumer_group_api import (
+from kgroup.errors import (
     CONSUMER_PROTOCOL_NOT_SUPPORTED,
+    Api,
+    Disposition,
+    KGroupError,
+    ProtocolViolation,
+    broker_error,
+    classify,
+)
+from kgroup.membership.backoff import next_backoff_s
+from kgroup.protocol.consumer_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatAction,
     TopicIdPartitions,
-    classify_heartbeat_error,
-    heartbeat_error,
 )
 from kgroup.types import TopicPartition
 
@@ -115,6 +119,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_HEARTBEAT: Final = Api.CONSUMER_GROUP_HEARTBEAT
 
 
 # ==================================================================== states
@@ -1549,7 +1555,7 @@ class ConsumerGroupMachine:
                 self._abandoned_heartbeat = None
             if (
                 abandoned == (event.request_id, self._epoch)
-                and classify_heartbeat_error(event.error_code) is HeartbeatAction.FENCED
+                and classify(_HEARTBEAT, event.error_code) is Disposition.RESET_GENERATION
                 and self._state in (MemberState.STABLE, MemberState.RECONCILING, MemberState.ACKNOWLEDGING)
             ):
                 # the coordinator removed or fenced the member at this very epoch: as authoritative
@@ -1565,8 +1571,8 @@ class ConsumerGroupMachine:
             self._release_rid = None
             if self._on_instance_released(event):
                 return
-        action = classify_heartbeat_error(event.error_code)
-        if action is HeartbeatAction.OK:
+        action = classify(_HEARTBEAT, event.error_code)
+        if action is Disposition.OK:
             previous_target = self._target.partitions
             self._on_heartbeat_success(event, now)
             self._session_renewed(previous_target)
@@ -1574,19 +1580,19 @@ class ConsumerGroupMachine:
         self._failed_attempt(now)
         name = error_name(event.error_code)
         detail = f"ConsumerGroupHeartbeat returned {name}" + (f": {event.error_message}" if event.error_message else "")
-        if action is HeartbeatAction.REDISCOVER:
+        if action is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(detail, now)
             self._reset_backoff()
-        elif action is HeartbeatAction.RETRY:
+        elif action is Disposition.RETRY:
             log.info("group %s: %s; retrying after a backoff", self._group_id, detail)
-        elif action is HeartbeatAction.FENCED:
+        elif action is Disposition.RESET_GENERATION:
             self._transition_to_fenced(detail, now, event.error_code)
             self._reset_backoff()
-        elif action is HeartbeatAction.REPORT:
+        elif action is Disposition.RAISE:
             log.error("group %s member %s: %s", self._group_id, self._member_id, detail)
-            out.append(Notify(heartbeat_error(event.error_code, event.error_message or "", self._context())))
+            out.append(Notify(broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())))
         else:
-            error = heartbeat_error(event.error_code, event.error_message or "", self._context())
+            error = broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())
             self._transition_to_fatal(error, out)
 
     def _on_heartbeat_success(self, event: HeartbeatResponded, now: float) -> None:
@@ -1632,8 +1638,8 @@ class ConsumerGroupMachine:
         self._failed_attempt(now)
         if event.unsupported_version:
             self._transition_to_fatal(
-                heartbeat_error(UNSUPPORTED_VERSION, f"{event.reason}; {CONSUMER_PROTOCOL_NOT_SUPPORTED}",
-                                self._context()),
+                broker_error(_HEARTBEAT, UNSUPPORTED_VERSION, f"{event.reason}; {CONSUMER_PROTOCOL_NOT_SUPPORTED}",
+                             self._context()),
                 out,
             )
             return

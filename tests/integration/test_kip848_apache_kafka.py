@@ -43,10 +43,10 @@ from kgroup._error_codes import (
     UNKNOWN_MEMBER_ID,
     UNRELEASED_INSTANCE_ID,
 )
-from kgroup._io import consumer_group_heartbeat as wire
+from kgroup._io import kafka_messages as wire
 from kgroup.config import ConsumerConfig
 from kgroup.membership import consumer_group as cg
-from kgroup.membership.consumer_group_api import (
+from kgroup.protocol.consumer_group_heartbeat import (
     CONSUMER_GROUP_HEARTBEAT,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -116,7 +116,7 @@ def topic_ids(client: KafkaNetClient, topics: list[str]) -> dict[uuid.UUID, str]
 def heartbeat(
     client: KafkaNetClient, node: int, request: ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupHeartbeatResponse:
-    return wire.response_value(client.send_and_receive(node, wire.request_message(request)))
+    return wire.heartbeat_response_value(client.send_and_receive(node, wire.heartbeat_request_message(request)))
 
 
 COORDINATOR_ERRORS = (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR)
@@ -298,7 +298,7 @@ class Driver:
                                                                node_id=node))
             elif isinstance(command, cg.SendConsumerGroupHeartbeat):
                 self.client.await_ready(command.node_id)
-                future = self.client.send(command.node_id, wire.request_message(command.request()))
+                future = self.client.send(command.node_id, wire.heartbeat_request_message(command.request()))
                 self.in_flight.append((member, command.request_id, future, command.member_epoch < 0))
             elif isinstance(command, cg.RequestMetadata):
                 self.names = topic_ids(self.client, self.topics)
@@ -320,7 +320,7 @@ class Driver:
                 continue
             self.in_flight.remove(entry)
             if future.succeeded():
-                value = wire.response_value(future.value)
+                value = wire.heartbeat_response_value(future.value)
                 fields = {f.name: getattr(value, f.name) for f in attrs.fields(ConsumerGroupHeartbeatResponse)}
                 self.feed(member, cg.HeartbeatResponded(request_id=request_id, **fields))
             else:

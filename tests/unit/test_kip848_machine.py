@@ -34,7 +34,17 @@ from kgroup._error_codes import (
     UNSUPPORTED_VERSION,
 )
 from kgroup.config import ConsumerConfig
-from kgroup.errors import BrokerError, FatalGroupError, FencedInstanceIdError, ProtocolViolation
+from kgroup.errors import (
+    CONSUMER_PROTOCOL_NOT_SUPPORTED,
+    TABLE,
+    Api,
+    BrokerError,
+    Disposition,
+    FatalGroupError,
+    FencedInstanceIdError,
+    ProtocolViolation,
+    classify,
+)
 from kgroup.membership.consumer_group import (
     TRANSITIONS,
     ConsumerGroupMachine,
@@ -59,12 +69,7 @@ from kgroup.membership.consumer_group import (
     Unsubscribe,
     generate_member_id,
 )
-from kgroup.membership.consumer_group_api import (
-    CONSUMER_PROTOCOL_NOT_SUPPORTED,
-    HEARTBEAT_ERRORS,
-    HeartbeatAction,
-    TopicIdPartitions,
-)
+from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.types import TopicPartition
 
 ORDERS = uuid.UUID(int=1)
@@ -602,14 +607,17 @@ def test_polling_in_time_keeps_the_member() -> None:
 
 
 def test_every_error_the_java_client_names_has_an_action() -> None:
-    assert HEARTBEAT_ERRORS[NOT_COORDINATOR] is HeartbeatAction.REDISCOVER
-    assert HEARTBEAT_ERRORS[COORDINATOR_NOT_AVAILABLE] is HeartbeatAction.REDISCOVER
-    assert HEARTBEAT_ERRORS[COORDINATOR_LOAD_IN_PROGRESS] is HeartbeatAction.RETRY
-    assert HEARTBEAT_ERRORS[FENCED_MEMBER_EPOCH] is HEARTBEAT_ERRORS[UNKNOWN_MEMBER_ID] is HeartbeatAction.FENCED
-    assert HEARTBEAT_ERRORS[TOPIC_AUTHORIZATION_FAILED] is HeartbeatAction.REPORT
+    row = TABLE[Api.CONSUMER_GROUP_HEARTBEAT]
+    assert row[NOT_COORDINATOR] is row[COORDINATOR_NOT_AVAILABLE] is Disposition.REDISCOVER
+    assert row[COORDINATOR_LOAD_IN_PROGRESS] is Disposition.RETRY
+    # fenced: the epoch is gone, the member id stays (KIP-1082)
+    assert row[FENCED_MEMBER_EPOCH] is row[UNKNOWN_MEMBER_ID] is Disposition.RESET_GENERATION
+    assert row[TOPIC_AUTHORIZATION_FAILED] is Disposition.RAISE
     fatal = {GROUP_AUTHORIZATION_FAILED, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR,
              UNSUPPORTED_VERSION, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID}
-    assert {code for code, action in HEARTBEAT_ERRORS.items() if action is HeartbeatAction.FATAL} == fatal
+    assert {code for code, action in row.items() if action is Disposition.FATAL} == fatal
+    # Java's default case: an unexpected code (INVALID_REGULAR_EXPRESSION among them) is fatal
+    assert classify(Api.CONSUMER_GROUP_HEARTBEAT, 9999) is Disposition.FATAL
 
 
 @pytest.mark.parametrize("code", [NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE])

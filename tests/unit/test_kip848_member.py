@@ -20,10 +20,10 @@ from kgroup.errors import ProtocolViolation
 from kgroup.membership import commands as cmd
 from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
-from kgroup.membership.consumer_group_api import TopicIdPartitions
 from kgroup.membership.machine import GroupMachine
 from kgroup.membership.member import STATES, ConsumerGroupMember, Member
 from kgroup.membership.states import MemberState
+from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.types import Generation, TopicPartition
 
 ORDERS = uuid.UUID(int=1)

@@ -40,8 +40,8 @@ from kgroup.membership.consumer_group import (
     SendConsumerGroupHeartbeat,
     SessionTimeoutDescribed,
 )
-from kgroup.membership.consumer_group_api import TopicIdPartitions
 from kgroup.membership.member import ConsumerGroupMember
+from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.testing import FakeClock
 from tests.unit.test_kip848_machine import NAMES, ORDERS, Member, assignment, none_of, only, tps
 

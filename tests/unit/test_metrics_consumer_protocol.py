@@ -26,9 +26,9 @@ from kgroup.config import ConsumerConfig
 from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import RebalanceStep, SendFindCoordinator
-from kgroup.membership.consumer_group_api import TopicIdPartitions
 from kgroup.membership.states import MemberState
 from kgroup.metrics import CLASSIC_ONLY, METRICS, Recorder
+from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.testing import FakeClock
 from kgroup.types import TopicPartition
 

@@ -35,7 +35,7 @@ from kgroup.errors import KGroupError
 from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
-from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatRequest
+from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kgroup.protocol.group_api import DescribeGroupsRequest
 from kgroup.testing.simulation._cluster import (
     Connection,
