@@ -76,10 +76,10 @@ if TYPE_CHECKING:
     from kgroup.health import HealthReport, HealthServer
     from kgroup.listener import RebalanceListener
     from kgroup.membership import events as ev
-    from kgroup.membership.backoff import exponential_backoff
     from kgroup.membership.commands import RebalanceStep
     from kgroup.membership.machine import MemberSnapshot
     from kgroup.membership.states import MemberState
+    from kgroup.membership.timers import exponential_backoff
     from kgroup.metrics import Recorder
     from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
@@ -144,9 +144,9 @@ def _import_deferred() -> None:
     from kgroup.health import HealthReport, HealthServer
     from kgroup.listener import RebalanceListener
     from kgroup.membership import events as ev
-    from kgroup.membership.backoff import exponential_backoff
     from kgroup.membership.commands import RebalanceStep
     from kgroup.membership.states import MemberState
+    from kgroup.membership.timers import exponential_backoff
     from kgroup.metrics import Recorder
     from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 

@@ -47,9 +47,9 @@ from kgroup.errors import (
     error_name,
 )
 from kgroup.membership import events as ev
-from kgroup.membership.backoff import exponential_backoff
 from kgroup.membership.machine import MemberSnapshot
 from kgroup.membership.states import MemberState
+from kgroup.membership.timers import exponential_backoff
 from kgroup.metrics import Recorder
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
 

@@ -391,8 +391,8 @@ class KafkaPythonTransport:
             )
 
         fut = self._bridge(
-            lambda: wire.heartbeat_request_message(request), self._coordinator_node(command.node_id), command.timeout_ms,
-            convert,
+            lambda: wire.heartbeat_request_message(request), self._coordinator_node(command.node_id),
+            command.timeout_ms, convert,
         )
         out: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
 

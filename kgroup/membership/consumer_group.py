@@ -79,7 +79,8 @@ from kgroup.errors import (
     broker_error,
     classify,
 )
-from kgroup.membership.backoff import next_backoff_s
+from kgroup.membership.coordinator import CoordinatorState
+from kgroup.membership.timers import next_backoff_s
 from kgroup.protocol.consumer_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -550,9 +551,7 @@ class ConsumerGroupMachine:
         self._pattern: str | None = None
         self._subscription_updated = False
         # coordinator and requests
-        self._coordinator: int | None = None
-        self._coordinator_retry_at = 0.0
-        self._coordinator_attempts = 0
+        self._coordinator = CoordinatorState()
         self._next_request_id = 1
         self._find_rid: int | None = None
         self._heartbeat_rid: int | None = None
@@ -635,7 +634,7 @@ class ConsumerGroupMachine:
     @property
     def coordinator(self) -> int | None:
         """The coordinator's node id, or ``None`` while unknown."""
-        return self._coordinator
+        return self._coordinator.node_id
 
     @property
     def heartbeat_interval_ms(self) -> int:
@@ -677,7 +676,7 @@ class ConsumerGroupMachine:
     def snapshot(self) -> ConsumerGroupSnapshot:
         """An immutable view for other threads."""
         return ConsumerGroupSnapshot(
-            self._state, self._member_id, self._epoch, self._owned, self._coordinator,
+            self._state, self._member_id, self._epoch, self._owned, self._coordinator.node_id,
             self._topics, self._instance_id, self._fatal, self.hand_out_on_hold, self.session_timeout_ms,
             self._hold_at(),
         )
@@ -700,8 +699,8 @@ class ConsumerGroupMachine:
         if self._state in (MemberState.CLOSED, MemberState.FATAL) or self._poisoned is not None:
             return float("inf")
         deadlines = []
-        if self._coordinator is None:
-            deadlines.append(self._coordinator_retry_at)
+        if self._coordinator.node_id is None:
+            deadlines.append(self._coordinator.lookup.at)
         elif self._heartbeats() and self._heartbeat_rid is None:
             deadlines.append(self._heartbeat_due())
         if self._watchdog_armed():
@@ -823,7 +822,7 @@ class ConsumerGroupMachine:
 
     def _watchdog_armed(self) -> bool:
         return (
-            self._coordinator is not None
+            self._coordinator.node_id is not None
             and self._heartbeats()
             and self._state not in (MemberState.PREPARE_LEAVING, MemberState.LEAVING)
         )
@@ -858,13 +857,12 @@ class ConsumerGroupMachine:
         return not (operation is LeaveOperation.REMAIN_IN_GROUP and self._instance_id is None)
 
     def _mark_coordinator_unknown(self, reason: str, now: float) -> None:
-        if self._coordinator is not None:
-            log.info("group %s: coordinator %s marked unknown: %s", self._group_id, self._coordinator, reason)
-        self._coordinator = None
+        if self._coordinator.node_id is not None:
+            log.info("group %s: coordinator %s marked unknown: %s", self._group_id, self._coordinator.node_id, reason)
         if self._heartbeat_rid is not None:
             self._abandoned_heartbeat = (self._heartbeat_rid, self._epoch)
         self._heartbeat_rid = None  # its answer (from the old coordinator) no longer counts
-        self._coordinator_retry_at = max(self._coordinator_retry_at, now + self._backoff(self._coordinator_attempts))
+        self._coordinator = self._coordinator.lost(now + self._backoff(self._coordinator.lookup.attempts))
         self._sent.reset()
 
     # ---------------------------------------------------------------- the drive loop
@@ -872,14 +870,14 @@ class ConsumerGroupMachine:
         """Issue whatever the state calls for: find the coordinator, reconcile, heartbeat."""
         if self._state in (MemberState.CLOSED, MemberState.FATAL):
             return
-        if self._coordinator is None:
+        if self._coordinator.node_id is None:
             if self._state is MemberState.LEAVING:
                 # Java ``onHeartbeatRequestSkipped``: no coordinator, the leave is not sent
                 log.warning("group %s: no coordinator; the leave heartbeat is not sent", self._group_id)
                 self._after_leave_sent()
                 self._finish_leave()
                 return
-            if self._find_rid is None and now >= self._coordinator_retry_at and self._wants_coordinator():
+            if self._find_rid is None and self._coordinator.due(now) and self._wants_coordinator():
                 self._find_rid = self._request_id()
                 out.append(SendFindCoordinator(request_id=self._find_rid, timeout_ms=self._config.request_timeout_ms))
             return
@@ -895,7 +893,7 @@ class ConsumerGroupMachine:
 
     def _send_heartbeat(self, now: float, out: list[Command]) -> None:
         """Build the heartbeat (only what changed, Java's ``HeartbeatState.buildRequestData``) and send it."""
-        assert self._coordinator is not None
+        assert self._coordinator.node_id is not None
         if self._state is MemberState.JOINING and self._release_instance:
             self._send_instance_release(now, out)
             return
@@ -939,10 +937,10 @@ class ConsumerGroupMachine:
 
     def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, object]) -> SendConsumerGroupHeartbeat:
         """A ConsumerGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
-        assert self._coordinator is not None
+        assert self._coordinator.node_id is not None
         return SendConsumerGroupHeartbeat(
             request_id=rid,
-            node_id=self._coordinator,
+            node_id=self._coordinator.node_id,
             timeout_ms=self._config.request_timeout_ms,
             group_id=self._group_id,
             member_id=self._member_id,
@@ -963,7 +961,7 @@ class ConsumerGroupMachine:
         ``a_fenced_static_member_cannot_rejoin_until_it_releases_its_instance_id`` checks both
         against Apache Kafka). The answer is handled by ``_on_instance_released``.
         """
-        assert self._coordinator is not None
+        assert self._coordinator.node_id is not None
         rid = self._request_id()
         self._heartbeat_rid = self._release_rid = rid
         log.info("group %s member %s: fenced static member: releasing instance id %s (epoch -2) before rejoining",
@@ -1376,7 +1374,7 @@ class ConsumerGroupMachine:
             if revoke_late
             else f"no heartbeat answered within the rebalance timeout ({self._rebalance_timeout_ms} ms)"
         )
-        if self._coordinator is None:
+        if self._coordinator.node_id is None:
             log.warning(
                 "group %s member %s epoch %d: %s and no coordinator to ask: the coordinator may have removed the "
                 "member; its partitions are lost and it %s", self._group_id, self._member_id, self._epoch, why,
@@ -1526,20 +1524,17 @@ class ConsumerGroupMachine:
         self._find_rid = None
         disposition = classify(Api.FIND_COORDINATOR, event.error_code)
         if disposition is Disposition.OK:
-            self._coordinator = event.node_id
-            self._coordinator_attempts = 0
+            self._coordinator = self._coordinator.found(event.node_id, now + self._backoff(1))
             # Java's CoordinatorRequestManager (RequestState.onSuccessfulAttempt): the next
             # FindCoordinator waits retry_backoff_ms after this answer even so, so a coordinator
             # that answers NOT_COORDINATOR while it loads is not asked again in a tight loop
-            self._coordinator_retry_at = now + self._backoff(1)
             log.info("group %s: coordinator %s at %s:%s", self._group_id, event.node_id, event.host, event.port)
         elif disposition is Disposition.FATAL:
             self._transition_to_fatal(
                 broker_error(Api.FIND_COORDINATOR, event.error_code, self._context()), out
             )
         else:
-            self._coordinator_attempts += 1
-            self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
+            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
             log.info("group %s: FindCoordinator failed: %s", self._group_id, error_name(event.error_code))
 
     def _on_heartbeat(self, event: HeartbeatResponded, now: float, out: list[Command]) -> None:
@@ -1624,8 +1619,7 @@ class ConsumerGroupMachine:
         self._unresolved.pop(rid, None)
         if rid == self._find_rid:
             self._find_rid = None
-            self._coordinator_attempts += 1
-            self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
+            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
             log.info("group %s: FindCoordinator failed: %s", self._group_id, event.reason)
             return
         if rid == self._leave_rid:

@@ -13,8 +13,9 @@ Rule 4: every response carries the request id of the command that caused it. A r
         id is not in flight any more, or whose generation is no longer current, is dropped
         (Java's ``generationUnchanged()``, generalised).
 
-Besides ``MemberState`` the machine keeps its coordinator, its timers and its requests in
-flight as small frozen values of ``kgroup.membership.states``, replaced on change; it reads
+Besides ``MemberState`` the machine keeps its coordinator (``kgroup.membership.coordinator``),
+its timers (``kgroup.membership.timers``) and its requests in flight as small frozen values,
+replaced on change; it reads
 the few consumer settings it uses from a ``MachineConfig``.
 
 The protocol steps, in the classic protocol's order ("A little more detail"), and where they live:
@@ -62,7 +63,6 @@ from kgroup.errors import (
     error_name,
 )
 from kgroup.membership import events as ev
-from kgroup.membership.backoff import next_backoff_s
 from kgroup.membership.commands import (
     Command,
     ComputeAssignment,
@@ -77,20 +77,18 @@ from kgroup.membership.commands import (
     SendSyncGroup,
     WatchGroupTopics,
 )
+from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.states import (
     ANSWERS,
     EVENT_TABLE,
     HEARTBEAT_STATES,
     RESPONSES,
-    CoordinatorState,
-    HeartbeatTimer,
     InFlight,
     MemberState,
-    PollTimer,
     Request,
-    RetryTimer,
     Verdict,
 )
+from kgroup.membership.timers import HeartbeatTimer, PollTimer, RetryTimer, next_backoff_s
 from kgroup.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,
@@ -534,7 +532,7 @@ class GroupMachine:
             # member that cannot find it must not go on handing them out)
             self._deliver_lost_if_needed("generation reset", out)
         if self._coordinator.node_id is None:
-            if not self._awaiting(Request.FIND_COORDINATOR) and now >= self._coordinator.lookup.at:
+            if not self._awaiting(Request.FIND_COORDINATOR) and self._coordinator.due(now):
                 rid = self._request_id(Request.FIND_COORDINATOR, now)
                 out.append(
                     SendFindCoordinator(
