@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from kgroup.listener import RebalanceListener
     from kgroup.membership import events as ev
     from kgroup.membership.commands import RebalanceStep
-    from kgroup.membership.machine import MemberSnapshot
+    from kgroup.membership.core import MemberSnapshot
     from kgroup.membership.states import MemberState
     from kgroup.membership.timers import exponential_backoff
     from kgroup.metrics import Recorder
@@ -445,9 +445,7 @@ class Consumer(Generic[K, V]):
         assert self._group is not None
         self._pattern = None
         self._pattern_lookup = None
-        from kgroup.membership.consumer_group import Subscribe  # the consumer protocol's own event
-
-        self._group.post(Subscribe(frozenset(), pattern=text))
+        self._group.post(ev.Subscribe(frozenset(), pattern=text))
 
     def _maybe_match_pattern(self) -> None:
         """Pattern subscription: list the topics when due, and follow the match (poll thread)."""

@@ -47,7 +47,7 @@ from kgroup.errors import (
     error_name,
 )
 from kgroup.membership import events as ev
-from kgroup.membership.machine import MemberSnapshot
+from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.membership.timers import exponential_backoff
 from kgroup.metrics import Recorder

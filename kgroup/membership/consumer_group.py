@@ -63,7 +63,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 from uuid import UUID
 
 import attrs
@@ -79,44 +79,53 @@ from kgroup.errors import (
     broker_error,
     classify,
 )
+from kgroup.membership import states
+from kgroup.membership.commands import (
+    Command,
+    DeliverStep,
+    Fail,
+    Notify,
+    RebalanceStep,
+    RequestMetadata,
+    SendConsumerGroupHeartbeat,
+    SendFindCoordinator,
+)
 from kgroup.membership.coordinator import CoordinatorState
+from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.events import (
+    CommitErrorObserved,
+    ConsumerGroupEvent,
+    ConsumerGroupHeartbeatResponded,
+    CoordinatorDead,
+    FindCoordinatorResponded,
+    Leave,
+    LeaveOperation,
+    MetadataUpdated,
+    Polled,
+    RequestFailed,
+    RequestRejoin,
+    SessionTimeoutDescribed,
+    StepCompleted,
+    Subscribe,
+    Unsubscribe,
+)
 from kgroup.membership.timers import next_backoff_s
 from kgroup.protocol.consumer_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     TopicIdPartitions,
 )
-from kgroup.types import TopicPartition
+from kgroup.types import Generation, TopicPartition
 
 __all__ = [
+    "STATES",
     "TRANSITIONS",
     "ConsumerGroupMachine",
-    "ConsumerGroupSnapshot",
-    "CoordinatorDead",
-    "DeliverStep",
-    "Fail",
-    "FindCoordinatorResponded",
-    "HeartbeatResponded",
-    "Leave",
-    "LeaveOperation",
     "LocalAssignment",
     "MemberState",
-    "MetadataUpdated",
-    "Notify",
-    "Polled",
-    "ReconcileStep",
-    "RequestFailed",
-    "RequestMetadata",
-    "SendConsumerGroupHeartbeat",
-    "SendFindCoordinator",
-    "SessionTimeoutDescribed",
-    "StepCompleted",
-    "Subscribe",
-    "Unsubscribe",
     "generate_member_id",
+    "generation_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -184,232 +193,35 @@ _TAKES_ASSIGNMENT: Final = TRANSITIONS[_S.RECONCILING]
 #: states in which a member in the group may hold partitions (the session timer watches them)
 _HOLDING: Final = frozenset({_S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING})
 
+_C = states.MemberState
 
-# ==================================================================== inputs
-
-
-def _names(value: Iterable[str]) -> frozenset[str]:
-    return frozenset(value)
-
-
-@attrs.frozen
-class Subscribe:
-    """The application subscribes to ``topics`` and/or a server-side RE2J ``pattern``, replacing the subscription.
-
-    An empty subscription (no topics, no pattern) is ``Unsubscribe``.
-    """
-
-    topics: frozenset[str] = attrs.field(converter=_names)
-    pattern: str | None = None
-
-
-@attrs.frozen
-class Unsubscribe:
-    """The application unsubscribes: release the partitions, leave the group, stay usable."""
-
-
-@attrs.frozen
-class Polled:
-    """The application is inside ``poll()``: joins after a subscribe, resets the poll watchdog (KIP-62)."""
-
-
-@attrs.frozen
-class StepCompleted:
-    """The poll thread finished step ``step_id``.
-
-    Attributes:
-        step_id: the step.
-        error: a listener callback raised it (the poll thread reported it to the application);
-            the reconciliation is not acknowledged and runs again at the next ``Polled``.
-        applied: whether the step's ``owned`` took effect. ``False`` only when the revoke phase
-            failed, so nothing was assigned and the revoked partitions are still owned.
-
-    """
-
-    step_id: int
-    error: Exception | None = None
-    applied: bool = True
-
-
-class LeaveOperation(enum.Enum):
-    """What closing does to the membership (Java's ``CloseOptions.GroupMembershipOperation``)."""
-
-    #: dynamic members leave (epoch -1); static members leave for now (epoch -2)
-    DEFAULT = "default"
-    #: every member leaves for good (epoch -1)
-    LEAVE_GROUP = "leave_group"
-    #: dynamic members send nothing (the session times out); static members send epoch -2
-    REMAIN_IN_GROUP = "remain_in_group"
-
-
-@attrs.frozen
-class Leave:
-    """The application closes the consumer."""
-
-    reason: str = "the consumer is being closed"
-    operation: LeaveOperation = LeaveOperation.DEFAULT
-
-
-def _topic_names(value: Mapping[UUID, str]) -> Mapping[UUID, str]:
-    return MappingProxyType(dict(value))
-
-
-@attrs.frozen
-class MetadataUpdated:
-    """The driver's metadata now maps these topic ids to names (every topic it knows, not a delta)."""
-
-    topic_names: Mapping[UUID, str] = attrs.field(converter=_topic_names)
-
-
-@attrs.frozen
-class CoordinatorDead:
-    """Something outside the machine saw the coordinator fail (NOT_COORDINATOR on a commit, a disconnect)."""
-
-    reason: str
-
-
-@attrs.frozen(kw_only=True)
-class FindCoordinatorResponded:
-    """A FindCoordinator response."""
-
-    request_id: int
-    error_code: int
-    node_id: int = -1
-    host: str = ""
-    port: int = -1
-
-
-@attrs.frozen(kw_only=True)
-class HeartbeatResponded(ConsumerGroupHeartbeatResponse):
-    """A ConsumerGroupHeartbeat response, with the request id it answers."""
-
-    request_id: int
-
-
-@attrs.frozen(kw_only=True)
-class RequestFailed:
-    """A request got no response (disconnect, timeout, a client-side error).
-
-    ``unsupported_version``: the broker does not serve the request at any version kgroup
-    speaks (the cluster has no consumer protocol, or a pattern subscription needs v1).
-    """
-
-    request_id: int
-    reason: str
-    unsupported_version: bool = False
-
-
-@attrs.frozen
-class SessionTimeoutDescribed:
-    """What DescribeConfigs answered for the group's ``consumer.session.timeout.ms``.
-
-    ``session_timeout_ms`` None: the request failed (no DESCRIBE_CONFIGS permission on the
-    group, a broker without group configs, no answer); the value learned before, if any, stays.
-    """
-
-    session_timeout_ms: int | None
-
-
-Event = (
-    Subscribe
-    | Unsubscribe
-    | Polled
-    | StepCompleted
-    | Leave
-    | MetadataUpdated
-    | CoordinatorDead
-    | FindCoordinatorResponded
-    | HeartbeatResponded
-    | RequestFailed
-    | SessionTimeoutDescribed
+#: each state as the poll thread reads it (``MemberSnapshot.state``): the classic protocol's
+#: states, which the poll thread's decisions (hand-outs, commits, close) are written against;
+#: ``MemberSnapshot.state_name`` keeps the member's own
+STATES: Final[Mapping[MemberState, states.MemberState]] = MappingProxyType(
+    {
+        _S.UNSUBSCRIBED: _C.UNJOINED,
+        _S.JOINING: _C.JOINING,
+        _S.RECONCILING: _C.RECONCILING,
+        _S.ACKNOWLEDGING: _C.RECONCILING,
+        _S.STABLE: _C.STABLE,
+        _S.FENCED: _C.UNJOINED,
+        _S.PREPARE_LEAVING: _C.LEAVING,
+        _S.LEAVING: _C.LEAVING,
+        _S.STALE: _C.UNJOINED,
+        _S.FATAL: _C.FATAL,
+        _S.CLOSED: _C.CLOSED,
+    }
 )
 
 
-# ==================================================================== outputs
+def generation_of(member_id: str, member_epoch: int) -> Generation:
+    """The member's identity as commits carry it: the member epoch and id, or ``Generation()`` without an epoch.
 
-
-@attrs.frozen(kw_only=True)
-class ReconcileStep:
-    """Listener work for the poll thread, run in the order: commit, lost, revoked, assigned.
-
-    Attributes:
-        step_id: answer with ``StepCompleted(step_id)``.
-        member_epoch: the epoch when the step was made (commits inside it use it).
-        commit: commit consumed offsets first (auto-commit), with ``member_epoch``.
-        lost: partitions lost without a clean revoke (fenced, stale, fatal): no commit.
-        revoked: partitions to give up: stop fetching them, commit, ``on_partitions_revoked``.
-        assigned: partitions added: ``on_partitions_assigned`` (run also when empty if
-            ``invoke_assigned``).
-        owned: what the member owns once the step completes.
-        invoke_assigned: run ``on_partitions_assigned`` (every reconciliation does).
-        reason: why, for logs.
-
+    OffsetCommit's ``generation_id`` field is ``GenerationIdOrMemberEpoch`` since KIP-848 (Java's
+    ``CommitRequestManager``); with no epoch (joining, fenced, left) a commit fails.
     """
-
-    step_id: int
-    member_epoch: int
-    commit: bool = False
-    lost: frozenset[TopicPartition] = frozenset()
-    revoked: frozenset[TopicPartition] = frozenset()
-    assigned: frozenset[TopicPartition] = frozenset()
-    owned: frozenset[TopicPartition] = frozenset()
-    invoke_assigned: bool = False
-    reason: str = ""
-
-
-@attrs.frozen
-class DeliverStep:
-    """Hand ``step`` to the poll thread."""
-
-    step: ReconcileStep
-
-
-@attrs.frozen(kw_only=True)
-class SendFindCoordinator:
-    """FindCoordinator for the group."""
-
-    request_id: int
-    timeout_ms: int
-
-
-@attrs.frozen(kw_only=True)
-class SendConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest):
-    """A ConsumerGroupHeartbeat to the coordinator ``node_id``; its answer comes back as ``HeartbeatResponded``."""
-
-    request_id: int
-    node_id: int
-    timeout_ms: int
-
-    def request(self) -> ConsumerGroupHeartbeatRequest:
-        """The request part, without the routing fields."""
-        fields = {f.name: getattr(self, f.name) for f in attrs.fields(ConsumerGroupHeartbeatRequest)}
-        return ConsumerGroupHeartbeatRequest(**fields)
-
-
-@attrs.frozen
-class RequestMetadata:
-    """Refresh metadata: ``topic_ids`` of the target assignment have no name yet; answer with ``MetadataUpdated``."""
-
-    topic_ids: frozenset[UUID]
-
-
-@attrs.frozen
-class Notify:
-    """A non-fatal error for the next ``poll()`` (TOPIC_AUTHORIZATION_FAILED: the member carries on)."""
-
-    error: Exception
-
-
-@attrs.frozen
-class Fail:
-    """A fatal error: ``poll()`` and ``commit()`` raise it from now on."""
-
-    error: Exception
-
-
-Command = (
-    SendFindCoordinator | SendConsumerGroupHeartbeat | DeliverStep | RequestMetadata | Notify | Fail
-)
+    return Generation(member_epoch, member_id) if member_epoch > 0 else Generation()
 
 
 # ==================================================================== values
@@ -454,28 +266,6 @@ def generate_member_id(rng: random.Random) -> str:
             return text
 
 
-@attrs.frozen
-class ConsumerGroupSnapshot:
-    """An immutable view of the machine, for other threads."""
-
-    state: MemberState
-    member_id: str
-    member_epoch: int
-    owned: frozenset[TopicPartition]
-    coordinator: int | None
-    subscription: frozenset[str]
-    group_instance_id: str | None
-    fatal: Exception | None
-    #: the member may be out of the group: hand nothing out (the session timer, or its
-    #: partitions wait to be released as lost)
-    hand_out_on_hold: bool = False
-    #: the group's session timeout as DescribeConfigs answered it (None: not known)
-    session_timeout_ms: int | None = None
-    #: from this moment (seconds on the driver's clock) the session timer holds the hand-out
-    #: whether or not the group thread has run by then (inf: no clock running)
-    hold_at: float = math.inf
-
-
 class _StepKind(enum.Enum):
     RECONCILE = "reconcile"
     RELEASE_LOST = "lost"  # fenced, stale or fatal: the partitions are lost
@@ -484,7 +274,7 @@ class _StepKind(enum.Enum):
 
 @attrs.frozen
 class _Pending:
-    step: ReconcileStep
+    step: RebalanceStep
     kind: _StepKind
     resolved: LocalAssignment | None = None
 
@@ -673,12 +463,22 @@ class ConsumerGroupMachine:
             bool(self._owned) and (self._epoch <= 0 or self._release_after_step is _StepKind.RELEASE_LOST)
         )
 
-    def snapshot(self) -> ConsumerGroupSnapshot:
-        """An immutable view for other threads."""
-        return ConsumerGroupSnapshot(
-            self._state, self._member_id, self._epoch, self._owned, self._coordinator.node_id,
-            self._topics, self._instance_id, self._fatal, self.hand_out_on_hold, self.session_timeout_ms,
-            self._hold_at(),
+    @property
+    def state_name(self) -> str:
+        """The member state's name (Java's ``MemberState``, plus CLOSED)."""
+        return self._state.name
+
+    @property
+    def identity(self) -> Generation:
+        """The member id and epoch as commits carry them (``generation_of``)."""
+        return generation_of(self._member_id, self._epoch)
+
+    def snapshot(self) -> MemberSnapshot:
+        """An immutable view for other threads: the state as the poll thread reads it (``STATES``), the identity."""
+        return MemberSnapshot(
+            STATES[self._state], self.identity, self._owned, self._coordinator.node_id,
+            self._topics, self._instance_id, self._fatal, self.hand_out_on_hold, self._hold_at(),
+            self._state.name, self.session_timeout_ms,
         )
 
     def _hold_at(self) -> float:
@@ -719,7 +519,7 @@ class ConsumerGroupMachine:
         return min(future) if future else float("inf")
 
     # ---------------------------------------------------------------- entry points
-    def handle(self, event: Event, now: float) -> list[Command]:
+    def handle(self, event: ConsumerGroupEvent, now: float) -> list[Command]:
         """Process one event at ``now`` (seconds) and return the commands to execute.
 
         Raises:
@@ -827,8 +627,8 @@ class ConsumerGroupMachine:
             and self._state not in (MemberState.PREPARE_LEAVING, MemberState.LEAVING)
         )
 
-    def _new_step(self, kind: _StepKind, resolved: LocalAssignment | None = None, **fields: object) -> DeliverStep:
-        step = ReconcileStep(step_id=self._next_step_id, member_epoch=self._epoch, **fields)  # type: ignore[arg-type]
+    def _new_step(self, kind: _StepKind, resolved: LocalAssignment | None = None, **fields: Any) -> DeliverStep:
+        step = RebalanceStep(step_id=self._next_step_id, generation=self.identity, **fields)
         self._next_step_id += 1
         self._pending = _Pending(step, kind, resolved)
         return DeliverStep(step)
@@ -879,7 +679,9 @@ class ConsumerGroupMachine:
                 return
             if self._find_rid is None and self._coordinator.due(now) and self._wants_coordinator():
                 self._find_rid = self._request_id()
-                out.append(SendFindCoordinator(request_id=self._find_rid, timeout_ms=self._config.request_timeout_ms))
+                out.append(SendFindCoordinator(
+                    request_id=self._find_rid, key=self._group_id, timeout_ms=self._config.request_timeout_ms
+                ))
             return
         self._maybe_reconcile(now, out)
         if not self._heartbeats():
@@ -899,7 +701,7 @@ class ConsumerGroupMachine:
             return
         send_all = self._state is MemberState.JOINING
         sent = self._sent
-        fields: dict[str, object] = {}
+        fields: dict[str, Any] = {}
         if send_all or sent.rebalance_timeout_ms != self._rebalance_timeout_ms:
             fields["rebalance_timeout_ms"] = self._rebalance_timeout_ms
             sent.rebalance_timeout_ms = self._rebalance_timeout_ms
@@ -935,7 +737,7 @@ class ConsumerGroupMachine:
         self._next_heartbeat_at = now + self._interval_s
         self._on_heartbeat_sent()
 
-    def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, object]) -> SendConsumerGroupHeartbeat:
+    def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, Any]) -> SendConsumerGroupHeartbeat:
         """A ConsumerGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
         assert self._coordinator.node_id is not None
         return SendConsumerGroupHeartbeat(
@@ -946,7 +748,7 @@ class ConsumerGroupMachine:
             member_id=self._member_id,
             member_epoch=epoch,
             instance_id=self._instance_id,
-            **fields,  # type: ignore[arg-type]
+            **fields,
         )
 
     def _send_instance_release(self, now: float, out: list[Command]) -> None:
@@ -969,7 +771,7 @@ class ConsumerGroupMachine:
         out.append(self._heartbeat_command(rid, LEAVE_GROUP_STATIC_MEMBER_EPOCH, {}))
         self._next_heartbeat_at = now + self._interval_s
 
-    def _on_instance_released(self, event: HeartbeatResponded) -> bool:
+    def _on_instance_released(self, event: ConsumerGroupHeartbeatResponded) -> bool:
         """The answer to ``_send_instance_release``: True when handled (the join goes out next).
 
         NONE (released) and UNKNOWN_MEMBER_ID (the coordinator no longer has the member, so the
@@ -1537,7 +1339,7 @@ class ConsumerGroupMachine:
             self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
             log.info("group %s: FindCoordinator failed: %s", self._group_id, error_name(event.error_code))
 
-    def _on_heartbeat(self, event: HeartbeatResponded, now: float, out: list[Command]) -> None:
+    def _on_heartbeat(self, event: ConsumerGroupHeartbeatResponded, now: float, out: list[Command]) -> None:
         self._unresolved.pop(event.request_id, None)
         if event.request_id == self._leave_rid:
             if event.error_code != NONE:
@@ -1590,7 +1392,7 @@ class ConsumerGroupMachine:
             error = broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())
             self._transition_to_fatal(error, out)
 
-    def _on_heartbeat_success(self, event: HeartbeatResponded, now: float) -> None:
+    def _on_heartbeat_success(self, event: ConsumerGroupHeartbeatResponded, now: float) -> None:
         """Java ``onResponse`` (timing) and ``ConsumerMembershipManager.onHeartbeatSuccess``."""
         interval_s = event.heartbeat_interval_ms / 1000
         if interval_s != self._interval_s:
@@ -1653,16 +1455,32 @@ class ConsumerGroupMachine:
             )
         self._session_timeout_s = ms / 1000
 
-    _HANDLERS: Final[Mapping[type, Callable[[ConsumerGroupMachine, object, float, list[Command]], None]]] = {
-        Subscribe: _on_subscribe,  # type: ignore[dict-item]
-        Unsubscribe: _on_unsubscribe,  # type: ignore[dict-item]
-        Polled: _on_polled,  # type: ignore[dict-item]
-        StepCompleted: _on_step_completed,  # type: ignore[dict-item]
-        Leave: _on_leave,  # type: ignore[dict-item]
-        MetadataUpdated: _on_metadata,  # type: ignore[dict-item]
-        CoordinatorDead: _on_coordinator_dead,  # type: ignore[dict-item]
-        FindCoordinatorResponded: _on_find_coordinator,  # type: ignore[dict-item]
-        HeartbeatResponded: _on_heartbeat,  # type: ignore[dict-item]
-        RequestFailed: _on_request_failed,  # type: ignore[dict-item]
-        SessionTimeoutDescribed: _on_session_timeout,  # type: ignore[dict-item]
+    def _on_request_rejoin(self, event: RequestRejoin, now: float, out: list[Command]) -> None:
+        """Nothing to do: the broker decides when to rebalance (Java's ``AsyncKafkaConsumer.enforceRebalance`` too)."""
+        log.info(
+            "group %s: a rebalance was asked for (%s); under the consumer protocol the broker decides "
+            "when to rebalance: nothing to do", self._group_id, event.reason,
+        )
+        self._check_poll_watchdog(now, out)
+
+    def _on_commit_error(self, event: CommitErrorObserved, now: float, out: list[Command]) -> None:
+        """Nothing to do: the next heartbeat learns of a fencing itself."""
+        log.info("group %s: a commit returned error %d; the next heartbeat will tell", self._group_id, event.code)
+        self._check_poll_watchdog(now, out)
+
+    #: the handler of each event type
+    _HANDLERS: Final[Mapping[type, Callable[[ConsumerGroupMachine, Any, float, list[Command]], None]]] = {
+        Subscribe: _on_subscribe,
+        Unsubscribe: _on_unsubscribe,
+        Polled: _on_polled,
+        StepCompleted: _on_step_completed,
+        Leave: _on_leave,
+        RequestRejoin: _on_request_rejoin,
+        CommitErrorObserved: _on_commit_error,
+        MetadataUpdated: _on_metadata,
+        CoordinatorDead: _on_coordinator_dead,
+        FindCoordinatorResponded: _on_find_coordinator,
+        ConsumerGroupHeartbeatResponded: _on_heartbeat,
+        RequestFailed: _on_request_failed,
+        SessionTimeoutDescribed: _on_session_timeout,
     }

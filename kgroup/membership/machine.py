@@ -78,6 +78,7 @@ from kgroup.membership.commands import (
     WatchGroupTopics,
 )
 from kgroup.membership.coordinator import CoordinatorState
+from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.states import (
     ANSWERS,
     EVENT_TABLE,
@@ -108,7 +109,6 @@ __all__ = [
     "MAX_REASON_LENGTH",
     "GroupMachine",
     "MachineConfig",
-    "MemberSnapshot",
     "machine_config",
     "truncate_reason",
 ]
@@ -129,33 +129,6 @@ log = logging.getLogger(__name__)
 _ROUND_REQUESTS = frozenset({Request.JOIN_GROUP, Request.ASSIGNMENT, Request.SYNC_GROUP})
 #: the requests that count only for the coordinator and generation they were sent to
 _GENERATION_REQUESTS = _ROUND_REQUESTS | {Request.HEARTBEAT}
-
-
-@attrs.frozen(repr=False)
-class MemberSnapshot:
-    """An immutable view of the machine, published to other threads after every call."""
-
-    state: MemberState
-    generation: Generation
-    owned: frozenset[TopicPartition]
-    coordinator: int | None
-    subscription: frozenset[str]
-    group_instance_id: str | None
-    fatal: Exception | None
-    #: the member may no longer own its partitions (no successful heartbeat for
-    #: session_timeout_ms while its JoinGroup or SyncGroup is unanswered, or its generation is
-    #: gone and their loss waits behind a running step): hand nothing out
-    hand_out_on_hold: bool = False
-    #: from this moment (seconds on the driver's clock) the session timer holds the hand-out
-    #: whether or not the group thread has run by then: the poll thread checks it itself (inf:
-    #: no session clock running)
-    hold_at: float = math.inf
-
-    def __repr__(self) -> str:
-        return (
-            f"MemberSnapshot(state={self.state.value}, generation={self.generation.generation_id}, "
-            f"member_id={self.generation.member_id!r}, owned={len(self.owned)})"
-        )
 
 
 @attrs.frozen(kw_only=True)
@@ -281,7 +254,24 @@ class GroupMachine:
             # in doubt, or the generation is gone and the loss waits behind a running step
             self._in_doubt or (bool(self._owned) and not self._generation.is_valid()),
             self._session_deadline() if self._holds_for_session() else math.inf,
+            self._state.name,
+            self._config.session_timeout_ms,
         )
+
+    @property
+    def member_id(self) -> str:
+        """The member id the coordinator gave ("" before the first JoinGroup answer)."""
+        return self._generation.member_id
+
+    @property
+    def state_name(self) -> str:
+        """The member state's name."""
+        return self._state.name
+
+    @property
+    def session_timeout_ms(self) -> int:
+        """The configured session timeout, which JoinGroup sends and the coordinator enforces."""
+        return self._config.session_timeout_ms
 
     def next_deadline(self, now: float) -> float:
         """The earliest time after ``now`` at which ``tick`` has something to do (inf: none)."""

@@ -168,7 +168,7 @@ def _parse_event_table(text: str) -> Mapping[MemberState, Mapping[type, Verdict]
     states = [MemberState(name) for name in header.split()]
     if states != list(MemberState):
         raise ValueError(f"EVENT_TABLE: the columns must be every MemberState in order, got {header.split()}")
-    events: dict[str, type] = {kind.__name__: kind for kind in get_args(ev.Event)}
+    events: dict[str, type] = {kind.__name__: kind for kind in get_args(ev.ClassicEvent)}
     table: dict[MemberState, dict[type, Verdict]] = {state: {} for state in states}
     for row in rows:
         name, *cells = row.split()

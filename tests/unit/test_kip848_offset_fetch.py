@@ -34,7 +34,7 @@ from kgroup._io.transport import CommittedOffset, OffsetFetchResult, offset_fetc
 from kgroup.config import ConsumerConfig
 from kgroup.errors import Api, BrokerError, CoordinatorUnavailable, Disposition, classify
 from kgroup.membership import events as ev
-from kgroup.membership.machine import MemberSnapshot
+from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.protocol import group_api
 from kgroup.protocol.group_api import FetchTopic, OffsetFetchRequest
