@@ -449,17 +449,13 @@ class GroupMachine:
         """A JoinGroup or SyncGroup is unanswered: the coordinator may be keeping the member alive."""
         return self._awaiting(Request.JOIN_GROUP) or self._awaiting(Request.SYNC_GROUP)
 
-    def _session_counts(self) -> bool:
-        """The session timer runs out into lost partitions (``_check_session``)."""
-        return self._holds_for_session() and not self._parked()
-
     def _backoff(self, attempts: int) -> float:
         return next_backoff_s(
             attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
         )
 
-    def _new_step(self, **kwargs: object) -> RebalanceStep:
-        step = RebalanceStep(step_id=self._next_step_id, generation=self._generation, **kwargs)  # type: ignore[arg-type]
+    def _new_step(self, **kwargs: Any) -> RebalanceStep:
+        step = RebalanceStep(step_id=self._next_step_id, generation=self._generation, **kwargs)
         self._next_step_id += 1
         self._pending_step = step
         return step
