@@ -90,6 +90,7 @@ from kgroup.membership.commands import (
     SendConsumerGroupHeartbeat,
     SendFindCoordinator,
 )
+from kgroup.membership.consumer_group_heartbeat import NO_ASSIGNMENT, HeartbeatRequestState, LocalAssignment
 from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.events import (
@@ -227,29 +228,6 @@ def generation_of(member_id: str, member_epoch: int) -> Generation:
 # ==================================================================== values
 
 
-@attrs.frozen
-class LocalAssignment:
-    """An assignment by topic ids, with a local epoch bumped on every change (Java's ``LocalAssignment``).
-
-    Two assignments with the same partitions but different local epochs differ: the member
-    acknowledges each reconciled assignment once, even when it equals an earlier one.
-    """
-
-    local_epoch: int
-    partitions: frozenset[tuple[UUID, int]]
-
-    def by_topic(self) -> tuple[TopicIdPartitions, ...]:
-        """The partitions grouped by topic id, as the request sends them."""
-        grouped: dict[UUID, list[int]] = {}
-        for topic_id, partition in self.partitions:
-            grouped.setdefault(topic_id, []).append(partition)
-        return tuple(TopicIdPartitions(t, sorted(ps)) for t, ps in sorted(grouped.items()))
-
-
-#: no assignment (not in a group, or nothing reconciled yet)
-NO_ASSIGNMENT: Final = LocalAssignment(-1, frozenset())
-
-
 def _flatten(topics: Iterable[TopicIdPartitions]) -> frozenset[tuple[UUID, int]]:
     return frozenset((tp.topic_id, p) for tp in topics for p in tp.partitions)
 
@@ -277,20 +255,6 @@ class _Pending:
     step: RebalanceStep
     kind: _StepKind
     resolved: LocalAssignment | None = None
-
-
-class _SentFields:
-    """What the last heartbeat carried, so the next one sends only what changed (Java's ``SentFields``)."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.rebalance_timeout_ms = -1
-        self.topics: tuple[str, ...] | None = None
-        self.pattern: str | None = None
-        self.server_assignor: str | None = None
-        self.assignment: LocalAssignment | None = None
 
 
 # ==================================================================== the machine
@@ -354,11 +318,7 @@ class ConsumerGroupMachine:
         self._release_instance = False
         self._release_rid: int | None = None
         # heartbeat timing (seconds on the driver's clock)
-        self._interval_s = 0.0
-        self._next_heartbeat_at = 0.0
-        self._backoff_until = 0.0
-        self._failed_attempts = 0
-        self._sent = _SentFields()
+        self._heartbeat = HeartbeatRequestState(self._backoff)
         # assignment
         self._target: LocalAssignment = NO_ASSIGNMENT
         self._current: LocalAssignment = NO_ASSIGNMENT
@@ -429,7 +389,7 @@ class ConsumerGroupMachine:
     @property
     def heartbeat_interval_ms(self) -> int:
         """The heartbeat interval the broker gave (0 before the first answer)."""
-        return round(self._interval_s * 1000)
+        return self._heartbeat.interval_ms
 
     @property
     def current_assignment(self) -> LocalAssignment:
@@ -597,25 +557,21 @@ class ConsumerGroupMachine:
         return self._state in (MemberState.ACKNOWLEDGING, MemberState.JOINING, MemberState.LEAVING)
 
     def _heartbeat_due(self) -> float:
-        if self._heartbeat_now() or (self._in_doubt and self._session_overdue()):
-            # in doubt about the session: ask at once (after a failed attempt's backoff)
-            return 0.0 if self._state is MemberState.LEAVING else self._backoff_until
-        return max(self._next_heartbeat_at, self._backoff_until)
+        # in doubt about the session: ask at once (after a failed attempt's backoff)
+        return self._heartbeat.due(
+            now=self._heartbeat_now() or (self._in_doubt and self._session_overdue()),
+            leaving=self._state is MemberState.LEAVING,
+        )
 
     def _backoff(self, attempts: int) -> float:
         return next_backoff_s(attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
 
     def _failed_attempt(self, now: float) -> None:
         """A heartbeat failed: back off, then send at once (Java ``HeartbeatRequestState.onFailedAttempt``)."""
-        self._failed_attempts += 1
-        self._backoff_until = now + self._backoff(self._failed_attempts)
-        self._next_heartbeat_at = now
-        self._sent.reset()
+        self._heartbeat.failed(now)
 
     def _reset_backoff(self) -> None:
-        self._failed_attempts = 0
-        self._backoff_until = 0.0
-        self._next_heartbeat_at = 0.0
+        self._heartbeat.reset_backoff()
 
     def _poll_deadline(self) -> float:
         return self._last_poll + self._config.max_poll_interval_ms / 1000
@@ -663,7 +619,7 @@ class ConsumerGroupMachine:
             self._abandoned_heartbeat = (self._heartbeat_rid, self._epoch)
         self._heartbeat_rid = None  # its answer (from the old coordinator) no longer counts
         self._coordinator = self._coordinator.lost(now + self._backoff(self._coordinator.lookup.attempts))
-        self._sent.reset()
+        self._heartbeat.resend_all()
 
     # ---------------------------------------------------------------- the drive loop
     def _drive(self, now: float, out: list[Command]) -> None:
@@ -699,27 +655,15 @@ class ConsumerGroupMachine:
         if self._state is MemberState.JOINING and self._release_instance:
             self._send_instance_release(now, out)
             return
-        send_all = self._state is MemberState.JOINING
-        sent = self._sent
-        fields: dict[str, Any] = {}
-        if send_all or sent.rebalance_timeout_ms != self._rebalance_timeout_ms:
-            fields["rebalance_timeout_ms"] = self._rebalance_timeout_ms
-            sent.rebalance_timeout_ms = self._rebalance_timeout_ms
-        topics = tuple(sorted(self._topics))
-        if send_all or topics != sent.topics:
-            fields["subscribed_topic_names"] = topics
-            sent.topics = topics
-        if (send_all and self._pattern is not None) or self._pattern != sent.pattern:
-            fields["subscribed_topic_regex"] = self._pattern if self._pattern is not None else ""
-            sent.pattern = self._pattern
-        if send_all and self._config.client_rack is not None:
-            fields["rack_id"] = self._config.client_rack
-        if self._server_assignor is not None and (send_all or self._server_assignor != sent.server_assignor):
-            fields["server_assignor"] = self._server_assignor
-            sent.server_assignor = self._server_assignor
-        if (send_all or self._current != sent.assignment) and not self._taking_partitions():
-            fields["topic_partitions"] = self._current.by_topic()
-            sent.assignment = self._current
+        fields = self._heartbeat.fields(
+            send_all=self._state is MemberState.JOINING,
+            rebalance_timeout_ms=self._rebalance_timeout_ms,
+            topics=tuple(sorted(self._topics)),
+            pattern=self._pattern,
+            rack_id=self._config.client_rack,
+            server_assignor=self._server_assignor,
+            owned=None if self._taking_partitions() else self._current,
+        )
         rid = self._request_id()
         leaving = self._state is MemberState.LEAVING
         if leaving:
@@ -734,7 +678,7 @@ class ConsumerGroupMachine:
             if self._unconfirmed_since is None:
                 self._unconfirmed_since = now
         out.append(self._heartbeat_command(rid, self._epoch, fields))
-        self._next_heartbeat_at = now + self._interval_s
+        self._heartbeat.sent(now)
         self._on_heartbeat_sent()
 
     def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, Any]) -> SendConsumerGroupHeartbeat:
@@ -769,7 +713,7 @@ class ConsumerGroupMachine:
         log.info("group %s member %s: fenced static member: releasing instance id %s (epoch -2) before rejoining",
                  self._group_id, self._member_id, self._instance_id)
         out.append(self._heartbeat_command(rid, LEAVE_GROUP_STATIC_MEMBER_EPOCH, {}))
-        self._next_heartbeat_at = now + self._interval_s
+        self._heartbeat.sent(now)
 
     def _on_instance_released(self, event: ConsumerGroupHeartbeatResponded) -> bool:
         """The answer to ``_send_instance_release``: True when handled (the join goes out next).
@@ -784,7 +728,7 @@ class ConsumerGroupMachine:
         log.info("group %s member %s: instance id %s %s; rejoining", self._group_id, self._member_id,
                  self._instance_id, "released" if event.error_code == NONE else "no longer held")
         self._release_instance = False
-        self._next_heartbeat_at = 0.0
+        self._heartbeat.ask_now()
         self._reset_backoff()
         return True
 
@@ -1123,8 +1067,8 @@ class ConsumerGroupMachine:
         self._assigned_names.clear()
         self._requested_ids = frozenset()
         self._revoke_since = None
-        self._sent.reset()
-        self._next_heartbeat_at = 0.0  # ask at once
+        self._heartbeat.resend_all()
+        self._heartbeat.ask_now()
         if self._state is not MemberState.RECONCILING:
             self._transition(MemberState.RECONCILING)
 
@@ -1213,7 +1157,7 @@ class ConsumerGroupMachine:
         self._transition(MemberState.LEAVING)
         self._heartbeat_rid = None
         self._reset_backoff()
-        self._sent.reset()
+        self._heartbeat.resend_all()
 
     # ---------------------------------------------------------------- user events
     def _on_subscribe(self, event: Subscribe, now: float, out: list[Command]) -> None:
@@ -1394,12 +1338,7 @@ class ConsumerGroupMachine:
 
     def _on_heartbeat_success(self, event: ConsumerGroupHeartbeatResponded, now: float) -> None:
         """Java ``onResponse`` (timing) and ``ConsumerMembershipManager.onHeartbeatSuccess``."""
-        interval_s = event.heartbeat_interval_ms / 1000
-        if interval_s != self._interval_s:
-            self._interval_s = interval_s
-            self._next_heartbeat_at = now + interval_s
-        self._failed_attempts = 0
-        self._backoff_until = 0.0
+        self._heartbeat.succeeded(now, event.heartbeat_interval_ms)
         if self._state in _NOT_IN_GROUP or self._state is MemberState.LEAVING:
             return
         if event.member_epoch < 0:
