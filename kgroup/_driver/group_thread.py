@@ -27,6 +27,7 @@ import attrs
 
 from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
+from kgroup._driver.metadata import MetadataCache, MetadataFuture
 from kgroup._io.transport import ConsumerGroupTransport, Transport
 from kgroup.assignors.base import Assignor, MemberSubscription
 from kgroup.assignors.validate import validate_plan, validation_protocol
@@ -62,82 +63,6 @@ log = logging.getLogger(__name__)
 
 _STOP = object()
 _STALE = object()
-_MetadataFuture = concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]
-
-
-class _MetadataCache:
-    """The subscribed topics' partitions, as Java's consumer keeps cluster metadata.
-
-    A value is reused for ``metadata_max_age_ms`` (Java ``metadata.max.age.ms``) when it covers
-    the topics asked for; a request in flight is shared. Thread-safe (the IO thread completes
-    requests).
-    """
-
-    def __init__(self, transport: Transport, config: ConsumerConfig, clock: Clock) -> None:
-        self._transport = transport
-        self._config = config
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._value: tuple[frozenset[str], float, dict[str, tuple[PartitionInfo, ...]]] | None = None
-        self._pending: tuple[frozenset[str], _MetadataFuture] | None = None
-
-    def _fresh(self, value: tuple[frozenset[str], float, dict[str, tuple[PartitionInfo, ...]]],
-               topics: frozenset[str]) -> bool:
-        """``value`` answers for ``topics`` and is young enough.
-
-        Young enough: ``metadata_max_age_ms``; but while a subscribed topic is unknown, only
-        ``retry_backoff_max_ms`` (Java refreshes metadata for missing topics with backoff), so a
-        topic created after the group formed is noticed at once.
-        """
-        covered, at, result = value
-        if not topics <= covered:
-            return False
-        age_ms = (self._clock.monotonic() - at) * 1000
-        if not topics <= set(result):
-            return age_ms < self._config.retry_backoff_max_ms
-        return age_ms < self._config.metadata_max_age_ms
-
-    def invalidate(self) -> None:
-        """Forget the cached value: the next ``due``/``get`` asks the cluster."""
-        with self._lock:
-            self._value = None
-
-    def due(self, topics: frozenset[str]) -> bool:
-        """True when nothing fresh covers ``topics`` and no request for them is in flight."""
-        with self._lock:
-            if self._pending is not None and topics <= self._pending[0]:
-                return False
-            value = self._value
-        return value is None or not self._fresh(value, topics)
-
-    def refresh(self, topics: frozenset[str]) -> _MetadataFuture:
-        """Request ``topics`` now; the answer replaces the cached value."""
-        sent_at = self._clock.monotonic()
-        future = self._transport.describe_topics(topics, self._config.request_timeout_ms)
-        with self._lock:
-            self._pending = (topics, future)
-
-        def done(f: _MetadataFuture) -> None:
-            with self._lock:
-                if self._pending is not None and self._pending[1] is f:
-                    self._pending = None
-                if f.exception() is None:
-                    self._value = (topics, sent_at, f.result())
-
-        future.add_done_callback(done)
-        return future
-
-    def get(self, topics: frozenset[str]) -> _MetadataFuture:
-        """The partitions of ``topics``: cached if fresh, the request in flight, or a new one."""
-        with self._lock:
-            value, pending = self._value, self._pending
-        if value is not None and self._fresh(value, topics):
-            done: _MetadataFuture = concurrent.futures.Future()
-            done.set_result({t: parts for t, parts in value[2].items() if t in topics})
-            return done
-        if pending is not None and topics <= pending[0]:
-            return pending[1]
-        return self.refresh(topics)
 
 
 @attrs.frozen
@@ -146,14 +71,14 @@ class _MetadataReady:
 
     command: ComputeAssignment
     assignor: Assignor
-    future: _MetadataFuture
+    future: MetadataFuture
 
 
 @attrs.frozen
 class _MetadataRefreshed:
     """A periodic metadata refresh completed (an inbox item of this thread only)."""
 
-    future: _MetadataFuture
+    future: MetadataFuture
 
 
 @attrs.frozen
@@ -161,7 +86,7 @@ class _Snapshot:
     """Metadata for a skipped assignment's snapshot arrived (an inbox item of this thread only)."""
 
     generation_id: int
-    future: _MetadataFuture
+    future: MetadataFuture
 
 
 @attrs.frozen
@@ -202,7 +127,7 @@ class _Coverage:
 
     generation_id: int
     group: Any
-    metadata: _MetadataFuture
+    metadata: MetadataFuture
 
 
 #: the group requests ``Consumer.metrics()`` times, by the name the recorder knows them by
@@ -254,7 +179,7 @@ class GroupThread:
         self._thread = threading.Thread(target=self._run, name=f"kgroup-{config.group_id}", daemon=True)
         self._snapshot: MemberSnapshot = self._machine.snapshot()
         self._assignors: Mapping[str, Assignor] = {a.name: a for a in config.assignors}
-        self._metadata = _MetadataCache(transport, config, clock)
+        self._metadata = MetadataCache(transport, config, clock)
         #: (generation id, partition counts) of the last assignment this member made as leader
         self._assigned: tuple[int, dict[str, int]] | None = None
         self._crashed: Exception | None = None
