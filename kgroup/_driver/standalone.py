@@ -25,6 +25,7 @@ import attrs
 from kgroup._clock import Clock
 from kgroup._io.transport import Transport
 from kgroup.config import ConsumerConfig
+from kgroup.errors import Api, Disposition, classify, error_name
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.coordinator import CoordinatorState
@@ -76,10 +77,20 @@ class StandaloneGroup:
         return None
 
     def post(self, event: object) -> None:
-        """``CoordinatorDead`` forgets the coordinator; everything else means nothing here."""
+        """``CoordinatorDead`` and a commit error that means the coordinator moved forget the coordinator.
+
+        Everything else means nothing here: there is no membership to rejoin or reset.
+        """
+        reason = None
         if isinstance(event, ev.CoordinatorDead):
+            reason = event.reason
+        elif isinstance(event, ev.CommitErrorObserved) and (
+            classify(Api(event.api), event.code) is Disposition.REDISCOVER
+        ):
+            reason = f"{event.api} returned {error_name(event.code)}"
+        if reason is not None:
             log.info("group %s: coordinator %s marked unknown: %s", self._config.group_id,
-                     self._coordinator.node_id, event.reason)
+                     self._coordinator.node_id, reason)
             self._coordinator = self._coordinator.lost(float("-inf"))
 
     def metadata_stale(self) -> None:

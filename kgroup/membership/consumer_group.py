@@ -1403,7 +1403,15 @@ class ConsumerGroupMachine:
         self._check_poll_watchdog(now, out)
 
     def _on_commit_error(self, event: CommitErrorObserved, now: float, out: list[Command]) -> None:
-        """Nothing to do: the next heartbeat learns of a fencing itself."""
+        """A commit's (or offset fetch's) error: the coordinator moved, or nothing (the next heartbeat tells)."""
+        disposition = classify(Api(event.api), event.code)
+        reason = f"{event.api} returned {error_name(event.code)}"
+        if disposition is Disposition.REDISCOVER:
+            self._mark_coordinator_unknown(reason, now)
+            return
+        if disposition is Disposition.REJOIN:
+            self._on_request_rejoin(RequestRejoin(reason), now, out)
+            return
         log.info("group %s: a commit returned error %d; the next heartbeat will tell", self._group_id, event.code)
         self._check_poll_watchdog(now, out)
 

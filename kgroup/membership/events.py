@@ -160,7 +160,11 @@ class CoordinatorDead:
 
 @attrs.frozen
 class CommitErrorObserved:
-    """An OffsetCommit/OffsetFetch sent with ``generation`` returned ``code`` (not 0)."""
+    """An OffsetCommit/OffsetFetch sent with ``generation`` returned ``code`` (not 0).
+
+    The offsets client decides the call's own outcome; what the code means for the membership
+    (find the coordinator again, rejoin, reset, fatal) the machine decides, here only.
+    """
 
     generation: Generation
     code: int

@@ -798,7 +798,8 @@ class GroupMachine:
         self._mark_coordinator_unknown(event.reason, now)
 
     def _on_commit_error(self, event: ev.CommitErrorObserved, now: float, out: list[Command]) -> None:
-        disposition = classify(Api.OFFSET_COMMIT, event.code)
+        """The one place a commit's (or offset fetch's) error code takes effect on the membership."""
+        disposition = classify(Api(event.api), event.code)
         unchanged = event.generation == self._generation
         name = error_name(event.code)
         if disposition is Disposition.FATAL:
@@ -810,8 +811,7 @@ class GroupMachine:
         elif disposition is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(f"{event.api} returned {name}", now)
         elif disposition is Disposition.REJOIN:
-            if self._state is MemberState.STABLE:
-                self._request_rejoin(f"{event.api} returned {name}")
+            self._request_rejoin(f"{event.api} returned {name}")
         elif disposition in (Disposition.RESET_GENERATION, Disposition.RESET_MEMBER) and unchanged:
             self._reset_generation(
                 f"{event.api} returned {name}", out,
