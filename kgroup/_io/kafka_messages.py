@@ -458,26 +458,48 @@ class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=__package__):  # type
     """kafka-python's message class for the ConsumerGroupHeartbeat response (registered with its response parser)."""
 
 
+def _scalars(cls: type, *special: str) -> tuple[str, ...]:
+    """The fields of the value type ``cls`` that map one to one to the message's (``special`` ones do not)."""
+    return tuple(f.name for f in attrs.fields(cls) if f.name not in special)
+
+
+def _copy(source: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(source, name) for name in names}
+
+
+def _optional_list(value: tuple[Any, ...] | None) -> list[Any] | None:
+    return None if value is None else list(value)
+
+
+def _optional_tuple(value: Any) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+_HEARTBEAT_REQUEST: Final = _scalars(
+    cgh.ConsumerGroupHeartbeatRequest, "subscribed_topic_names", "topic_partitions", "api_version"
+)
+_HEARTBEAT_RESPONSE: Final = _scalars(cgh.ConsumerGroupHeartbeatResponse, "assignment")
+
+
+def _heartbeat_partitions(struct_class: Any, topics: tuple[cgh.TopicIdPartitions, ...] | None) -> list[Any] | None:
+    if topics is None:
+        return None
+    return [struct_class(topic_id=tp.topic_id, partitions=list(tp.partitions)) for tp in topics]
+
+
+def _heartbeat_topics(structs: Any) -> tuple[cgh.TopicIdPartitions, ...] | None:
+    if structs is None:
+        return None
+    return tuple(cgh.TopicIdPartitions(tp.topic_id, tuple(tp.partitions)) for tp in structs)
+
+
 def heartbeat_request_message(value: cgh.ConsumerGroupHeartbeatRequest) -> Any:
     """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
     message_class: Any = ConsumerGroupHeartbeatRequest
-    topic_partitions = None
-    if value.topic_partitions is not None:
-        topic_partitions = [
-            message_class.TopicPartitions(topic_id=tp.topic_id, partitions=list(tp.partitions))
-            for tp in value.topic_partitions
-        ]
     return message_class(
-        group_id=value.group_id,
-        member_id=value.member_id,
-        member_epoch=value.member_epoch,
-        instance_id=value.instance_id,
-        rack_id=value.rack_id,
-        rebalance_timeout_ms=value.rebalance_timeout_ms,
-        subscribed_topic_names=None if value.subscribed_topic_names is None else list(value.subscribed_topic_names),
-        subscribed_topic_regex=value.subscribed_topic_regex,
-        server_assignor=value.server_assignor,
-        topic_partitions=topic_partitions,
+        **_copy(value, _HEARTBEAT_REQUEST),
+        subscribed_topic_names=_optional_list(value.subscribed_topic_names),
+        topic_partitions=_heartbeat_partitions(message_class.TopicPartitions, value.topic_partitions),
         max_version=value.api_version,
         min_version=cgh.REGEX_VERSION if value.subscribed_topic_regex is not None else None,
     )
@@ -485,19 +507,10 @@ def heartbeat_request_message(value: cgh.ConsumerGroupHeartbeatRequest) -> Any:
 
 def heartbeat_request_value(message: Any) -> cgh.ConsumerGroupHeartbeatRequest:
     """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
-    names = message.subscribed_topic_names
-    partitions = message.topic_partitions
     return cgh.ConsumerGroupHeartbeatRequest(
-        group_id=message.group_id,
-        member_id=message.member_id,
-        member_epoch=message.member_epoch,
-        instance_id=message.instance_id,
-        rack_id=message.rack_id,
-        rebalance_timeout_ms=message.rebalance_timeout_ms,
-        subscribed_topic_names=None if names is None else tuple(names),
-        subscribed_topic_regex=message.subscribed_topic_regex,
-        server_assignor=message.server_assignor,
-        topic_partitions=None if partitions is None else tuple(_heartbeat_topic(tp) for tp in partitions),
+        **_copy(message, _HEARTBEAT_REQUEST),
+        subscribed_topic_names=_optional_tuple(message.subscribed_topic_names),
+        topic_partitions=_heartbeat_topics(message.topic_partitions),
         api_version=message.API_VERSION,
     )
 
@@ -505,23 +518,11 @@ def heartbeat_request_value(message: Any) -> cgh.ConsumerGroupHeartbeatRequest:
 def heartbeat_response_message(value: cgh.ConsumerGroupHeartbeatResponse) -> Any:
     """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
     message_class: Any = ConsumerGroupHeartbeatResponse
-    assignment = None
-    if value.assignment is not None:
-        assignment_class = message_class.Assignment
-        assignment = assignment_class(
-            topic_partitions=[
-                assignment_class.TopicPartitions(topic_id=tp.topic_id, partitions=list(tp.partitions))
-                for tp in value.assignment
-            ]
-        )
+    assignment_class = message_class.Assignment
+    topics = _heartbeat_partitions(assignment_class.TopicPartitions, value.assignment)
     return message_class(
-        throttle_time_ms=value.throttle_time_ms,
-        error_code=value.error_code,
-        error_message=value.error_message,
-        member_id=value.member_id,
-        member_epoch=value.member_epoch,
-        heartbeat_interval_ms=value.heartbeat_interval_ms,
-        assignment=assignment,
+        **_copy(value, _HEARTBEAT_RESPONSE),
+        assignment=None if topics is None else assignment_class(topic_partitions=topics),
     )
 
 
@@ -529,18 +530,9 @@ def heartbeat_response_value(message: Any) -> cgh.ConsumerGroupHeartbeatResponse
     """The value of a kafka-python response."""
     assignment = message.assignment
     return cgh.ConsumerGroupHeartbeatResponse(
-        error_code=message.error_code,
-        error_message=message.error_message,
-        member_id=message.member_id,
-        member_epoch=message.member_epoch,
-        heartbeat_interval_ms=message.heartbeat_interval_ms,
-        assignment=None if assignment is None else tuple(_heartbeat_topic(tp) for tp in assignment.topic_partitions),
-        throttle_time_ms=message.throttle_time_ms,
+        **_copy(message, _HEARTBEAT_RESPONSE),
+        assignment=None if assignment is None else _heartbeat_topics(assignment.topic_partitions),
     )
-
-
-def _heartbeat_topic(message: Any) -> cgh.TopicIdPartitions:
-    return cgh.TopicIdPartitions(message.topic_id, tuple(message.partitions))
 
 
 class ConsumerGroupDescribeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
@@ -570,13 +562,18 @@ def describe_request_value(message: Any) -> cgd.ConsumerGroupDescribeRequest:
     )
 
 
+_DESCRIBED_GROUP: Final = _scalars(cgd.DescribedConsumerGroup, "members")
+_DESCRIBED_MEMBER: Final = _scalars(
+    cgd.DescribedConsumerMember, "subscribed_topic_names", "assignment", "target_assignment", "member_type"
+)
+
+
 def describe_response_message(value: cgd.ConsumerGroupDescribeResponse) -> Any:
     """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
     response_class: Any = ConsumerGroupDescribeResponse
     group_class = response_class.DescribedGroup
     member_class = group_class.Member
     assignment_class = member_class.Assignment
-
     topic_class = assignment_class.TopicPartitions
 
     def assignment(topics: tuple[cgd.NamedTopicPartitions, ...]) -> Any:
@@ -584,36 +581,17 @@ def describe_response_message(value: cgd.ConsumerGroupDescribeResponse) -> Any:
             topic_class(topic_id=t.topic_id, topic_name=t.topic_name, partitions=list(t.partitions)) for t in topics
         ])
 
+    def member(m: cgd.DescribedConsumerMember) -> Any:
+        return member_class(
+            **_copy(m, _DESCRIBED_MEMBER), subscribed_topic_names=list(m.subscribed_topic_names),
+            assignment=assignment(m.assignment), target_assignment=assignment(m.target_assignment),
+            member_type=m.member_type,
+        )
+
     return response_class(
         throttle_time_ms=value.throttle_time_ms,
         groups=[
-            group_class(
-                error_code=g.error_code,
-                error_message=g.error_message,
-                group_id=g.group_id,
-                group_state=g.group_state,
-                group_epoch=g.group_epoch,
-                assignment_epoch=g.assignment_epoch,
-                assignor_name=g.assignor_name,
-                members=[
-                    member_class(
-                        member_id=m.member_id,
-                        instance_id=m.instance_id,
-                        rack_id=m.rack_id,
-                        member_epoch=m.member_epoch,
-                        client_id=m.client_id,
-                        client_host=m.client_host,
-                        subscribed_topic_names=list(m.subscribed_topic_names),
-                        subscribed_topic_regex=m.subscribed_topic_regex,
-                        assignment=assignment(m.assignment),
-                        target_assignment=assignment(m.target_assignment),
-                        member_type=m.member_type,
-                    )
-                    for m in g.members
-                ],
-                authorized_operations=g.authorized_operations,
-            )
-            for g in value.groups
+            group_class(**_copy(g, _DESCRIBED_GROUP), members=[member(m) for m in g.members]) for g in value.groups
         ],
     )
 
@@ -624,15 +602,7 @@ def describe_response_value(message: Any) -> cgd.ConsumerGroupDescribeResponse:
         throttle_time_ms=message.throttle_time_ms,
         groups=tuple(
             cgd.DescribedConsumerGroup(
-                error_code=g.error_code,
-                error_message=g.error_message,
-                group_id=g.group_id,
-                group_state=g.group_state,
-                group_epoch=g.group_epoch,
-                assignment_epoch=g.assignment_epoch,
-                assignor_name=g.assignor_name,
-                members=tuple(_describe_member(m) for m in g.members),
-                authorized_operations=g.authorized_operations,
+                **_copy(g, _DESCRIBED_GROUP), members=tuple(_describe_member(m) for m in g.members)
             )
             for g in message.groups
         ),
@@ -642,14 +612,8 @@ def describe_response_value(message: Any) -> cgd.ConsumerGroupDescribeResponse:
 def _describe_member(m: Any) -> cgd.DescribedConsumerMember:
     member_type = getattr(m, "member_type", None)
     return cgd.DescribedConsumerMember(
-        member_id=m.member_id,
-        instance_id=m.instance_id,
-        rack_id=m.rack_id,
-        member_epoch=m.member_epoch,
-        client_id=m.client_id,
-        client_host=m.client_host,
+        **_copy(m, _DESCRIBED_MEMBER),
         subscribed_topic_names=tuple(m.subscribed_topic_names),
-        subscribed_topic_regex=m.subscribed_topic_regex,
         assignment=_describe_assignment(m.assignment),
         target_assignment=_describe_assignment(m.target_assignment),
         member_type=cgd.MEMBER_TYPE_UNKNOWN if member_type is None else member_type,
