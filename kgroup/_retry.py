@@ -74,7 +74,7 @@ def retry_until(
         deadline: when to stop trying.
         retry_on: the retriable exception type(s).
         backoff_s: seconds to wait after the n-th failed attempt (n counts from 1), e.g.
-            ``kgroup.membership.backoff.next_backoff_s`` (Java's ``ExponentialBackoff``).
+            ``kgroup.membership.timers.next_backoff_s`` (Java's ``ExponentialBackoff``).
         sleep: how to wait (default ``deadline.clock.sleep``); it may raise to stop early.
 
     Returns:

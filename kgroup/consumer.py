@@ -18,12 +18,13 @@ is reached through ``kgroup._driver.port.GroupPort``.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 import math
 import random
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -335,8 +336,6 @@ class Consumer(PositionsAPI, Generic[K, V]):
         self._start_subscription(listener)
         assert self._group is not None
         self._patterns.stop()
-        from kgroup.membership.consumer_group import Subscribe  # the consumer protocol's own event
-
         self._group.post(Subscribe(frozenset(), pattern=text))
 
     def _maybe_match_pattern(self) -> None:
@@ -773,52 +772,25 @@ class Consumer(PositionsAPI, Generic[K, V]):
         Safe from any thread; never blocks.
 
         """
-        now = self._clock.monotonic()
+        from kgroup.health import HealthInputs, assess
+
         snap = self._snapshot()
-        state = MemberState.CLOSED if self._closed else (snap.state if snap is not None else MemberState.UNJOINED)
-        reasons: list[str] = []
-        live = True
-        if self._closed:
-            live = False
-            reasons.append("the consumer is closed")
         fatal = self._fatal or (snap.fatal if snap is not None else None)
-        if fatal is not None or (self._group is not None and self._group.crashed is not None):
-            live = False
-            reasons.append(f"fatal error: {fatal if fatal is not None else self._group.crashed}")  # type: ignore[union-attr]
-        last_poll = self._metrics.last_poll()
-        since = self._subscribed_at if last_poll is None else last_poll
-        max_poll_s = self._config.max_poll_interval_ms / 1000
-        if not self._closed and since is not None and now - since > max_poll_s:
-            live = False
-            reasons.append(
-                f"poll() not called for {now - since:.1f} s (max_poll_interval_ms is "
-                f"{self._config.max_poll_interval_ms})"
-            )
-        ready = live
-        if live and self._manual:
-            if snap is None or snap.coordinator is None:
-                ready = False
-                reasons.append("the group's coordinator (for commits) is not known yet")
-        elif live:
-            if snap is None or snap.state is not MemberState.STABLE or snap.generation.generation_id < 0:
-                ready = False
-                reasons.append(f"not a stable member of a generation yet (state {state.name})")
-            ok_at = self._metrics.last_group_ok
-            session_s = self._config.session_timeout_ms / 1000
-            if ok_at is None or now - ok_at > session_s:
-                ready = False
-                ago = "never" if ok_at is None else f"{now - ok_at:.1f} s ago"
-                reasons.append(
-                    f"no successful response from the group coordinator within session_timeout_ms "
-                    f"({self._config.session_timeout_ms} ms; last: {ago})"
-                )
-        return HealthReport(
-            state=state,
-            live=live,
-            ready=ready,
-            reasons=tuple(reasons),
-            last_poll_seconds_ago=-1.0 if last_poll is None else now - last_poll,
-            assigned_partitions=len(self._assignment),
+        crashed = self._group.crashed if self._group is not None else None
+        return assess(
+            HealthInputs(
+                closed=self._closed,
+                manual=self._manual,
+                snapshot=snap,
+                fatal=fatal if fatal is not None else crashed,
+                last_poll=self._metrics.last_poll(),
+                subscribed_at=self._subscribed_at,
+                max_poll_interval_ms=self._config.max_poll_interval_ms,
+                session_timeout_ms=self._config.session_timeout_ms,
+                last_group_ok=self._metrics.last_group_ok,
+                assigned_partitions=len(self._assignment),
+            ),
+            self._clock.monotonic(),
         )
 
     def serve_health(self, port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
@@ -838,7 +810,14 @@ class Consumer(PositionsAPI, Generic[K, V]):
         """
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
-        server = HealthServer(self, host, port)
+        metrics: Callable[[], tuple[str, str]] | None = None
+        try:
+            from kgroup.prometheus import exposition
+        except ImportError:  # /metrics answers 404: prometheus-client is not installed
+            pass
+        else:
+            metrics = functools.partial(exposition, self)
+        server = HealthServer(self.health, host, port, metrics)
         self._health_servers.append(server)
         return server
 

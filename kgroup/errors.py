@@ -30,14 +30,18 @@ The exception tree::
 Rule: ``classify(api, code)`` is a data table, distilled from the response handlers of
 Apache Kafka's Java client (``AbstractCoordinator`` and ``ConsumerCoordinator``: the
 FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch
-handlers). The membership machine and the commit path act on the returned ``Disposition``;
+handlers) and, for the consumer protocol's ConsumerGroupHeartbeat (KIP-848), from
+``AbstractHeartbeatRequestManager`` and ``ConsumerHeartbeatRequestManager`` (``onErrorResponse``,
+``handleSpecificExceptionInResponse``). The membership machines and the commit path act on the
+returned ``Disposition``;
 nothing else interprets error codes. An error code missing from an API's row takes that API's
 ``UNLISTED`` disposition, as the Java handlers' final ``else`` does: OffsetCommit and OffsetFetch
 fail that one call (``"Unexpected error in commit"``), a Heartbeat is retried after backoff
 (``HeartbeatResponseHandler``: ``failHeartbeat``), LeaveGroup is ignored, and an unexpected
 FindCoordinator, JoinGroup or SyncGroup code is raised from ``poll()`` once while the member
 tries again after backoff (``"Unexpected error in join group response"``,
-``"Unexpected error from SyncGroup"``). Only the codes a row marks FATAL stop the member.
+``"Unexpected error from SyncGroup"``); an unexpected ConsumerGroupHeartbeat code is fatal
+(Java's ``default`` case). Only the codes a row marks FATAL stop the member.
 """
 
 from __future__ import annotations
@@ -69,12 +73,15 @@ from kgroup._error_codes import (
     TOPIC_AUTHORIZATION_FAILED,
     UNKNOWN_MEMBER_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
+    UNRELEASED_INSTANCE_ID,
     UNSTABLE_OFFSET_COMMIT,
+    UNSUPPORTED_ASSIGNOR,
     UNSUPPORTED_VERSION,
     error_name,
 )
 
 __all__ = [
+    "CONSUMER_PROTOCOL_NOT_SUPPORTED",
     "Api",
     "AssignmentError",
     "BrokerError",
@@ -303,6 +310,8 @@ class Api(enum.Enum):
     LEAVE_GROUP = "LeaveGroup"
     OFFSET_COMMIT = "OffsetCommit"
     OFFSET_FETCH = "OffsetFetch"
+    #: the consumer protocol's one membership API (KIP-848)
+    CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
 
 
 class Disposition(enum.Enum):
@@ -336,7 +345,8 @@ _COORDINATOR_MOVED = {COORDINATOR_NOT_AVAILABLE: Disposition.REDISCOVER, NOT_COO
 #: The table. Rows: API -> {error code -> disposition}. Sources are Java's response handlers
 #: (``AbstractCoordinator.FindCoordinatorResponseHandler``, ``JoinGroupResponseHandler``,
 #: ``SyncGroupResponseHandler``, ``HeartbeatResponseHandler``, ``LeaveGroupResponseHandler``;
-#: ``ConsumerCoordinator.OffsetCommitResponseHandler`` and ``OffsetFetchResponseHandler``).
+#: ``ConsumerCoordinator.OffsetCommitResponseHandler`` and ``OffsetFetchResponseHandler``;
+#: ``ConsumerHeartbeatRequestManager`` for ConsumerGroupHeartbeat).
 TABLE: Mapping[Api, Mapping[int, Disposition]] = {
     Api.FIND_COORDINATOR: {
         NONE: Disposition.OK,
@@ -427,6 +437,25 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
         FENCED_INSTANCE_ID: Disposition.FATAL,
     },
+    # The consumer protocol's member (KIP-848). REDISCOVER: find the coordinator again and
+    # heartbeat at once; RETRY: back off, then heartbeat; RESET_GENERATION: fenced, the epoch is
+    # gone (the member id stays, KIP-1082), the partitions are lost, rejoin with epoch 0; RAISE:
+    # report to the application and carry on (missing topic ACLs may be added later).
+    Api.CONSUMER_GROUP_HEARTBEAT: {
+        NONE: Disposition.OK,
+        **_COORDINATOR_MOVED,
+        COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
+        FENCED_MEMBER_EPOCH: Disposition.RESET_GENERATION,
+        UNKNOWN_MEMBER_ID: Disposition.RESET_GENERATION,
+        TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+        INVALID_REQUEST: Disposition.FATAL,
+        GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
+        UNSUPPORTED_ASSIGNOR: Disposition.FATAL,
+        UNSUPPORTED_VERSION: Disposition.FATAL,
+        UNRELEASED_INSTANCE_ID: Disposition.FATAL,
+        FENCED_INSTANCE_ID: Disposition.FATAL,
+    },
 }
 
 
@@ -439,6 +468,34 @@ UNLISTED: Mapping[Api, Disposition] = {
     Api.LEAVE_GROUP: Disposition.IGNORE,
     Api.OFFSET_COMMIT: Disposition.RAISE,
     Api.OFFSET_FETCH: Disposition.RAISE,
+    Api.CONSUMER_GROUP_HEARTBEAT: Disposition.FATAL,  # INVALID_REGULAR_EXPRESSION among them
+}
+
+#: the message of the fatal error when the cluster does not serve the consumer protocol (Java's
+#: ``AbstractHeartbeatRequestManager.CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG``, in other words)
+CONSUMER_PROTOCOL_NOT_SUPPORTED = (
+    "the cluster does not support the consumer group protocol (KIP-848; Apache Kafka 4.0+ serves it "
+    "by default): use the classic protocol until the cluster is upgraded"
+)
+
+#: what a broker error's message adds, by API and code
+HINTS: Mapping[tuple[Api, int], str] = {
+    (Api.JOIN_GROUP, UNSUPPORTED_VERSION): "static membership (group_instance_id) needs JoinGroup v5+ (Kafka 2.3+)",
+    (Api.CONSUMER_GROUP_HEARTBEAT, UNSUPPORTED_VERSION): CONSUMER_PROTOCOL_NOT_SUPPORTED,
+    (Api.CONSUMER_GROUP_HEARTBEAT, UNRELEASED_INSTANCE_ID): (
+        "the group.instance.id is still held by a member that has not left the group yet "
+        "(another process uses it, or the previous one has not timed out)"
+    ),
+    (Api.CONSUMER_GROUP_HEARTBEAT, FENCED_INSTANCE_ID): (
+        "another member joined with the same group.instance.id (an admin removed this member, "
+        "or two processes share the id)"
+    ),
+    (Api.CONSUMER_GROUP_HEARTBEAT, GROUP_MAX_SIZE_REACHED): (
+        "the group has as many members as the broker allows (group.consumer.max.size)"
+    ),
+    (Api.CONSUMER_GROUP_HEARTBEAT, UNSUPPORTED_ASSIGNOR): (
+        "the broker has no server-side assignor of that name (group.consumer.assignors)"
+    ),
 }
 
 
@@ -456,34 +513,33 @@ def classify(api: Api, code: int) -> Disposition:
     return TABLE[api].get(code, UNLISTED[api])
 
 
-def broker_error(api: Api, code: int, message: str = "") -> BrokerError:
+def broker_error(api: Api, code: int, message: str = "", context: str = "") -> BrokerError:
     """Build the typed exception for an error code.
 
     Args:
         api: the API that failed.
         code: the Kafka error code.
-        message: extra context (group id, member id, hint).
+        message: extra context (group id, member id; a response's ``error_message``).
+        context: the member, after the hint (``HINTS``) the message gets.
 
     Returns:
-        ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``CoordinatorUnavailable`` for
-        coordinator moves, ``RebalanceInProgressError`` for REBALANCE_IN_PROGRESS,
-        ``UnknownTopicOrPartitionError``, ``FatalGroupError`` for FATAL codes (unknown codes
-        included, with "unexpected" in the message), else ``BrokerError``.
+        ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``FatalGroupError`` for FATAL codes
+        (unknown codes included, with "unexpected" in the message), ``CoordinatorUnavailable``
+        for coordinator moves, ``RebalanceInProgressError`` for REBALANCE_IN_PROGRESS,
+        ``UnknownTopicOrPartitionError``, else ``BrokerError``.
 
     """
-    if code == FENCED_INSTANCE_ID:
-        return FencedInstanceIdError(api, code, message)
-    if code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS):
-        return CoordinatorUnavailable(api, code, message)
-    if code == REBALANCE_IN_PROGRESS:
-        return RebalanceInProgressError(api, code, message)
-    if code == UNKNOWN_TOPIC_OR_PARTITION:
-        return UnknownTopicOrPartitionError(api, code, message)
-    if code == UNSUPPORTED_VERSION and api is Api.JOIN_GROUP:
-        hint = "static membership (group_instance_id) needs JoinGroup v5+ (Kafka 2.3+)"
-        message = f"{message}; {hint}" if message else hint
+    text = "; ".join(part for part in (message, HINTS.get((api, code), ""), context) if part)
     if code not in TABLE[api]:
-        message = f"unexpected error code for {api.value}" + (f"; {message}" if message else "")
+        text = f"unexpected error code for {api.value}" + (f"; {text}" if text else "")
+    if code == FENCED_INSTANCE_ID:
+        return FencedInstanceIdError(api, code, text)
     if classify(api, code) is Disposition.FATAL:
-        return FatalGroupError(api, code, message)
-    return BrokerError(api, code, message)
+        return FatalGroupError(api, code, text)
+    if code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS):
+        return CoordinatorUnavailable(api, code, text)
+    if code == REBALANCE_IN_PROGRESS:
+        return RebalanceInProgressError(api, code, text)
+    if code == UNKNOWN_TOPIC_OR_PARTITION:
+        return UnknownTopicOrPartitionError(api, code, text)
+    return BrokerError(api, code, text)

@@ -9,17 +9,20 @@ to wire them to Kubernetes probes):
   bound after which the member leaves the group, KIP-62).
 * **ready** is live and, in addition: the member is ``STABLE`` in a generation (it received an
   assignment, possibly empty) and the coordinator answered a Heartbeat, JoinGroup or SyncGroup
-  without error within ``session_timeout_ms``. A rebalance, a coordinator outage or a
+  without error within the session timeout in force. A rebalance, a coordinator outage or a
   consumer that has not joined yet makes it not ready; each failed verdict adds a line to
   ``reasons``.
 
 Under ``group_protocol="consumer"`` (KIP-848) the same verdicts hold with that protocol's terms:
 the generation is the member epoch (``STABLE`` needs an epoch from the broker: the target
 assignment reconciled and acknowledged; RECONCILING and ACKNOWLEDGING read as ``RECONCILING``), the
-coordinator's answer is a ConsumerGroupHeartbeat without error, and the bound is
-``session_timeout_ms``'s default, 45000 ms, which is also the broker's default
-``group.consumer.session.timeout.ms`` (the broker owns the session timeout under this protocol
-and does not tell the member).
+coordinator's answer is a ConsumerGroupHeartbeat without error, and the bound is the group's
+session timeout as the broker tells it (``consumer.session.timeout.ms``, learned with
+DescribeConfigs: docs/kip848.md), or ``session_timeout_ms``'s default, 45000 ms (also the
+broker's default ``group.consumer.session.timeout.ms``), until it is known.
+
+The verdicts are a pure function of a ``HealthInputs`` value (``assess``): the member's published
+``MemberSnapshot`` (which carries the session timeout in force) and what the poll thread knows.
 
 ``serve_health(consumer, port=8080)`` (or ``consumer.serve_health(...)``) starts a daemon HTTP
 server answering ``GET /livez`` and ``GET /readyz`` (200 "ok", or 503 with the reasons, one
@@ -31,16 +34,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from kgroup.membership.states import MemberState
 
 if TYPE_CHECKING:
-    from kgroup.consumer import Consumer
+    from kgroup._driver.port import GroupView
 
-__all__ = ["HealthReport", "HealthServer", "serve_health"]
+__all__ = ["HealthInputs", "HealthReport", "HealthServer", "assess", "serve_health"]
 
 log = logging.getLogger("kgroup.health")
 
@@ -70,13 +74,96 @@ class HealthReport:
     assigned_partitions: int = 0
 
 
-class HealthServer:
-    """A running probe endpoint: ``port``, ``url`` and ``close()`` (idempotent)."""
+@attrs.frozen(kw_only=True)
+class HealthInputs:
+    """What the verdicts are computed from, gathered by ``Consumer.health()`` (any thread)."""
 
-    def __init__(self, consumer: Consumer[Any, Any], host: str, port: int) -> None:
+    #: the consumer was closed
+    closed: bool
+    #: manual assignment (``assign()``): no membership, only the coordinator for commits
+    manual: bool
+    #: the member's published view (None: no group yet); carries the session timeout in force
+    snapshot: GroupView | None
+    #: the fatal error, or the group thread's crash (None: neither)
+    fatal: BaseException | None
+    #: when the application last called ``poll()``, and when it subscribed (clock seconds)
+    last_poll: float | None
+    subscribed_at: float | None
+    max_poll_interval_ms: int
+    #: the configured session timeout: the bound until the snapshot carries the one in force
+    session_timeout_ms: int
+    #: when the group coordinator last answered without error (clock seconds)
+    last_group_ok: float | None
+    assigned_partitions: int
+
+
+def assess(inputs: HealthInputs, now: float) -> HealthReport:
+    """The liveness and readiness verdicts of ``inputs`` at ``now`` (clock seconds): pure, never blocks."""
+    snap = inputs.snapshot
+    state = MemberState.CLOSED if inputs.closed else (snap.state if snap is not None else MemberState.UNJOINED)
+    reasons: list[str] = []
+    live = True
+    if inputs.closed:
+        live = False
+        reasons.append("the consumer is closed")
+    if inputs.fatal is not None:
+        live = False
+        reasons.append(f"fatal error: {inputs.fatal}")
+    since = inputs.subscribed_at if inputs.last_poll is None else inputs.last_poll
+    if not inputs.closed and since is not None and now - since > inputs.max_poll_interval_ms / 1000:
+        live = False
+        reasons.append(
+            f"poll() not called for {now - since:.1f} s (max_poll_interval_ms is {inputs.max_poll_interval_ms})"
+        )
+    ready = live
+    if live and inputs.manual:
+        if snap is None or snap.coordinator is None:
+            ready = False
+            reasons.append("the group's coordinator (for commits) is not known yet")
+    elif live:
+        if snap is None or snap.state is not MemberState.STABLE or snap.generation.generation_id < 0:
+            ready = False
+            reasons.append(f"not a stable member of a generation yet (state {state.name})")
+        in_force = snap.session_timeout_ms if snap is not None else None
+        session_ms = inputs.session_timeout_ms if in_force is None else in_force
+        ok_at = inputs.last_group_ok
+        if ok_at is None or now - ok_at > session_ms / 1000:
+            ready = False
+            ago = "never" if ok_at is None else f"{now - ok_at:.1f} s ago"
+            reasons.append(
+                f"no successful response from the group coordinator within the session timeout "
+                f"({session_ms} ms; last: {ago})"
+            )
+    return HealthReport(
+        state=state,
+        live=live,
+        ready=ready,
+        reasons=tuple(reasons),
+        last_poll_seconds_ago=-1.0 if inputs.last_poll is None else now - inputs.last_poll,
+        assigned_partitions=inputs.assigned_partitions,
+    )
+
+
+class HealthServer:
+    """A running probe endpoint: ``port``, ``url`` and ``close()`` (idempotent).
+
+    Args:
+        health: the verdicts, called for each ``/livez`` and ``/readyz`` request.
+        host: the address to bind.
+        port: the TCP port (0: any free one).
+        metrics: the ``/metrics`` body and content type (None: 404, prometheus-client is not
+            installed).
+
+    """
+
+    def __init__(
+        self, health: Callable[[], HealthReport], host: str, port: int,
+        metrics: Callable[[], tuple[str, str]] | None = None,
+    ) -> None:
         import http.server  # on first use: ``import kgroup`` does not load the HTTP server
 
-        self._consumer = consumer
+        self._health = health
+        self._metrics = metrics
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -115,17 +202,15 @@ class HealthServer:
 
     def _answer(self, path: str) -> tuple[int, str, str]:
         if path in ("/livez", "/readyz"):
-            report = self._consumer.health()
+            report = self._health()
             ok = report.live if path == "/livez" else report.ready
             if ok:
                 return 200, "ok\n", "text/plain; charset=utf-8"
             return 503, "".join(f"{r}\n" for r in report.reasons) or "not ready\n", "text/plain; charset=utf-8"
         if path == "/metrics":
-            try:
-                from kgroup.prometheus import exposition
-            except ImportError:
+            if self._metrics is None:
                 return 404, "install kgroup[prometheus] for /metrics\n", "text/plain; charset=utf-8"
-            body, ctype = exposition(self._consumer)
+            body, ctype = self._metrics()
             return 200, body, ctype
         return 404, "not found: try /livez, /readyz or /metrics\n", "text/plain; charset=utf-8"
 
@@ -139,7 +224,11 @@ class HealthServer:
         self._thread.join(5.0)
 
 
-def serve_health(consumer: Consumer[Any, Any], port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
+class _Serves(Protocol):
+    def serve_health(self, port: int = ..., host: str = ...) -> HealthServer: ...
+
+
+def serve_health(consumer: _Serves, port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
     """Serve ``/livez``, ``/readyz`` and ``/metrics`` for ``consumer`` until it closes.
 
     Args:

@@ -48,8 +48,8 @@ from kgroup.errors import (
     error_name,
 )
 from kgroup.membership import events as ev
-from kgroup.membership.backoff import exponential_backoff
 from kgroup.membership.states import MemberState
+from kgroup.membership.timers import exponential_backoff
 from kgroup.metrics import Recorder
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
 
@@ -155,11 +155,11 @@ class OffsetsClient:
         disposition = classify(api, code)
         if disposition is Disposition.RETRY:
             return Retriable(f"{api.value} returned {error_name(code)}", code)
-        if disposition is Disposition.REDISCOVER:
-            self._group.post(ev.CoordinatorDead(f"{api.value} returned {error_name(code)}"))
-            return Retriable(f"{api.value}: coordinator moved ({error_name(code)})", code)
-        if disposition is Disposition.REJOIN:
-            self._group.post(ev.RequestRejoin(f"{api.value} returned {error_name(code)}"))
+        if disposition in (Disposition.REDISCOVER, Disposition.REJOIN):
+            # the group's side (find the coordinator again, rejoin) is the machine's to decide
+            self._group.post(ev.CommitErrorObserved(sent if sent is not None else Generation(), code, api.value))
+            if disposition is Disposition.REDISCOVER:
+                return Retriable(f"{api.value}: coordinator moved ({error_name(code)})", code)
             return broker_error(api, code, "the group is rebalancing; call poll() to complete it, then retry")
         if self._config.group_protocol == "consumer" and disposition is Disposition.RESET_MEMBER:
             return self._member_epoch_error(api, code, sent)

@@ -2,9 +2,9 @@
 
 Rules (docs/protocol.md):
 
-1. The machine (``GroupMachine``, or ``ConsumerGroupMember`` with ``group_protocol="consumer"``,
-   both a ``kgroup.membership.member.Member``) is touched only here. Other threads talk to it by ``post(event)`` into a
-   ``queue.SimpleQueue``; it talks back through the ``Mailbox`` (steps, errors) and a published
+1. The machine (``GroupMachine``, or ``ConsumerGroupMachine`` with ``group_protocol="consumer"``,
+   both a ``kgroup.membership.core.Member``) is touched only here. Other threads talk to it by
+   ``post(event)`` into a ``queue.SimpleQueue``; it talks back through the ``Mailbox`` (steps, errors) and a published
    ``MemberSnapshot`` (rebinding one attribute: atomic).
 2. Responses arrive from kafka-python's IO thread as events in the same inbox.
 3. Listener callbacks never run here; assignors do (they are pure and fast).
@@ -27,12 +27,12 @@ import attrs
 
 from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
+from kgroup._driver.metadata import MetadataCache, MetadataFuture
 from kgroup._io.transport import ConsumerGroupTransport, Transport
 from kgroup.assignors.base import Assignor, MemberSubscription
 from kgroup.assignors.validate import validate_plan, validation_protocol
 from kgroup.config import ConsumerConfig
 from kgroup.errors import AssignmentError, GroupThreadCrashed, KGroupError
-from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
     Command,
@@ -40,6 +40,8 @@ from kgroup.membership.commands import (
     DeliverStep,
     Fail,
     Notify,
+    RequestMetadata,
+    SendConsumerGroupHeartbeat,
     SendFindCoordinator,
     SendHeartbeat,
     SendJoinGroup,
@@ -47,8 +49,9 @@ from kgroup.membership.commands import (
     SendSyncGroup,
     WatchGroupTopics,
 )
-from kgroup.membership.machine import GroupMachine, MemberSnapshot
-from kgroup.membership.member import ConsumerGroupMember, Member
+from kgroup.membership.consumer_group import ConsumerGroupMachine
+from kgroup.membership.core import Member, MemberSnapshot
+from kgroup.membership.machine import GroupMachine
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
 from kgroup.protocol.consumer_protocol import Assignment, decode_assignment, encode_assignment
@@ -60,82 +63,6 @@ log = logging.getLogger(__name__)
 
 _STOP = object()
 _STALE = object()
-_MetadataFuture = concurrent.futures.Future[dict[str, tuple[PartitionInfo, ...]]]
-
-
-class _MetadataCache:
-    """The subscribed topics' partitions, as Java's consumer keeps cluster metadata.
-
-    A value is reused for ``metadata_max_age_ms`` (Java ``metadata.max.age.ms``) when it covers
-    the topics asked for; a request in flight is shared. Thread-safe (the IO thread completes
-    requests).
-    """
-
-    def __init__(self, transport: Transport, config: ConsumerConfig, clock: Clock) -> None:
-        self._transport = transport
-        self._config = config
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._value: tuple[frozenset[str], float, dict[str, tuple[PartitionInfo, ...]]] | None = None
-        self._pending: tuple[frozenset[str], _MetadataFuture] | None = None
-
-    def _fresh(self, value: tuple[frozenset[str], float, dict[str, tuple[PartitionInfo, ...]]],
-               topics: frozenset[str]) -> bool:
-        """``value`` answers for ``topics`` and is young enough.
-
-        Young enough: ``metadata_max_age_ms``; but while a subscribed topic is unknown, only
-        ``retry_backoff_max_ms`` (Java refreshes metadata for missing topics with backoff), so a
-        topic created after the group formed is noticed at once.
-        """
-        covered, at, result = value
-        if not topics <= covered:
-            return False
-        age_ms = (self._clock.monotonic() - at) * 1000
-        if not topics <= set(result):
-            return age_ms < self._config.retry_backoff_max_ms
-        return age_ms < self._config.metadata_max_age_ms
-
-    def invalidate(self) -> None:
-        """Forget the cached value: the next ``due``/``get`` asks the cluster."""
-        with self._lock:
-            self._value = None
-
-    def due(self, topics: frozenset[str]) -> bool:
-        """True when nothing fresh covers ``topics`` and no request for them is in flight."""
-        with self._lock:
-            if self._pending is not None and topics <= self._pending[0]:
-                return False
-            value = self._value
-        return value is None or not self._fresh(value, topics)
-
-    def refresh(self, topics: frozenset[str]) -> _MetadataFuture:
-        """Request ``topics`` now; the answer replaces the cached value."""
-        sent_at = self._clock.monotonic()
-        future = self._transport.describe_topics(topics, self._config.request_timeout_ms)
-        with self._lock:
-            self._pending = (topics, future)
-
-        def done(f: _MetadataFuture) -> None:
-            with self._lock:
-                if self._pending is not None and self._pending[1] is f:
-                    self._pending = None
-                if f.exception() is None:
-                    self._value = (topics, sent_at, f.result())
-
-        future.add_done_callback(done)
-        return future
-
-    def get(self, topics: frozenset[str]) -> _MetadataFuture:
-        """The partitions of ``topics``: cached if fresh, the request in flight, or a new one."""
-        with self._lock:
-            value, pending = self._value, self._pending
-        if value is not None and self._fresh(value, topics):
-            done: _MetadataFuture = concurrent.futures.Future()
-            done.set_result({t: parts for t, parts in value[2].items() if t in topics})
-            return done
-        if pending is not None and topics <= pending[0]:
-            return pending[1]
-        return self.refresh(topics)
 
 
 @attrs.frozen
@@ -144,14 +71,14 @@ class _MetadataReady:
 
     command: ComputeAssignment
     assignor: Assignor
-    future: _MetadataFuture
+    future: MetadataFuture
 
 
 @attrs.frozen
 class _MetadataRefreshed:
     """A periodic metadata refresh completed (an inbox item of this thread only)."""
 
-    future: _MetadataFuture
+    future: MetadataFuture
 
 
 @attrs.frozen
@@ -159,7 +86,7 @@ class _Snapshot:
     """Metadata for a skipped assignment's snapshot arrived (an inbox item of this thread only)."""
 
     generation_id: int
-    future: _MetadataFuture
+    future: MetadataFuture
 
 
 @attrs.frozen
@@ -200,7 +127,7 @@ class _Coverage:
 
     generation_id: int
     group: Any
-    metadata: _MetadataFuture
+    metadata: MetadataFuture
 
 
 #: the group requests ``Consumer.metrics()`` times, by the name the recorder knows them by
@@ -210,7 +137,7 @@ _METRIC_APIS: dict[type, str] = {SendJoinGroup: "join", SendSyncGroup: "sync", S
 class GroupThread:
     """Runs the membership machine on a daemon thread named ``kgroup-<group_id>``.
 
-    ``GroupMachine`` for ``group_protocol="classic"``; ``ConsumerGroupMember`` (KIP-848) for
+    ``GroupMachine`` for ``group_protocol="classic"``; ``ConsumerGroupMachine`` (KIP-848) for
     ``"consumer"``, whose heartbeats go through the transport's ``consumer_group_heartbeat``
     and whose topic-id lookups through ``topic_ids`` (``ConsumerGroupTransport``).
 
@@ -244,7 +171,7 @@ class GroupThread:
         self._clock = clock
         self._consumer_protocol = config.group_protocol == "consumer"
         self._machine: Member = (
-            ConsumerGroupMember(config, rng=rng, member_id=member_id)
+            ConsumerGroupMachine(config, server_assignor=config.group_remote_assignor, rng=rng, member_id=member_id)
             if self._consumer_protocol
             else GroupMachine(config, rng=rng)
         )
@@ -252,7 +179,7 @@ class GroupThread:
         self._thread = threading.Thread(target=self._run, name=f"kgroup-{config.group_id}", daemon=True)
         self._snapshot: MemberSnapshot = self._machine.snapshot()
         self._assignors: Mapping[str, Assignor] = {a.name: a for a in config.assignors}
-        self._metadata = _MetadataCache(transport, config, clock)
+        self._metadata = MetadataCache(transport, config, clock)
         #: (generation id, partition counts) of the last assignment this member made as leader
         self._assigned: tuple[int, dict[str, int]] | None = None
         self._crashed: Exception | None = None
@@ -277,14 +204,12 @@ class GroupThread:
     @property
     def consumer_member_id(self) -> str | None:
         """The consumer protocol's member id, generated by the member (KIP-1082); None under ``"classic"``."""
-        machine = self._machine
-        return machine.machine.member_id if isinstance(machine, ConsumerGroupMember) else None
+        return self._machine.member_id if self._consumer_protocol else None
 
     @property
     def consumer_session_timeout_ms(self) -> int | None:
         """The consumer protocol's group session timeout from DescribeConfigs; None while unknown, or classic."""
-        machine = self._machine
-        return machine.machine.session_timeout_ms if isinstance(machine, ConsumerGroupMember) else None
+        return self._machine.session_timeout_ms if self._consumer_protocol else None
 
     def start(self) -> None:
         """Start the thread."""
@@ -381,16 +306,16 @@ class GroupThread:
                 commands += machine.handle(self._session_timeout(item), self._clock.monotonic())
             elif isinstance(item, _TopicIds):
                 if item.future.exception() is None:  # else the machine asks again after a backoff
-                    commands += machine.handle(cg.MetadataUpdated(item.future.result()), self._clock.monotonic())
+                    commands += machine.handle(ev.MetadataUpdated(item.future.result()), self._clock.monotonic())
             elif item is _STALE:
                 self._metadata.invalidate()
             elif item is not None:
                 self._record_response(item)
                 commands += machine.handle(item, self._clock.monotonic())
-            if machine.state is not MemberState.FATAL:
+            if machine.snapshot().state is not MemberState.FATAL:
                 commands += machine.tick(self._clock.monotonic())
             self._execute(commands)  # a Fail among them tells the poll thread
-            if machine.state is MemberState.FATAL:
+            if self._snapshot.state is MemberState.FATAL:
                 self._crashed = self._snapshot.fatal
                 return False
             self._maybe_refresh_metadata()
@@ -414,8 +339,8 @@ class GroupThread:
 
     def _publish(self) -> None:
         self._snapshot = self._machine.snapshot()
-        if isinstance(self._machine, ConsumerGroupMember):  # the consumer protocol's rebalance metrics
-            self.metrics.member_state(self._machine.machine.state.name)
+        if self._consumer_protocol:  # the consumer protocol's rebalance metrics
+            self.metrics.member_state(self._machine.state_name)
         self._mailbox.notify()  # a poll-thread wait may be on the state (close)
 
     def _execute(self, commands: list[Command]) -> None:
@@ -438,20 +363,20 @@ class GroupThread:
             elif isinstance(command, (Notify, Fail)):
                 self._publish()
                 self._mailbox.post(command.error)
-            elif isinstance(command, cg.SendConsumerGroupHeartbeat):
+            elif isinstance(command, SendConsumerGroupHeartbeat):
                 self.metrics.request_sent("consumer-heartbeat", command.request_id)
-                future = cast(ConsumerGroupTransport, self._transport).consumer_group_heartbeat(command)
-                future.add_done_callback(self._on_response)
-            elif isinstance(command, cg.RequestMetadata):
+                answer = cast(ConsumerGroupTransport, self._transport).consumer_group_heartbeat(command)
+                answer.add_done_callback(self._on_response)
+            elif isinstance(command, RequestMetadata):
                 ids = cast(ConsumerGroupTransport, self._transport).topic_ids(self._config.request_timeout_ms)
                 ids.add_done_callback(lambda f: self.post(_TopicIds(f)))
         self._publish()
 
     def _record_response(self, item: object) -> None:
         if isinstance(item, (ev.JoinGroupResponded, ev.SyncGroupResponded, ev.HeartbeatResponded,
-                             cg.HeartbeatResponded)):
+                             ev.ConsumerGroupHeartbeatResponded)):
             self.metrics.response(item.request_id, item.error_code)
-        elif isinstance(item, (ev.RequestFailed, cg.RequestFailed)):
+        elif isinstance(item, ev.RequestFailed):
             self.metrics.response(item.request_id, None)
 
     def _on_response(self, future: concurrent.futures.Future[Any]) -> None:
@@ -530,14 +455,14 @@ class GroupThread:
         self._session_config_out = True
         future.add_done_callback(lambda f: self.post(_SessionTimeout(f)))
 
-    def _session_timeout(self, item: _SessionTimeout) -> cg.SessionTimeoutDescribed:
+    def _session_timeout(self, item: _SessionTimeout) -> ev.SessionTimeoutDescribed:
         """The answer as the machine's event: the timeout, or None (logged once) on a failure."""
         self._session_config_out = False
         exc = item.future.exception()
         value = None if exc is not None else item.future.result().get(SESSION_TIMEOUT_CONFIG)
         if value is not None and value.strip().isdigit() and int(value) > 0:
             self._session_config_failed = False
-            return cg.SessionTimeoutDescribed(int(value))
+            return ev.SessionTimeoutDescribed(int(value))
         reason = repr(exc) if exc is not None else f"{SESSION_TIMEOUT_CONFIG} is not in the answer ({value!r})"
         if not self._session_config_failed:
             self._session_config_failed = True
@@ -550,7 +475,7 @@ class GroupThread:
         else:
             log.debug("group %s: DescribeConfigs for %s failed again: %s", self._config.group_id,
                       SESSION_TIMEOUT_CONFIG, reason)
-        return cg.SessionTimeoutDescribed(None)
+        return ev.SessionTimeoutDescribed(None)
 
     def _on_metadata_refreshed(self, item: _MetadataRefreshed) -> None:
         assigned = self._assigned

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from kgroup._retry import Deadline
 from kgroup.errors import Api, KafkaTimeoutError, KGroupError, NoOffsetForPartitionError, WakeupError
 from kgroup.membership import events as ev
-from kgroup.membership.backoff import exponential_backoff
+from kgroup.membership.timers import exponential_backoff
 from kgroup.types import OffsetAndTimestamp, TopicPartition
 
 if TYPE_CHECKING:

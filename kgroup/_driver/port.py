@@ -37,6 +37,11 @@ class GroupView(Protocol):
     @property
     def fatal(self) -> Exception | None: ...
 
+    @property
+    def session_timeout_ms(self) -> int | None:
+        """The session timeout in force (the broker's, under the consumer protocol), None: not known."""
+        ...
+
 
 class GroupPort(Protocol):
     """The group as the poll thread sees it: read the snapshot, post events (any thread)."""

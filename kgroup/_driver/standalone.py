@@ -5,12 +5,13 @@ group's coordinator for OffsetCommit and OffsetFetch, and nothing else of the gr
 JoinGroup, no heartbeats, no listener. ``StandaloneGroup`` stands where the group thread stands
 for the poll thread (``snapshot``, ``post``, ``crashed``): it finds the coordinator when asked
 (FindCoordinator, again after a failure or a ``CoordinatorDead``, with ``retry_backoff_ms``
-between attempts) and reports generation -1 with an empty member id, which is what Kafka takes
-from a consumer outside the group (Java ``ConsumerCoordinator.sendOffsetCommitRequest`` with
-``Generation.NO_GENERATION``). Its state is always STABLE: there is no rebalance to wait for.
+between attempts), keeping it in the machines' ``CoordinatorState``, and reports generation -1
+with an empty member id, which is what Kafka takes from a consumer outside the group (Java
+``ConsumerCoordinator.sendOffsetCommitRequest`` with ``Generation.NO_GENERATION``). Its state is
+always STABLE: there is no rebalance to wait for.
 
 Threads: the poll thread reads ``snapshot`` and posts; the FindCoordinator answer arrives on
-the network thread and only sets one attribute.
+the network thread and only replaces the ``CoordinatorState`` value.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ import attrs
 from kgroup._clock import Clock
 from kgroup._io.transport import Transport
 from kgroup.config import ConsumerConfig
+from kgroup.errors import Api, Disposition, classify, error_name
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
+from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.states import MemberState
+from kgroup.membership.timers import RetryTimer
 from kgroup.types import Generation, TopicPartition
 
 __all__ = ["StandaloneGroup", "StandaloneSnapshot"]
@@ -44,6 +48,8 @@ class StandaloneSnapshot:
     fatal: Exception | None = None
     owned: frozenset[TopicPartition] = frozenset()
     subscription: frozenset[str] = frozenset()
+    #: no membership, no session
+    session_timeout_ms: int | None = None
 
 
 class StandaloneGroup:
@@ -56,17 +62,16 @@ class StandaloneGroup:
         self._config = config
         self._transport = transport
         self._clock = clock
-        self._coordinator: int | None = None
+        self._coordinator = CoordinatorState(lookup=RetryTimer(float("-inf")))
         self._lookup: concurrent.futures.Future[ev.Event] | None = None
-        self._retry_at = float("-inf")
         self._ids = itertools.count(1)
 
     @property
     def snapshot(self) -> StandaloneSnapshot:
         """The coordinator if known (a FindCoordinator goes out when it is not)."""
-        if self._coordinator is None:
+        if self._coordinator.node_id is None:
             self._find()
-        return StandaloneSnapshot(coordinator=self._coordinator)
+        return StandaloneSnapshot(coordinator=self._coordinator.node_id)
 
     @property
     def crashed(self) -> Exception | None:
@@ -74,11 +79,21 @@ class StandaloneGroup:
         return None
 
     def post(self, event: object) -> None:
-        """``CoordinatorDead`` forgets the coordinator; everything else means nothing here."""
+        """``CoordinatorDead`` and a commit error that means the coordinator moved forget the coordinator.
+
+        Everything else means nothing here: there is no membership to rejoin or reset.
+        """
+        reason = None
         if isinstance(event, ev.CoordinatorDead):
-            log.info("group %s: coordinator %s marked unknown: %s", self._config.group_id, self._coordinator,
-                     event.reason)
-            self._coordinator = None
+            reason = event.reason
+        elif isinstance(event, ev.CommitErrorObserved) and (
+            classify(Api(event.api), event.code) is Disposition.REDISCOVER
+        ):
+            reason = f"{event.api} returned {error_name(event.code)}"
+        if reason is not None:
+            log.info("group %s: coordinator %s marked unknown: %s", self._config.group_id,
+                     self._coordinator.node_id, reason)
+            self._coordinator = self._coordinator.lost(float("-inf"))
 
     def metadata_stale(self) -> None:
         """No assignment to recompute: the application chose the partitions."""
@@ -90,9 +105,11 @@ class StandaloneGroup:
         lookup = self._lookup
         if lookup is not None and not lookup.done():
             return
-        if self._clock.monotonic() < self._retry_at:
+        now = self._clock.monotonic()
+        if not self._coordinator.due(now):
             return
-        self._retry_at = self._clock.monotonic() + self._config.retry_backoff_ms / 1000
+        # the next lookup waits retry_backoff_ms (no jitter), whatever this one's answer
+        self._coordinator = self._coordinator.lost(now + self._config.retry_backoff_ms / 1000)
         command = SendFindCoordinator(
             request_id=next(self._ids), key=self._config.group_id, timeout_ms=self._config.request_timeout_ms
         )
@@ -102,4 +119,4 @@ class StandaloneGroup:
     def _found(self, future: concurrent.futures.Future[ev.Event]) -> None:
         event = future.result()
         if isinstance(event, ev.FindCoordinatorResponded) and event.error_code == 0:
-            self._coordinator = event.node_id
+            self._coordinator = self._coordinator.found(event.node_id)

@@ -137,15 +137,15 @@ class KafkaAdminTransport(KafkaNetwork):
     ) -> concurrent.futures.Future[tuple[DescribedConsumerGroup, ...]]:
         """ConsumerGroupDescribe (API 69, v1 max) at the coordinator ``node_id``.
 
-        Through :mod:`kgroup._io.consumer_group_describe`; a broker without the API yields
+        Through :mod:`kgroup._io.kafka_messages`; a broker without the API yields
         each group with error UNSUPPORTED_VERSION.
         """
-        from kgroup._io import consumer_group_describe as wire
+        from kgroup._io import kafka_messages as wire
 
         ids = tuple(dict.fromkeys(group_ids))
         inner = self._bridge(
-            lambda: wire.request_message(ConsumerGroupDescribeRequest(group_ids=ids)),
-            self._coordinator_node(node_id), timeout_ms, lambda message: wire.response_value(message).groups,
+            lambda: wire.describe_request_message(ConsumerGroupDescribeRequest(group_ids=ids)),
+            self._coordinator_node(node_id), timeout_ms, lambda message: wire.describe_response_value(message).groups,
         )
         unsupported = tuple(DescribedConsumerGroup(
             error_code=codes.UNSUPPORTED_VERSION, group_id=g, group_state="", group_epoch=-1, assignment_epoch=-1,

@@ -33,10 +33,25 @@ OffsetFetch      1-9       v8+ batch the groups (KIP-709): one value per group; 
                            partition (the requested ones when the answer lists none)
 ===============  ========  ==================================================================
 
-Every other API (SyncGroup, Heartbeat, OffsetCommit, DescribeGroups, ListGroups, DeleteGroups)
-follows the generic rules only. A request body built without a version (the client's, whose
+Every other classic API (SyncGroup, Heartbeat, OffsetCommit, DescribeGroups, ListGroups,
+DeleteGroups) follows the generic rules only. A request body built without a version (the client's, whose
 version the connection negotiates) carries the fields of every version, both forms of a batched
 API included; kafka-python encodes the ones of the version it picks.
+
+The consumer protocol's APIs (KIP-848), ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe
+(69), have no class in kafka-python 3.0.12. Their classes here are built as kafka-python builds
+its own (``JoinGroupRequest`` and the rest in ``kafka.protocol.consumer``): an ``ApiMessage``
+subclass that loads its JSON schema, ``<class name>.json`` beside this module (Apache Kafka's
+message definitions, every version Kafka 4.x serves: 0-1, all flexible). Defining a response
+class registers it with kafka-python's response parser, so ``KafkaNetClient.send`` to a broker
+that lists the API in its ApiVersions answer decodes the reply like any other. Their values are
+:mod:`kgroup.protocol.consumer_group_heartbeat`'s and :mod:`kgroup.protocol.consumer_group_describe`'s,
+mapped field by field (``heartbeat_*`` and ``describe_*``). A request leaves its version to the
+connection (the highest both sides serve, at most the value's ``api_version``); a heartbeat with
+``subscribed_topic_regex`` sets ``min_version=1``, so a broker that serves only v0 fails the send
+(kafka-python's ``IncompatibleBrokerVersion``) instead of dropping the pattern silently, as Java's
+``ConsumerHeartbeatRequestManager`` fails (an ``UnsupportedVersionException``). A
+ConsumerGroupDescribe v0 answer carries no ``member_type``: it reads as ``MEMBER_TYPE_UNKNOWN``.
 """
 
 from __future__ import annotations
@@ -54,7 +69,10 @@ import attrs
 from kafka.protocol import admin as kafka_admin
 from kafka.protocol import consumer as kafka_consumer
 from kafka.protocol import metadata as kafka_metadata
+from kafka.protocol.api_message import ApiMessage
 
+from kgroup.protocol import consumer_group_describe as cgd
+from kgroup.protocol import consumer_group_heartbeat as cgh
 from kgroup.protocol import group_api
 from kgroup.protocol.group_api import (
     FIND_COORDINATOR,
@@ -72,7 +90,19 @@ from kgroup.protocol.group_api import (
 
 __all__ = [
     "KAFKA_CLASSES",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
     "build_message",
+    "describe_request_message",
+    "describe_request_value",
+    "describe_response_message",
+    "describe_response_value",
+    "heartbeat_request_message",
+    "heartbeat_request_value",
+    "heartbeat_response_message",
+    "heartbeat_response_value",
     "plain",
     "request_body",
     "request_message",
@@ -414,3 +444,185 @@ def request_message(request: GroupRequest, *, min_version: int | None = None) ->
 def response_values(api_key: int, message: Any) -> tuple[GroupResponse, ...]:
     """The response values of a kafka-python response ``message`` (decoded at its version)."""
     return responses_from_body(api_key, int(message.API_VERSION), plain(message.to_dict(json=False)))
+
+
+# ----------------------------------------------------------------------------- the consumer protocol (KIP-848)
+
+
+# kafka-python loads a message's schema by the class's name: ``<name>.json`` in ``load_json``'s package
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+    """kafka-python's message class for the ConsumerGroupHeartbeat request (its schema: the JSON beside this module)."""
+
+
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+    """kafka-python's message class for the ConsumerGroupHeartbeat response (registered with its response parser)."""
+
+
+def _scalars(cls: type, *special: str) -> tuple[str, ...]:
+    """The fields of the value type ``cls`` that map one to one to the message's (``special`` ones do not)."""
+    return tuple(f.name for f in attrs.fields(cls) if f.name not in special)
+
+
+def _copy(source: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(source, name) for name in names}
+
+
+def _optional_list(value: tuple[Any, ...] | None) -> list[Any] | None:
+    return None if value is None else list(value)
+
+
+def _optional_tuple(value: Any) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+_HEARTBEAT_REQUEST: Final = _scalars(
+    cgh.ConsumerGroupHeartbeatRequest, "subscribed_topic_names", "topic_partitions", "api_version"
+)
+_HEARTBEAT_RESPONSE: Final = _scalars(cgh.ConsumerGroupHeartbeatResponse, "assignment")
+
+
+def _heartbeat_partitions(struct_class: Any, topics: tuple[cgh.TopicIdPartitions, ...] | None) -> list[Any] | None:
+    if topics is None:
+        return None
+    return [struct_class(topic_id=tp.topic_id, partitions=list(tp.partitions)) for tp in topics]
+
+
+def _heartbeat_topics(structs: Any) -> tuple[cgh.TopicIdPartitions, ...] | None:
+    if structs is None:
+        return None
+    return tuple(cgh.TopicIdPartitions(tp.topic_id, tuple(tp.partitions)) for tp in structs)
+
+
+def heartbeat_request_message(value: cgh.ConsumerGroupHeartbeatRequest) -> Any:
+    """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
+    message_class: Any = ConsumerGroupHeartbeatRequest
+    return message_class(
+        **_copy(value, _HEARTBEAT_REQUEST),
+        subscribed_topic_names=_optional_list(value.subscribed_topic_names),
+        topic_partitions=_heartbeat_partitions(message_class.TopicPartitions, value.topic_partitions),
+        max_version=value.api_version,
+        min_version=cgh.REGEX_VERSION if value.subscribed_topic_regex is not None else None,
+    )
+
+
+def heartbeat_request_value(message: Any) -> cgh.ConsumerGroupHeartbeatRequest:
+    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
+    return cgh.ConsumerGroupHeartbeatRequest(
+        **_copy(message, _HEARTBEAT_REQUEST),
+        subscribed_topic_names=_optional_tuple(message.subscribed_topic_names),
+        topic_partitions=_heartbeat_topics(message.topic_partitions),
+        api_version=message.API_VERSION,
+    )
+
+
+def heartbeat_response_message(value: cgh.ConsumerGroupHeartbeatResponse) -> Any:
+    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
+    message_class: Any = ConsumerGroupHeartbeatResponse
+    assignment_class = message_class.Assignment
+    topics = _heartbeat_partitions(assignment_class.TopicPartitions, value.assignment)
+    return message_class(
+        **_copy(value, _HEARTBEAT_RESPONSE),
+        assignment=None if topics is None else assignment_class(topic_partitions=topics),
+    )
+
+
+def heartbeat_response_value(message: Any) -> cgh.ConsumerGroupHeartbeatResponse:
+    """The value of a kafka-python response."""
+    assignment = message.assignment
+    return cgh.ConsumerGroupHeartbeatResponse(
+        **_copy(message, _HEARTBEAT_RESPONSE),
+        assignment=None if assignment is None else _heartbeat_topics(assignment.topic_partitions),
+    )
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+    """kafka-python's message class for the ConsumerGroupDescribe request (its schema: the JSON beside this module)."""
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+    """kafka-python's message class for the ConsumerGroupDescribe response (registered with its response parser)."""
+
+
+def describe_request_message(value: cgd.ConsumerGroupDescribeRequest) -> Any:
+    """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
+    message_class: Any = ConsumerGroupDescribeRequest
+    return message_class(
+        group_ids=list(value.group_ids),
+        include_authorized_operations=value.include_authorized_operations,
+        max_version=value.api_version,
+    )
+
+
+def describe_request_value(message: Any) -> cgd.ConsumerGroupDescribeRequest:
+    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
+    return cgd.ConsumerGroupDescribeRequest(
+        group_ids=tuple(message.group_ids),
+        include_authorized_operations=message.include_authorized_operations,
+        api_version=message.API_VERSION,
+    )
+
+
+_DESCRIBED_GROUP: Final = _scalars(cgd.DescribedConsumerGroup, "members")
+_DESCRIBED_MEMBER: Final = _scalars(
+    cgd.DescribedConsumerMember, "subscribed_topic_names", "assignment", "target_assignment", "member_type"
+)
+
+
+def describe_response_message(value: cgd.ConsumerGroupDescribeResponse) -> Any:
+    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
+    response_class: Any = ConsumerGroupDescribeResponse
+    group_class = response_class.DescribedGroup
+    member_class = group_class.Member
+    assignment_class = member_class.Assignment
+    topic_class = assignment_class.TopicPartitions
+
+    def assignment(topics: tuple[cgd.NamedTopicPartitions, ...]) -> Any:
+        return assignment_class(topic_partitions=[
+            topic_class(topic_id=t.topic_id, topic_name=t.topic_name, partitions=list(t.partitions)) for t in topics
+        ])
+
+    def member(m: cgd.DescribedConsumerMember) -> Any:
+        return member_class(
+            **_copy(m, _DESCRIBED_MEMBER), subscribed_topic_names=list(m.subscribed_topic_names),
+            assignment=assignment(m.assignment), target_assignment=assignment(m.target_assignment),
+            member_type=m.member_type,
+        )
+
+    return response_class(
+        throttle_time_ms=value.throttle_time_ms,
+        groups=[
+            group_class(**_copy(g, _DESCRIBED_GROUP), members=[member(m) for m in g.members]) for g in value.groups
+        ],
+    )
+
+
+def describe_response_value(message: Any) -> cgd.ConsumerGroupDescribeResponse:
+    """The value of a kafka-python response (``member_type`` -1 at v0, which does not carry it)."""
+    return cgd.ConsumerGroupDescribeResponse(
+        throttle_time_ms=message.throttle_time_ms,
+        groups=tuple(
+            cgd.DescribedConsumerGroup(
+                **_copy(g, _DESCRIBED_GROUP), members=tuple(_describe_member(m) for m in g.members)
+            )
+            for g in message.groups
+        ),
+    )
+
+
+def _describe_member(m: Any) -> cgd.DescribedConsumerMember:
+    member_type = getattr(m, "member_type", None)
+    return cgd.DescribedConsumerMember(
+        **_copy(m, _DESCRIBED_MEMBER),
+        subscribed_topic_names=tuple(m.subscribed_topic_names),
+        assignment=_describe_assignment(m.assignment),
+        target_assignment=_describe_assignment(m.target_assignment),
+        member_type=cgd.MEMBER_TYPE_UNKNOWN if member_type is None else member_type,
+    )
+
+
+def _describe_assignment(message: Any) -> tuple[cgd.NamedTopicPartitions, ...]:
+    if message is None:
+        return ()
+    return tuple(
+        cgd.NamedTopicPartitions(t.topic_id, t.topic_name, tuple(t.partitions)) for t in message.topic_partitions
+    )

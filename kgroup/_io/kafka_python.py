@@ -54,7 +54,7 @@ from kgroup._io.transport import (
 )
 from kgroup.config import ConsumerConfig
 from kgroup.errors import KGroupError
-from kgroup.membership import consumer_group as cg
+from kgroup.membership import commands as cmd
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
 from kgroup.protocol import group_api
@@ -473,39 +473,41 @@ class KafkaPythonTransport(KafkaNetwork):
 
     # ------------------------------------------------------------------ the consumer group protocol (KIP-848)
     def consumer_group_heartbeat(
-        self, command: cg.SendConsumerGroupHeartbeat
-    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
+        self, command: cmd.SendConsumerGroupHeartbeat
+    ) -> concurrent.futures.Future[ev.ConsumerGroupHeartbeatResponded | ev.RequestFailed]:
         """ConsumerGroupHeartbeat (API 68) over the coordinator connection.
 
-        Through :mod:`kgroup._io.consumer_group_heartbeat`; the connection negotiates the
+        Through :mod:`kgroup._io.kafka_messages`; the connection negotiates the
         version (a pattern needs v1). Failures are ``RequestFailed`` events, never raised;
         kafka-python's ``IncompatibleBrokerVersion`` (no version both sides serve) is
         ``RequestFailed(unsupported_version=True)``.
         """
-        from kgroup._io import consumer_group_heartbeat as wire
+        from kgroup._io import kafka_messages as wire
 
         request = command.request()
         request_id = command.request_id
 
-        def convert(message: Any) -> cg.HeartbeatResponded:
-            v = wire.response_value(message)
-            return cg.HeartbeatResponded(
+        def convert(message: Any) -> ev.ConsumerGroupHeartbeatResponded:
+            v = wire.heartbeat_response_value(message)
+            return ev.ConsumerGroupHeartbeatResponded(
                 request_id=request_id, error_code=v.error_code, error_message=v.error_message,
                 member_id=v.member_id, member_epoch=v.member_epoch, heartbeat_interval_ms=v.heartbeat_interval_ms,
                 assignment=v.assignment, throttle_time_ms=v.throttle_time_ms,
             )
 
         fut = self._bridge(
-            lambda: wire.request_message(request), self._coordinator_node(command.node_id), command.timeout_ms, convert
+            lambda: wire.heartbeat_request_message(request), self._coordinator_node(command.node_id),
+            command.timeout_ms, convert,
         )
-        out: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
+        out: concurrent.futures.Future[ev.ConsumerGroupHeartbeatResponded | ev.RequestFailed]
+        out = concurrent.futures.Future()
 
-        def done(f: concurrent.futures.Future[cg.HeartbeatResponded]) -> None:
+        def done(f: concurrent.futures.Future[ev.ConsumerGroupHeartbeatResponded]) -> None:
             exc = f.exception()
             if exc is None:
                 out.set_result(f.result())
             else:
-                out.set_result(cg.RequestFailed(
+                out.set_result(ev.RequestFailed(
                     request_id=request_id, reason=_describe(exc),
                     unsupported_version=isinstance(exc, KErrors.IncompatibleBrokerVersion),
                 ))

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from kgroup.membership.commands import (
+    SendConsumerGroupHeartbeat,
     SendFindCoordinator,
     SendHeartbeat,
     SendJoinGroup,
     SendLeaveGroup,
     SendSyncGroup,
 )
-from kgroup.membership.events import Event
+from kgroup.membership.events import ConsumerGroupHeartbeatResponded, Event, RequestFailed
 from kgroup.protocol.group_api import (
     CommitPartition,
     CommitTopic,
@@ -45,7 +46,6 @@ from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, Partitio
 if TYPE_CHECKING:
     from uuid import UUID
 
-    from kgroup.membership import consumer_group as cg
     from kgroup.protocol.consumer_group_describe import DescribedConsumerGroup
 
 __all__ = [
@@ -325,8 +325,8 @@ class ConsumerGroupTransport(Protocol):
     """What the consumer group protocol (KIP-848) needs beyond ``Transport`` (kafka-python's adapter has it)."""
 
     def consumer_group_heartbeat(
-        self, command: cg.SendConsumerGroupHeartbeat
-    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
+        self, command: SendConsumerGroupHeartbeat
+    ) -> concurrent.futures.Future[ConsumerGroupHeartbeatResponded | RequestFailed]:
         """ConsumerGroupHeartbeat (API 68) to the coordinator ``command.node_id``.
 
         The future yields ``HeartbeatResponded``, or ``RequestFailed`` (never an exception):

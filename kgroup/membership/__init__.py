@@ -1,8 +1,11 @@
-"""The sans-IO membership core: the client half of Kafka's classic group protocol.
+"""The sans-IO membership core: the client half of Kafka's group protocols, classic and consumer (KIP-848).
 
-``GroupMachine`` takes events and ``now`` and returns commands; it does no IO, reads no
-clock and starts no thread (h11's sans-IO shape). It is the semi-public low-level API:
-``kgroup.Consumer`` drives it from one group thread.
+One core (the events and commands, ``RebalanceStep``, coordinator discovery, the timers, the
+``Member`` protocol and ``MemberSnapshot``: docs/protocol.md, "The membership core") and one
+machine per protocol: ``GroupMachine`` (classic) and ``ConsumerGroupMachine`` (consumer). Each
+takes events and ``now`` and returns commands; it does no IO, reads no clock and starts no
+thread (h11's sans-IO shape). ``GroupMachine`` is the semi-public low-level API:
+``kgroup.Consumer`` drives either from one group thread.
 
 The names are imported on first use (PEP 562): importing a submodule (``events``,
 ``commands``, ``states``) does not load the machine.

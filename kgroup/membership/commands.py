@@ -1,4 +1,4 @@
-"""Outputs of the membership machine. Every command is ``attrs.frozen``.
+"""Outputs of the membership machines, one vocabulary for every group protocol. Every command is ``attrs.frozen``.
 
 ``Send*`` commands are requests the driver sends to the coordinator (``node_id``): each *is*
 the group API request of :mod:`kgroup.protocol.group_api` (``SendJoinGroup`` is a
@@ -6,14 +6,19 @@ the group API request of :mod:`kgroup.protocol.group_api` (``SendJoinGroup`` is 
 request part (:func:`kgroup.protocol.group_api.value_of`). ``ComputeAssignment`` asks the driver to
 run the leader's assignor (it needs cluster metadata, which is IO). ``DeliverStep`` goes to
 the poll thread, which runs the listener callbacks and answers with ``StepCompleted``.
-``Notify`` carries a non-fatal error to the next ``poll()``; ``Fail`` a fatal one.
+``Notify`` carries a non-fatal error to the next ``poll()``; ``Fail`` a fatal one. The
+consumer protocol's machine (KIP-848) sends ``SendConsumerGroupHeartbeat`` and asks for topic
+names with ``RequestMetadata``; every other command is shared.
 """
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import attrs
 
 from kgroup.assignors.base import MemberSubscription
+from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kgroup.protocol.group_api import (
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -30,6 +35,8 @@ __all__ = [
     "Fail",
     "Notify",
     "RebalanceStep",
+    "RequestMetadata",
+    "SendConsumerGroupHeartbeat",
     "SendFindCoordinator",
     "SendHeartbeat",
     "SendJoinGroup",
@@ -41,11 +48,16 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class RebalanceStep:
-    """Listener work for the poll thread, run in the order lost, revoked, assigned.
+    """Listener work for the poll thread, run in the order commit, lost, revoked, assigned.
+
+    One step type for every group protocol: the member's identity is ``generation`` (the member
+    id with the classic generation, or with the consumer protocol's member epoch, which commits
+    carry in OffsetCommit's ``GenerationIdOrMemberEpoch``; ``Generation()`` without one).
 
     Attributes:
         step_id: answer with ``StepCompleted(step_id)``.
         generation: the generation the step belongs to (commits inside callbacks use it).
+        commit: commit consumed offsets first (auto-commit), with ``generation``.
         lost: partitions lost without a clean revoke (generation reset, poll timeout).
         revoked: partitions to give up (commit their offsets first).
         assigned: newly assigned partitions; after a SyncGroup this is always delivered,
@@ -58,6 +70,7 @@ class RebalanceStep:
 
     step_id: int
     generation: Generation
+    commit: bool = False
     lost: frozenset[TopicPartition] = frozenset()
     revoked: frozenset[TopicPartition] = frozenset()
     assigned: frozenset[TopicPartition] = frozenset()
@@ -139,6 +152,27 @@ class SendLeaveGroup(LeaveGroupRequest):
     timeout_ms: int
 
 
+@attrs.frozen(kw_only=True)
+class SendConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest):
+    """A ConsumerGroupHeartbeat to the coordinator ``node_id``; answered by ``ConsumerGroupHeartbeatResponded``."""
+
+    request_id: int
+    node_id: int
+    timeout_ms: int
+
+    def request(self) -> ConsumerGroupHeartbeatRequest:
+        """The request part, without the routing fields."""
+        fields = {f.name: getattr(self, f.name) for f in attrs.fields(ConsumerGroupHeartbeatRequest)}
+        return ConsumerGroupHeartbeatRequest(**fields)
+
+
+@attrs.frozen
+class RequestMetadata:
+    """Refresh metadata: ``topic_ids`` of the target assignment have no name yet; answer with ``MetadataUpdated``."""
+
+    topic_ids: frozenset[UUID]
+
+
 @attrs.frozen
 class Notify:
     """A non-fatal error for the next ``poll()`` (e.g. a malformed assignment from the leader)."""
@@ -162,6 +196,8 @@ Command = (
     | SendHeartbeat
     | SendLeaveGroup
     | WatchGroupTopics
+    | SendConsumerGroupHeartbeat
+    | RequestMetadata
     | Notify
     | Fail
 )

@@ -2,7 +2,7 @@
 
 The classic protocol's machine (:mod:`kgroup.membership.machine`) joins, syncs and runs the
 leader's assignor; under the consumer protocol the broker computes every assignment and the
-member has one request, ConsumerGroupHeartbeat (:mod:`kgroup.membership.consumer_group_api`).
+member has one request, ConsumerGroupHeartbeat (:mod:`kgroup.protocol.consumer_group_heartbeat`).
 The rules are the classic machine's:
 
 Rule 1: every transition is in this module. ``handle(event, now)`` and ``tick(now)`` return
@@ -63,58 +63,75 @@ import math
 import random
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 from uuid import UUID
 
 import attrs
 
 from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, error_name
 from kgroup.config import ConsumerConfig
-from kgroup.errors import Api, Disposition, KGroupError, ProtocolViolation, broker_error, classify
-from kgroup.membership.backoff import next_backoff_s
-from kgroup.membership.consumer_group_api import (
+from kgroup.errors import (
     CONSUMER_PROTOCOL_NOT_SUPPORTED,
+    Api,
+    Disposition,
+    KGroupError,
+    ProtocolViolation,
+    broker_error,
+    classify,
+)
+from kgroup.membership import states
+from kgroup.membership.commands import (
+    Command,
+    DeliverStep,
+    Fail,
+    Notify,
+    RebalanceStep,
+    RequestMetadata,
+    SendConsumerGroupHeartbeat,
+    SendFindCoordinator,
+)
+from kgroup.membership.consumer_group_heartbeat import NO_ASSIGNMENT, HeartbeatRequestState, LocalAssignment
+from kgroup.membership.coordinator import CoordinatorState
+from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.events import (
+    CommitErrorObserved,
+    ConsumerGroupEvent,
+    ConsumerGroupHeartbeatResponded,
+    CoordinatorDead,
+    FindCoordinatorResponded,
+    Leave,
+    LeaveOperation,
+    MetadataUpdated,
+    Polled,
+    RequestFailed,
+    RequestRejoin,
+    SessionTimeoutDescribed,
+    StepCompleted,
+    Subscribe,
+    Unsubscribe,
+)
+from kgroup.membership.timers import next_backoff_s
+from kgroup.protocol.consumer_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    HeartbeatAction,
     TopicIdPartitions,
-    classify_heartbeat_error,
-    heartbeat_error,
 )
-from kgroup.types import TopicPartition
+from kgroup.types import Generation, TopicPartition
 
 __all__ = [
+    "STATES",
     "TRANSITIONS",
     "ConsumerGroupMachine",
-    "ConsumerGroupSnapshot",
-    "CoordinatorDead",
-    "DeliverStep",
-    "Fail",
-    "FindCoordinatorResponded",
-    "HeartbeatResponded",
-    "Leave",
-    "LeaveOperation",
     "LocalAssignment",
     "MemberState",
-    "MetadataUpdated",
-    "Notify",
-    "Polled",
-    "ReconcileStep",
-    "RequestFailed",
-    "RequestMetadata",
-    "SendConsumerGroupHeartbeat",
-    "SendFindCoordinator",
-    "SessionTimeoutDescribed",
-    "StepCompleted",
-    "Subscribe",
-    "Unsubscribe",
     "generate_member_id",
+    "generation_of",
 ]
 
 log = logging.getLogger(__name__)
+
+_HEARTBEAT: Final = Api.CONSUMER_GROUP_HEARTBEAT
 
 
 # ==================================================================== states
@@ -177,258 +194,38 @@ _TAKES_ASSIGNMENT: Final = TRANSITIONS[_S.RECONCILING]
 #: states in which a member in the group may hold partitions (the session timer watches them)
 _HOLDING: Final = frozenset({_S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING})
 
+_C = states.MemberState
 
-# ==================================================================== inputs
-
-
-def _names(value: Iterable[str]) -> frozenset[str]:
-    return frozenset(value)
-
-
-@attrs.frozen
-class Subscribe:
-    """The application subscribes to ``topics`` and/or a server-side RE2J ``pattern``, replacing the subscription.
-
-    An empty subscription (no topics, no pattern) is ``Unsubscribe``.
-    """
-
-    topics: frozenset[str] = attrs.field(converter=_names)
-    pattern: str | None = None
-
-
-@attrs.frozen
-class Unsubscribe:
-    """The application unsubscribes: release the partitions, leave the group, stay usable."""
-
-
-@attrs.frozen
-class Polled:
-    """The application is inside ``poll()``: joins after a subscribe, resets the poll watchdog (KIP-62)."""
-
-
-@attrs.frozen
-class StepCompleted:
-    """The poll thread finished step ``step_id``.
-
-    Attributes:
-        step_id: the step.
-        error: a listener callback raised it (the poll thread reported it to the application);
-            the reconciliation is not acknowledged and runs again at the next ``Polled``.
-        applied: whether the step's ``owned`` took effect. ``False`` only when the revoke phase
-            failed, so nothing was assigned and the revoked partitions are still owned.
-
-    """
-
-    step_id: int
-    error: Exception | None = None
-    applied: bool = True
-
-
-class LeaveOperation(enum.Enum):
-    """What closing does to the membership (Java's ``CloseOptions.GroupMembershipOperation``)."""
-
-    #: dynamic members leave (epoch -1); static members leave for now (epoch -2)
-    DEFAULT = "default"
-    #: every member leaves for good (epoch -1)
-    LEAVE_GROUP = "leave_group"
-    #: dynamic members send nothing (the session times out); static members send epoch -2
-    REMAIN_IN_GROUP = "remain_in_group"
-
-
-@attrs.frozen
-class Leave:
-    """The application closes the consumer."""
-
-    reason: str = "the consumer is being closed"
-    operation: LeaveOperation = LeaveOperation.DEFAULT
-
-
-def _topic_names(value: Mapping[UUID, str]) -> Mapping[UUID, str]:
-    return MappingProxyType(dict(value))
-
-
-@attrs.frozen
-class MetadataUpdated:
-    """The driver's metadata now maps these topic ids to names (every topic it knows, not a delta)."""
-
-    topic_names: Mapping[UUID, str] = attrs.field(converter=_topic_names)
-
-
-@attrs.frozen
-class CoordinatorDead:
-    """Something outside the machine saw the coordinator fail (NOT_COORDINATOR on a commit, a disconnect)."""
-
-    reason: str
-
-
-@attrs.frozen(kw_only=True)
-class FindCoordinatorResponded:
-    """A FindCoordinator response."""
-
-    request_id: int
-    error_code: int
-    node_id: int = -1
-    host: str = ""
-    port: int = -1
-
-
-@attrs.frozen(kw_only=True)
-class HeartbeatResponded(ConsumerGroupHeartbeatResponse):
-    """A ConsumerGroupHeartbeat response, with the request id it answers."""
-
-    request_id: int
-
-
-@attrs.frozen(kw_only=True)
-class RequestFailed:
-    """A request got no response (disconnect, timeout, a client-side error).
-
-    ``unsupported_version``: the broker does not serve the request at any version kgroup
-    speaks (the cluster has no consumer protocol, or a pattern subscription needs v1).
-    """
-
-    request_id: int
-    reason: str
-    unsupported_version: bool = False
-
-
-@attrs.frozen
-class SessionTimeoutDescribed:
-    """What DescribeConfigs answered for the group's ``consumer.session.timeout.ms``.
-
-    ``session_timeout_ms`` None: the request failed (no DESCRIBE_CONFIGS permission on the
-    group, a broker without group configs, no answer); the value learned before, if any, stays.
-    """
-
-    session_timeout_ms: int | None
-
-
-Event = (
-    Subscribe
-    | Unsubscribe
-    | Polled
-    | StepCompleted
-    | Leave
-    | MetadataUpdated
-    | CoordinatorDead
-    | FindCoordinatorResponded
-    | HeartbeatResponded
-    | RequestFailed
-    | SessionTimeoutDescribed
+#: each state as the poll thread reads it (``MemberSnapshot.state``): the classic protocol's
+#: states, which the poll thread's decisions (hand-outs, commits, close) are written against;
+#: ``MemberSnapshot.state_name`` keeps the member's own
+STATES: Final[Mapping[MemberState, states.MemberState]] = MappingProxyType(
+    {
+        _S.UNSUBSCRIBED: _C.UNJOINED,
+        _S.JOINING: _C.JOINING,
+        _S.RECONCILING: _C.RECONCILING,
+        _S.ACKNOWLEDGING: _C.RECONCILING,
+        _S.STABLE: _C.STABLE,
+        _S.FENCED: _C.UNJOINED,
+        _S.PREPARE_LEAVING: _C.LEAVING,
+        _S.LEAVING: _C.LEAVING,
+        _S.STALE: _C.UNJOINED,
+        _S.FATAL: _C.FATAL,
+        _S.CLOSED: _C.CLOSED,
+    }
 )
 
 
-# ==================================================================== outputs
+def generation_of(member_id: str, member_epoch: int) -> Generation:
+    """The member's identity as commits carry it: the member epoch and id, or ``Generation()`` without an epoch.
 
-
-@attrs.frozen(kw_only=True)
-class ReconcileStep:
-    """Listener work for the poll thread, run in the order: commit, lost, revoked, assigned.
-
-    Attributes:
-        step_id: answer with ``StepCompleted(step_id)``.
-        member_epoch: the epoch when the step was made (commits inside it use it).
-        commit: commit consumed offsets first (auto-commit), with ``member_epoch``.
-        lost: partitions lost without a clean revoke (fenced, stale, fatal): no commit.
-        revoked: partitions to give up: stop fetching them, commit, ``on_partitions_revoked``.
-        assigned: partitions added: ``on_partitions_assigned`` (run also when empty if
-            ``invoke_assigned``).
-        owned: what the member owns once the step completes.
-        invoke_assigned: run ``on_partitions_assigned`` (every reconciliation does).
-        reason: why, for logs.
-
+    OffsetCommit's ``generation_id`` field is ``GenerationIdOrMemberEpoch`` since KIP-848 (Java's
+    ``CommitRequestManager``); with no epoch (joining, fenced, left) a commit fails.
     """
-
-    step_id: int
-    member_epoch: int
-    commit: bool = False
-    lost: frozenset[TopicPartition] = frozenset()
-    revoked: frozenset[TopicPartition] = frozenset()
-    assigned: frozenset[TopicPartition] = frozenset()
-    owned: frozenset[TopicPartition] = frozenset()
-    invoke_assigned: bool = False
-    reason: str = ""
-
-
-@attrs.frozen
-class DeliverStep:
-    """Hand ``step`` to the poll thread."""
-
-    step: ReconcileStep
-
-
-@attrs.frozen(kw_only=True)
-class SendFindCoordinator:
-    """FindCoordinator for the group."""
-
-    request_id: int
-    timeout_ms: int
-
-
-@attrs.frozen(kw_only=True)
-class SendConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest):
-    """A ConsumerGroupHeartbeat to the coordinator ``node_id``; its answer comes back as ``HeartbeatResponded``."""
-
-    request_id: int
-    node_id: int
-    timeout_ms: int
-
-    def request(self) -> ConsumerGroupHeartbeatRequest:
-        """The request part, without the routing fields."""
-        fields = {f.name: getattr(self, f.name) for f in attrs.fields(ConsumerGroupHeartbeatRequest)}
-        return ConsumerGroupHeartbeatRequest(**fields)
-
-
-@attrs.frozen
-class RequestMetadata:
-    """Refresh metadata: ``topic_ids`` of the target assignment have no name yet; answer with ``MetadataUpdated``."""
-
-    topic_ids: frozenset[UUID]
-
-
-@attrs.frozen
-class Notify:
-    """A non-fatal error for the next ``poll()`` (TOPIC_AUTHORIZATION_FAILED: the member carries on)."""
-
-    error: Exception
-
-
-@attrs.frozen
-class Fail:
-    """A fatal error: ``poll()`` and ``commit()`` raise it from now on."""
-
-    error: Exception
-
-
-Command = (
-    SendFindCoordinator | SendConsumerGroupHeartbeat | DeliverStep | RequestMetadata | Notify | Fail
-)
+    return Generation(member_epoch, member_id) if member_epoch > 0 else Generation()
 
 
 # ==================================================================== values
-
-
-@attrs.frozen
-class LocalAssignment:
-    """An assignment by topic ids, with a local epoch bumped on every change (Java's ``LocalAssignment``).
-
-    Two assignments with the same partitions but different local epochs differ: the member
-    acknowledges each reconciled assignment once, even when it equals an earlier one.
-    """
-
-    local_epoch: int
-    partitions: frozenset[tuple[UUID, int]]
-
-    def by_topic(self) -> tuple[TopicIdPartitions, ...]:
-        """The partitions grouped by topic id, as the request sends them."""
-        grouped: dict[UUID, list[int]] = {}
-        for topic_id, partition in self.partitions:
-            grouped.setdefault(topic_id, []).append(partition)
-        return tuple(TopicIdPartitions(t, sorted(ps)) for t, ps in sorted(grouped.items()))
-
-
-#: no assignment (not in a group, or nothing reconciled yet)
-NO_ASSIGNMENT: Final = LocalAssignment(-1, frozenset())
 
 
 def _flatten(topics: Iterable[TopicIdPartitions]) -> frozenset[tuple[UUID, int]]:
@@ -447,28 +244,6 @@ def generate_member_id(rng: random.Random) -> str:
             return text
 
 
-@attrs.frozen
-class ConsumerGroupSnapshot:
-    """An immutable view of the machine, for other threads."""
-
-    state: MemberState
-    member_id: str
-    member_epoch: int
-    owned: frozenset[TopicPartition]
-    coordinator: int | None
-    subscription: frozenset[str]
-    group_instance_id: str | None
-    fatal: Exception | None
-    #: the member may be out of the group: hand nothing out (the session timer, or its
-    #: partitions wait to be released as lost)
-    hand_out_on_hold: bool = False
-    #: the group's session timeout as DescribeConfigs answered it (None: not known)
-    session_timeout_ms: int | None = None
-    #: from this moment (seconds on the driver's clock) the session timer holds the hand-out
-    #: whether or not the group thread has run by then (inf: no clock running)
-    hold_at: float = math.inf
-
-
 class _StepKind(enum.Enum):
     RECONCILE = "reconcile"
     RELEASE_LOST = "lost"  # fenced, stale or fatal: the partitions are lost
@@ -477,23 +252,9 @@ class _StepKind(enum.Enum):
 
 @attrs.frozen
 class _Pending:
-    step: ReconcileStep
+    step: RebalanceStep
     kind: _StepKind
     resolved: LocalAssignment | None = None
-
-
-class _SentFields:
-    """What the last heartbeat carried, so the next one sends only what changed (Java's ``SentFields``)."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.rebalance_timeout_ms = -1
-        self.topics: tuple[str, ...] | None = None
-        self.pattern: str | None = None
-        self.server_assignor: str | None = None
-        self.assignment: LocalAssignment | None = None
 
 
 # ==================================================================== the machine
@@ -544,9 +305,7 @@ class ConsumerGroupMachine:
         self._pattern: str | None = None
         self._subscription_updated = False
         # coordinator and requests
-        self._coordinator: int | None = None
-        self._coordinator_retry_at = 0.0
-        self._coordinator_attempts = 0
+        self._coordinator = CoordinatorState()
         self._next_request_id = 1
         self._find_rid: int | None = None
         self._heartbeat_rid: int | None = None
@@ -559,11 +318,7 @@ class ConsumerGroupMachine:
         self._release_instance = False
         self._release_rid: int | None = None
         # heartbeat timing (seconds on the driver's clock)
-        self._interval_s = 0.0
-        self._next_heartbeat_at = 0.0
-        self._backoff_until = 0.0
-        self._failed_attempts = 0
-        self._sent = _SentFields()
+        self._heartbeat = HeartbeatRequestState(self._backoff)
         # assignment
         self._target: LocalAssignment = NO_ASSIGNMENT
         self._current: LocalAssignment = NO_ASSIGNMENT
@@ -629,12 +384,12 @@ class ConsumerGroupMachine:
     @property
     def coordinator(self) -> int | None:
         """The coordinator's node id, or ``None`` while unknown."""
-        return self._coordinator
+        return self._coordinator.node_id
 
     @property
     def heartbeat_interval_ms(self) -> int:
         """The heartbeat interval the broker gave (0 before the first answer)."""
-        return round(self._interval_s * 1000)
+        return self._heartbeat.interval_ms
 
     @property
     def current_assignment(self) -> LocalAssignment:
@@ -668,12 +423,22 @@ class ConsumerGroupMachine:
             bool(self._owned) and (self._epoch <= 0 or self._release_after_step is _StepKind.RELEASE_LOST)
         )
 
-    def snapshot(self) -> ConsumerGroupSnapshot:
-        """An immutable view for other threads."""
-        return ConsumerGroupSnapshot(
-            self._state, self._member_id, self._epoch, self._owned, self._coordinator,
-            self._topics, self._instance_id, self._fatal, self.hand_out_on_hold, self.session_timeout_ms,
-            self._hold_at(),
+    @property
+    def state_name(self) -> str:
+        """The member state's name (Java's ``MemberState``, plus CLOSED)."""
+        return self._state.name
+
+    @property
+    def identity(self) -> Generation:
+        """The member id and epoch as commits carry them (``generation_of``)."""
+        return generation_of(self._member_id, self._epoch)
+
+    def snapshot(self) -> MemberSnapshot:
+        """An immutable view for other threads: the state as the poll thread reads it (``STATES``), the identity."""
+        return MemberSnapshot(
+            STATES[self._state], self.identity, self._owned, self._coordinator.node_id,
+            self._topics, self._instance_id, self._fatal, self.hand_out_on_hold, self._hold_at(),
+            self._state.name, self.session_timeout_ms,
         )
 
     def _hold_at(self) -> float:
@@ -694,8 +459,8 @@ class ConsumerGroupMachine:
         if self._state in (MemberState.CLOSED, MemberState.FATAL) or self._poisoned is not None:
             return float("inf")
         deadlines = []
-        if self._coordinator is None:
-            deadlines.append(self._coordinator_retry_at)
+        if self._coordinator.node_id is None:
+            deadlines.append(self._coordinator.lookup.at)
         elif self._heartbeats() and self._heartbeat_rid is None:
             deadlines.append(self._heartbeat_due())
         if self._watchdog_armed():
@@ -714,7 +479,7 @@ class ConsumerGroupMachine:
         return min(future) if future else float("inf")
 
     # ---------------------------------------------------------------- entry points
-    def handle(self, event: Event, now: float) -> list[Command]:
+    def handle(self, event: ConsumerGroupEvent, now: float) -> list[Command]:
         """Process one event at ``now`` (seconds) and return the commands to execute.
 
         Raises:
@@ -792,38 +557,34 @@ class ConsumerGroupMachine:
         return self._state in (MemberState.ACKNOWLEDGING, MemberState.JOINING, MemberState.LEAVING)
 
     def _heartbeat_due(self) -> float:
-        if self._heartbeat_now() or (self._in_doubt and self._session_overdue()):
-            # in doubt about the session: ask at once (after a failed attempt's backoff)
-            return 0.0 if self._state is MemberState.LEAVING else self._backoff_until
-        return max(self._next_heartbeat_at, self._backoff_until)
+        # in doubt about the session: ask at once (after a failed attempt's backoff)
+        return self._heartbeat.due(
+            now=self._heartbeat_now() or (self._in_doubt and self._session_overdue()),
+            leaving=self._state is MemberState.LEAVING,
+        )
 
     def _backoff(self, attempts: int) -> float:
         return next_backoff_s(attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
 
     def _failed_attempt(self, now: float) -> None:
         """A heartbeat failed: back off, then send at once (Java ``HeartbeatRequestState.onFailedAttempt``)."""
-        self._failed_attempts += 1
-        self._backoff_until = now + self._backoff(self._failed_attempts)
-        self._next_heartbeat_at = now
-        self._sent.reset()
+        self._heartbeat.failed(now)
 
     def _reset_backoff(self) -> None:
-        self._failed_attempts = 0
-        self._backoff_until = 0.0
-        self._next_heartbeat_at = 0.0
+        self._heartbeat.reset_backoff()
 
     def _poll_deadline(self) -> float:
         return self._last_poll + self._config.max_poll_interval_ms / 1000
 
     def _watchdog_armed(self) -> bool:
         return (
-            self._coordinator is not None
+            self._coordinator.node_id is not None
             and self._heartbeats()
             and self._state not in (MemberState.PREPARE_LEAVING, MemberState.LEAVING)
         )
 
-    def _new_step(self, kind: _StepKind, resolved: LocalAssignment | None = None, **fields: object) -> DeliverStep:
-        step = ReconcileStep(step_id=self._next_step_id, member_epoch=self._epoch, **fields)  # type: ignore[arg-type]
+    def _new_step(self, kind: _StepKind, resolved: LocalAssignment | None = None, **fields: Any) -> DeliverStep:
+        step = RebalanceStep(step_id=self._next_step_id, generation=self.identity, **fields)
         self._next_step_id += 1
         self._pending = _Pending(step, kind, resolved)
         return DeliverStep(step)
@@ -852,30 +613,31 @@ class ConsumerGroupMachine:
         return not (operation is LeaveOperation.REMAIN_IN_GROUP and self._instance_id is None)
 
     def _mark_coordinator_unknown(self, reason: str, now: float) -> None:
-        if self._coordinator is not None:
-            log.info("group %s: coordinator %s marked unknown: %s", self._group_id, self._coordinator, reason)
-        self._coordinator = None
+        if self._coordinator.node_id is not None:
+            log.info("group %s: coordinator %s marked unknown: %s", self._group_id, self._coordinator.node_id, reason)
         if self._heartbeat_rid is not None:
             self._abandoned_heartbeat = (self._heartbeat_rid, self._epoch)
         self._heartbeat_rid = None  # its answer (from the old coordinator) no longer counts
-        self._coordinator_retry_at = max(self._coordinator_retry_at, now + self._backoff(self._coordinator_attempts))
-        self._sent.reset()
+        self._coordinator = self._coordinator.lost(now + self._backoff(self._coordinator.lookup.attempts))
+        self._heartbeat.resend_all()
 
     # ---------------------------------------------------------------- the drive loop
     def _drive(self, now: float, out: list[Command]) -> None:
         """Issue whatever the state calls for: find the coordinator, reconcile, heartbeat."""
         if self._state in (MemberState.CLOSED, MemberState.FATAL):
             return
-        if self._coordinator is None:
+        if self._coordinator.node_id is None:
             if self._state is MemberState.LEAVING:
                 # Java ``onHeartbeatRequestSkipped``: no coordinator, the leave is not sent
                 log.warning("group %s: no coordinator; the leave heartbeat is not sent", self._group_id)
                 self._after_leave_sent()
                 self._finish_leave()
                 return
-            if self._find_rid is None and now >= self._coordinator_retry_at and self._wants_coordinator():
+            if self._find_rid is None and self._coordinator.due(now) and self._wants_coordinator():
                 self._find_rid = self._request_id()
-                out.append(SendFindCoordinator(request_id=self._find_rid, timeout_ms=self._config.request_timeout_ms))
+                out.append(SendFindCoordinator(
+                    request_id=self._find_rid, key=self._group_id, timeout_ms=self._config.request_timeout_ms
+                ))
             return
         self._maybe_reconcile(now, out)
         if not self._heartbeats():
@@ -889,31 +651,19 @@ class ConsumerGroupMachine:
 
     def _send_heartbeat(self, now: float, out: list[Command]) -> None:
         """Build the heartbeat (only what changed, Java's ``HeartbeatState.buildRequestData``) and send it."""
-        assert self._coordinator is not None
+        assert self._coordinator.node_id is not None
         if self._state is MemberState.JOINING and self._release_instance:
             self._send_instance_release(now, out)
             return
-        send_all = self._state is MemberState.JOINING
-        sent = self._sent
-        fields: dict[str, object] = {}
-        if send_all or sent.rebalance_timeout_ms != self._rebalance_timeout_ms:
-            fields["rebalance_timeout_ms"] = self._rebalance_timeout_ms
-            sent.rebalance_timeout_ms = self._rebalance_timeout_ms
-        topics = tuple(sorted(self._topics))
-        if send_all or topics != sent.topics:
-            fields["subscribed_topic_names"] = topics
-            sent.topics = topics
-        if (send_all and self._pattern is not None) or self._pattern != sent.pattern:
-            fields["subscribed_topic_regex"] = self._pattern if self._pattern is not None else ""
-            sent.pattern = self._pattern
-        if send_all and self._config.client_rack is not None:
-            fields["rack_id"] = self._config.client_rack
-        if self._server_assignor is not None and (send_all or self._server_assignor != sent.server_assignor):
-            fields["server_assignor"] = self._server_assignor
-            sent.server_assignor = self._server_assignor
-        if (send_all or self._current != sent.assignment) and not self._taking_partitions():
-            fields["topic_partitions"] = self._current.by_topic()
-            sent.assignment = self._current
+        fields = self._heartbeat.fields(
+            send_all=self._state is MemberState.JOINING,
+            rebalance_timeout_ms=self._rebalance_timeout_ms,
+            topics=tuple(sorted(self._topics)),
+            pattern=self._pattern,
+            rack_id=self._config.client_rack,
+            server_assignor=self._server_assignor,
+            owned=None if self._taking_partitions() else self._current,
+        )
         rid = self._request_id()
         leaving = self._state is MemberState.LEAVING
         if leaving:
@@ -928,21 +678,21 @@ class ConsumerGroupMachine:
             if self._unconfirmed_since is None:
                 self._unconfirmed_since = now
         out.append(self._heartbeat_command(rid, self._epoch, fields))
-        self._next_heartbeat_at = now + self._interval_s
+        self._heartbeat.sent(now)
         self._on_heartbeat_sent()
 
-    def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, object]) -> SendConsumerGroupHeartbeat:
+    def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, Any]) -> SendConsumerGroupHeartbeat:
         """A ConsumerGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
-        assert self._coordinator is not None
+        assert self._coordinator.node_id is not None
         return SendConsumerGroupHeartbeat(
             request_id=rid,
-            node_id=self._coordinator,
+            node_id=self._coordinator.node_id,
             timeout_ms=self._config.request_timeout_ms,
             group_id=self._group_id,
             member_id=self._member_id,
             member_epoch=epoch,
             instance_id=self._instance_id,
-            **fields,  # type: ignore[arg-type]
+            **fields,
         )
 
     def _send_instance_release(self, now: float, out: list[Command]) -> None:
@@ -957,15 +707,15 @@ class ConsumerGroupMachine:
         ``a_fenced_static_member_cannot_rejoin_until_it_releases_its_instance_id`` checks both
         against Apache Kafka). The answer is handled by ``_on_instance_released``.
         """
-        assert self._coordinator is not None
+        assert self._coordinator.node_id is not None
         rid = self._request_id()
         self._heartbeat_rid = self._release_rid = rid
         log.info("group %s member %s: fenced static member: releasing instance id %s (epoch -2) before rejoining",
                  self._group_id, self._member_id, self._instance_id)
         out.append(self._heartbeat_command(rid, LEAVE_GROUP_STATIC_MEMBER_EPOCH, {}))
-        self._next_heartbeat_at = now + self._interval_s
+        self._heartbeat.sent(now)
 
-    def _on_instance_released(self, event: HeartbeatResponded) -> bool:
+    def _on_instance_released(self, event: ConsumerGroupHeartbeatResponded) -> bool:
         """The answer to ``_send_instance_release``: True when handled (the join goes out next).
 
         NONE (released) and UNKNOWN_MEMBER_ID (the coordinator no longer has the member, so the
@@ -978,7 +728,7 @@ class ConsumerGroupMachine:
         log.info("group %s member %s: instance id %s %s; rejoining", self._group_id, self._member_id,
                  self._instance_id, "released" if event.error_code == NONE else "no longer held")
         self._release_instance = False
-        self._next_heartbeat_at = 0.0
+        self._heartbeat.ask_now()
         self._reset_backoff()
         return True
 
@@ -1317,8 +1067,8 @@ class ConsumerGroupMachine:
         self._assigned_names.clear()
         self._requested_ids = frozenset()
         self._revoke_since = None
-        self._sent.reset()
-        self._next_heartbeat_at = 0.0  # ask at once
+        self._heartbeat.resend_all()
+        self._heartbeat.ask_now()
         if self._state is not MemberState.RECONCILING:
             self._transition(MemberState.RECONCILING)
 
@@ -1370,7 +1120,7 @@ class ConsumerGroupMachine:
             if revoke_late
             else f"no heartbeat answered within the rebalance timeout ({self._rebalance_timeout_ms} ms)"
         )
-        if self._coordinator is None:
+        if self._coordinator.node_id is None:
             log.warning(
                 "group %s member %s epoch %d: %s and no coordinator to ask: the coordinator may have removed the "
                 "member; its partitions are lost and it %s", self._group_id, self._member_id, self._epoch, why,
@@ -1407,7 +1157,7 @@ class ConsumerGroupMachine:
         self._transition(MemberState.LEAVING)
         self._heartbeat_rid = None
         self._reset_backoff()
-        self._sent.reset()
+        self._heartbeat.resend_all()
 
     # ---------------------------------------------------------------- user events
     def _on_subscribe(self, event: Subscribe, now: float, out: list[Command]) -> None:
@@ -1520,23 +1270,20 @@ class ConsumerGroupMachine:
         self._find_rid = None
         disposition = classify(Api.FIND_COORDINATOR, event.error_code)
         if disposition is Disposition.OK:
-            self._coordinator = event.node_id
-            self._coordinator_attempts = 0
+            self._coordinator = self._coordinator.found(event.node_id, now + self._backoff(1))
             # Java's CoordinatorRequestManager (RequestState.onSuccessfulAttempt): the next
             # FindCoordinator waits retry_backoff_ms after this answer even so, so a coordinator
             # that answers NOT_COORDINATOR while it loads is not asked again in a tight loop
-            self._coordinator_retry_at = now + self._backoff(1)
             log.info("group %s: coordinator %s at %s:%s", self._group_id, event.node_id, event.host, event.port)
         elif disposition is Disposition.FATAL:
             self._transition_to_fatal(
                 broker_error(Api.FIND_COORDINATOR, event.error_code, self._context()), out
             )
         else:
-            self._coordinator_attempts += 1
-            self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
+            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
             log.info("group %s: FindCoordinator failed: %s", self._group_id, error_name(event.error_code))
 
-    def _on_heartbeat(self, event: HeartbeatResponded, now: float, out: list[Command]) -> None:
+    def _on_heartbeat(self, event: ConsumerGroupHeartbeatResponded, now: float, out: list[Command]) -> None:
         self._unresolved.pop(event.request_id, None)
         if event.request_id == self._leave_rid:
             if event.error_code != NONE:
@@ -1549,7 +1296,7 @@ class ConsumerGroupMachine:
                 self._abandoned_heartbeat = None
             if (
                 abandoned == (event.request_id, self._epoch)
-                and classify_heartbeat_error(event.error_code) is HeartbeatAction.FENCED
+                and classify(_HEARTBEAT, event.error_code) is Disposition.RESET_GENERATION
                 and self._state in (MemberState.STABLE, MemberState.RECONCILING, MemberState.ACKNOWLEDGING)
             ):
                 # the coordinator removed or fenced the member at this very epoch: as authoritative
@@ -1565,8 +1312,8 @@ class ConsumerGroupMachine:
             self._release_rid = None
             if self._on_instance_released(event):
                 return
-        action = classify_heartbeat_error(event.error_code)
-        if action is HeartbeatAction.OK:
+        action = classify(_HEARTBEAT, event.error_code)
+        if action is Disposition.OK:
             previous_target = self._target.partitions
             self._on_heartbeat_success(event, now)
             self._session_renewed(previous_target)
@@ -1574,29 +1321,24 @@ class ConsumerGroupMachine:
         self._failed_attempt(now)
         name = error_name(event.error_code)
         detail = f"ConsumerGroupHeartbeat returned {name}" + (f": {event.error_message}" if event.error_message else "")
-        if action is HeartbeatAction.REDISCOVER:
+        if action is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(detail, now)
             self._reset_backoff()
-        elif action is HeartbeatAction.RETRY:
+        elif action is Disposition.RETRY:
             log.info("group %s: %s; retrying after a backoff", self._group_id, detail)
-        elif action is HeartbeatAction.FENCED:
+        elif action is Disposition.RESET_GENERATION:
             self._transition_to_fenced(detail, now, event.error_code)
             self._reset_backoff()
-        elif action is HeartbeatAction.REPORT:
+        elif action is Disposition.RAISE:
             log.error("group %s member %s: %s", self._group_id, self._member_id, detail)
-            out.append(Notify(heartbeat_error(event.error_code, event.error_message or "", self._context())))
+            out.append(Notify(broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())))
         else:
-            error = heartbeat_error(event.error_code, event.error_message or "", self._context())
+            error = broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())
             self._transition_to_fatal(error, out)
 
-    def _on_heartbeat_success(self, event: HeartbeatResponded, now: float) -> None:
+    def _on_heartbeat_success(self, event: ConsumerGroupHeartbeatResponded, now: float) -> None:
         """Java ``onResponse`` (timing) and ``ConsumerMembershipManager.onHeartbeatSuccess``."""
-        interval_s = event.heartbeat_interval_ms / 1000
-        if interval_s != self._interval_s:
-            self._interval_s = interval_s
-            self._next_heartbeat_at = now + interval_s
-        self._failed_attempts = 0
-        self._backoff_until = 0.0
+        self._heartbeat.succeeded(now, event.heartbeat_interval_ms)
         if self._state in _NOT_IN_GROUP or self._state is MemberState.LEAVING:
             return
         if event.member_epoch < 0:
@@ -1618,8 +1360,7 @@ class ConsumerGroupMachine:
         self._unresolved.pop(rid, None)
         if rid == self._find_rid:
             self._find_rid = None
-            self._coordinator_attempts += 1
-            self._coordinator_retry_at = now + self._backoff(self._coordinator_attempts)
+            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
             log.info("group %s: FindCoordinator failed: %s", self._group_id, event.reason)
             return
         if rid == self._leave_rid:
@@ -1632,8 +1373,8 @@ class ConsumerGroupMachine:
         self._failed_attempt(now)
         if event.unsupported_version:
             self._transition_to_fatal(
-                heartbeat_error(UNSUPPORTED_VERSION, f"{event.reason}; {CONSUMER_PROTOCOL_NOT_SUPPORTED}",
-                                self._context()),
+                broker_error(_HEARTBEAT, UNSUPPORTED_VERSION, f"{event.reason}; {CONSUMER_PROTOCOL_NOT_SUPPORTED}",
+                             self._context()),
                 out,
             )
             return
@@ -1653,16 +1394,40 @@ class ConsumerGroupMachine:
             )
         self._session_timeout_s = ms / 1000
 
-    _HANDLERS: Final[Mapping[type, Callable[[ConsumerGroupMachine, object, float, list[Command]], None]]] = {
-        Subscribe: _on_subscribe,  # type: ignore[dict-item]
-        Unsubscribe: _on_unsubscribe,  # type: ignore[dict-item]
-        Polled: _on_polled,  # type: ignore[dict-item]
-        StepCompleted: _on_step_completed,  # type: ignore[dict-item]
-        Leave: _on_leave,  # type: ignore[dict-item]
-        MetadataUpdated: _on_metadata,  # type: ignore[dict-item]
-        CoordinatorDead: _on_coordinator_dead,  # type: ignore[dict-item]
-        FindCoordinatorResponded: _on_find_coordinator,  # type: ignore[dict-item]
-        HeartbeatResponded: _on_heartbeat,  # type: ignore[dict-item]
-        RequestFailed: _on_request_failed,  # type: ignore[dict-item]
-        SessionTimeoutDescribed: _on_session_timeout,  # type: ignore[dict-item]
+    def _on_request_rejoin(self, event: RequestRejoin, now: float, out: list[Command]) -> None:
+        """Nothing to do: the broker decides when to rebalance (Java's ``AsyncKafkaConsumer.enforceRebalance`` too)."""
+        log.info(
+            "group %s: a rebalance was asked for (%s); under the consumer protocol the broker decides "
+            "when to rebalance: nothing to do", self._group_id, event.reason,
+        )
+        self._check_poll_watchdog(now, out)
+
+    def _on_commit_error(self, event: CommitErrorObserved, now: float, out: list[Command]) -> None:
+        """A commit's (or offset fetch's) error: the coordinator moved, or nothing (the next heartbeat tells)."""
+        disposition = classify(Api(event.api), event.code)
+        reason = f"{event.api} returned {error_name(event.code)}"
+        if disposition is Disposition.REDISCOVER:
+            self._mark_coordinator_unknown(reason, now)
+            return
+        if disposition is Disposition.REJOIN:
+            self._on_request_rejoin(RequestRejoin(reason), now, out)
+            return
+        log.info("group %s: a commit returned error %d; the next heartbeat will tell", self._group_id, event.code)
+        self._check_poll_watchdog(now, out)
+
+    #: the handler of each event type
+    _HANDLERS: Final[Mapping[type, Callable[[ConsumerGroupMachine, Any, float, list[Command]], None]]] = {
+        Subscribe: _on_subscribe,
+        Unsubscribe: _on_unsubscribe,
+        Polled: _on_polled,
+        StepCompleted: _on_step_completed,
+        Leave: _on_leave,
+        RequestRejoin: _on_request_rejoin,
+        CommitErrorObserved: _on_commit_error,
+        MetadataUpdated: _on_metadata,
+        CoordinatorDead: _on_coordinator_dead,
+        FindCoordinatorResponded: _on_find_coordinator,
+        ConsumerGroupHeartbeatResponded: _on_heartbeat,
+        RequestFailed: _on_request_failed,
+        SessionTimeoutDescribed: _on_session_timeout,
     }

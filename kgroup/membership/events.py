@@ -1,21 +1,31 @@
-"""Inputs of the membership machine. Every event is ``attrs.frozen``.
+"""Inputs of the membership machines, one vocabulary for every group protocol. Every event is ``attrs.frozen``.
 
-User intents come from the poll thread (``Subscribe``, ``Polled``, ``StepCompleted``,
-``Leave``, ``RequestRejoin``, ``CommitErrorObserved``, ``CoordinatorDead``); responses come
-from the transport and carry the ``request_id`` of the command that caused them, so a
-response to a request the machine no longer waits for is dropped (Java's
+User intents come from the poll thread (``Subscribe``, ``Unsubscribe``, ``Polled``,
+``StepCompleted``, ``Leave``, ``RequestRejoin``, ``CommitErrorObserved``, ``CoordinatorDead``);
+responses come from the transport and carry the ``request_id`` of the command that caused them,
+so a response to a request the machine no longer waits for is dropped (Java's
 ``generationUnchanged()`` check, generalised). Each ``*Responded`` event *is* the group API
-response of :mod:`kgroup.protocol.group_api` (``JoinGroupResponded`` is a
-``JoinGroupResponse``) plus that ``request_id``; :func:`responded` makes one.
+response of :mod:`kgroup.protocol` (``JoinGroupResponded`` is a ``JoinGroupResponse``) plus that
+``request_id``; :func:`responded` makes a classic one.
+
+Both machines take the shared events (``ClassicEvent`` and ``ConsumerGroupEvent`` say which):
+the classic one (:mod:`kgroup.membership.machine`) also the JoinGroup/SyncGroup round's
+answers, the consumer protocol's (:mod:`kgroup.membership.consumer_group`, KIP-848) also
+``ConsumerGroupHeartbeatResponded``, ``MetadataUpdated`` and ``SessionTimeoutDescribed``. A
+machine for another group type (KIP-932's share groups) adds its own responses the same way.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
+from uuid import UUID
 
 import attrs
 
+from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from kgroup.protocol.group_api import (
     FindCoordinatorResponse,
     HeartbeatResponse,
@@ -28,7 +38,10 @@ from kgroup.types import Generation
 __all__ = [
     "AssignmentComputed",
     "AssignmentFailed",
+    "ClassicEvent",
     "CommitErrorObserved",
+    "ConsumerGroupEvent",
+    "ConsumerGroupHeartbeatResponded",
     "CoordinatorDead",
     "Event",
     "FindCoordinatorResponded",
@@ -36,12 +49,16 @@ __all__ = [
     "JoinGroupResponded",
     "Leave",
     "LeaveGroupResponded",
+    "LeaveOperation",
+    "MetadataUpdated",
     "Polled",
     "RequestFailed",
     "RequestRejoin",
+    "SessionTimeoutDescribed",
     "StepCompleted",
     "Subscribe",
     "SyncGroupResponded",
+    "Unsubscribe",
     "responded",
 ]
 
@@ -52,21 +69,65 @@ def _topics(value: Iterable[str]) -> frozenset[str]:
 
 @attrs.frozen
 class Subscribe:
-    """The application subscribes to ``topics`` (replacing any earlier subscription)."""
+    """The application subscribes to ``topics`` (replacing any earlier subscription).
+
+    ``pattern``: a server-side RE2J pattern (the consumer protocol only; the classic protocol's
+    pattern subscriptions are matched by the client, which subscribes to the topics). Under the
+    consumer protocol an empty subscription (no topics, no pattern) is ``Unsubscribe``.
+    """
 
     topics: frozenset[str] = attrs.field(converter=_topics)
+    pattern: str | None = None
+
+
+@attrs.frozen
+class Unsubscribe:
+    """The application unsubscribes: release the partitions, leave the group, stay usable (consumer protocol)."""
 
 
 @attrs.frozen
 class Polled:
-    """The application is inside ``poll()``: resets the max.poll.interval watchdog (KIP-62)."""
+    """The application is inside ``poll()``: resets the max.poll.interval watchdog (KIP-62).
+
+    Under the consumer protocol the member also joins only inside ``poll()`` (as Java's).
+    """
 
 
 @attrs.frozen
 class StepCompleted:
-    """The poll thread finished running the listener callbacks of step ``step_id``."""
+    """The poll thread finished running the listener callbacks of step ``step_id``.
+
+    Attributes:
+        step_id: the step.
+        error: a listener callback raised it (the poll thread reported it to the application);
+            under the consumer protocol the reconciliation is not acknowledged and runs again at
+            the next ``Polled``.
+        applied: whether the step's ``owned`` took effect. ``False`` only when the revoke phase
+            failed, so nothing was assigned and the revoked partitions are still owned.
+
+    """
 
     step_id: int
+    error: Exception | None = None
+    applied: bool = True
+
+
+class LeaveOperation(enum.Enum):
+    """What closing does to the membership (Java's ``CloseOptions.GroupMembershipOperation``)."""
+
+    #: dynamic members leave; static members leave for now (the consumer protocol's epoch -2)
+    #: or stay (the classic protocol sends no LeaveGroup for a static member, KIP-345)
+    DEFAULT = "default"
+    #: every member leaves for good
+    LEAVE_GROUP = "leave_group"
+    #: dynamic members send nothing (the session times out); static members of the consumer
+    #: protocol send epoch -2
+    REMAIN_IN_GROUP = "remain_in_group"
+
+
+_LEAVE_OPERATIONS = MappingProxyType(
+    {None: LeaveOperation.DEFAULT, True: LeaveOperation.LEAVE_GROUP, False: LeaveOperation.REMAIN_IN_GROUP}
+)
 
 
 @attrs.frozen
@@ -76,6 +137,11 @@ class Leave:
     reason: str = "the consumer is being closed"
     #: send LeaveGroup: True for dynamic members by default, False for static ones (KIP-345)
     send_leave_group: bool | None = None
+
+    @property
+    def operation(self) -> LeaveOperation:
+        """``send_leave_group`` None / True / False: Java's ``CloseOptions`` DEFAULT / LEAVE_GROUP / REMAIN_IN_GROUP."""
+        return _LEAVE_OPERATIONS[self.send_leave_group]
 
 
 @attrs.frozen
@@ -94,7 +160,11 @@ class CoordinatorDead:
 
 @attrs.frozen
 class CommitErrorObserved:
-    """An OffsetCommit/OffsetFetch sent with ``generation`` returned ``code`` (not 0)."""
+    """An OffsetCommit/OffsetFetch sent with ``generation`` returned ``code`` (not 0).
+
+    The offsets client decides the call's own outcome; what the code means for the membership
+    (find the coordinator again, rejoin, reset, fatal) the machine decides, here only.
+    """
 
     generation: Generation
     code: int
@@ -152,15 +222,50 @@ class LeaveGroupResponded(LeaveGroupResponse):
     request_id: int
 
 
+@attrs.frozen(kw_only=True)
+class ConsumerGroupHeartbeatResponded(ConsumerGroupHeartbeatResponse):
+    """A ConsumerGroupHeartbeat response (the consumer protocol, KIP-848)."""
+
+    request_id: int
+
+
+def _topic_names(value: Mapping[UUID, str]) -> Mapping[UUID, str]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class MetadataUpdated:
+    """The driver's metadata now maps these topic ids to names (every topic it knows, not a delta)."""
+
+    topic_names: Mapping[UUID, str] = attrs.field(converter=_topic_names)
+
+
+@attrs.frozen
+class SessionTimeoutDescribed:
+    """What DescribeConfigs answered for the group's ``consumer.session.timeout.ms`` (the consumer protocol).
+
+    ``session_timeout_ms`` None: the request failed (no DESCRIBE_CONFIGS permission on the
+    group, a broker without group configs, no answer); the value learned before, if any, stays.
+    """
+
+    session_timeout_ms: int | None
+
+
 @attrs.frozen
 class RequestFailed:
-    """A request got no response: disconnect, timeout or a client-side error."""
+    """A request got no response: disconnect, timeout or a client-side error.
+
+    ``unsupported_version``: the broker does not serve the request at any version kgroup
+    speaks (a cluster without the consumer protocol, or a pattern subscription that needs v1).
+    """
 
     request_id: int
     reason: str
+    unsupported_version: bool = False
 
 
-Event = (
+#: what the classic machine takes (its event table has a row for each)
+ClassicEvent = (
     Subscribe
     | Polled
     | StepCompleted
@@ -178,6 +283,25 @@ Event = (
     | RequestFailed
 )
 
+#: what the consumer protocol's machine takes (KIP-848)
+ConsumerGroupEvent = (
+    Subscribe
+    | Unsubscribe
+    | Polled
+    | StepCompleted
+    | Leave
+    | RequestRejoin
+    | CommitErrorObserved
+    | MetadataUpdated
+    | CoordinatorDead
+    | FindCoordinatorResponded
+    | ConsumerGroupHeartbeatResponded
+    | RequestFailed
+    | SessionTimeoutDescribed
+)
+
+Event = ClassicEvent | ConsumerGroupEvent
+
 _RESPONDED: Mapping[type, type] = {
     FindCoordinatorResponse: FindCoordinatorResponded,
     JoinGroupResponse: JoinGroupResponded,
@@ -187,12 +311,12 @@ _RESPONDED: Mapping[type, type] = {
 }
 
 
-def responded(request_id: int, response: Any) -> Event:
+def responded(request_id: int, response: Any) -> ClassicEvent:
     """The event for ``response``, a group API response to the request ``request_id``.
 
     Raises:
         KeyError: the machine takes no such response (only the five APIs it sends).
 
     """
-    event: Event = _RESPONDED[type(response)](request_id=request_id, **attrs.asdict(response, recurse=False))
+    event: ClassicEvent = _RESPONDED[type(response)](request_id=request_id, **attrs.asdict(response, recurse=False))
     return event

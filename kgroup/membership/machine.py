@@ -13,8 +13,9 @@ Rule 4: every response carries the request id of the command that caused it. A r
         id is not in flight any more, or whose generation is no longer current, is dropped
         (Java's ``generationUnchanged()``, generalised).
 
-Besides ``MemberState`` the machine keeps its coordinator, its timers and its requests in
-flight as small frozen values of ``kgroup.membership.states``, replaced on change; it reads
+Besides ``MemberState`` the machine keeps its coordinator (``kgroup.membership.coordinator``),
+its timers (``kgroup.membership.timers``) and its requests in flight as small frozen values,
+replaced on change; it reads
 the few consumer settings it uses from a ``MachineConfig``.
 
 The protocol steps, in the classic protocol's order ("A little more detail"), and where they live:
@@ -62,7 +63,6 @@ from kgroup.errors import (
     error_name,
 )
 from kgroup.membership import events as ev
-from kgroup.membership.backoff import next_backoff_s
 from kgroup.membership.commands import (
     Command,
     ComputeAssignment,
@@ -77,20 +77,19 @@ from kgroup.membership.commands import (
     SendSyncGroup,
     WatchGroupTopics,
 )
+from kgroup.membership.coordinator import CoordinatorState
+from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.states import (
     ANSWERS,
     EVENT_TABLE,
     HEARTBEAT_STATES,
     RESPONSES,
-    CoordinatorState,
-    HeartbeatTimer,
     InFlight,
     MemberState,
-    PollTimer,
     Request,
-    RetryTimer,
     Verdict,
 )
+from kgroup.membership.timers import HeartbeatTimer, PollTimer, RetryTimer, next_backoff_s
 from kgroup.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,
@@ -110,7 +109,6 @@ __all__ = [
     "MAX_REASON_LENGTH",
     "GroupMachine",
     "MachineConfig",
-    "MemberSnapshot",
     "machine_config",
     "truncate_reason",
 ]
@@ -131,33 +129,6 @@ log = logging.getLogger(__name__)
 _ROUND_REQUESTS = frozenset({Request.JOIN_GROUP, Request.ASSIGNMENT, Request.SYNC_GROUP})
 #: the requests that count only for the coordinator and generation they were sent to
 _GENERATION_REQUESTS = _ROUND_REQUESTS | {Request.HEARTBEAT}
-
-
-@attrs.frozen(repr=False)
-class MemberSnapshot:
-    """An immutable view of the machine, published to other threads after every call."""
-
-    state: MemberState
-    generation: Generation
-    owned: frozenset[TopicPartition]
-    coordinator: int | None
-    subscription: frozenset[str]
-    group_instance_id: str | None
-    fatal: Exception | None
-    #: the member may no longer own its partitions (no successful heartbeat for
-    #: session_timeout_ms while its JoinGroup or SyncGroup is unanswered, or its generation is
-    #: gone and their loss waits behind a running step): hand nothing out
-    hand_out_on_hold: bool = False
-    #: from this moment (seconds on the driver's clock) the session timer holds the hand-out
-    #: whether or not the group thread has run by then: the poll thread checks it itself (inf:
-    #: no session clock running)
-    hold_at: float = math.inf
-
-    def __repr__(self) -> str:
-        return (
-            f"MemberSnapshot(state={self.state.value}, generation={self.generation.generation_id}, "
-            f"member_id={self.generation.member_id!r}, owned={len(self.owned)})"
-        )
 
 
 @attrs.frozen(kw_only=True)
@@ -283,7 +254,24 @@ class GroupMachine:
             # in doubt, or the generation is gone and the loss waits behind a running step
             self._in_doubt or (bool(self._owned) and not self._generation.is_valid()),
             self._session_deadline() if self._holds_for_session() else math.inf,
+            self._state.name,
+            self._config.session_timeout_ms,
         )
+
+    @property
+    def member_id(self) -> str:
+        """The member id the coordinator gave ("" before the first JoinGroup answer)."""
+        return self._generation.member_id
+
+    @property
+    def state_name(self) -> str:
+        """The member state's name."""
+        return self._state.name
+
+    @property
+    def session_timeout_ms(self) -> int:
+        """The configured session timeout, which JoinGroup sends and the coordinator enforces."""
+        return self._config.session_timeout_ms
 
     def next_deadline(self, now: float) -> float:
         """The earliest time after ``now`` at which ``tick`` has something to do (inf: none)."""
@@ -461,17 +449,13 @@ class GroupMachine:
         """A JoinGroup or SyncGroup is unanswered: the coordinator may be keeping the member alive."""
         return self._awaiting(Request.JOIN_GROUP) or self._awaiting(Request.SYNC_GROUP)
 
-    def _session_counts(self) -> bool:
-        """The session timer runs out into lost partitions (``_check_session``)."""
-        return self._holds_for_session() and not self._parked()
-
     def _backoff(self, attempts: int) -> float:
         return next_backoff_s(
             attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng
         )
 
-    def _new_step(self, **kwargs: object) -> RebalanceStep:
-        step = RebalanceStep(step_id=self._next_step_id, generation=self._generation, **kwargs)  # type: ignore[arg-type]
+    def _new_step(self, **kwargs: Any) -> RebalanceStep:
+        step = RebalanceStep(step_id=self._next_step_id, generation=self._generation, **kwargs)
         self._next_step_id += 1
         self._pending_step = step
         return step
@@ -534,7 +518,7 @@ class GroupMachine:
             # member that cannot find it must not go on handing them out)
             self._deliver_lost_if_needed("generation reset", out)
         if self._coordinator.node_id is None:
-            if not self._awaiting(Request.FIND_COORDINATOR) and now >= self._coordinator.lookup.at:
+            if not self._awaiting(Request.FIND_COORDINATOR) and self._coordinator.due(now):
                 rid = self._request_id(Request.FIND_COORDINATOR, now)
                 out.append(
                     SendFindCoordinator(
@@ -814,7 +798,8 @@ class GroupMachine:
         self._mark_coordinator_unknown(event.reason, now)
 
     def _on_commit_error(self, event: ev.CommitErrorObserved, now: float, out: list[Command]) -> None:
-        disposition = classify(Api.OFFSET_COMMIT, event.code)
+        """The one place a commit's (or offset fetch's) error code takes effect on the membership."""
+        disposition = classify(Api(event.api), event.code)
         unchanged = event.generation == self._generation
         name = error_name(event.code)
         if disposition is Disposition.FATAL:
@@ -826,8 +811,7 @@ class GroupMachine:
         elif disposition is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(f"{event.api} returned {name}", now)
         elif disposition is Disposition.REJOIN:
-            if self._state is MemberState.STABLE:
-                self._request_rejoin(f"{event.api} returned {name}")
+            self._request_rejoin(f"{event.api} returned {name}")
         elif disposition in (Disposition.RESET_GENERATION, Disposition.RESET_MEMBER) and unchanged:
             self._reset_generation(
                 f"{event.api} returned {name}", out,

@@ -17,14 +17,14 @@
 event, ignores it on purpose, or rejects it as illegal (h11's ``_state.py`` keeps its
 transitions the same way). ``GroupMachine`` consults it in one place, before anything changes.
 Besides ``MemberState`` the machine keeps small sub-states, each a frozen value replaced on
-change: the coordinator (``CoordinatorState``), its timers (``HeartbeatTimer``, ``PollTimer``,
-``RetryTimer``) and its requests in flight (``InFlight``).
+change: the coordinator (``kgroup.membership.coordinator.CoordinatorState``), its timers
+(``kgroup.membership.timers``) and its requests in flight (``InFlight``).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final, get_args
 
@@ -37,13 +37,9 @@ __all__ = [
     "EVENT_TABLE",
     "HEARTBEAT_STATES",
     "RESPONSES",
-    "CoordinatorState",
-    "HeartbeatTimer",
     "InFlight",
     "MemberState",
-    "PollTimer",
     "Request",
-    "RetryTimer",
     "Verdict",
 ]
 
@@ -172,7 +168,7 @@ def _parse_event_table(text: str) -> Mapping[MemberState, Mapping[type, Verdict]
     states = [MemberState(name) for name in header.split()]
     if states != list(MemberState):
         raise ValueError(f"EVENT_TABLE: the columns must be every MemberState in order, got {header.split()}")
-    events: dict[str, type] = {kind.__name__: kind for kind in get_args(ev.Event)}
+    events: dict[str, type] = {kind.__name__: kind for kind in get_args(ev.ClassicEvent)}
     table: dict[MemberState, dict[type, Verdict]] = {state: {} for state in states}
     for row in rows:
         name, *cells = row.split()
@@ -188,99 +184,3 @@ def _parse_event_table(text: str) -> Mapping[MemberState, Mapping[type, Verdict]
 
 #: state -> event type -> ``Verdict``: every pair, written out above as a grid
 EVENT_TABLE: Final[Mapping[MemberState, Mapping[type, Verdict]]] = _parse_event_table(_EVENT_TABLE)
-
-
-# ==================================================================== sub-states
-@attrs.frozen
-class RetryTimer:
-    """A retry with exponential backoff: failed attempts in a row, and when the next may go."""
-
-    at: float = 0.0
-    attempts: int = 0
-
-    def failed(self, now: float, backoff: Callable[[int], float]) -> RetryTimer:
-        """One more attempt failed at ``now``: the next waits ``backoff(attempts)``."""
-        attempts = self.attempts + 1
-        return RetryTimer(now + backoff(attempts), attempts)
-
-    def succeeded(self) -> RetryTimer:
-        """The attempt succeeded: the count starts over."""
-        return RetryTimer(self.at, 0)
-
-    def allow_from(self, at: float) -> RetryTimer:
-        """The next attempt may go at ``at`` (the count is kept)."""
-        return RetryTimer(at, self.attempts)
-
-
-@attrs.frozen
-class CoordinatorState:
-    """The group's coordinator as far as the member knows, and the FindCoordinator retry timer."""
-
-    #: the coordinator's node id; None while unknown (FindCoordinator is due at ``lookup.at``)
-    node_id: int | None = None
-    lookup: RetryTimer = RetryTimer()
-
-    def found(self, node_id: int) -> CoordinatorState:
-        """FindCoordinator answered ``node_id``."""
-        return CoordinatorState(node_id, self.lookup.succeeded())
-
-    def lookup_failed(self, now: float, backoff: Callable[[int], float]) -> CoordinatorState:
-        """FindCoordinator failed at ``now``: look again after a longer backoff."""
-        return CoordinatorState(None, self.lookup.failed(now, backoff))
-
-    def lost(self, not_before: float) -> CoordinatorState:
-        """The coordinator is unknown from now on; look for it again from ``not_before``."""
-        return CoordinatorState(None, self.lookup.allow_from(max(self.lookup.at, not_before)))
-
-
-@attrs.frozen
-class HeartbeatTimer:
-    """When the next Heartbeat is due, and the two session marks."""
-
-    next_at: float = 0.0
-    #: the latest moment the coordinator is known to have renewed the session: the send time
-    #: of the last successful Heartbeat, or of the JoinGroup that completed a rebalance. The
-    #: coordinator cannot have expired the member before this plus ``session_timeout_ms``.
-    alive_at: float = 0.0
-    #: Java's session timer (``Heartbeat.sessionTimer``): the last successful response, join
-    #: or coordinator discovery; past it plus ``session_timeout_ms`` the coordinator is
-    #: rediscovered
-    last_ok: float = 0.0
-    #: the latest moment the group is known to have had no rebalance under way: the send time
-    #: of the last Heartbeat answered without error, or of the JoinGroup that completed a
-    #: rebalance. A rebalance the member never heard of began after it, so its rebalance
-    #: timeout cannot remove the member before this plus ``rebalance_timeout_ms``.
-    calm_at: float = 0.0
-
-    def confirmed(self, sent_at: float, now: float, *, calm: bool) -> HeartbeatTimer:
-        """A request sent at ``sent_at`` succeeded at ``now`` (the marks never go back)."""
-        return HeartbeatTimer(
-            self.next_at, max(self.alive_at, sent_at), now, max(self.calm_at, sent_at) if calm else self.calm_at
-        )
-
-    def reset(self, now: float) -> HeartbeatTimer:
-        """Restart Java's session timer at ``now`` (the other marks stay)."""
-        return HeartbeatTimer(self.next_at, self.alive_at, now, self.calm_at)
-
-    def due_at(self, at: float) -> HeartbeatTimer:
-        """The next Heartbeat goes at ``at``."""
-        return HeartbeatTimer(at, self.alive_at, self.last_ok, self.calm_at)
-
-
-@attrs.frozen
-class PollTimer:
-    """The max.poll.interval watchdog (KIP-62): when the application last called ``poll()``."""
-
-    last: float = 0.0
-    #: the clock runs from the machine's first call
-    started: bool = False
-    #: the watchdog fired: the member does not rejoin before the application polls again
-    expired: bool = False
-
-    def polled(self, now: float) -> PollTimer:
-        """The application polled at ``now``."""
-        return PollTimer(now, True, False)
-
-    def expire(self) -> PollTimer:
-        """The watchdog fired."""
-        return PollTimer(self.last, self.started, True)

@@ -6,7 +6,7 @@ assignor, and per member its epoch, its current assignment and its target assign
 ``Admin.describeConsumerGroups`` sends this request first and falls back to DescribeGroups for a
 classic group (``DescribeConsumerGroupsHandler``); :meth:`kgroup.admin.GroupAdmin.describe_group`
 does the same. These are kgroup's own value types (``attrs.frozen``, no kafka-python), as
-:mod:`kgroup.protocol.group_api` is for the classic APIs; :mod:`kgroup._io.consumer_group_describe`
+:mod:`kgroup.protocol.group_api` is for the classic APIs; :mod:`kgroup._io.kafka_messages`
 turns them into kafka-python messages and back.
 
 Field names follow Apache Kafka's message schema (``ConsumerGroupDescribeRequest.json`` and

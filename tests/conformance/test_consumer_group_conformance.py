@@ -28,9 +28,9 @@ from typing import Any
 
 import pytest
 
-import kgroup._io.consumer_group_heartbeat  # noqa: F401 (registers API 68 with the frame codec before its first use)
+import kgroup._io.kafka_messages  # noqa: F401 (registers API 68 with the frame codec before its first use)
 from kgroup import _error_codes as codes
-from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatRequest, TopicIdPartitions
+from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicIdPartitions
 from kgroup.protocol.group_api import CommitPartition, CommitTopic, FetchTopic, OffsetCommitRequest, OffsetFetchRequest
 from kgroup.testing import FakeClock
 from kgroup.testing.coordinator import ConsumerGroupConfig, ConsumerGroupModel

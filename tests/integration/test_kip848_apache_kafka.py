@@ -43,10 +43,12 @@ from kgroup._error_codes import (
     UNKNOWN_MEMBER_ID,
     UNRELEASED_INSTANCE_ID,
 )
-from kgroup._io import consumer_group_heartbeat as wire
+from kgroup._io import kafka_messages as wire
 from kgroup.config import ConsumerConfig
+from kgroup.membership import commands as cmd
 from kgroup.membership import consumer_group as cg
-from kgroup.membership.consumer_group_api import (
+from kgroup.membership import events as ev
+from kgroup.protocol.consumer_group_heartbeat import (
     CONSUMER_GROUP_HEARTBEAT,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -116,7 +118,7 @@ def topic_ids(client: KafkaNetClient, topics: list[str]) -> dict[uuid.UUID, str]
 def heartbeat(
     client: KafkaNetClient, node: int, request: ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupHeartbeatResponse:
-    return wire.response_value(client.send_and_receive(node, wire.request_message(request)))
+    return wire.heartbeat_response_value(client.send_and_receive(node, wire.heartbeat_request_message(request)))
 
 
 COORDINATOR_ERRORS = (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR)
@@ -260,8 +262,8 @@ class Member:
         self.group_id = group_id
         config = ConsumerConfig(bootstrap_servers="unused:9092", group_id=group_id, max_poll_interval_ms=60000)
         self.machine = cg.ConsumerGroupMachine(config, rng=random.Random(seed))
-        self.steps: list[cg.ReconcileStep] = []
-        self.waiting: cg.ReconcileStep | None = None
+        self.steps: list[cmd.RebalanceStep] = []
+        self.waiting: cmd.RebalanceStep | None = None
         self.errors: list[Exception] = []
 
     @property
@@ -291,23 +293,23 @@ class Driver:
 
     def execute(self, member: Member, commands: list[Any]) -> None:
         for command in commands:
-            if isinstance(command, cg.SendFindCoordinator):
+            if isinstance(command, cmd.SendFindCoordinator):
                 node = find_coordinator(self.client, member.group_id)
                 self.client.await_ready(node)
-                self.feed(member, cg.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE,
+                self.feed(member, ev.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE,
                                                                node_id=node))
-            elif isinstance(command, cg.SendConsumerGroupHeartbeat):
+            elif isinstance(command, cmd.SendConsumerGroupHeartbeat):
                 self.client.await_ready(command.node_id)
-                future = self.client.send(command.node_id, wire.request_message(command.request()))
+                future = self.client.send(command.node_id, wire.heartbeat_request_message(command.request()))
                 self.in_flight.append((member, command.request_id, future, command.member_epoch < 0))
-            elif isinstance(command, cg.RequestMetadata):
+            elif isinstance(command, cmd.RequestMetadata):
                 self.names = topic_ids(self.client, self.topics)
-                self.feed(member, cg.MetadataUpdated(self.names))
-            elif isinstance(command, cg.DeliverStep):
+                self.feed(member, ev.MetadataUpdated(self.names))
+            elif isinstance(command, cmd.DeliverStep):
                 assert member.waiting is None
                 member.waiting = command.step
                 member.steps.append(command.step)
-            elif isinstance(command, (cg.Notify, cg.Fail)):
+            elif isinstance(command, (cmd.Notify, cmd.Fail)):
                 member.errors.append(command.error)
             else:
                 raise AssertionError(f"unexpected command {command!r}")
@@ -320,19 +322,19 @@ class Driver:
                 continue
             self.in_flight.remove(entry)
             if future.succeeded():
-                value = wire.response_value(future.value)
+                value = wire.heartbeat_response_value(future.value)
                 fields = {f.name: getattr(value, f.name) for f in attrs.fields(ConsumerGroupHeartbeatResponse)}
-                self.feed(member, cg.HeartbeatResponded(request_id=request_id, **fields))
+                self.feed(member, ev.ConsumerGroupHeartbeatResponded(request_id=request_id, **fields))
             else:
-                self.feed(member, cg.RequestFailed(
+                self.feed(member, ev.RequestFailed(
                     request_id=request_id, reason=repr(future.exception),
                     unsupported_version=isinstance(future.exception, IncompatibleBrokerVersion)))
         for member in members:
             if member.waiting is not None:
                 step, member.waiting = member.waiting, None
-                self.feed(member, cg.StepCompleted(step.step_id))
+                self.feed(member, ev.StepCompleted(step.step_id))
             if member.machine.state is not cg.MemberState.CLOSED:
-                self.feed(member, cg.Polled())
+                self.feed(member, ev.Polled())
                 self.execute(member, member.machine.tick(self.now()))
         for a in members:
             for b in members:
@@ -358,7 +360,7 @@ def test_two_members_share_a_topic_then_one_leaves(client: KafkaNetClient, topic
     driver = Driver(client, [topic])
     a, b = Member("a", group_id, seed=1), Member("b", group_id, seed=2)
 
-    driver.feed(a, cg.Subscribe(frozenset({topic})))
+    driver.feed(a, ev.Subscribe(frozenset({topic})))
     took = driver.run_until("a owns every partition", [a],
                             lambda: a.owned == everything and a.machine.state is cg.MemberState.STABLE)
     print(f"\na joined: {took * 1000:.0f} ms to own all 4 partitions, epoch {a.machine.member_epoch}, "
@@ -366,7 +368,7 @@ def test_two_members_share_a_topic_then_one_leaves(client: KafkaNetClient, topic
     assert a.machine.heartbeat_interval_ms == BROKER_HEARTBEAT_INTERVAL_MS
     assert a.steps[-1].assigned == everything and a.steps[-1].commit
 
-    driver.feed(b, cg.Subscribe(frozenset({topic})))
+    driver.feed(b, ev.Subscribe(frozenset({topic})))
     took = driver.run_until(
         "a and b own two partitions each", [a, b],
         lambda: len(a.owned) == 2 and len(b.owned) == 2
@@ -378,12 +380,12 @@ def test_two_members_share_a_topic_then_one_leaves(client: KafkaNetClient, topic
     revoke = next(s for s in a.steps if s.revoked)
     assert revoke.revoked == b.owned and not revoke.assigned  # a revoked first, then b got them
 
-    driver.feed(b, cg.Leave("scaling down"))
+    driver.feed(b, ev.Leave("scaling down"))
     took = driver.run_until("b left and a owns everything", [a, b],
                             lambda: b.machine.state is cg.MemberState.CLOSED and a.owned == everything
                             and a.machine.state is cg.MemberState.STABLE)
     print(f"b left: {took * 1000:.0f} ms until a owned all 4 again (epoch {a.machine.member_epoch})")
     assert b.steps[-1].revoked and b.owned == frozenset()
 
-    driver.feed(a, cg.Leave())
+    driver.feed(a, ev.Leave())
     driver.run_until("a closed", [a], lambda: a.machine.state is cg.MemberState.CLOSED)

@@ -310,7 +310,7 @@ def test_s1_a_crashed_group_thread_poisons_the_consumer(monkeypatch):
 # ------------------------------------------------------------------------------ S3, S4
 class _Port:
     def __init__(self, generation: Generation, state: kgroup.MemberState) -> None:
-        from kgroup.membership.machine import MemberSnapshot
+        from kgroup.membership.core import MemberSnapshot
 
         self.snapshot = MemberSnapshot(state, generation, frozenset(), 1, frozenset({"t"}), "i", None)
         self.crashed = None

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kgroup.membership.backoff import next_backoff_s
+from kgroup.membership.timers import next_backoff_s
 
 
 class MidJitter(random.Random):

@@ -22,7 +22,7 @@ from kgroup._driver.mailbox import Mailbox
 from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
 from kgroup.config import ConsumerConfig
 from kgroup.errors import CommitFailedError, RetriableCommitFailedError
-from kgroup.membership.machine import MemberSnapshot
+from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.testing import FakeClock
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition

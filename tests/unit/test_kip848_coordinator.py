@@ -15,13 +15,17 @@ from __future__ import annotations
 import pytest
 
 from kgroup._error_codes import COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR
-from kgroup.membership.consumer_group import (
+from kgroup.membership.commands import (
     DeliverStep,
-    FindCoordinatorResponded,
-    MemberState,
-    RequestFailed,
     SendConsumerGroupHeartbeat,
     SendFindCoordinator,
+)
+from kgroup.membership.consumer_group import (
+    MemberState,
+)
+from kgroup.membership.events import (
+    FindCoordinatorResponded,
+    RequestFailed,
 )
 from tests.unit.test_kip848_machine import COORDINATOR, Member, assignment, none_of, only, tps
 

@@ -19,7 +19,7 @@ from kafka.protocol.api_header import RequestHeader, ResponseClassRegistry
 from kafka.protocol.broker_version_data import BrokerVersionData
 
 from kgroup._error_codes import GROUP_ID_NOT_FOUND
-from kgroup._io import consumer_group_describe as wire
+from kgroup._io import kafka_messages as wire
 from kgroup.protocol.consumer_group_describe import (
     CONSUMER_GROUP_DESCRIBE,
     MEMBER_TYPE_CLASSIC,
@@ -74,24 +74,24 @@ GOLDEN_RESPONSE = {0: _HEAD + _TAIL, 1: _HEAD + "01" + _TAIL}
 
 @pytest.mark.parametrize("version", [0, 1])
 def test_the_request_matches_apache_kafka_both_ways(version: int) -> None:
-    assert wire.request_message(REQUEST).encode(version=version).hex() == GOLDEN_REQUEST
-    decoded = wire.request_value(wire.ConsumerGroupDescribeRequest.decode(bytes.fromhex(GOLDEN_REQUEST),
+    assert wire.describe_request_message(REQUEST).encode(version=version).hex() == GOLDEN_REQUEST
+    decoded = wire.describe_request_value(wire.ConsumerGroupDescribeRequest.decode(bytes.fromhex(GOLDEN_REQUEST),
                                                                          version=version))
     assert decoded == attrs.evolve(REQUEST, api_version=version)
 
 
 def test_the_v1_response_matches_apache_kafka_both_ways() -> None:
     value = response(MEMBER_TYPE_CONSUMER)
-    assert wire.response_message(value).encode(version=1).hex() == GOLDEN_RESPONSE[1]
+    assert wire.describe_response_message(value).encode(version=1).hex() == GOLDEN_RESPONSE[1]
     decoded = wire.ConsumerGroupDescribeResponse.decode(bytes.fromhex(GOLDEN_RESPONSE[1]), version=1)
-    assert wire.response_value(decoded) == value
+    assert wire.describe_response_value(decoded) == value
 
 
 def test_v0_has_no_member_type() -> None:
     """v0 does not carry MemberType: written without it, read back as unknown (-1)."""
-    assert wire.response_message(response(MEMBER_TYPE_CONSUMER)).encode(version=0).hex() == GOLDEN_RESPONSE[0]
+    assert wire.describe_response_message(response(MEMBER_TYPE_CONSUMER)).encode(version=0).hex() == GOLDEN_RESPONSE[0]
     decoded = wire.ConsumerGroupDescribeResponse.decode(bytes.fromhex(GOLDEN_RESPONSE[0]), version=0)
-    assert wire.response_value(decoded) == response(MEMBER_TYPE_UNKNOWN)
+    assert wire.describe_response_value(decoded) == response(MEMBER_TYPE_UNKNOWN)
 
 
 @pytest.mark.parametrize("member_type", [MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER, MEMBER_TYPE_UNKNOWN])
@@ -100,18 +100,18 @@ def test_responses_round_trip(member_type: int) -> None:
         error_code=0, group_id="empty", group_state="Empty", group_epoch=9, assignment_epoch=9,
         assignor_name="range", authorized_operations=0b1100),))
     for value in (response(member_type), empty):
-        data = wire.response_message(value).encode(version=1)
-        assert wire.response_value(wire.ConsumerGroupDescribeResponse.decode(data, version=1)) == value
+        data = wire.describe_response_message(value).encode(version=1)
+        assert wire.describe_response_value(wire.ConsumerGroupDescribeResponse.decode(data, version=1)) == value
 
 
 def test_unknown_tagged_fields_are_skipped() -> None:
     data = bytes.fromhex(GOLDEN_RESPONSE[1][:-2] + "010502abcd")  # one tag (5) of 2 bytes at the top level
     message = wire.ConsumerGroupDescribeResponse.decode(data, version=1)
-    assert wire.response_value(message) == response(MEMBER_TYPE_CONSUMER)
+    assert wire.describe_response_value(message) == response(MEMBER_TYPE_CONSUMER)
 
 
 def test_the_connection_negotiates_the_version() -> None:
-    request = wire.request_message(REQUEST)
+    request = wire.describe_request_message(REQUEST)
     assert request.API_VERSION is None
     assert BrokerVersionData(api_versions={CONSUMER_GROUP_DESCRIBE: (0, 1)}).api_version(request) == 1
     assert BrokerVersionData(api_versions={CONSUMER_GROUP_DESCRIBE: (0, 0)}).api_version(request) == 0

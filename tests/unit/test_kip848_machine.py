@@ -34,38 +34,47 @@ from kgroup._error_codes import (
     UNSUPPORTED_VERSION,
 )
 from kgroup.config import ConsumerConfig
-from kgroup.errors import BrokerError, FatalGroupError, FencedInstanceIdError, ProtocolViolation
-from kgroup.membership.consumer_group import (
-    TRANSITIONS,
-    ConsumerGroupMachine,
-    CoordinatorDead,
+from kgroup.errors import (
+    CONSUMER_PROTOCOL_NOT_SUPPORTED,
+    TABLE,
+    Api,
+    BrokerError,
+    Disposition,
+    FatalGroupError,
+    FencedInstanceIdError,
+    ProtocolViolation,
+    classify,
+)
+from kgroup.membership.commands import (
     DeliverStep,
     Fail,
-    FindCoordinatorResponded,
-    HeartbeatResponded,
-    Leave,
-    LeaveOperation,
-    MemberState,
-    MetadataUpdated,
     Notify,
-    Polled,
-    ReconcileStep,
-    RequestFailed,
+    RebalanceStep,
     RequestMetadata,
     SendConsumerGroupHeartbeat,
     SendFindCoordinator,
+)
+from kgroup.membership.consumer_group import (
+    TRANSITIONS,
+    ConsumerGroupMachine,
+    MemberState,
+    generate_member_id,
+)
+from kgroup.membership.events import (
+    ConsumerGroupHeartbeatResponded,
+    CoordinatorDead,
+    FindCoordinatorResponded,
+    Leave,
+    LeaveOperation,
+    MetadataUpdated,
+    Polled,
+    RequestFailed,
     StepCompleted,
     Subscribe,
     Unsubscribe,
-    generate_member_id,
 )
-from kgroup.membership.consumer_group_api import (
-    CONSUMER_PROTOCOL_NOT_SUPPORTED,
-    HEARTBEAT_ERRORS,
-    HeartbeatAction,
-    TopicIdPartitions,
-)
-from kgroup.types import TopicPartition
+from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
+from kgroup.types import Generation, TopicPartition
 
 ORDERS = uuid.UUID(int=1)
 PAYMENTS = uuid.UUID(int=2)
@@ -129,7 +138,7 @@ class Member:
                 message: str | None = None) -> list[object]:
         if epoch is None:
             epoch = heartbeat.member_epoch + (1 if heartbeat.member_epoch >= 0 else 0)
-        return self.handle(HeartbeatResponded(
+        return self.handle(ConsumerGroupHeartbeatResponded(
             request_id=heartbeat.request_id, error_code=error_code, error_message=message,
             member_id=heartbeat.member_id if error_code == NONE else None,
             member_epoch=epoch if error_code == NONE else 0,
@@ -137,7 +146,7 @@ class Member:
             assignment=assigned if error_code == NONE else None,
         ))
 
-    def complete(self, step: ReconcileStep, **kwargs: object) -> list[object]:
+    def complete(self, step: RebalanceStep, **kwargs: object) -> list[object]:
         return self.handle(StepCompleted(step.step_id, **kwargs))  # type: ignore[arg-type]
 
     def join(self, topics: Iterable[str] = ("orders",)) -> SendConsumerGroupHeartbeat:
@@ -226,9 +235,9 @@ def test_first_assignment_resolve_reconcile_acknowledge() -> None:
     assert member.state is MemberState.RECONCILING
     member.respond(ack, epoch=3)
     step = only(member.handle(MetadataUpdated(NAMES)), DeliverStep).step
-    assert step == ReconcileStep(
-        step_id=step.step_id, member_epoch=3, commit=True, assigned=tps("orders", 0, 1, 2, 3),
-        owned=tps("orders", 0, 1, 2, 3), invoke_assigned=True, reason=step.reason,
+    assert step == RebalanceStep(
+        step_id=step.step_id, generation=Generation(3, member.machine.member_id), commit=True,
+        assigned=tps("orders", 0, 1, 2, 3), owned=tps("orders", 0, 1, 2, 3), invoke_assigned=True, reason=step.reason,
     )
     # heartbeats go on at the interval while the poll thread runs the step
     hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
@@ -281,7 +290,7 @@ def test_revoke_first_then_assign() -> None:
     step = only(member.respond(hb, epoch=6, assigned=assignment(orders=[0, 1])), DeliverStep).step
     assert (step.commit, step.revoked, step.assigned, step.owned) == (
         True, tps("orders", 2, 3), frozenset(), tps("orders", 0, 1))
-    assert step.member_epoch == 6
+    assert step.generation.generation_id == 6
     assert member.state is MemberState.RECONCILING
     ack = only(member.complete(step), SendConsumerGroupHeartbeat)
     assert ack.topic_partitions == (TopicIdPartitions(ORDERS, (0, 1)),)
@@ -505,7 +514,11 @@ def test_close_revokes_then_leaves_with_the_leave_epoch(
     """-1 leaves; a static member's -2 keeps its assignment until the session times out (KIP-848)."""
     member = Member(group_instance_id=instance_id)
     member.stable_with(orders=[0, 1])
-    step = only(member.handle(Leave("shutting down", operation)), DeliverStep).step
+    send_leave_group = {LeaveOperation.DEFAULT: None, LeaveOperation.LEAVE_GROUP: True,
+                        LeaveOperation.REMAIN_IN_GROUP: False}[operation]
+    leave_event = Leave("shutting down", send_leave_group=send_leave_group)
+    assert leave_event.operation is operation
+    step = only(member.handle(leave_event), DeliverStep).step
     assert (step.revoked, step.commit, step.owned) == (tps("orders", 0, 1), True, frozenset())
     assert member.state is MemberState.PREPARE_LEAVING
     out = member.complete(step)
@@ -602,14 +615,17 @@ def test_polling_in_time_keeps_the_member() -> None:
 
 
 def test_every_error_the_java_client_names_has_an_action() -> None:
-    assert HEARTBEAT_ERRORS[NOT_COORDINATOR] is HeartbeatAction.REDISCOVER
-    assert HEARTBEAT_ERRORS[COORDINATOR_NOT_AVAILABLE] is HeartbeatAction.REDISCOVER
-    assert HEARTBEAT_ERRORS[COORDINATOR_LOAD_IN_PROGRESS] is HeartbeatAction.RETRY
-    assert HEARTBEAT_ERRORS[FENCED_MEMBER_EPOCH] is HEARTBEAT_ERRORS[UNKNOWN_MEMBER_ID] is HeartbeatAction.FENCED
-    assert HEARTBEAT_ERRORS[TOPIC_AUTHORIZATION_FAILED] is HeartbeatAction.REPORT
+    row = TABLE[Api.CONSUMER_GROUP_HEARTBEAT]
+    assert row[NOT_COORDINATOR] is row[COORDINATOR_NOT_AVAILABLE] is Disposition.REDISCOVER
+    assert row[COORDINATOR_LOAD_IN_PROGRESS] is Disposition.RETRY
+    # fenced: the epoch is gone, the member id stays (KIP-1082)
+    assert row[FENCED_MEMBER_EPOCH] is row[UNKNOWN_MEMBER_ID] is Disposition.RESET_GENERATION
+    assert row[TOPIC_AUTHORIZATION_FAILED] is Disposition.RAISE
     fatal = {GROUP_AUTHORIZATION_FAILED, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR,
              UNSUPPORTED_VERSION, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID}
-    assert {code for code, action in HEARTBEAT_ERRORS.items() if action is HeartbeatAction.FATAL} == fatal
+    assert {code for code, action in row.items() if action is Disposition.FATAL} == fatal
+    # Java's default case: an unexpected code (INVALID_REGULAR_EXPRESSION among them) is fatal
+    assert classify(Api.CONSUMER_GROUP_HEARTBEAT, 9999) is Disposition.FATAL
 
 
 @pytest.mark.parametrize("code", [NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE])

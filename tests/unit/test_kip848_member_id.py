@@ -23,7 +23,7 @@ import kgroup
 from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
 from kgroup.config import ConsumerConfig
-from kgroup.membership.member import ConsumerGroupMember
+from kgroup.membership.consumer_group import ConsumerGroupMachine
 from kgroup.testing import FakeClock
 from kgroup.testing.coordinator import ConsumerGroupConfig, CoordinatorConfig
 from kgroup.testing.simulation import SimulatedGroup
@@ -137,6 +137,6 @@ def test_the_group_thread_joins_with_the_member_id_it_is_given() -> None:
     assert GroupThread(classic, None, Mailbox(), FakeClock()).consumer_member_id is None  # type: ignore[arg-type]
 
 
-def test_the_member_passes_the_member_id_to_the_machine() -> None:
+def test_the_machine_keeps_the_member_id_it_is_given() -> None:
     config = ConsumerConfig(bootstrap_servers="k:9092", group_id="g", group_protocol="consumer")
-    assert ConsumerGroupMember(config, member_id="kept-id").machine.member_id == "kept-id"
+    assert ConsumerGroupMachine(config, member_id="kept-id").member_id == "kept-id"

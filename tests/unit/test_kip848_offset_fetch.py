@@ -34,7 +34,7 @@ from kgroup._io.transport import CommittedOffset, OffsetFetchResult, offset_fetc
 from kgroup.config import ConsumerConfig
 from kgroup.errors import Api, BrokerError, CoordinatorUnavailable, Disposition, classify
 from kgroup.membership import events as ev
-from kgroup.membership.machine import MemberSnapshot
+from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.states import MemberState
 from kgroup.protocol import group_api
 from kgroup.protocol.group_api import FetchTopic, OffsetFetchRequest
@@ -222,5 +222,6 @@ def test_a_coordinator_move_is_still_told_to_the_group() -> None:
 
     transport, group = Transport(NOT_COORDINATOR, NONE), Group(5)
     client(transport, group).fetch_committed([TP], 5000)
-    assert [type(e) for e in group.posted] == [ev.CoordinatorDead]
+    # the machine decides what the code means for the group (here: find the coordinator again)
+    assert group.posted == [ev.CommitErrorObserved(Generation(), NOT_COORDINATOR, "OffsetFetch")]
     assert transport.sent == [Generation(5, MEMBER), Generation(5, MEMBER)]

@@ -26,23 +26,25 @@ from kgroup._driver.mailbox import Mailbox
 from kgroup._error_codes import COORDINATOR_LOAD_IN_PROGRESS, NONE, UNKNOWN_MEMBER_ID
 from kgroup.config import ConsumerConfig
 from kgroup.errors import KGroupError
-from kgroup.membership import consumer_group as cg
+from kgroup.membership import commands as cmd
 from kgroup.membership import events as ev
-from kgroup.membership.commands import DeliverStep as ClassicDeliverStep
-from kgroup.membership.commands import RebalanceStep, SendFindCoordinator
+from kgroup.membership import states
+from kgroup.membership.commands import DeliverStep, RebalanceStep, SendConsumerGroupHeartbeat, SendFindCoordinator
 from kgroup.membership.consumer_group import (
-    CoordinatorDead,
-    DeliverStep,
+    ConsumerGroupMachine,
     MemberState,
+)
+from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.events import (
+    CoordinatorDead,
     MetadataUpdated,
     Polled,
     RequestFailed,
-    SendConsumerGroupHeartbeat,
     SessionTimeoutDescribed,
 )
-from kgroup.membership.consumer_group_api import TopicIdPartitions
-from kgroup.membership.member import ConsumerGroupMember
+from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.testing import FakeClock
+from kgroup.types import Generation
 from tests.unit.test_kip848_machine import NAMES, ORDERS, Member, assignment, none_of, only, tps
 
 SESSION_MS = 10_000
@@ -73,7 +75,7 @@ def next_heartbeat(member: Member) -> SendConsumerGroupHeartbeat:
     """Advance from deadline to deadline (answering FindCoordinator) until a heartbeat goes out."""
     for _ in range(20):
         out = member.until_next_deadline()
-        if any(isinstance(c, cg.SendFindCoordinator) for c in out):
+        if any(isinstance(c, cmd.SendFindCoordinator) for c in out):
             out = out + member.find_coordinator(out)
         beats = [c for c in out if isinstance(c, SendConsumerGroupHeartbeat)]
         if beats:
@@ -135,8 +137,8 @@ def test_the_consumer_holds_at_the_deadline_before_the_group_thread_ticks() -> N
     consumer: kgroup.Consumer[bytes, bytes] = kgroup.Consumer(
         bootstrap_servers="localhost:9092", group_id="g", group_protocol="consumer", clock=clock,
     )
-    snap = cg.ConsumerGroupSnapshot(
-        MemberState.STABLE, "m", 5, tps("orders", 0), 1, frozenset({"orders"}), None, None,
+    snap = MemberSnapshot(
+        states.MemberState.STABLE, Generation(5, "m"), tps("orders", 0), 1, frozenset({"orders"}), None, None,
         hand_out_on_hold=False, session_timeout_ms=SESSION_MS, hold_at=clock.monotonic() + 1.0,
     )
     consumer._snapshot = lambda: snap  # type: ignore[method-assign]
@@ -218,7 +220,7 @@ def test_a_static_member_with_nobody_to_ask_releases_its_partitions_and_asks_aga
     stable(member, 0, 1)
     deadline = member.now + SESSION_MS / 1000
     member.handle(CoordinatorDead("a commit returned NOT_COORDINATOR"))
-    find = only(member.until_next_deadline(), cg.SendFindCoordinator)
+    find = only(member.until_next_deadline(), cmd.SendFindCoordinator)
     member.now = deadline  # FindCoordinator unanswered until then
     lost = only(member.tick(), DeliverStep).step
     assert lost.lost == tps("orders", 0, 1) and "no coordinator to ask" in lost.reason
@@ -249,7 +251,7 @@ def test_a_static_member_released_in_place_and_since_removed_rejoins() -> None:
     member_id = member.machine.member_id
     deadline = member.now + SESSION_MS / 1000
     member.handle(CoordinatorDead("disconnected"))
-    find = only(member.until_next_deadline(), cg.SendFindCoordinator)
+    find = only(member.until_next_deadline(), cmd.SendFindCoordinator)
     member.now = deadline
     lost = only(member.tick(), DeliverStep).step
     hb = only(member.find_coordinator([find]), SendConsumerGroupHeartbeat)
@@ -384,19 +386,20 @@ def test_an_acknowledged_revocation_stops_the_revocation_clock() -> None:
     assert not on_hold(member)
 
 
-def test_the_consumer_group_member_publishes_the_hold_in_the_classic_snapshot() -> None:
+def test_the_consumer_group_machine_publishes_the_hold_in_its_snapshot() -> None:
     """``Consumer.poll`` reads ``hand_out_on_hold`` from the group thread's ``MemberSnapshot``."""
     config = ConsumerConfig(bootstrap_servers="b:1", group_id="g", group_protocol="consumer")
-    member = ConsumerGroupMember(config)
+    member = ConsumerGroupMachine(config)
     member.handle(ev.Subscribe(frozenset({"orders"})), 0.0)
-    member.handle(cg.MetadataUpdated({ORDERS: "orders"}), 0.0)
+    member.handle(ev.MetadataUpdated({ORDERS: "orders"}), 0.0)
     (find,) = member.handle(ev.Polled(), 0.0)
     (hb,) = member.handle(ev.FindCoordinatorResponded(request_id=find.request_id, error_code=NONE, node_id=1,
                                                       host="h", port=1), 0.0)
-    out = member.handle(cg.HeartbeatResponded(request_id=hb.request_id, error_code=NONE, member_id=None,
-                                              member_epoch=3, heartbeat_interval_ms=LONG_INTERVAL_MS,
-                                              assignment=(TopicIdPartitions(ORDERS, (0,)),)), 0.0)
-    (deliver,) = [c for c in out if isinstance(c, ClassicDeliverStep)]
+    out = member.handle(ev.ConsumerGroupHeartbeatResponded(
+        request_id=hb.request_id, error_code=NONE, member_id=None, member_epoch=3,
+        heartbeat_interval_ms=LONG_INTERVAL_MS, assignment=(TopicIdPartitions(ORDERS, (0,)),),
+    ), 0.0)
+    (deliver,) = [c for c in out if isinstance(c, DeliverStep)]
     member.handle(ev.StepCompleted(deliver.step.step_id), 0.0)
     member.handle(SessionTimeoutDescribed(SESSION_MS), 0.0)
     assert member.snapshot().owned == tps("orders", 0)
@@ -432,9 +435,7 @@ class Transport:
                                                       host="h", port=9092))
 
     def consumer_group_heartbeat(self, command: SendConsumerGroupHeartbeat) -> concurrent.futures.Future[Any]:
-        from kgroup.membership import consumer_group as cg
-
-        return self._done(cg.HeartbeatResponded(
+        return self._done(ev.ConsumerGroupHeartbeatResponded(
             request_id=command.request_id, error_code=NONE, member_id=None, member_epoch=2,
             heartbeat_interval_ms=5000, assignment=() if command.member_epoch == 0 else None,
         ))

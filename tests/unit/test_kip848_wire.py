@@ -18,8 +18,8 @@ from kafka.protocol.api_header import RequestHeader, ResponseClassRegistry
 from kafka.protocol.broker_version_data import BrokerVersionData
 
 from kgroup._error_codes import FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID
-from kgroup._io import consumer_group_heartbeat as wire
-from kgroup.membership.consumer_group_api import (
+from kgroup._io import kafka_messages as wire
+from kgroup.protocol.consumer_group_heartbeat import (
     CONSUMER_GROUP_HEARTBEAT,
     NEWEST_VERSION,
     ConsumerGroupHeartbeatRequest,
@@ -77,16 +77,17 @@ GOLDEN_FENCED = "00000000006e0766656e636564000000000000000000ff00"
 @pytest.mark.parametrize("version", [0, 1])
 def test_requests_encode_as_apache_kafka_encodes_them(version: int) -> None:
     value, golden = GOLDEN_REQUESTS[version]
-    assert wire.request_message(value).encode(version=version).hex() == golden
-    assert wire.request_message(LEAVE).encode(version=version).hex() == GOLDEN_LEAVE[version]
+    assert wire.heartbeat_request_message(value).encode(version=version).hex() == golden
+    assert wire.heartbeat_request_message(LEAVE).encode(version=version).hex() == GOLDEN_LEAVE[version]
 
 
 @pytest.mark.parametrize("version", [0, 1])
 def test_apache_kafka_requests_decode_to_the_same_values(version: int) -> None:
     value, golden = GOLDEN_REQUESTS[version]
-    decoded = wire.request_value(wire.ConsumerGroupHeartbeatRequest.decode(bytes.fromhex(golden), version=version))
+    message = wire.ConsumerGroupHeartbeatRequest.decode(bytes.fromhex(golden), version=version)
+    decoded = wire.heartbeat_request_value(message)
     assert decoded == attrs_evolve(value, api_version=version)
-    leave = wire.request_value(
+    leave = wire.heartbeat_request_value(
         wire.ConsumerGroupHeartbeatRequest.decode(bytes.fromhex(GOLDEN_LEAVE[version]), version=version)
     )
     assert leave == attrs_evolve(LEAVE, api_version=version)
@@ -95,9 +96,9 @@ def test_apache_kafka_requests_decode_to_the_same_values(version: int) -> None:
 @pytest.mark.parametrize("version", [0, 1])
 def test_responses_match_apache_kafka_both_ways(version: int) -> None:
     for value, golden in ((ASSIGNED, GOLDEN_ASSIGNED), (FENCED, GOLDEN_FENCED)):
-        assert wire.response_message(value).encode(version=version).hex() == golden
+        assert wire.heartbeat_response_message(value).encode(version=version).hex() == golden
         message = wire.ConsumerGroupHeartbeatResponse.decode(bytes.fromhex(golden), version=version)
-        assert wire.response_value(message) == value
+        assert wire.heartbeat_response_value(message) == value
 
 
 def attrs_evolve(value: ConsumerGroupHeartbeatRequest, **changes: object) -> ConsumerGroupHeartbeatRequest:
@@ -143,23 +144,23 @@ ROUND_TRIP_RESPONSES = [
      if version >= 1 or value.subscribed_topic_regex is None],  # a pattern needs v1: test_a_pattern_needs_v1
 )
 def test_requests_round_trip(value: ConsumerGroupHeartbeatRequest, version: int) -> None:
-    data = wire.request_message(value).encode(version=version)
-    decoded = wire.request_value(wire.ConsumerGroupHeartbeatRequest.decode(data, version=version))
+    data = wire.heartbeat_request_message(value).encode(version=version)
+    decoded = wire.heartbeat_request_value(wire.ConsumerGroupHeartbeatRequest.decode(data, version=version))
     assert decoded == attrs_evolve(value, api_version=version)
 
 
 @pytest.mark.parametrize("version", [0, 1])
 @pytest.mark.parametrize("value", ROUND_TRIP_RESPONSES, ids=range(len(ROUND_TRIP_RESPONSES)))
 def test_responses_round_trip(value: ConsumerGroupHeartbeatResponse, version: int) -> None:
-    data = wire.response_message(value).encode(version=version)
-    assert wire.response_value(wire.ConsumerGroupHeartbeatResponse.decode(data, version=version)) == value
+    data = wire.heartbeat_response_message(value).encode(version=version)
+    assert wire.heartbeat_response_value(wire.ConsumerGroupHeartbeatResponse.decode(data, version=version)) == value
 
 
 def test_unknown_tagged_fields_are_skipped() -> None:
     """A newer broker may add tagged fields; they end the struct's tag section and are ignored."""
     data = bytes.fromhex(GOLDEN_ASSIGNED[:-2] + "010502abcd")  # one tag (5) of 2 bytes
     message = wire.ConsumerGroupHeartbeatResponse.decode(data, version=1)
-    assert wire.response_value(message) == ASSIGNED
+    assert wire.heartbeat_response_value(message) == ASSIGNED
     assert message.unknown_tags == {"_5": b"\xab\xcd"}
 
 
@@ -168,23 +169,23 @@ def test_the_connection_negotiates_the_version() -> None:
     both = BrokerVersionData(api_versions={CONSUMER_GROUP_HEARTBEAT: (0, 1)})
     old = BrokerVersionData(api_versions={CONSUMER_GROUP_HEARTBEAT: (0, 0)})
     newer = BrokerVersionData(api_versions={CONSUMER_GROUP_HEARTBEAT: (0, 7)})
-    plain = wire.request_message(LEAVE)
+    plain = wire.heartbeat_request_message(LEAVE)
     assert plain.API_VERSION is None
     assert both.api_version(plain) == 1
     assert newer.api_version(plain) == NEWEST_VERSION
     assert old.api_version(plain) == 0
-    capped = wire.request_message(attrs_evolve(LEAVE, api_version=0))
+    capped = wire.heartbeat_request_message(attrs_evolve(LEAVE, api_version=0))
     assert both.api_version(capped) == 0
 
 
 def test_a_pattern_needs_v1() -> None:
     """Java fails such a request on a v0-only broker instead of dropping the pattern; so does kafka-python here."""
-    pattern = wire.request_message(full_request(1))
+    pattern = wire.heartbeat_request_message(full_request(1))
     assert BrokerVersionData(api_versions={CONSUMER_GROUP_HEARTBEAT: (0, 1)}).api_version(pattern) == 1
     with pytest.raises(IncompatibleBrokerVersion):
         BrokerVersionData(api_versions={CONSUMER_GROUP_HEARTBEAT: (0, 0)}).api_version(pattern)
     with pytest.raises(IncompatibleBrokerVersion):
-        BrokerVersionData(api_versions={}).api_version(wire.request_message(LEAVE))
+        BrokerVersionData(api_versions={}).api_version(wire.heartbeat_request_message(LEAVE))
 
 
 def test_the_response_class_is_registered_with_kafka_pythons_parser() -> None:

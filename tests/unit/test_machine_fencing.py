@@ -183,3 +183,27 @@ def test_restarted_static_leader_skip_assignment_sync_fenced_is_fatal():
     assert sync.group_instance_id == INSTANCE_ID
     cmds = t.handle(m, t.sync_response(error_code=FENCED_INSTANCE_ID), now=0.2)
     _assert_fenced(m, cmds, Api.SYNC_GROUP)
+
+
+def test_commit_errors_take_effect_on_the_group_in_the_machine_only() -> None:
+    """The offsets client reports every group-level commit error as ``CommitErrorObserved``; the machine decides."""
+    from kgroup._error_codes import NOT_COORDINATOR, REBALANCE_IN_PROGRESS
+    from kgroup.config import ConsumerConfig
+    from kgroup.membership.consumer_group import ConsumerGroupMachine
+
+    classic = GroupMachine(ConsumerConfig(bootstrap_servers="k:9092", group_id="g"))
+    assert classic.coordinator is None
+    (find,) = classic.handle(ev.Subscribe({"t"}), 0.0)
+    classic.handle(ev.FindCoordinatorResponded(request_id=find.request_id, error_code=0, node_id=1), 0.0)
+    assert classic.coordinator == 1
+    classic.handle(ev.CommitErrorObserved(Generation(), NOT_COORDINATOR, "OffsetFetch"), 0.0)
+    assert classic.coordinator is None
+    consumer = ConsumerGroupMachine(ConsumerConfig(bootstrap_servers="k:9092", group_id="g", group_protocol="consumer"))
+    consumer.handle(ev.Subscribe({"t"}), 0.0)
+    (find_cg,) = consumer.handle(ev.Polled(), 0.0)
+    consumer.handle(ev.FindCoordinatorResponded(request_id=find_cg.request_id, error_code=0, node_id=1), 0.0)
+    assert consumer.coordinator == 1
+    consumer.handle(ev.CommitErrorObserved(Generation(), REBALANCE_IN_PROGRESS, "OffsetCommit"), 0.0)
+    assert consumer.coordinator == 1  # the broker decides when to rebalance
+    consumer.handle(ev.CommitErrorObserved(Generation(), NOT_COORDINATOR, "OffsetCommit"), 0.0)
+    assert consumer.coordinator is None

@@ -32,7 +32,7 @@ from kgroup.membership.states import ANSWERS, EVENT_TABLE, RESPONSES, Request, V
 from tests.unit.machine_script import MEMBER_ID, Script, of_kind, only, tp
 
 OWNED = frozenset({tp("a", 0), tp("a", 1)})
-EVENT_TYPES: tuple[type, ...] = get_args(ev.Event)
+EVENT_TYPES: tuple[type, ...] = get_args(ev.ClassicEvent)
 UNKNOWN_ID = 999
 
 
@@ -256,7 +256,8 @@ def test_table_illegal_event_raises_before_the_machine_changes(state, kind):
     assert after.fatal is raised.value
     # (``hold_at`` follows the state: a FATAL member's session clock no longer runs)
     assert after.hold_at == float("inf")
-    assert attrs.evolve(after, state=before.state, fatal=before.fatal, hold_at=before.hold_at) == before
+    assert attrs.evolve(after, state=before.state, state_name=before.state_name, fatal=before.fatal,
+                        hold_at=before.hold_at) == before
     with pytest.raises(ProtocolViolation) as again:
         m.tick(reached.t.now + 100)
     assert again.value is raised.value
@@ -287,7 +288,8 @@ def test_table_response_to_a_request_of_another_kind_is_illegal(state):
         before = reached.m.snapshot()
         with pytest.raises(ProtocolViolation, match=f"cannot answer a {reached.request.value} request"):
             reached.m.handle(_event(kind, reached), reached.t.now)
-        assert attrs.evolve(reached.m.snapshot(), state=before.state, fatal=None, hold_at=before.hold_at) == before
+        assert attrs.evolve(reached.m.snapshot(), state=before.state, state_name=before.state_name, fatal=None,
+                            hold_at=before.hold_at) == before
 
 
 def test_table_assignment_failed_naming_the_sync_group_no_longer_aborts_the_round():
@@ -306,7 +308,7 @@ def test_table_subscribe_after_leave_is_illegal_while_the_close_step_runs():
     before = m.snapshot()
     with pytest.raises(ProtocolViolation, match="subscribe after close"):
         m.handle(ev.Subscribe(frozenset({"b"})), t.now)
-    assert attrs.evolve(m.snapshot(), state=before.state, fatal=None) == before
+    assert attrs.evolve(m.snapshot(), state=before.state, state_name=before.state_name, fatal=None) == before
 
 
 # ------------------------------------------------------------------ ignored: nothing changes

@@ -23,12 +23,12 @@ from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
 from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, NOT_COORDINATOR
 from kgroup.config import ConsumerConfig
-from kgroup.membership import consumer_group as cg
+from kgroup.membership import commands as cmd
 from kgroup.membership import events as ev
 from kgroup.membership.commands import RebalanceStep, SendFindCoordinator
-from kgroup.membership.consumer_group_api import TopicIdPartitions
 from kgroup.membership.states import MemberState
 from kgroup.metrics import CLASSIC_ONLY, METRICS, Recorder
+from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.testing import FakeClock
 from kgroup.types import TopicPartition
 
@@ -147,7 +147,7 @@ class Transport:
 
     def __init__(self, answers: list[dict[str, Any]]) -> None:
         self.answers = answers
-        self.heartbeats: list[cg.SendConsumerGroupHeartbeat] = []
+        self.heartbeats: list[cmd.SendConsumerGroupHeartbeat] = []
 
     @staticmethod
     def _done(value: object) -> concurrent.futures.Future[Any]:
@@ -160,10 +160,10 @@ class Transport:
         return self._done(ev.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE, node_id=1,
                                                       host="h", port=9092))
 
-    def consumer_group_heartbeat(self, command: cg.SendConsumerGroupHeartbeat) -> concurrent.futures.Future[Any]:
+    def consumer_group_heartbeat(self, command: cmd.SendConsumerGroupHeartbeat) -> concurrent.futures.Future[Any]:
         self.heartbeats.append(command)
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-        return self._done(cg.HeartbeatResponded(request_id=command.request_id, **answer))
+        return self._done(ev.ConsumerGroupHeartbeatResponded(request_id=command.request_id, **answer))
 
     def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[Any]:
         return self._done({ORDERS: "orders"})

@@ -83,7 +83,7 @@ import attrs
 
 from kgroup import _error_codes as codes
 from kgroup._clock import Clock
-from kgroup.membership.consumer_group_api import (
+from kgroup.protocol.consumer_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,

@@ -32,8 +32,8 @@ from typing import Any
 import attrs
 
 from kgroup import _error_codes as codes
-from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatResponse
 from kgroup.protocol import group_api as mt
+from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from kgroup.testing._model_wire import error_responses
 from kgroup.testing.coordinator import ConsumerGroupConfig, ConsumerGroupModel, CoordinatorConfig, GroupCoordinatorModel
 from kgroup.testing.simulation._scheduler import Scheduler, SimClock

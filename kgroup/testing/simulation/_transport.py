@@ -32,10 +32,10 @@ from kgroup._io.transport import (
     offset_fetch_request,
 )
 from kgroup.errors import KGroupError
-from kgroup.membership import consumer_group as cg
+from kgroup.membership import commands as cmd
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
-from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatRequest
+from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kgroup.protocol.group_api import DescribeGroupsRequest
 from kgroup.testing.simulation._cluster import (
     Connection,
@@ -221,10 +221,11 @@ class SimTransport:
 
     # ------------------------------------------------------------------ the consumer protocol (KIP-848)
     def consumer_group_heartbeat(
-        self, command: cg.SendConsumerGroupHeartbeat
-    ) -> concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed]:
+        self, command: cmd.SendConsumerGroupHeartbeat
+    ) -> concurrent.futures.Future[ev.ConsumerGroupHeartbeatResponded | ev.RequestFailed]:
         """ConsumerGroupHeartbeat on the coordinator connection (``ConsumerGroupTransport``)."""
-        future: concurrent.futures.Future[cg.HeartbeatResponded | cg.RequestFailed] = concurrent.futures.Future()
+        future: concurrent.futures.Future[ev.ConsumerGroupHeartbeatResponded | ev.RequestFailed]
+        future = concurrent.futures.Future()
         if self.dead:
             return future
         cluster = self._cluster
@@ -243,11 +244,11 @@ class SimTransport:
             if cluster.on_heartbeat is not None:
                 cluster.on_heartbeat(self.owner, request, response)
             values = attrs.asdict(response, recurse=False)
-            future.set_result(cg.HeartbeatResponded(request_id=command.request_id, **values))
+            future.set_result(ev.ConsumerGroupHeartbeatResponded(request_id=command.request_id, **values))
 
         def fail(reason: str) -> None:
             trace(f"{self.owner}: ConsumerGroupHeartbeat failed: {reason}")
-            future.set_result(cg.RequestFailed(request_id=command.request_id, reason=reason))
+            future.set_result(ev.RequestFailed(request_id=command.request_id, reason=reason))
 
         self._send("ConsumerGroupHeartbeat", command.node_id, request, command.timeout_ms, answer, fail)
         return future

@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from kgroup import _error_codes as codes
-from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatRequest as Req
-from kgroup.membership.consumer_group_api import ConsumerGroupHeartbeatResponse, TopicIdPartitions
+from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as Req
+from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse, TopicIdPartitions
 from kgroup.protocol.group_api import CommitPartition, CommitTopic, OffsetCommitRequest, OffsetFetchRequest
 from kgroup.testing import FakeClock
 from kgroup.testing.coordinator import ConsumerGroupConfig, ConsumerGroupModel

@@ -4,8 +4,8 @@ The one API of the consumer group protocol (KIP-848, the Kafka documentation's "
 Rebalance Protocol" page): a member joins, heartbeats, acknowledges its assignment and leaves
 with this request alone; the broker computes every assignment. These are kgroup's own value
 types (``attrs.frozen``, no kafka-python), as :mod:`kgroup.protocol.group_api` is for the
-classic group APIs; :mod:`kgroup._io.consumer_group_heartbeat` turns them into kafka-python
-messages and back.
+classic group APIs; :mod:`kgroup._io.kafka_messages` turns them into kafka-python messages
+and back.
 
 Field names follow Apache Kafka's message schema (``ConsumerGroupHeartbeatRequest.json`` and
 ``ConsumerGroupHeartbeatResponse.json`` in ``clients/src/main/resources/common/message``) in
@@ -24,43 +24,20 @@ Most request fields are sent only when they changed since the last heartbeat (``
 partitions travel as topic ids (:class:`uuid.UUID`); the member resolves the names from
 metadata.
 
-The error table (:data:`HEARTBEAT_ERRORS`) is the Java client's: ``AbstractHeartbeatRequestManager``
-and ``ConsumerHeartbeatRequestManager`` (``onErrorResponse``, ``handleSpecificExceptionInResponse``).
+What each error code means is a row of :func:`kgroup.errors.classify`
+(``Api.CONSUMER_GROUP_HEARTBEAT``), as for every other group API.
 """
 
 from __future__ import annotations
 
-import enum
 import uuid
-from collections.abc import Iterable, Mapping
-from types import MappingProxyType
-from typing import ClassVar, Final, cast
+from collections.abc import Iterable
+from typing import ClassVar, Final
 
 import attrs
 
-from kgroup._error_codes import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    COORDINATOR_NOT_AVAILABLE,
-    FENCED_INSTANCE_ID,
-    FENCED_MEMBER_EPOCH,
-    GROUP_AUTHORIZATION_FAILED,
-    GROUP_MAX_SIZE_REACHED,
-    INVALID_REQUEST,
-    NONE,
-    NOT_COORDINATOR,
-    TOPIC_AUTHORIZATION_FAILED,
-    UNKNOWN_MEMBER_ID,
-    UNRELEASED_INSTANCE_ID,
-    UNSUPPORTED_ASSIGNOR,
-    UNSUPPORTED_VERSION,
-    error_name,
-)
-from kgroup.errors import Api, BrokerError, FatalGroupError, FencedInstanceIdError
-
 __all__ = [
     "CONSUMER_GROUP_HEARTBEAT",
-    "CONSUMER_PROTOCOL_NOT_SUPPORTED",
-    "HEARTBEAT_ERRORS",
     "JOIN_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
@@ -68,10 +45,7 @@ __all__ = [
     "REGEX_VERSION",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
-    "HeartbeatAction",
     "TopicIdPartitions",
-    "classify_heartbeat_error",
-    "heartbeat_error",
 ]
 
 #: the API key of ConsumerGroupHeartbeat
@@ -88,14 +62,6 @@ LEAVE_GROUP_MEMBER_EPOCH: Final = -1
 #: the member epoch of a static member that leaves for now and will come back with the same
 #: ``group.instance.id`` (its assignment is kept until the session times out)
 LEAVE_GROUP_STATIC_MEMBER_EPOCH: Final = -2
-
-#: the message of the fatal error when the cluster does not serve the consumer protocol (Java's
-#: ``AbstractHeartbeatRequestManager.CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG``, in other words)
-CONSUMER_PROTOCOL_NOT_SUPPORTED: Final = (
-    "the cluster does not support the consumer group protocol (KIP-848; Apache Kafka 4.0+ serves it "
-    "by default): use the classic protocol until the cluster is upgraded"
-)
-
 
 def _partitions(value: Iterable[int]) -> tuple[int, ...]:
     return tuple(value)
@@ -179,96 +145,3 @@ class ConsumerGroupHeartbeatResponse:
     throttle_time_ms: int = 0
 
     API_KEY: ClassVar[int] = CONSUMER_GROUP_HEARTBEAT
-
-
-class HeartbeatAction(enum.Enum):
-    """What a member does about a ConsumerGroupHeartbeat error code."""
-
-    #: success: take the epoch, the interval and any new assignment
-    OK = "ok"
-    #: mark the coordinator unknown, find it again, heartbeat at once (no backoff)
-    REDISCOVER = "rediscover"
-    #: back off (``retry_backoff_ms``, exponential), then heartbeat again
-    RETRY = "retry"
-    #: the member is no longer in the group: release the partitions as lost, rejoin with epoch 0
-    FENCED = "fenced"
-    #: report the error to the application and retry after a backoff; the member stays as it is
-    #: (missing topic ACLs may be added later)
-    REPORT = "report"
-    #: the member cannot continue
-    FATAL = "fatal"
-
-
-#: error code -> action; a code missing here is unexpected, and fatal (Java's ``default`` case)
-HEARTBEAT_ERRORS: Final[Mapping[int, HeartbeatAction]] = MappingProxyType(
-    {
-        NONE: HeartbeatAction.OK,
-        NOT_COORDINATOR: HeartbeatAction.REDISCOVER,
-        COORDINATOR_NOT_AVAILABLE: HeartbeatAction.REDISCOVER,
-        COORDINATOR_LOAD_IN_PROGRESS: HeartbeatAction.RETRY,
-        FENCED_MEMBER_EPOCH: HeartbeatAction.FENCED,
-        UNKNOWN_MEMBER_ID: HeartbeatAction.FENCED,
-        TOPIC_AUTHORIZATION_FAILED: HeartbeatAction.REPORT,
-        GROUP_AUTHORIZATION_FAILED: HeartbeatAction.FATAL,
-        INVALID_REQUEST: HeartbeatAction.FATAL,
-        GROUP_MAX_SIZE_REACHED: HeartbeatAction.FATAL,
-        UNSUPPORTED_ASSIGNOR: HeartbeatAction.FATAL,
-        UNSUPPORTED_VERSION: HeartbeatAction.FATAL,
-        UNRELEASED_INSTANCE_ID: HeartbeatAction.FATAL,
-        FENCED_INSTANCE_ID: HeartbeatAction.FATAL,
-    }
-)
-
-
-def classify_heartbeat_error(code: int) -> HeartbeatAction:
-    """The :class:`HeartbeatAction` for ``code`` (unlisted codes, INVALID_REGULAR_EXPRESSION among them: FATAL)."""
-    return HEARTBEAT_ERRORS.get(code, HeartbeatAction.FATAL)
-
-
-class _Kip848Api(enum.Enum):
-    CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
-
-
-# ``BrokerError.api`` names the failed API by its value; ``kgroup.errors.Api`` lists the classic
-# group APIs only, so this one stands beside them with the same ``.value`` protocol
-_API: Final = cast(Api, _Kip848Api.CONSUMER_GROUP_HEARTBEAT)
-
-_HINTS: Final[Mapping[int, str]] = MappingProxyType(
-    {
-        UNSUPPORTED_VERSION: CONSUMER_PROTOCOL_NOT_SUPPORTED,
-        UNRELEASED_INSTANCE_ID: (
-            "the group.instance.id is still held by a member that has not left the group yet "
-            "(another process uses it, or the previous one has not timed out)"
-        ),
-        FENCED_INSTANCE_ID: (
-            "another member joined with the same group.instance.id (an admin removed this member, "
-            "or two processes share the id)"
-        ),
-        GROUP_MAX_SIZE_REACHED: "the group has as many members as the broker allows (group.consumer.max.size)",
-        UNSUPPORTED_ASSIGNOR: "the broker has no server-side assignor of that name (group.consumer.assignors)",
-    }
-)
-
-
-def heartbeat_error(code: int, message: str = "", context: str = "") -> BrokerError:
-    """The typed exception for a ConsumerGroupHeartbeat error code.
-
-    Args:
-        code: the error code.
-        message: the response's ``error_message`` (may be empty).
-        context: the member, for the message (group id, member id, epoch).
-
-    Returns:
-        ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``FatalGroupError`` for every other
-        code the member cannot continue after, ``BrokerError`` for the others.
-
-    """
-    parts = [p for p in (message, _HINTS.get(code, ""), context) if p]
-    if code not in HEARTBEAT_ERRORS:
-        parts.insert(0, f"unexpected error code {error_name(code)} for ConsumerGroupHeartbeat")
-    text = "; ".join(parts)
-    if code == FENCED_INSTANCE_ID:
-        return FencedInstanceIdError(_API, code, text)
-    if classify_heartbeat_error(code) is HeartbeatAction.FATAL:
-        return FatalGroupError(_API, code, text)
-    return BrokerError(_API, code, text)

@@ -1,0 +1,99 @@
+r"""What every membership machine is to its driver: the ``Member`` protocol and the published ``MemberSnapshot``.
+
+kgroup's membership core is shared by every group protocol; each protocol has a machine of its
+own, with its own state table and small config:
+
+* the vocabulary: one set of events (:mod:`kgroup.membership.events`) and commands
+  (:mod:`kgroup.membership.commands`), with one ``RebalanceStep`` (a ``commit`` flag, the member
+  identity as a ``Generation``: member id plus generation or member epoch) for the poll thread;
+* coordinator discovery (:mod:`kgroup.membership.coordinator`) and the timers and backoff
+  (:mod:`kgroup.membership.timers`);
+* this module: the protocol the group thread (``kgroup._driver.group_thread``) drives and the
+  snapshot other threads read.
+
+``GroupMachine`` (:mod:`kgroup.membership.machine`, the classic protocol) and
+``ConsumerGroupMachine`` (:mod:`kgroup.membership.consumer_group`, KIP-848) are ``Member``\ s as
+they are: no adapter translates between them and the driver. A share-group machine (KIP-932,
+ShareGroupHeartbeat) joins the same way (docs/protocol.md, "The membership core").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from kgroup.membership.states import MemberState
+from kgroup.types import Generation, TopicPartition
+
+__all__ = ["Member", "MemberSnapshot"]
+
+
+@attrs.frozen(repr=False)
+class MemberSnapshot:
+    """An immutable view of the machine, published to other threads after every call."""
+
+    state: MemberState
+    generation: Generation
+    owned: frozenset[TopicPartition]
+    coordinator: int | None
+    subscription: frozenset[str]
+    group_instance_id: str | None
+    fatal: Exception | None
+    #: the member may no longer own its partitions (no successful heartbeat for
+    #: session_timeout_ms while its JoinGroup or SyncGroup is unanswered, or its generation is
+    #: gone and their loss waits behind a running step): hand nothing out
+    hand_out_on_hold: bool = False
+    #: from this moment (seconds on the driver's clock) the session timer holds the hand-out
+    #: whether or not the group thread has run by then: the poll thread checks it itself (inf:
+    #: no session clock running)
+    hold_at: float = math.inf
+    #: the machine's own state, by name (the consumer protocol's are Java's ``MemberState``:
+    #: JOINING, RECONCILING, ACKNOWLEDGING, FENCED, ...); ``state`` is its poll-thread view
+    state_name: str = ""
+    #: the session timeout in force: the configured one (classic), or the group's as the broker
+    #: told it (the consumer protocol; None while unknown)
+    session_timeout_ms: int | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"MemberSnapshot(state={self.state.value}, generation={self.generation.generation_id}, "
+            f"member_id={self.generation.member_id!r}, owned={len(self.owned)})"
+        )
+
+
+class Member(Protocol):
+    """A membership machine as the group thread drives it (``GroupMachine``, ``ConsumerGroupMachine``)."""
+
+    @property
+    def member_id(self) -> str:
+        """The member id ("" before the coordinator or the member gave one)."""
+        ...
+
+    @property
+    def state_name(self) -> str:
+        """The machine's own state, by name."""
+        ...
+
+    @property
+    def session_timeout_ms(self) -> int | None:
+        """The session timeout in force (None: not known yet)."""
+        ...
+
+    def handle(self, event: Any, now: float) -> Sequence[Any]:
+        """Process one event at ``now`` (seconds); the commands to execute, in order."""
+        ...
+
+    def tick(self, now: float) -> Sequence[Any]:
+        """Fire the timers due at ``now``."""
+        ...
+
+    def next_deadline(self, now: float) -> float:
+        """When ``tick`` next has work (clock seconds; inf: none)."""
+        ...
+
+    def snapshot(self) -> MemberSnapshot:
+        """An immutable view for other threads."""
+        ...
