@@ -17,10 +17,12 @@ application configured still applies to everything else).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["import_kafka_python"]
+__all__ = ["import_kafka_python", "quiet_schema_loading"]
 
 #: the messages of the warnings kafka-python's schema loader triggers (Python 3.11, 3.12)
 _SCHEMA_LOADER_WARNINGS = r"(read|open)_text is deprecated"
@@ -37,3 +39,15 @@ def import_kafka_python() -> ModuleType:
 
     module: ModuleType = kafka  # kafka-python ships no type information
     return module
+
+
+@contextlib.contextmanager
+def quiet_schema_loading() -> Iterator[None]:
+    """Ignore the schema loader's DeprecationWarning while kgroup defines a kafka-python message class.
+
+    A class ``class X(ApiMessage, load_json=...)`` loads its JSON schema when it is defined, with
+    the same deprecated ``importlib.resources`` calls as ``import kafka``.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_SCHEMA_LOADER_WARNINGS, category=DeprecationWarning)
+        yield

@@ -71,6 +71,7 @@ from kafka.protocol import consumer as kafka_consumer
 from kafka.protocol import metadata as kafka_metadata
 from kafka.protocol.api_message import ApiMessage
 
+from kgroup._io import quiet_schema_loading
 from kgroup.protocol import consumer_group_describe as cgd
 from kgroup.protocol import consumer_group_heartbeat as cgh
 from kgroup.protocol import group_api
@@ -450,12 +451,13 @@ def response_values(api_key: int, message: Any) -> tuple[GroupResponse, ...]:
 
 
 # kafka-python loads a message's schema by the class's name: ``<name>.json`` in ``load_json``'s package
-class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-    """kafka-python's message class for the ConsumerGroupHeartbeat request (its schema: the JSON beside this module)."""
+with quiet_schema_loading():
 
+    class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ConsumerGroupHeartbeat request (its schema: the JSON beside here)."""
 
-class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-    """kafka-python's message class for the ConsumerGroupHeartbeat response (registered with its response parser)."""
+    class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ConsumerGroupHeartbeat response (registered with its parser)."""
 
 
 def _scalars(cls: type, *special: str) -> tuple[str, ...]:
@@ -535,12 +537,13 @@ def heartbeat_response_value(message: Any) -> cgh.ConsumerGroupHeartbeatResponse
     )
 
 
-class ConsumerGroupDescribeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-    """kafka-python's message class for the ConsumerGroupDescribe request (its schema: the JSON beside this module)."""
+with quiet_schema_loading():
 
+    class ConsumerGroupDescribeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ConsumerGroupDescribe request (its schema: the JSON beside here)."""
 
-class ConsumerGroupDescribeResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-    """kafka-python's message class for the ConsumerGroupDescribe response (registered with its response parser)."""
+    class ConsumerGroupDescribeResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ConsumerGroupDescribe response (registered with its parser)."""
 
 
 def describe_request_message(value: cgd.ConsumerGroupDescribeRequest) -> Any:
