@@ -117,7 +117,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="acquiesce-keeps-revoked-records",
-        path="kgroup/consumer.py",
+        path="kgroup/_driver/steps.py",
         original="                taken |= item.lost | item.revoked",
         replacement="                taken |= item.lost",
         caught_by="classic",
@@ -137,22 +137,22 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------ commit ownership
     Mutation(
         name="commit-checks-topic-not-partition",
-        path="kgroup/consumer.py",
-        original="        not_owned = set(prepared) - self._assignment",
-        replacement="        not_owned = {tp for tp in prepared if tp.topic not in self.subscription()}",
+        path="kgroup/_driver/autocommit.py",
+        original="    not_owned = set(prepared) - assignment",
+        replacement="    not_owned = {tp for tp in prepared if tp.topic not in {owned.topic for owned in assignment}}",
         caught_by="classic",
-        what="an explicit commit is checked against the subscribed topics, not the owned partitions",
+        what="an explicit commit is checked against the topics of the owned partitions, not the owned partitions",
     ),
     Mutation(
         name="commit-inside-lost-still-owned",
-        path="kgroup/consumer.py",
+        path="kgroup/_driver/steps.py",
         original=(
-            "            self._set_assignment(self._assignment - step.lost)\n"
-            '            self._invoke("on_partitions_lost", step.lost)'
+            "            host._set_assignment(host._assignment - step.lost)\n"
+            '            host._invoke("on_partitions_lost", step.lost)'
         ),
         replacement=(
-            '            self._invoke("on_partitions_lost", step.lost)\n'
-            "            self._set_assignment(self._assignment - step.lost)"
+            '            host._invoke("on_partitions_lost", step.lost)\n'
+            "            host._set_assignment(host._assignment - step.lost)"
         ),
         caught_by=(
             "tests/simulation/test_explicit_commits.py::"
