@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -34,11 +34,29 @@ from kgroup.errors import KGroupError
 from kgroup.metrics import METRICS, RECORDS_LAG, lag_key
 
 if TYPE_CHECKING:
-    from kgroup.consumer import Consumer
+    from kgroup.config import ConsumerConfig
+    from kgroup.types import TopicPartition
 
 __all__ = ["ConsumerCollector", "exposition", "register", "unregister"]
 
 PREFIX = "kafka_consumer_"
+
+
+class Collected(Protocol):
+    """What the collector reads of a consumer (``kgroup.Consumer`` is one)."""
+
+    @property
+    def config(self) -> ConsumerConfig:
+        """The consumer's configuration (its ``group_id`` and ``client_id`` label the samples)."""
+        ...
+
+    def metrics(self) -> dict[str, float]:
+        """``Consumer.metrics()``."""
+        ...
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        """``Consumer.assignment()``."""
+        ...
 
 
 class ConsumerCollector:
@@ -48,22 +66,22 @@ class ConsumerCollector:
     that one consumer.
     """
 
-    def __init__(self, *consumers: Consumer[Any, Any]) -> None:
+    def __init__(self, *consumers: Collected) -> None:
         self._lock = threading.Lock()
         self._pinned = consumers  # given here: collected for the collector's life
-        self._consumers: weakref.WeakSet[Consumer[Any, Any]] = weakref.WeakSet(consumers)
+        self._consumers: weakref.WeakSet[Collected] = weakref.WeakSet(consumers)
 
-    def add(self, consumer: Consumer[Any, Any]) -> None:
+    def add(self, consumer: Collected) -> None:
         """Collect ``consumer`` too (held weakly: a consumer garbage collected drops out)."""
         with self._lock:
             self._consumers.add(consumer)
 
-    def discard(self, consumer: Consumer[Any, Any]) -> None:
+    def discard(self, consumer: Collected) -> None:
         """Stop collecting ``consumer`` (no error if it was not collected)."""
         with self._lock:
             self._consumers.discard(consumer)
 
-    def consumers(self) -> list[Consumer[Any, Any]]:
+    def consumers(self) -> list[Collected]:
         """The consumers collected, in a stable order (by group, then client id)."""
         with self._lock:
             live = [c for c in self._consumers if not getattr(c, "_closed", False)]  # closed ones leave
@@ -72,7 +90,7 @@ class ConsumerCollector:
     def collect(self) -> Iterator[Metric]:
         """The consumers' metrics now (prometheus-client calls it on every scrape)."""
         labels = ["group", "client_id"]
-        read: list[tuple[Consumer[Any, Any], list[str], dict[str, float]]] = []
+        read: list[tuple[Collected, list[str], dict[str, float]]] = []
         for consumer in self.consumers():
             try:
                 values = consumer.metrics()
@@ -112,7 +130,7 @@ _collectors: weakref.WeakKeyDictionary[CollectorRegistry, ConsumerCollector] = w
 _collectors_lock = threading.Lock()
 
 
-def register(consumer: Consumer[Any, Any], registry: CollectorRegistry = REGISTRY) -> ConsumerCollector:
+def register(consumer: Collected, registry: CollectorRegistry = REGISTRY) -> ConsumerCollector:
     """Add ``consumer`` to ``registry`` (prometheus-client's default one unless given).
 
     Registering a second consumer, or the same one again, is fine: the registry's one kgroup
@@ -128,7 +146,7 @@ def register(consumer: Consumer[Any, Any], registry: CollectorRegistry = REGISTR
     return collector
 
 
-def unregister(consumer: Consumer[Any, Any], registry: CollectorRegistry = REGISTRY) -> None:
+def unregister(consumer: Collected, registry: CollectorRegistry = REGISTRY) -> None:
     """Take ``consumer`` out of ``registry`` (a closed consumer leaves it by itself)."""
     with _collectors_lock:
         collector = _collectors.get(registry)
@@ -136,7 +154,7 @@ def unregister(consumer: Consumer[Any, Any], registry: CollectorRegistry = REGIS
         collector.discard(consumer)
 
 
-def exposition(consumer: Consumer[Any, Any]) -> tuple[str, str]:
+def exposition(consumer: Collected) -> tuple[str, str]:
     """The default registry in Prometheus' text format, ``consumer`` registered in it, and its content type."""
     register(consumer)
     return generate_latest(REGISTRY).decode(), CONTENT_TYPE_LATEST
