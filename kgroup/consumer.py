@@ -530,6 +530,8 @@ class Consumer(Generic[K, V]):
             OffsetOutOfRangeError, FetchError: fetching failed.
             ClusterUnreachableError: no broker of ``bootstrap_servers`` has answered since
                 ``subscribe()``, ``default_api_timeout_ms`` ago or more (the consumer keeps trying).
+            AuthenticationFailedError: a broker refused the TLS handshake or the SASL exchange
+                (the consumer keeps trying).
             RecordDeserializationError: a deserializer raised; the records before it were
                 returned by the previous call, the position stays at the record.
             WakeupError: ``wakeup()`` was called.
@@ -707,13 +709,20 @@ class Consumer(Generic[K, V]):
                 raise error
 
     def _raise_if_unreachable(self) -> None:
-        """ClusterUnreachableError once default_api_timeout_ms passed with no broker ever reached."""
+        """Raise why no broker was reached: a refused connection at once, else after the timeout.
+
+        AuthenticationFailedError when a broker refused the TLS handshake or the SASL exchange;
+        ClusterUnreachableError once default_api_timeout_ms passed with no broker ever reached.
+        """
         kp = self._bootstrapping
         if kp is None:
             return
         if kp.bootstrapped:
             self._bootstrapping = None
             return
+        refused = kp.authentication_failure()  # Java's poll() throws AuthenticationException at once
+        if refused is not None:
+            raise refused
         since = self._subscribed_at
         timeout_ms = self._config.default_api_timeout_ms
         if since is not None and self._clock.monotonic() - since >= timeout_ms / 1000:

@@ -10,7 +10,9 @@ The exception tree::
     │   ├── CoordinatorUnavailable                NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...
     │   ├── RebalanceInProgressError              a commit refused because the group is rebalancing
     │   ├── UnknownTopicOrPartitionError          an offset request for a partition that does not exist
+    │   ├── TopicAuthorizationFailedError         TOPIC_AUTHORIZATION_FAILED: no READ (or DESCRIBE) on a topic
     │   └── FatalGroupError                       the consumer cannot continue (auth, protocol, ...)
+    │       ├── GroupAuthorizationFailedError     GROUP_AUTHORIZATION_FAILED: no READ on the group
     │       └── FencedInstanceIdError             FENCED_INSTANCE_ID (KIP-345)
     ├── GroupThreadCrashed                        the group thread stopped (a kgroup bug): the consumer is poisoned
     ├── CommitFailedError                         the generation is gone; the partitions may have moved
@@ -22,6 +24,7 @@ The exception tree::
     ├── AssignmentError                           an assignor produced an invalid plan
     ├── IllegalStateError(KGroupError, RuntimeError)  a call the consumer's state forbids
     ├── WakeupError                               Consumer.wakeup() interrupted a blocking call
+    ├── AuthenticationFailedError                 the broker refused the TLS handshake or the SASL exchange
     ├── KafkaTimeoutError(KGroupError, TimeoutError)  timeout_ms passed before the cluster answered
     │   └── ClusterUnreachableError               no broker of bootstrap_servers ever answered
     ├── RecordDeserializationError                a key/value deserializer raised (.topic_partition, .offset)
@@ -77,6 +80,7 @@ from kgroup._error_codes import (
 __all__ = [
     "Api",
     "AssignmentError",
+    "AuthenticationFailedError",
     "BrokerError",
     "ClusterUnreachableError",
     "CommitFailedError",
@@ -87,6 +91,7 @@ __all__ = [
     "FatalGroupError",
     "FencedInstanceIdError",
     "FetchError",
+    "GroupAuthorizationFailedError",
     "GroupThreadCrashed",
     "IllegalStateError",
     "KGroupError",
@@ -99,6 +104,7 @@ __all__ = [
     "RebalanceInProgressError",
     "RecordDeserializationError",
     "RetriableCommitFailedError",
+    "TopicAuthorizationFailedError",
     "UnknownTopicOrPartitionError",
     "WakeupError",
     "broker_error",
@@ -160,10 +166,27 @@ class UnknownTopicOrPartitionError(BrokerError):
     """An offset request named a topic or partition that does not exist."""
 
 
+class TopicAuthorizationFailedError(BrokerError):
+    """TOPIC_AUTHORIZATION_FAILED: the principal may not read (or describe) a topic it asked for.
+
+    Java's ``TopicAuthorizationException``. Raised by the call that met it (``poll()`` for a
+    subscribed or assigned topic, ``commit()``, ``committed()``, ...); the consumer is not
+    poisoned: once an ACL grants ``READ`` (docs/security.md), the next call succeeds.
+    """
+
+
 class FatalGroupError(BrokerError):
     """The consumer cannot continue: authorization, protocol, or configuration rejected.
 
     After this error the consumer is poisoned: ``poll()`` and ``commit()`` raise it again.
+    """
+
+
+class GroupAuthorizationFailedError(FatalGroupError):
+    """GROUP_AUTHORIZATION_FAILED: the principal has no ``READ`` on ``group_id``.
+
+    Java's ``GroupAuthorizationException``; fatal for the member, as in Java's
+    ``AbstractCoordinator`` (docs/security.md lists the ACLs a consumer needs).
     """
 
 
@@ -274,6 +297,19 @@ class RecordDeserializationError(KGroupError):
         self.origin = origin
 
 
+class AuthenticationFailedError(KGroupError):
+    """The broker refused the connection: the TLS handshake failed or the SASL exchange was refused.
+
+    Java's ``AuthenticationException`` (``SslAuthenticationException``,
+    ``SaslAuthenticationException``): a certificate the client does not trust, a certificate
+    for another host name, a wrong password, a mechanism the listener does not enable. Raised
+    by ``poll()`` as soon as a connection is refused, before ``default_api_timeout_ms``; the
+    message says why (never the secret). The consumer keeps trying with backoff, as Java's
+    does: a later ``poll()`` succeeds once the credentials or the certificates are fixed.
+    See docs/security.md.
+    """
+
+
 class KafkaTimeoutError(KGroupError, TimeoutError):
     """A call's ``timeout_ms`` passed before the cluster answered it (Java ``TimeoutException``)."""
 
@@ -303,6 +339,8 @@ class Api(enum.Enum):
     LEAVE_GROUP = "LeaveGroup"
     OFFSET_COMMIT = "OffsetCommit"
     OFFSET_FETCH = "OffsetFetch"
+    #: a topic's error in a Metadata answer (the consumer's subscribed or assigned topics)
+    METADATA = "Metadata"
 
 
 class Disposition(enum.Enum):
@@ -427,6 +465,14 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
         FENCED_INSTANCE_ID: Disposition.FATAL,
     },
+    # a topic's error code in a Metadata answer (Java's ``Metadata``: an unauthorized topic is
+    # thrown from poll() as ``TopicAuthorizationException``, checkUnauthorizedTopics; the
+    # others, e.g. UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE, leave the topic out of
+    # the answer until a later refresh)
+    Api.METADATA: {
+        NONE: Disposition.OK,
+        TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+    },
 }
 
 
@@ -439,6 +485,7 @@ UNLISTED: Mapping[Api, Disposition] = {
     Api.LEAVE_GROUP: Disposition.IGNORE,
     Api.OFFSET_COMMIT: Disposition.RAISE,
     Api.OFFSET_FETCH: Disposition.RAISE,
+    Api.METADATA: Disposition.IGNORE,
 }
 
 
@@ -467,8 +514,10 @@ def broker_error(api: Api, code: int, message: str = "") -> BrokerError:
     Returns:
         ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``CoordinatorUnavailable`` for
         coordinator moves, ``RebalanceInProgressError`` for REBALANCE_IN_PROGRESS,
-        ``UnknownTopicOrPartitionError``, ``FatalGroupError`` for FATAL codes (unknown codes
-        included, with "unexpected" in the message), else ``BrokerError``.
+        ``UnknownTopicOrPartitionError``, ``TopicAuthorizationFailedError``,
+        ``GroupAuthorizationFailedError`` (a FATAL GROUP_AUTHORIZATION_FAILED), ``FatalGroupError``
+        for other FATAL codes (unknown codes included, with "unexpected" in the message), else
+        ``BrokerError``.
 
     """
     if code == FENCED_INSTANCE_ID:
@@ -479,11 +528,15 @@ def broker_error(api: Api, code: int, message: str = "") -> BrokerError:
         return RebalanceInProgressError(api, code, message)
     if code == UNKNOWN_TOPIC_OR_PARTITION:
         return UnknownTopicOrPartitionError(api, code, message)
+    if code == TOPIC_AUTHORIZATION_FAILED:
+        return TopicAuthorizationFailedError(api, code, message)
     if code == UNSUPPORTED_VERSION and api is Api.JOIN_GROUP:
         hint = "static membership (group_instance_id) needs JoinGroup v5+ (Kafka 2.3+)"
         message = f"{message}; {hint}" if message else hint
     if code not in TABLE[api]:
         message = f"unexpected error code for {api.value}" + (f"; {message}" if message else "")
     if classify(api, code) is Disposition.FATAL:
+        if code == GROUP_AUTHORIZATION_FAILED:
+            return GroupAuthorizationFailedError(api, code, message)
         return FatalGroupError(api, code, message)
     return BrokerError(api, code, message)

@@ -43,6 +43,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kgroup import _error_codes as codes
 from kgroup._io import log_limit
 from kgroup._io.kafka_messages import request_message, response_values
+from kgroup._io.kafka_security import AuthenticationWatch, token_provider
 from kgroup._io.transport import (
     GroupRequest,
     OffsetFetchResult,
@@ -53,7 +54,7 @@ from kgroup._io.transport import (
     offset_fetch_request,
 )
 from kgroup.config import ConsumerConfig
-from kgroup.errors import KGroupError
+from kgroup.errors import Api, AuthenticationFailedError, KGroupError, broker_error
 from kgroup.membership import consumer_group as cg
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
@@ -123,11 +124,13 @@ class KafkaNetwork:
         fetch_frame = config.fetch_max_bytes + config.max_partition_fetch_bytes
         kp_config["receive_message_max_bytes"] = max(1000000, fetch_frame)
         kp_config["max_poll_records"] = config.max_poll_records
+        kp_config["sasl_oauth_token_provider"] = token_provider(config.sasl_oauth_token_provider)
         self._config = config
         self._kp_config = kp_config
         log_limit.install()  # an unreachable cluster logs a line every few seconds, not a dozen a second
         self._client = KafkaNetClient(**kp_config)
         self._manager = self._client._manager
+        self._authentication = AuthenticationWatch(self._manager, config.sasl_mechanism)
         self._net = self._manager._net
         self._cluster = self._manager.cluster
         self._closed = False
@@ -156,6 +159,10 @@ class KafkaNetwork:
     def bootstrapped(self) -> bool:
         """True once a broker of ``bootstrap_servers`` has answered with cluster metadata."""
         return bool(self._manager.bootstrapped)
+
+    def authentication_failure(self) -> AuthenticationFailedError | None:
+        """Why the last connection was refused (TLS handshake, SASL), or ``None`` if it was not."""
+        return self._authentication.failure()
 
     def close(self) -> None:
         """Close every connection and stop kafka-python's IO thread. Idempotent."""
@@ -296,6 +303,17 @@ class KafkaNetwork:
 
     @staticmethod
     def _partition_infos(r: Any) -> dict[str, tuple[PartitionInfo, ...]]:
+        """The partitions of each topic the answer lists without an error.
+
+        Raises:
+            TopicAuthorizationFailedError: a topic came back TOPIC_AUTHORIZATION_FAILED (Java's
+                ``Metadata`` throws ``TopicAuthorizationException``; any other topic error leaves
+                the topic out, as unknown).
+
+        """
+        unauthorized = sorted(t.name for t in r.topics if t.error_code == codes.TOPIC_AUTHORIZATION_FAILED)
+        if unauthorized:
+            raise broker_error(Api.METADATA, codes.TOPIC_AUTHORIZATION_FAILED, f"topics {unauthorized}")
         racks = {b.node_id: b.rack for b in r.brokers if getattr(b, "rack", None)}
         out: dict[str, tuple[PartitionInfo, ...]] = {}
         for topic in r.topics:
