@@ -43,7 +43,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kgroup import _error_codes as codes
 from kgroup._io import log_limit
 from kgroup._io.kafka_messages import request_message, response_values
-from kgroup._io.kafka_security import AuthenticationWatch, token_provider
+from kgroup._io.kafka_security import AuthenticationWatch, hide_secrets, token_provider
 from kgroup._io.transport import (
     GroupRequest,
     OffsetFetchResult,
@@ -125,6 +125,8 @@ class KafkaNetwork:
         kp_config["receive_message_max_bytes"] = max(1000000, fetch_frame)
         kp_config["max_poll_records"] = config.max_poll_records
         kp_config["sasl_oauth_token_provider"] = token_provider(config.sasl_oauth_token_provider)
+        for secret in (config.sasl_plain_password, config.ssl_password):
+            hide_secrets().add_password(secret)  # kafka-python logs SaslAuthenticate's bytes at DEBUG
         self._config = config
         self._kp_config = kp_config
         log_limit.install()  # an unreachable cluster logs a line every few seconds, not a dozen a second

@@ -13,12 +13,20 @@
   raise it as :class:`kgroup.errors.AuthenticationFailedError`, as Java's ``NetworkClient``
   surfaces an ``AuthenticationException`` (``SslAuthenticationException``,
   ``SaslAuthenticationException``) from ``poll()``. A connection that succeeds clears it.
+* :func:`hide_secrets`: kafka-python logs every request and every frame at DEBUG
+  (``kafka.protocol.parser``, ``kafka.net.connection``), SaslAuthenticate's too, which carry a
+  PLAIN password or an OAUTHBEARER token in the clear. A filter on those loggers replaces each
+  secret kgroup handed kafka-python (the passwords, the tokens its provider returned; four
+  characters or more) with ``[hidden]``, as Java never logs them.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
+import logging
 import ssl
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -31,7 +39,7 @@ from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from kgroup.errors import AuthenticationFailedError
 
-__all__ = ["AuthenticationWatch", "sasl_mechanisms", "token_provider"]
+__all__ = ["AuthenticationWatch", "SecretFilter", "hide_secrets", "sasl_mechanisms", "token_provider"]
 
 #: kafka-python's errors that mean the broker refused the SASL exchange, or that the client's
 #: SASL mechanism could not start (Java: ``SaslAuthenticationException``,
@@ -44,6 +52,13 @@ _SASL_REFUSALS = (
 )
 #: TLS errors that say the connection closed mid-handshake, not that the handshake was refused
 _TLS_TRANSIENT = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+#: kafka-python's loggers that print requests (SaslAuthenticate's auth bytes) and raw frames at DEBUG
+_FRAME_LOGGERS = ("kafka.protocol.parser", "kafka.net.connection", "kafka.net.transport")
+_HIDDEN = "[hidden]"
+#: tokens remembered per process (a provider may return a new one per connection)
+_TOKENS_KEPT = 64
+#: shorter secrets are not looked for: replacing every "ab" would garble every line
+_SHORTEST_SECRET = 4
 
 
 def sasl_mechanisms() -> tuple[str, ...]:
@@ -51,14 +66,77 @@ def sasl_mechanisms() -> tuple[str, ...]:
     return tuple(sorted(SASL_MECHANISMS))
 
 
+class SecretFilter(logging.Filter):
+    """Replace known secrets in a log record's message with ``[hidden]`` (a logging hook: any thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._passwords: set[str] = set()
+        self._tokens: collections.deque[str] = collections.deque(maxlen=_TOKENS_KEPT)
+
+    @staticmethod
+    def _forms(secret: str) -> set[str]:
+        """The secret as text and as it shows inside a logged ``bytes`` repr."""
+        return {secret, repr(secret.encode("utf-8"))[2:-1]}
+
+    def add_password(self, secret: str | None) -> None:
+        if secret and len(secret) >= _SHORTEST_SECRET:
+            with self._lock:
+                self._passwords |= self._forms(secret)
+
+    def add_token(self, token: str) -> None:
+        with self._lock:
+            if len(token) >= _SHORTEST_SECRET and token not in self._tokens:
+                self._tokens.append(token)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Always ``True``; the message loses every secret it held."""
+        with self._lock:
+            secrets = [*self._passwords, *self._tokens]
+        if not secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format: let logging report it
+            return True
+        hidden = message
+        for secret in secrets:
+            hidden = hidden.replace(secret, _HIDDEN)
+        if hidden != message:
+            record.msg, record.args = hidden, ()
+        return True
+
+
+_secret_filter: SecretFilter | None = None
+_install_lock = threading.Lock()
+
+
+def hide_secrets() -> SecretFilter:
+    """The one :class:`SecretFilter`, put on kafka-python's frame loggers on first use."""
+    global _secret_filter
+    with _install_lock:
+        if _secret_filter is None:
+            _secret_filter = SecretFilter()
+            for name in _FRAME_LOGGERS:
+                logging.getLogger(name).addFilter(_secret_filter)
+        return _secret_filter
+
+
 class _TokenProvider:
-    """kafka-python's ``AbstractTokenProvider`` (a registered virtual subclass) around any object with ``token()``."""
+    """kafka-python's ``AbstractTokenProvider`` (a registered virtual subclass) around any object with ``token()``.
+
+    Each token it hands kafka-python is hidden from kafka-python's DEBUG lines (:func:`hide_secrets`).
+    """
 
     def __init__(self, provider: Any) -> None:
         self._provider = provider
 
     def token(self) -> Any:
-        return self._provider.token()
+        token = self._provider.token()
+        if isinstance(token, str):
+            hide_secrets().add_token(token)
+        return token
 
     def extensions(self) -> Any:
         extensions = getattr(self._provider, "extensions", None)
@@ -69,10 +147,8 @@ AbstractTokenProvider.register(_TokenProvider)
 
 
 def token_provider(provider: Any) -> Any:
-    """``provider`` as kafka-python's OAUTHBEARER takes it (``None`` stays ``None``)."""
-    if provider is None or isinstance(provider, AbstractTokenProvider):
-        return provider
-    return _TokenProvider(provider)
+    """``provider`` as kafka-python's OAUTHBEARER takes it, its tokens kept out of logs (``None`` stays)."""
+    return None if provider is None else _TokenProvider(provider)
 
 
 def _refusal(exc: BaseException, mechanism: str | None) -> str | None:

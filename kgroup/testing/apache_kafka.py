@@ -1001,7 +1001,7 @@ class _SaslSslListener:
         }
 
     def format_arguments(self) -> list[str]:
-        """``kafka-storage format --add-scram``: each user's SCRAM-SHA-512 credential (KIP-554)."""
+        """``kafka-storage format --add-scram``: each user's SCRAM-SHA-512 credential (KIP-900)."""
         arguments: list[str] = []
         for name, password in self.users.items():
             arguments += ["--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]"]

@@ -10,6 +10,7 @@ among them, and what a consumer is configured with is what kafka-python's networ
 from __future__ import annotations
 
 import importlib.util
+import logging
 import ssl
 from types import SimpleNamespace
 from typing import Any
@@ -102,9 +103,26 @@ def test_a_duck_typed_token_provider_reaches_kafka_python_as_an_abstract_token_p
         assert mechanism.auth_bytes() == f"n,,\x01auth=Bearer {duck.token()}\x01\x01".encode()
     finally:
         network.close()
-    real = type("Real", (AbstractTokenProvider,), {"token": lambda self: "t"})()
-    assert token_provider(real) is real
+    real = type("Real", (AbstractTokenProvider,), {"token": lambda self: "t", "extensions": lambda self: {"k": "v"}})()
+    assert token_provider(real).token() == "t"
+    assert token_provider(real).extensions() == {"k": "v"}
     assert token_provider(None) is None
+
+
+def test_kafka_pythons_debug_lines_hold_no_password_and_no_token(caplog: pytest.LogCaptureFixture) -> None:
+    password, token = "pl\u00e4in-Secret", "header.payload-Secret."
+    network = KafkaNetwork(ConsumerConfig(**{**_settings("PLAIN"), "sasl_plain_password": password}))
+    network.close()
+    provider = token_provider(type("P", (), {"token": lambda self: token})())
+    auth_bytes = SaslMechanismOAuth(sasl_oauth_token_provider=provider).auth_bytes()
+    plain = f"\x00u\x00{password}".encode()
+    caplog.set_level(logging.DEBUG)
+    logging.getLogger("kafka.protocol.parser").debug("node Sending request 3 %s", auth_bytes)
+    logging.getLogger("kafka.protocol.parser").debug("node Send: %r", bytearray(plain))
+    logging.getLogger("kafka.net.connection").debug("conn Request %d: %s", 3, f"auth_bytes={plain!r}")
+    text = "\n".join(record.getMessage() for record in caplog.records)
+    assert len(caplog.records) == 3 and text.count("[hidden]") == 3, text
+    assert token not in text and "Secret" not in text, text
 
 
 def _handshake_failure(cause: BaseException) -> KErrors.KafkaConnectionError:
