@@ -161,17 +161,53 @@ def _refusal(exc: BaseException, mechanism: str | None) -> str | None:
     return None
 
 
+def _read_before_close(transport: Any) -> None:
+    """Hand on the bytes that arrived with the peer's close before reporting the close.
+
+    kafka-python's transport reads until the socket says EOF and, when it does, drops what it
+    read in that pass (``_read_from_sock`` aborts on the error before ``data_received``). A
+    broker answers a refused SASL exchange and closes at once (Java's ``Selector``:
+    ``completeCloseOnAuthenticationFailure``, then close), so a client that reads late gets
+    the answer and the close together and lost the answer: "socket disconnected" instead of
+    SASL_AUTHENTICATION_FAILED. Here such a pass returns its bytes; the next returns the close.
+    """
+    receive: Callable[[], tuple[bytes, BaseException | None]] = transport._sock_recv
+    closed: list[BaseException] = []
+
+    def sock_recv() -> tuple[bytes, BaseException | None]:
+        if closed:
+            return b"", closed.pop()
+        data, error = receive()
+        if error is not None and data:
+            closed.append(error)  # the socket stays readable at EOF: the next pass comes at once
+            return data, None
+        return data, error
+
+    transport._sock_recv = sock_recv
+
+
 class AuthenticationWatch:
     """The last refused connection of a kafka-python connection manager, as a kgroup error.
 
     Wraps the manager's connect coroutine (``KafkaConnectionManager._connect``, which catches
-    and logs every failure) to look at each connection's outcome; nothing else changes.
+    and logs every failure) to look at each connection's outcome, and its transport factory
+    (``_build_transport``) so that a broker's last answer before it closes is read
+    (:func:`_read_before_close`); nothing else changes.
     """
 
     def __init__(self, manager: Any, mechanism: str | None) -> None:
         self._mechanism = mechanism
         self._failure: AuthenticationFailedError | None = None
         connect: Callable[..., Coroutine[Any, Any, Any]] = manager._connect
+        build: Callable[..., Coroutine[Any, Any, Any]] = manager._build_transport
+
+        @functools.wraps(build)
+        async def built(node: Any, *args: Any, **kwargs: Any) -> Any:
+            transport = await build(node, *args, **kwargs)
+            _read_before_close(transport)
+            return transport
+
+        manager._build_transport = built
 
         @functools.wraps(connect)
         async def watched(node: Any, conn: Any, *args: Any, **kwargs: Any) -> Any:

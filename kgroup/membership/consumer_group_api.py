@@ -55,7 +55,14 @@ from kgroup._error_codes import (
     UNSUPPORTED_VERSION,
     error_name,
 )
-from kgroup.errors import Api, BrokerError, FatalGroupError, FencedInstanceIdError
+from kgroup.errors import (
+    Api,
+    BrokerError,
+    FatalGroupError,
+    FencedInstanceIdError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+)
 
 __all__ = [
     "CONSUMER_GROUP_HEARTBEAT",
@@ -259,8 +266,10 @@ def heartbeat_error(code: int, message: str = "", context: str = "") -> BrokerEr
         context: the member, for the message (group id, member id, epoch).
 
     Returns:
-        ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``FatalGroupError`` for every other
-        code the member cannot continue after, ``BrokerError`` for the others.
+        ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``GroupAuthorizationFailedError`` (fatal)
+        and ``TopicAuthorizationFailedError`` (reported) for the authorization codes,
+        ``FatalGroupError`` for every other code the member cannot continue after,
+        ``BrokerError`` for the others.
 
     """
     parts = [p for p in (message, _HINTS.get(code, ""), context) if p]
@@ -269,6 +278,10 @@ def heartbeat_error(code: int, message: str = "", context: str = "") -> BrokerEr
     text = "; ".join(parts)
     if code == FENCED_INSTANCE_ID:
         return FencedInstanceIdError(_API, code, text)
+    if code == GROUP_AUTHORIZATION_FAILED:
+        return GroupAuthorizationFailedError(_API, code, text)
+    if code == TOPIC_AUTHORIZATION_FAILED:
+        return TopicAuthorizationFailedError(_API, code, text)
     if classify_heartbeat_error(code) is HeartbeatAction.FATAL:
         return FatalGroupError(_API, code, text)
     return BrokerError(_API, code, text)

@@ -7,8 +7,8 @@ format time, OAUTHBEARER on Kafka's unsecured-JWT validator (test-only configura
 the node's PLAINTEXT listener, whose ``User:ANONYMOUS`` is a super user; every consumer under
 test connects over SASL_SSL as an ordinary principal holding only the ACLs its test grants.
 
-* a group consumes and commits over SASL_SSL (SCRAM-SHA-512, and OAUTHBEARER through the
-  token provider);
+* a group consumes and commits over SASL_SSL (SCRAM-SHA-512 under both group protocols, and
+  OAUTHBEARER through the token provider);
 * a wrong password, an untrusted CA and a hostname mismatch each end in
   ``AuthenticationFailedError`` from ``poll()`` well within ``default_api_timeout_ms``, and the
   consumer closes at once;
@@ -177,12 +177,14 @@ def _topic_with_records(cluster: SecuredCluster, topic: str) -> None:
     produce(cluster.plaintext_bootstrap_servers, topic, [(b"k", b"v%d" % i) for i in range(RECORDS)])
 
 
-def _consumer(settings: dict[str, Any], group: str) -> kgroup.Consumer[bytes, bytes]:
+def _consumer(settings: dict[str, Any], group: str, group_protocol: str = "classic") -> kgroup.Consumer[bytes, bytes]:
+    if group_protocol == "classic":  # the broker owns the session timeout under "consumer" (KIP-848)
+        settings = {**settings, "session_timeout_ms": SESSION_TIMEOUT_MS}
     return kgroup.Consumer(
         **settings,
         group_id=group,
+        group_protocol=group_protocol,
         auto_offset_reset="earliest",
-        session_timeout_ms=SESSION_TIMEOUT_MS,
         default_api_timeout_ms=API_TIMEOUT_MS,
     )
 
@@ -218,13 +220,14 @@ def _reader_acls(user: str, topic: str, group: str) -> list[ACL]:
 # --------------------------------------------------------------------------- it works
 
 
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
 def test_a_group_consumes_and_commits_over_sasl_ssl_with_scram(
-    secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str]
+    secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str], group_protocol: str
 ) -> None:
     topic, group = names
     _topic_with_records(secured, topic)
     _grant(secured, _reader_acls("reader", topic, group))
-    with _consumer(secured.scram_settings("reader"), group) as consumer:
+    with _consumer(secured.scram_settings("reader"), group, group_protocol) as consumer:
         _consume_and_commit(consumer, topic)
 
 
@@ -299,13 +302,14 @@ def test_a_refused_connection_is_an_authentication_error_before_the_api_timeout(
 # --------------------------------------------------------------------------- authorization
 
 
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
 def test_no_read_on_the_group_is_a_group_authorization_error(
-    secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str]
+    secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str], group_protocol: str
 ) -> None:
     topic, group = names
     _topic_with_records(secured, topic)
     _grant(secured, [_acl("no-group", ResourceType.TOPIC, topic)])
-    with _consumer(secured.scram_settings("no-group"), group) as consumer:
+    with _consumer(secured.scram_settings("no-group"), group, group_protocol) as consumer:
         consumer.subscribe([topic])
         error, seconds = _first_error(consumer, API_TIMEOUT_MS / 1000)
         assert isinstance(error, kgroup.GroupAuthorizationFailedError), repr(error)
@@ -316,14 +320,16 @@ def test_no_read_on_the_group_is_a_group_authorization_error(
             consumer.poll(timeout_ms=0)  # fatal: the consumer stays poisoned, nothing is retried
 
 
-@pytest.mark.parametrize("how", ["subscribe", "assign"])
+@pytest.mark.parametrize(
+    ("how", "group_protocol"), [("subscribe", "classic"), ("subscribe", "consumer"), ("assign", "classic")]
+)
 def test_no_read_on_the_topic_is_a_topic_authorization_error(
-    secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str], how: str
+    secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str], how: str, group_protocol: str
 ) -> None:
     topic, group = names
     _topic_with_records(secured, topic)
     _grant(secured, [_acl("no-topic", ResourceType.GROUP, group)])
-    with _consumer(secured.scram_settings("no-topic"), group) as consumer:
+    with _consumer(secured.scram_settings("no-topic"), group, group_protocol) as consumer:
         if how == "subscribe":
             consumer.subscribe([topic])
         else:

@@ -24,7 +24,13 @@ from kafka.net.sasl.plain import SaslMechanismPlain
 
 from kgroup import AuthenticationFailedError, ConfigError, ConsumerConfig, TopicAuthorizationFailedError
 from kgroup._io.kafka_python import KafkaNetwork
-from kgroup._io.kafka_security import AuthenticationWatch, _refusal, sasl_mechanisms, token_provider
+from kgroup._io.kafka_security import (
+    AuthenticationWatch,
+    _read_before_close,
+    _refusal,
+    sasl_mechanisms,
+    token_provider,
+)
 
 BASE: dict[str, Any] = {"bootstrap_servers": "127.0.0.1:9093", "group_id": "g"}
 
@@ -170,7 +176,7 @@ def test_the_watch_keeps_the_last_refusal_until_a_connection_succeeds() -> None:
     async def connect(node: Any, conn: Any, *args: Any, **kwargs: Any) -> None:
         return None
 
-    manager = SimpleNamespace(_connect=connect)
+    manager = SimpleNamespace(_connect=connect, _build_transport=connect)
     watch = AuthenticationWatch(manager, "SCRAM-SHA-512")
     node = SimpleNamespace(host="127.0.0.1", port=9093)
 
@@ -200,3 +206,15 @@ def test_an_unauthorized_topic_in_a_metadata_answer_is_a_topic_authorization_err
         KafkaNetwork._partition_infos(answer)
     answer.topics = [topic(name="gone", error_code=3, partitions=[])]
     assert KafkaNetwork._partition_infos(answer) == {}  # unknown: absent, as before
+
+
+def test_bytes_that_came_with_the_close_are_handed_on_before_the_close() -> None:
+    """A broker answers a refused SASL exchange and closes: the answer must not be dropped."""
+    closed = KErrors.KafkaConnectionError("socket disconnected")
+    reads = [(b"", None), (b"the answer", closed), (b"", closed)]
+    transport = SimpleNamespace(_sock_recv=lambda: reads.pop(0))
+    _read_before_close(transport)
+    assert transport._sock_recv() == (b"", None)
+    assert transport._sock_recv() == (b"the answer", None)  # kafka-python aborted here, answer unread
+    assert transport._sock_recv() == (b"", closed)  # the close, on the next pass
+    assert transport._sock_recv() == (b"", closed)
