@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
@@ -142,11 +143,25 @@ class KafkaNetwork:
         """Start the IO thread and bootstrap cluster metadata.
 
         Raises:
+            AuthenticationFailedError: a broker refused the TLS handshake or the SASL exchange
+                (at the first refusal, not at the timeout; close the network then).
             kafka.errors.KafkaTimeoutError: no broker answered within ``timeout_ms``.
 
         """
         self._net.start()
-        self._manager.bootstrap(timeout_ms)
+        settled = threading.Event()
+        self._authentication.on_refusal(settled.set)
+        bootstrap = self._manager.bootstrap_async(timeout_ms)
+        bootstrap.add_both(lambda _: settled.set())
+        settled.wait(timeout_ms / 1000 + 1)  # the bootstrap's own deadline ends it before this
+        if bootstrap.succeeded():
+            return
+        refused = self.authentication_failure()
+        if refused is not None:
+            raise refused
+        if bootstrap.failed():
+            raise bootstrap.exception
+        raise KErrors.KafkaTimeoutError(f"Unable to bootstrap from {self._config.bootstrap_servers}")
 
     def start_async(self) -> None:
         """Start the IO thread and bootstrap in the background, retrying until a broker answers.

@@ -198,6 +198,7 @@ class AuthenticationWatch:
     def __init__(self, manager: Any, mechanism: str | None) -> None:
         self._mechanism = mechanism
         self._failure: AuthenticationFailedError | None = None
+        self._listeners: list[Callable[[], None]] = []
         connect: Callable[..., Coroutine[Any, Any, Any]] = manager._connect
         build: Callable[..., Coroutine[Any, Any, Any]] = manager._build_transport
 
@@ -219,9 +220,15 @@ class AuthenticationWatch:
                 reason = _refusal(outcome.exception, self._mechanism)
                 if reason is not None:
                     self._failure = AuthenticationFailedError(f"broker {node.host}:{node.port}: {reason}")
+                    for listener in list(self._listeners):
+                        listener()
             return result
 
         manager._connect = watched
+
+    def on_refusal(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (on kafka-python's IO thread) at each refused connection from now on."""
+        self._listeners.append(listener)
 
     def failure(self) -> AuthenticationFailedError | None:
         """The last connection's refusal, or ``None`` (no refusal, or a connection succeeded since)."""

@@ -11,7 +11,7 @@ test connects over SASL_SSL as an ordinary principal holding only the ACLs its t
   OAUTHBEARER through the token provider);
 * a wrong password, an untrusted CA and a hostname mismatch each end in
   ``AuthenticationFailedError`` from ``poll()`` well within ``default_api_timeout_ms``, and the
-  consumer closes at once;
+  consumer closes at once; ``GroupAdmin.connect`` fails as early;
 * a principal without READ on the group gets ``GroupAuthorizationFailedError`` (fatal: raised
   again), without READ (or DESCRIBE) on the topic ``TopicAuthorizationFailedError``, whether it
   subscribes or assigns;
@@ -45,6 +45,7 @@ from kafka.admin import (
 )
 
 import kgroup
+from kgroup.admin import AdminError, GroupAdmin
 from kgroup.testing import apache_kafka, create_topic, produce
 from kgroup.testing.apache_kafka import SecuredCluster, start_secured_broker
 from tests.integration.harness import wait_until
@@ -297,6 +298,18 @@ def test_a_refused_connection_is_an_authentication_error_before_the_api_timeout(
         started = time.monotonic()
         consumer.close()
         assert time.monotonic() - started < 5.0
+
+
+def test_the_admin_fails_at_the_first_refusal_too(
+    secured: SecuredCluster, no_secret_in_logs: list[str]
+) -> None:
+    settings = _wrong_password(secured)
+    servers = str(settings.pop("bootstrap_servers"))
+    started = time.monotonic()
+    with pytest.raises(AdminError, match="invalid credentials") as info:
+        GroupAdmin.connect(servers, timeout_ms=API_TIMEOUT_MS, **settings)
+    assert isinstance(info.value.__cause__, kgroup.AuthenticationFailedError)
+    assert time.monotonic() - started < API_TIMEOUT_MS / 1000 / 2  # not at the bootstrap's deadline
 
 
 # --------------------------------------------------------------------------- authorization
