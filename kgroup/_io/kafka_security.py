@@ -153,7 +153,9 @@ def token_provider(provider: Any) -> Any:
 
 def _refusal(exc: BaseException, mechanism: str | None) -> str | None:
     """Why ``exc`` (a failed connection's error) is a refusal, or ``None`` if it is not one."""
-    if isinstance(exc, _SASL_REFUSALS):
+    if isinstance(exc, _SASL_REFUSALS) or (mechanism is not None and isinstance(exc, RuntimeError)):
+        # a RuntimeError: the mechanism could not start (kafka-python's GSSAPI and AWS_MSK_IAM
+        # without their packages), which no retry mends
         return f"SASL authentication ({mechanism}) failed: {exc}"
     cause = exc.__cause__ or exc.__context__
     if isinstance(cause, ssl.SSLError) and not isinstance(cause, _TLS_TRANSIENT):

@@ -9,7 +9,8 @@ test connects over SASL_SSL as an ordinary principal holding only the ACLs its t
 
 * a group consumes and commits over SASL_SSL (SCRAM-SHA-512 under both group protocols, and
   OAUTHBEARER through the token provider);
-* a wrong password, an untrusted CA and a hostname mismatch each end in
+* a wrong password, a mechanism the listener does not enable (kafka-python's AWS_MSK_IAM), an
+  untrusted CA and a hostname mismatch each end in
   ``AuthenticationFailedError`` from ``poll()`` well within ``default_api_timeout_ms``, and the
   consumer closes at once; ``GroupAdmin.connect`` fails as early;
 * a principal without READ on the group gets ``GroupAuthorizationFailedError`` (fatal: raised
@@ -269,10 +270,21 @@ def _hostname_mismatch(cluster: SecuredCluster) -> dict[str, object]:
     return {**cluster.scram_settings("reader"), "bootstrap_servers": servers}
 
 
+def _mechanism_not_enabled(cluster: SecuredCluster) -> dict[str, object]:
+    # kafka-python's AWS_MSK_IAM reaches the broker, whose listener enables SCRAM and OAUTHBEARER only
+    return {
+        "bootstrap_servers": cluster.bootstrap_servers,
+        "security_protocol": "SASL_SSL",
+        "ssl_cafile": str(cluster.tls.ca_file),
+        "sasl_mechanism": "AWS_MSK_IAM",
+    }
+
+
 @pytest.mark.parametrize(
     ("settings", "says"),
     [
         pytest.param(_wrong_password, "invalid credentials", id="wrong-password"),
+        pytest.param(_mechanism_not_enabled, "(AWS_MSK_IAM) failed: [Error 33]", id="mechanism-not-enabled"),
         pytest.param(_untrusted_ca, "certificate verify failed", id="untrusted-ca"),
         pytest.param(_hostname_mismatch, "not valid for 'localhost'", id="hostname-mismatch"),
     ],

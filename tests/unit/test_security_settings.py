@@ -146,6 +146,7 @@ def _handshake_failure(cause: BaseException) -> KErrors.KafkaConnectionError:
     [
         (KErrors.SaslAuthenticationFailedError("invalid credentials"), "SASL authentication (SCRAM-SHA-512)"),
         (KErrors.UnsupportedSaslMechanismError("enabled: PLAIN"), "SASL authentication (SCRAM-SHA-512)"),
+        (RuntimeError('AWS_MSK_IAM requires the "botocore" package'), "SASL authentication (SCRAM-SHA-512)"),
         (_handshake_failure(ssl.SSLCertVerificationError("certificate verify failed")), "TLS handshake failed"),
         (_handshake_failure(ssl.SSLError("wrong version number")), "TLS handshake failed"),
         (_handshake_failure(ssl.SSLEOFError("EOF occurred")), None),
@@ -157,6 +158,8 @@ def _handshake_failure(cause: BaseException) -> KErrors.KafkaConnectionError:
 def test_a_refusal_is_told_from_a_dropped_connection(error: Exception, refused: str | None) -> None:
     reason = _refusal(error, "SCRAM-SHA-512")
     assert (reason is None) if refused is None else (reason is not None and reason.startswith(refused))
+    if isinstance(error, RuntimeError):
+        assert _refusal(error, None) is None  # without SASL, not a refusal
 
 
 class _Future:
