@@ -45,6 +45,13 @@ Every setting is Kafka's default except those in :func:`node_properties` (listen
 capped at the node count) and the caller's ``overrides``. ``group.initial.rebalance.delay.ms``
 stays at Kafka's 3000 ms unless overridden, so the first join of a new group takes about 3 s.
 
+A secured node
+--------------
+:func:`start_secured_broker` starts one node with a ``SASL_SSL`` listener beside the PLAINTEXT
+one: TLS with a certificate made at start (:mod:`kgroup.testing._certs`), SCRAM-SHA-512 users
+added at format time (``--add-scram``), OAUTHBEARER on Kafka's unsecured-JWT validator, and
+KRaft's ``StandardAuthorizer`` with ACLs enforced; see docs/security.md.
+
 Each node's data is on disk under a temporary directory (``kgroup-apache-kafka-*``, deleted by
 :meth:`~kgroup.testing.BrokerHandle.stop`); its stdout, stderr and log4j2 output go to
 ``apache-kafka-node-<id>.log`` in the caller's ``log_dir`` (else that temporary directory), kept

@@ -219,6 +219,16 @@ def _reader_acls(user: str, topic: str, group: str) -> list[ACL]:
     return [_acl(user, ResourceType.TOPIC, topic), _acl(user, ResourceType.GROUP, group)]
 
 
+def _prepared(
+    cluster: SecuredCluster, names: tuple[str, str], acls: Callable[[str, str], list[ACL]]
+) -> tuple[str, str]:
+    """The test's topic with its records, and ``acls(topic, group)`` granted; returns (topic, group)."""
+    topic, group = names
+    _topic_with_records(cluster, topic)
+    _grant(cluster, acls(topic, group))
+    return topic, group
+
+
 # --------------------------------------------------------------------------- it works
 
 
@@ -226,9 +236,7 @@ def _reader_acls(user: str, topic: str, group: str) -> list[ACL]:
 def test_a_group_consumes_and_commits_over_sasl_ssl_with_scram(
     secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str], group_protocol: str
 ) -> None:
-    topic, group = names
-    _topic_with_records(secured, topic)
-    _grant(secured, _reader_acls("reader", topic, group))
+    topic, group = _prepared(secured, names, lambda topic, group: _reader_acls("reader", topic, group))
     with _consumer(secured.scram_settings("reader"), group, group_protocol) as consumer:
         _consume_and_commit(consumer, topic)
 
@@ -236,9 +244,8 @@ def test_a_group_consumes_and_commits_over_sasl_ssl_with_scram(
 def test_oauthbearer_through_the_token_provider(
     secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str]
 ) -> None:
-    topic, group = names
-    _topic_with_records(secured, topic)
-    _grant(secured, _reader_acls("oauth-reader", topic, group))  # the token's sub is the principal
+    # the token's sub is the principal
+    topic, group = _prepared(secured, names, lambda topic, group: _reader_acls("oauth-reader", topic, group))
     tokens = UnsignedTokens("oauth-reader")
     settings: dict[str, object] = {
         "bootstrap_servers": secured.bootstrap_servers,
@@ -331,9 +338,7 @@ def test_the_admin_fails_at_the_first_refusal_too(
 def test_no_read_on_the_group_is_a_group_authorization_error(
     secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str], group_protocol: str
 ) -> None:
-    topic, group = names
-    _topic_with_records(secured, topic)
-    _grant(secured, [_acl("no-group", ResourceType.TOPIC, topic)])
+    topic, group = _prepared(secured, names, lambda topic, group: [_acl("no-group", ResourceType.TOPIC, topic)])
     with _consumer(secured.scram_settings("no-group"), group, group_protocol) as consumer:
         consumer.subscribe([topic])
         error, seconds = _first_error(consumer, API_TIMEOUT_MS / 1000)
@@ -351,9 +356,7 @@ def test_no_read_on_the_group_is_a_group_authorization_error(
 def test_no_read_on_the_topic_is_a_topic_authorization_error(
     secured: SecuredCluster, names: tuple[str, str], no_secret_in_logs: list[str], how: str, group_protocol: str
 ) -> None:
-    topic, group = names
-    _topic_with_records(secured, topic)
-    _grant(secured, [_acl("no-topic", ResourceType.GROUP, group)])
+    topic, group = _prepared(secured, names, lambda topic, group: [_acl("no-topic", ResourceType.GROUP, group)])
     with _consumer(secured.scram_settings("no-topic"), group, group_protocol) as consumer:
         if how == "subscribe":
             consumer.subscribe([topic])
