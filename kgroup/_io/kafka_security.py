@@ -199,7 +199,7 @@ class AuthenticationWatch:
 
     def __init__(self, manager: Any, mechanism: str | None) -> None:
         self._mechanism = mechanism
-        self._failure: AuthenticationFailedError | None = None
+        self._failure: str | None = None
         self._listeners: list[Callable[[], None]] = []
         connect: Callable[..., Coroutine[Any, Any, Any]] = manager._connect
         build: Callable[..., Coroutine[Any, Any, Any]] = manager._build_transport
@@ -221,7 +221,7 @@ class AuthenticationWatch:
             elif outcome.failed():
                 reason = _refusal(outcome.exception, self._mechanism)
                 if reason is not None:
-                    self._failure = AuthenticationFailedError(f"broker {node.host}:{node.port}: {reason}")
+                    self._failure = f"broker {node.host}:{node.port}: {reason}"
                     for listener in list(self._listeners):
                         listener()
             return result
@@ -233,5 +233,6 @@ class AuthenticationWatch:
         self._listeners.append(listener)
 
     def failure(self) -> AuthenticationFailedError | None:
-        """The last connection's refusal, or ``None`` (no refusal, or a connection succeeded since)."""
-        return self._failure
+        """The last refusal as a new exception (each raise its own), or ``None`` (none, or one connected since)."""
+        failure = self._failure
+        return None if failure is None else AuthenticationFailedError(failure)
