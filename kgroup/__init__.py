@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kgroup.consumer import Consumer
     from kgroup.errors import (
         AssignmentError,
+        AuthenticationFailedError,
         BrokerError,
         ClusterUnreachableError,
         CommitFailedError,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         FatalGroupError,
         FencedInstanceIdError,
         FetchError,
+        GroupAuthorizationFailedError,
         GroupThreadCrashed,
         IllegalStateError,
         KafkaTimeoutError,
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
         RebalanceInProgressError,
         RecordDeserializationError,
         RetriableCommitFailedError,
+        TopicAuthorizationFailedError,
         UnknownTopicOrPartitionError,
         WakeupError,
     )
@@ -82,6 +85,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kgroup.consumer": ("Consumer",),
     "kgroup.errors": (
         "AssignmentError",
+        "AuthenticationFailedError",
         "BrokerError",
         "ClusterUnreachableError",
         "CommitFailedError",
@@ -91,6 +95,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FatalGroupError",
         "FencedInstanceIdError",
         "FetchError",
+        "GroupAuthorizationFailedError",
         "GroupThreadCrashed",
         "IllegalStateError",
         "KGroupError",
@@ -103,6 +108,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RebalanceInProgressError",
         "RecordDeserializationError",
         "RetriableCommitFailedError",
+        "TopicAuthorizationFailedError",
         "UnknownTopicOrPartitionError",
         "WakeupError",
     ),
@@ -125,6 +131,7 @@ _MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items()
 __all__ = [
     "AssignmentError",
     "Assignor",
+    "AuthenticationFailedError",
     "BrokerError",
     "ClusterUnreachableError",
     "CommitFailedError",
@@ -138,6 +145,7 @@ __all__ = [
     "FatalGroupError",
     "FencedInstanceIdError",
     "FetchError",
+    "GroupAuthorizationFailedError",
     "GroupMetadata",
     "GroupThreadCrashed",
     "HealthReport",
@@ -163,6 +171,7 @@ __all__ = [
     "RetriableCommitFailedError",
     "RoundRobinAssignor",
     "StickyAssignor",
+    "TopicAuthorizationFailedError",
     "TopicPartition",
     "UnknownTopicOrPartitionError",
     "UnstableInstanceIdWarning",

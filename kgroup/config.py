@@ -70,8 +70,8 @@ _CONSUMER_PROTOCOL_UNSUPPORTED = {
     "session_timeout_ms": "session.timeout.ms",
 }
 _SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-#: the mechanisms kafka-python's client implements and kgroup passes settings for
-_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+#: the SASL mechanisms that take sasl_plain_username and sasl_plain_password
+_USER_PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: Java's ``Utils.HOST_PORT_PATTERN``: an optional ``scheme://``, a host (IPv6 in brackets), a port
 _HOST_PORT = re.compile(r"^(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)$")
 _SASL_FIELDS = ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "sasl_oauth_token_provider")
@@ -346,9 +346,25 @@ def _ssl_context(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None
         raise ConfigError(attribute.name, f"must be an ssl.SSLContext or None, got {type(value).__name__}")
 
 
+def _sasl_mechanisms() -> tuple[str, ...]:
+    """The mechanisms of kafka-python's SASL registry (``kafka.net.sasl``), every one kgroup accepts.
+
+    Loads kafka-python (through the adapter, ``kgroup._io.kafka_security``) on first use: only a
+    configuration that names a SASL mechanism pays for it, and it connects with kafka-python anyway.
+    """
+    from kgroup._io.kafka_security import sasl_mechanisms
+
+    return sasl_mechanisms()
+
+
 def _sasl_mechanism(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and value not in _SASL_MECHANISMS:
-        raise ConfigError(attribute.name, f"must be one of {_SASL_MECHANISMS} or None, got {value!r}")
+    if value is None:
+        return
+    known = _sasl_mechanisms()
+    if value not in known:
+        raise ConfigError(
+            attribute.name, f"must be one of {known} (kafka-python's SASL mechanisms) or None, got {value!r}"
+        )
 
 
 @attrs.frozen(kw_only=True, init=False)
@@ -408,11 +424,14 @@ class ConsumerConfig:
         ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"); ssl_context (an ``ssl.SSLContext``,
         or kafka-python builds one from ssl_check_hostname, ssl_cafile, ssl_certfile,
         ssl_keyfile, ssl_password, ssl_crlfile, PEM files that must exist); sasl_mechanism
-        ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512" with sasl_plain_username and
-        sasl_plain_password; "OAUTHBEARER" with sasl_oauth_token_provider, a kafka-python
-        ``AbstractTokenProvider``; "GSSAPI" with sasl_kerberos_service_name ("kafka"),
-        sasl_kerberos_name, sasl_kerberos_domain_name). ssl_password, sasl_plain_password and
-        sasl_oauth_token_provider print as ``[hidden]``.
+        (any mechanism kafka-python's SASL registry knows: "PLAIN", "SCRAM-SHA-256",
+        "SCRAM-SHA-512" with sasl_plain_username and sasl_plain_password; "OAUTHBEARER" with
+        sasl_oauth_token_provider, an object with ``token()`` (and optionally ``extensions()``),
+        e.g. a kafka-python ``AbstractTokenProvider``; "GSSAPI" with sasl_kerberos_service_name
+        ("kafka"), sasl_kerberos_name, sasl_kerberos_domain_name; "AWS_MSK_IAM" with
+        security_protocol "SASL_SSL" and AWS credentials botocore finds; a mechanism registered
+        with ``kafka.net.sasl.register_sasl_mechanism``). ssl_password, sasl_plain_password and
+        sasl_oauth_token_provider print as ``[hidden]``. docs/security.md shows each.
 
     Raises:
         ConfigError: a bad value or combination, or an unknown key, naming the field.
@@ -522,9 +541,11 @@ class ConsumerConfig:
         if sasl and mechanism is None:
             raise ConfigError(
                 "sasl_mechanism",
-                f"is required with security_protocol={self.security_protocol!r}: one of {_SASL_MECHANISMS}",
+                f"is required with security_protocol={self.security_protocol!r}: one of {_sasl_mechanisms()}",
             )
-        if sasl and mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        if sasl and mechanism == "AWS_MSK_IAM" and self.security_protocol != "SASL_SSL":
+            raise ConfigError("security_protocol", "must be 'SASL_SSL' with sasl_mechanism='AWS_MSK_IAM'")
+        if sasl and mechanism in _USER_PASSWORD_MECHANISMS:
             for name in ("sasl_plain_username", "sasl_plain_password"):
                 if not getattr(self, name):
                     raise ConfigError(name, f"is required with sasl_mechanism={mechanism!r}")
@@ -675,7 +696,7 @@ class _ConfigOptions(TypedDict, total=False):
     ssl_keyfile: str | None
     ssl_password: str | None
     ssl_crlfile: str | None
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"] | None
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM"] | None
     sasl_plain_username: str | None
     sasl_plain_password: str | None
     sasl_kerberos_name: Any

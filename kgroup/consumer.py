@@ -397,6 +397,8 @@ class Consumer(PositionsAPI, Generic[K, V]):
             OffsetOutOfRangeError, FetchError: fetching failed.
             ClusterUnreachableError: no broker of ``bootstrap_servers`` has answered since
                 ``subscribe()``, ``default_api_timeout_ms`` ago or more (the consumer keeps trying).
+            AuthenticationFailedError: a broker refused the TLS handshake or the SASL exchange
+                (the consumer keeps trying).
             RecordDeserializationError: a deserializer raised; the records before it were
                 returned by the previous call, the position stays at the record.
             WakeupError: ``wakeup()`` was called.

@@ -10,7 +10,9 @@ The exception tree::
     │   ├── CoordinatorUnavailable                NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...
     │   ├── RebalanceInProgressError              a commit refused because the group is rebalancing
     │   ├── UnknownTopicOrPartitionError          an offset request for a partition that does not exist
+    │   ├── TopicAuthorizationFailedError         TOPIC_AUTHORIZATION_FAILED: no READ (or DESCRIBE) on a topic
     │   └── FatalGroupError                       the consumer cannot continue (auth, protocol, ...)
+    │       ├── GroupAuthorizationFailedError     GROUP_AUTHORIZATION_FAILED: no READ on the group
     │       └── FencedInstanceIdError             FENCED_INSTANCE_ID (KIP-345)
     ├── GroupThreadCrashed                        the group thread stopped (a kgroup bug): the consumer is poisoned
     ├── CommitFailedError                         the generation is gone; the partitions may have moved
@@ -22,6 +24,7 @@ The exception tree::
     ├── AssignmentError                           an assignor produced an invalid plan
     ├── IllegalStateError(KGroupError, RuntimeError)  a call the consumer's state forbids
     ├── WakeupError                               Consumer.wakeup() interrupted a blocking call
+    ├── AuthenticationFailedError                 the broker refused the TLS handshake or the SASL exchange
     ├── KafkaTimeoutError(KGroupError, TimeoutError)  timeout_ms passed before the cluster answered
     │   └── ClusterUnreachableError               no broker of bootstrap_servers ever answered
     ├── RecordDeserializationError                a key/value deserializer raised (.topic_partition, .offset)
@@ -84,6 +87,7 @@ __all__ = [
     "CONSUMER_PROTOCOL_NOT_SUPPORTED",
     "Api",
     "AssignmentError",
+    "AuthenticationFailedError",
     "BrokerError",
     "ClusterUnreachableError",
     "CommitFailedError",
@@ -94,6 +98,7 @@ __all__ = [
     "FatalGroupError",
     "FencedInstanceIdError",
     "FetchError",
+    "GroupAuthorizationFailedError",
     "GroupThreadCrashed",
     "IllegalStateError",
     "KGroupError",
@@ -106,6 +111,7 @@ __all__ = [
     "RebalanceInProgressError",
     "RecordDeserializationError",
     "RetriableCommitFailedError",
+    "TopicAuthorizationFailedError",
     "UnknownTopicOrPartitionError",
     "WakeupError",
     "broker_error",
@@ -167,10 +173,27 @@ class UnknownTopicOrPartitionError(BrokerError):
     """An offset request named a topic or partition that does not exist."""
 
 
+class TopicAuthorizationFailedError(BrokerError):
+    """TOPIC_AUTHORIZATION_FAILED: the principal may not read (or describe) a topic it asked for.
+
+    Java's ``TopicAuthorizationException``. Raised by the call that met it (``poll()`` for a
+    subscribed or assigned topic, ``commit()``, ``committed()``, ...); the consumer is not
+    poisoned: once an ACL grants ``READ`` (docs/security.md), the next call succeeds.
+    """
+
+
 class FatalGroupError(BrokerError):
     """The consumer cannot continue: authorization, protocol, or configuration rejected.
 
     After this error the consumer is poisoned: ``poll()`` and ``commit()`` raise it again.
+    """
+
+
+class GroupAuthorizationFailedError(FatalGroupError):
+    """GROUP_AUTHORIZATION_FAILED: the principal has no ``READ`` on ``group_id``.
+
+    Java's ``GroupAuthorizationException``; fatal for the member, as in Java's
+    ``AbstractCoordinator`` (docs/security.md lists the ACLs a consumer needs).
     """
 
 
@@ -281,6 +304,19 @@ class RecordDeserializationError(KGroupError):
         self.origin = origin
 
 
+class AuthenticationFailedError(KGroupError):
+    """The broker refused the connection: the TLS handshake failed or the SASL exchange was refused.
+
+    Java's ``AuthenticationException`` (``SslAuthenticationException``,
+    ``SaslAuthenticationException``): a certificate the client does not trust, a certificate
+    for another host name, a wrong password, a mechanism the listener does not enable. Raised
+    by ``poll()`` as soon as a connection is refused, before ``default_api_timeout_ms``; the
+    message says why (never the secret). The consumer keeps trying with backoff, as Java's
+    does: a later ``poll()`` succeeds once the credentials or the certificates are fixed.
+    See docs/security.md.
+    """
+
+
 class KafkaTimeoutError(KGroupError, TimeoutError):
     """A call's ``timeout_ms`` passed before the cluster answered it (Java ``TimeoutException``)."""
 
@@ -312,6 +348,8 @@ class Api(enum.Enum):
     OFFSET_FETCH = "OffsetFetch"
     #: the consumer protocol's one membership API (KIP-848)
     CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
+    #: a topic's error in a Metadata answer (the consumer's subscribed or assigned topics)
+    METADATA = "Metadata"
 
 
 class Disposition(enum.Enum):
@@ -456,6 +494,14 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         UNRELEASED_INSTANCE_ID: Disposition.FATAL,
         FENCED_INSTANCE_ID: Disposition.FATAL,
     },
+    # a topic's error code in a Metadata answer (Java's ``Metadata``: an unauthorized topic is
+    # thrown from poll() as ``TopicAuthorizationException``, checkUnauthorizedTopics; the
+    # others, e.g. UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE, leave the topic out of
+    # the answer until a later refresh)
+    Api.METADATA: {
+        NONE: Disposition.OK,
+        TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+    },
 }
 
 
@@ -469,6 +515,7 @@ UNLISTED: Mapping[Api, Disposition] = {
     Api.OFFSET_COMMIT: Disposition.RAISE,
     Api.OFFSET_FETCH: Disposition.RAISE,
     Api.CONSUMER_GROUP_HEARTBEAT: Disposition.FATAL,  # INVALID_REGULAR_EXPRESSION among them
+    Api.METADATA: Disposition.IGNORE,
 }
 
 #: the message of the fatal error when the cluster does not serve the consumer protocol (Java's
@@ -523,8 +570,9 @@ def broker_error(api: Api, code: int, message: str = "", context: str = "") -> B
         context: the member, after the hint (``HINTS``) the message gets.
 
     Returns:
-        ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``FatalGroupError`` for FATAL codes
-        (unknown codes included, with "unexpected" in the message), ``CoordinatorUnavailable``
+        ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``TopicAuthorizationFailedError``,
+        ``GroupAuthorizationFailedError`` (a FATAL GROUP_AUTHORIZATION_FAILED), ``FatalGroupError``
+        for other FATAL codes (unknown codes included, with "unexpected" in the message), ``CoordinatorUnavailable``
         for coordinator moves, ``RebalanceInProgressError`` for REBALANCE_IN_PROGRESS,
         ``UnknownTopicOrPartitionError``, else ``BrokerError``.
 
@@ -534,7 +582,11 @@ def broker_error(api: Api, code: int, message: str = "", context: str = "") -> B
         text = f"unexpected error code for {api.value}" + (f"; {text}" if text else "")
     if code == FENCED_INSTANCE_ID:
         return FencedInstanceIdError(api, code, text)
+    if code == TOPIC_AUTHORIZATION_FAILED:
+        return TopicAuthorizationFailedError(api, code, text)
     if classify(api, code) is Disposition.FATAL:
+        if code == GROUP_AUTHORIZATION_FAILED:
+            return GroupAuthorizationFailedError(api, code, text)
         return FatalGroupError(api, code, text)
     if code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS):
         return CoordinatorUnavailable(api, code, text)

@@ -32,7 +32,7 @@ from kgroup._io.transport import ConsumerGroupTransport, Transport
 from kgroup.assignors.base import Assignor, MemberSubscription
 from kgroup.assignors.validate import validate_plan, validation_protocol
 from kgroup.config import ConsumerConfig
-from kgroup.errors import AssignmentError, GroupThreadCrashed, KGroupError
+from kgroup.errors import AssignmentError, BrokerError, GroupThreadCrashed, KGroupError
 from kgroup.membership import events as ev
 from kgroup.membership.commands import (
     Command,
@@ -616,7 +616,8 @@ class GroupThread:
         command = item.command
         exc = item.future.exception()
         if exc is not None:
-            error = KGroupError(f"metadata for assignment failed: {exc}")
+            # a broker's refusal (TopicAuthorizationFailedError) is raised from poll() as it is
+            error = exc if isinstance(exc, BrokerError) else KGroupError(f"metadata for assignment failed: {exc}")
             self.post(ev.AssignmentFailed(command.request_id, error))
             return
         self.assignor_thread = threading.get_ident()

@@ -200,13 +200,20 @@ class PollLoop:
                 raise error
 
     def _raise_if_unreachable(self, subscribed_at: float | None) -> None:
-        """ClusterUnreachableError once default_api_timeout_ms passed with no broker ever reached."""
+        """Raise why no broker was reached: a refused connection at once, else after the timeout.
+
+        AuthenticationFailedError when a broker refused the TLS handshake or the SASL exchange;
+        ClusterUnreachableError once default_api_timeout_ms passed with no broker ever reached.
+        """
         kp = self.bootstrapping
         if kp is None:
             return
         if kp.bootstrapped:
             self.bootstrapping = None
             return
+        refused = kp.authentication_failure()  # Java's poll() throws AuthenticationException at once
+        if refused is not None:
+            raise refused
         timeout_ms = self._config.default_api_timeout_ms
         if subscribed_at is not None and self._clock.monotonic() - subscribed_at >= timeout_ms / 1000:
             raise ClusterUnreachableError(

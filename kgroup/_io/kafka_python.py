@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
@@ -43,6 +44,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kgroup import _error_codes as codes
 from kgroup._io import log_limit
 from kgroup._io.kafka_messages import request_message, response_values
+from kgroup._io.kafka_security import AuthenticationWatch, hide_secrets, token_provider
 from kgroup._io.transport import (
     GroupRequest,
     OffsetFetchResult,
@@ -53,7 +55,7 @@ from kgroup._io.transport import (
     offset_fetch_request,
 )
 from kgroup.config import ConsumerConfig
-from kgroup.errors import KGroupError
+from kgroup.errors import Api, AuthenticationFailedError, KGroupError, broker_error
 from kgroup.membership import commands as cmd
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator, SendLeaveGroup
@@ -129,11 +131,15 @@ class KafkaNetwork:
         fetch_frame = config.fetch_max_bytes + config.max_partition_fetch_bytes
         kp_config["receive_message_max_bytes"] = max(1000000, fetch_frame)
         kp_config["max_poll_records"] = config.max_poll_records
+        kp_config["sasl_oauth_token_provider"] = token_provider(config.sasl_oauth_token_provider)
+        for secret in (config.sasl_plain_password, config.ssl_password):
+            hide_secrets().add_password(secret)  # kafka-python logs SaslAuthenticate's bytes at DEBUG
         self._config = config
         self._kp_config = kp_config
         log_limit.install()  # an unreachable cluster logs a line every few seconds, not a dozen a second
         self._client = KafkaNetClient(**kp_config)
         self._manager = self._client._manager
+        self._authentication = AuthenticationWatch(self._manager, config.sasl_mechanism)
         self._net = self._manager._net
         self._cluster = self._manager.cluster
         self._closed = False
@@ -143,11 +149,25 @@ class KafkaNetwork:
         """Start the IO thread and bootstrap cluster metadata.
 
         Raises:
+            AuthenticationFailedError: a broker refused the TLS handshake or the SASL exchange
+                (at the first refusal, not at the timeout; close the network then).
             kafka.errors.KafkaTimeoutError: no broker answered within ``timeout_ms``.
 
         """
         self._net.start()
-        self._manager.bootstrap(timeout_ms)
+        settled = threading.Event()
+        self._authentication.on_refusal(settled.set)
+        bootstrap = self._manager.bootstrap_async(timeout_ms)
+        bootstrap.add_both(lambda _: settled.set())
+        settled.wait(timeout_ms / 1000 + 1)  # the bootstrap's own deadline ends it before this
+        if bootstrap.succeeded():
+            return
+        refused = self.authentication_failure()
+        if refused is not None:
+            raise refused
+        if bootstrap.failed():
+            raise bootstrap.exception
+        raise KErrors.KafkaTimeoutError(f"Unable to bootstrap from {self._config.bootstrap_servers}")
 
     def start_async(self) -> None:
         """Start the IO thread and bootstrap in the background, retrying until a broker answers.
@@ -162,6 +182,10 @@ class KafkaNetwork:
     def bootstrapped(self) -> bool:
         """True once a broker of ``bootstrap_servers`` has answered with cluster metadata."""
         return bool(self._manager.bootstrapped)
+
+    def authentication_failure(self) -> AuthenticationFailedError | None:
+        """Why the last connection was refused (TLS handshake, SASL), or ``None`` if it was not."""
+        return self._authentication.failure()
 
     def close(self) -> None:
         """Close every connection and stop kafka-python's IO thread. Idempotent."""
@@ -302,6 +326,17 @@ class KafkaNetwork:
 
     @staticmethod
     def _partition_infos(r: Any) -> dict[str, tuple[PartitionInfo, ...]]:
+        """The partitions of each topic the answer lists without an error.
+
+        Raises:
+            TopicAuthorizationFailedError: a topic came back TOPIC_AUTHORIZATION_FAILED (Java's
+                ``Metadata`` throws ``TopicAuthorizationException``; any other topic error leaves
+                the topic out, as unknown).
+
+        """
+        unauthorized = sorted(t.name for t in r.topics if t.error_code == codes.TOPIC_AUTHORIZATION_FAILED)
+        if unauthorized:
+            raise broker_error(Api.METADATA, codes.TOPIC_AUTHORIZATION_FAILED, f"topics {unauthorized}")
         racks = {b.node_id: b.rack for b in r.brokers if getattr(b, "rack", None)}
         out: dict[str, tuple[PartitionInfo, ...]] = {}
         for topic in r.topics:

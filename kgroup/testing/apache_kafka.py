@@ -45,6 +45,13 @@ Every setting is Kafka's default except those in :func:`node_properties` (listen
 capped at the node count) and the caller's ``overrides``. ``group.initial.rebalance.delay.ms``
 stays at Kafka's 3000 ms unless overridden, so the first join of a new group takes about 3 s.
 
+A secured node
+--------------
+:func:`start_secured_broker` starts one node with a ``SASL_SSL`` listener beside the PLAINTEXT
+one: TLS with a certificate made at start (:mod:`kgroup.testing._certs`), SCRAM-SHA-512 users
+added at format time (``--add-scram``), OAUTHBEARER on Kafka's unsecured-JWT validator, and
+KRaft's ``StandardAuthorizer`` with ACLs enforced; see docs/security.md.
+
 Each node's data is on disk under a temporary directory (``kgroup-apache-kafka-*``, deleted by
 :meth:`~kgroup.testing.BrokerHandle.stop`); its stdout, stderr and log4j2 output go to
 ``apache-kafka-node-<id>.log`` in the caller's ``log_dir`` (else that temporary directory), kept
@@ -57,6 +64,7 @@ stay (about 0.5 GB each): find them with ``pgrep -f 'kafka.Kafka .*kgroup-apache
 from __future__ import annotations
 
 import argparse
+import atexit
 import base64
 import contextlib
 import os
@@ -71,7 +79,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from xml.sax.saxutils import escape as _xml_escape
 
 from kgroup.testing._launch import (
@@ -87,12 +95,18 @@ from kgroup.testing._launch import (
     wait_until_ready,
 )
 
+if TYPE_CHECKING:
+    from kgroup.testing._certs import TlsFiles
+
 __all__ = [
     "FETCH_COMMAND",
     "HOME_ENV_VAR",
     "KAFKA_VERSION",
     "REQUIRE_ENV_VAR",
+    "SECURED_MECHANISMS",
+    "STANDARD_AUTHORIZER",
     "FetchError",
+    "SecuredCluster",
     "fetch",
     "find_java",
     "home_dir",
@@ -104,6 +118,7 @@ __all__ = [
     "node_properties",
     "require_apache_kafka",
     "skip_if_unavailable",
+    "start_secured_broker",
     "unavailable_reason",
 ]
 
@@ -594,6 +609,7 @@ class _Node:
         self.log_path = log_path
         self.broker_port = 0
         self.controller_port = 0
+        self.sasl_ssl_port = 0  # only with a SASL_SSL listener (start_secured_broker)
         self.proc: subprocess.Popen[bytes] | None = None
         self.command: list[str] = []
 
@@ -649,8 +665,10 @@ class _KraftCluster:
         overrides: Mapping[str, object] | None,
         log_dir: str | os.PathLike[str] | None,
         version: str = KAFKA_VERSION,
+        sasl_ssl: _SaslSslListener | None = None,
     ) -> None:
         _validate(nodes, overrides)
+        self.sasl_ssl = sasl_ssl
         self.version = version
         self.overrides = dict(overrides or {})
         self.base_dir = Path(tempfile.mkdtemp(prefix="kgroup-apache-kafka-"))
@@ -732,6 +750,8 @@ class _KraftCluster:
         ordered = sorted(ports)
         for i, node in enumerate(self.nodes.values()):
             node.broker_port, node.controller_port = ordered[2 * i], ordered[2 * i + 1]
+        if self.sasl_ssl is not None:
+            self._assign_sasl_ssl_ports(ports)
         broker_ports = {n: node.broker_port for n, node in self.nodes.items()}
         controller_ports = {n: node.controller_port for n, node in self.nodes.items()}
         for n, node in self.nodes.items():
@@ -743,12 +763,26 @@ class _KraftCluster:
                 data_dir=node.data_dir,
                 overrides=self.overrides,
             )
+            if self.sasl_ssl is not None:
+                props.update(self.sasl_ssl.properties(props, node.sasl_ssl_port))
             lines = [
                 "# Written by kgroup.testing (start_broker(kind='apache-kafka')):",
                 "# Apache Kafka's defaults except these lines.",
                 *(f"{key}={value}" for key, value in props.items()),
             ]
             node.config_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def _assign_sasl_ssl_ports(self, taken: set[int]) -> None:
+        for node in self.nodes.values():
+            port = free_port()
+            while port in taken:
+                port = free_port()
+            taken.add(port)
+            node.sasl_ssl_port = port
+
+    @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        return ",".join(f"{_HOST}:{node.sasl_ssl_port}" for node in self.nodes.values())
 
     def _jvm(self, *extra: str) -> list[str]:
         return [
@@ -774,8 +808,10 @@ class _KraftCluster:
                     self.cluster_id,
                     "-c",
                     str(node.config_path),
+                    *(self.sasl_ssl.format_arguments() if self.sasl_ssl is not None else ()),
                 )
-                _append_log(node.log_path, f"formatting: {' '.join(command)}")
+                shown = self.sasl_ssl.redact(command) if self.sasl_ssl is not None else command
+                _append_log(node.log_path, f"formatting: {' '.join(shown)}")
                 with open(node.log_path, "ab") as log:
                     proc = subprocess.Popen(
                         command,
@@ -936,6 +972,177 @@ class _KraftCluster:
             node = self._node(node_id)
             self.stop_node(node_id, STOP_TIMEOUT_S)
             self.start_node(node.node_id, timeout_s)
+
+
+# --------------------------------------------------------------------------- secured cluster
+
+#: The SASL mechanisms the secured cluster's SASL_SSL listener enables.
+SECURED_MECHANISMS: Final = ("SCRAM-SHA-512", "OAUTHBEARER")
+#: Kafka's KRaft authorizer (``authorizer.class.name``), which keeps ACLs in the metadata log.
+STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+_SASL_SSL: Final = "SASL_SSL"
+_SCRAM_LOGIN: Final = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+#: The broker's own login for OAUTHBEARER (unused by a broker that only serves it) and, with no
+#: ``sasl.server.callback.handler.class``, Kafka's unsecured-JWT validator
+#: (``OAuthBearerUnsecuredValidatorCallbackHandler``): tokens signed by nobody, for tests only.
+_OAUTHBEARER_LOGIN: Final = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+    'unsecuredLoginStringClaim_sub="kafka";'
+)
+_USER_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+class _SaslSslListener:
+    """What a SASL_SSL client listener adds to a node's properties and to its storage format."""
+
+    def __init__(self, tls: TlsFiles, users: Mapping[str, str], super_users: Sequence[str]) -> None:
+        for name, password in users.items():
+            if not _USER_NAME.match(name):
+                raise ValueError(f"user names are letters, digits, '.', '_' and '-', got {name!r}")
+            if not password or re.search(r"[\s,\[\]=]", password):
+                raise ValueError(f"user {name!r}: a password must be non-empty, without spaces, ',', '[', ']' or '='")
+        for name in super_users:
+            if not _USER_NAME.match(name):
+                raise ValueError(f"super user names are like user names, got {name!r}")
+        self.tls = tls
+        self.users = dict(users)
+        self.super_users = tuple(super_users)
+
+    def properties(self, props: Mapping[str, str], port: int) -> dict[str, str]:
+        prefix = f"listener.name.{_SASL_SSL.lower()}."
+        # the PLAINTEXT and CONTROLLER listeners carry User:ANONYMOUS: the broker's own requests
+        # to itself and the quorum, and the test's set-up, which must pass the authorizer
+        supers = ["User:ANONYMOUS", *(f"User:{name}" for name in self.super_users)]
+        return {
+            "listeners": f"{props['listeners']},{_SASL_SSL}://{_HOST}:{port}",
+            "advertised.listeners": f"{props['advertised.listeners']},{_SASL_SSL}://{_HOST}:{port}",
+            "listener.security.protocol.map": f"{props['listener.security.protocol.map']},{_SASL_SSL}:{_SASL_SSL}",
+            f"{prefix}sasl.enabled.mechanisms": ",".join(SECURED_MECHANISMS),
+            f"{prefix}scram-sha-512.sasl.jaas.config": _SCRAM_LOGIN,
+            f"{prefix}oauthbearer.sasl.jaas.config": _OAUTHBEARER_LOGIN,
+            f"{prefix}ssl.keystore.type": "PKCS12",
+            f"{prefix}ssl.keystore.location": _format_value(os.fspath(self.tls.keystore)),
+            f"{prefix}ssl.keystore.password": self.tls.keystore_password,
+            f"{prefix}ssl.key.password": self.tls.keystore_password,
+            "authorizer.class.name": STANDARD_AUTHORIZER,
+            "super.users": ";".join(supers),
+            "allow.everyone.if.no.acl.found": "false",
+        }
+
+    def format_arguments(self) -> list[str]:
+        """``kafka-storage format --add-scram``: each user's SCRAM-SHA-512 credential (KIP-900)."""
+        arguments: list[str] = []
+        for name, password in self.users.items():
+            arguments += ["--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]"]
+        return arguments
+
+    def redact(self, command: Sequence[str]) -> list[str]:
+        """``command`` with every password replaced, for the node's log."""
+        shown = list(command)
+        for password in self.users.values():
+            shown = [arg.replace(f"password={password}]", "password=[hidden]]") for arg in shown]
+        return shown
+
+
+class SecuredCluster:
+    """A running Apache Kafka with a SASL_SSL client listener; made by :func:`start_secured_broker`.
+
+    Attributes:
+        bootstrap_servers: The SASL_SSL listener of every node (``127.0.0.1:<port>``), TLS with
+            the server certificate of :attr:`tls`, SASL ``SCRAM-SHA-512`` or ``OAUTHBEARER``.
+        plaintext_bootstrap_servers: The PLAINTEXT listener, whose principal ``User:ANONYMOUS``
+            is a super user: for a test's set-up (topics, ACLs), not for the clients under test.
+        tls: The CA, the server's key store and a stranger CA (:class:`kgroup.testing._certs.TlsFiles`).
+        users: SCRAM-SHA-512 user name -> password, as given.
+        log_paths: Node id -> the node's log file.
+
+    """
+
+    def __init__(self, cluster: _KraftCluster, listener: _SaslSslListener) -> None:
+        self._cluster = cluster
+        self.bootstrap_servers = cluster.sasl_ssl_bootstrap_servers
+        self.plaintext_bootstrap_servers = cluster.bootstrap_servers
+        self.tls = listener.tls
+        self.users = dict(listener.users)
+        self.log_paths = {n: node.log_path for n, node in cluster.nodes.items()}
+        self._stopped = False
+        self._lock = threading.Lock()
+        atexit.register(self.stop)
+
+    def scram_settings(self, user: str, password: str | None = None) -> dict[str, object]:
+        """``ConsumerConfig`` keyword arguments for ``user`` over SASL_SSL with SCRAM-SHA-512.
+
+        ``password`` defaults to the user's own; ``ssl_cafile`` is the CA that signed the server.
+        """
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "security_protocol": _SASL_SSL,
+            "ssl_cafile": str(self.tls.ca_file),
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": user,
+            "sasl_plain_password": self.users[user] if password is None else password,
+        }
+
+    def stop(self) -> None:
+        """Stop every node and remove its data; the log files stay. Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        self._cluster.stop_all()
+        atexit.unregister(self.stop)
+
+    def __enter__(self) -> SecuredCluster:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def start_secured_broker(
+    *,
+    users: Mapping[str, str],
+    super_users: Sequence[str] = (),
+    log_dir: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, object] | None = None,
+    startup_timeout_s: float = 60.0,
+) -> SecuredCluster:
+    """Start a one-node Apache Kafka whose clients connect over SASL_SSL, with ACLs enforced.
+
+    Besides :func:`node_properties`' PLAINTEXT and CONTROLLER listeners the node has a
+    ``SASL_SSL`` listener: TLS with a server certificate for ``IP:127.0.0.1`` signed by a CA
+    made now (:mod:`kgroup.testing._certs`; the files go to ``log_dir``'s ``tls/``), SASL
+    ``SCRAM-SHA-512`` (each of ``users`` gets a credential at format time, ``kafka-storage
+    format --add-scram``) and ``OAUTHBEARER`` validated by Kafka's unsecured-JWT validator (an
+    unsigned token's ``sub`` is the principal: test-only configuration). The authorizer is
+    KRaft's ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=false``; its
+    ``super.users`` are ``User:ANONYMOUS`` (the PLAINTEXT and CONTROLLER listeners: the node's
+    own requests and the test's set-up) and ``super_users``. Everyone else needs ACLs. See
+    docs/security.md and Kafka's documentation, "Security".
+
+    Args:
+        users: SCRAM-SHA-512 user name -> password (letters, digits, ``._-`` in names; no
+            spaces, ``,``, ``[``, ``]`` or ``=`` in passwords).
+        super_users: User names (without ``User:``) the authorizer lets do everything.
+        log_dir: Directory for the node's log and the TLS files (default: a temporary one).
+        overrides: Extra broker properties, as for :func:`node_properties`.
+        startup_timeout_s: Seconds for formatting and the node's first answers.
+
+    Raises:
+        ValueError: a bad user name or password, or a bad override.
+        BrokerStartError: Java or the jars are missing, or the node did not start.
+
+    """
+    from kgroup.testing._certs import make_tls_files
+
+    reason = unavailable_reason()
+    if reason is not None:
+        raise BrokerStartError(reason)
+    logs = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="kgroup-secured-"))
+    listener = _SaslSslListener(make_tls_files(logs / "tls"), users, super_users)
+    cluster = _KraftCluster(nodes=1, overrides=overrides, log_dir=logs, sasl_ssl=listener)
+    cluster.start(startup_timeout_s)  # stops what it started if it raises
+    return SecuredCluster(cluster, listener)
 
 
 # --------------------------------------------------------------------------- command line

@@ -17,7 +17,9 @@ from kgroup.errors import (
     Disposition,
     FatalGroupError,
     FencedInstanceIdError,
+    GroupAuthorizationFailedError,
     RebalanceInProgressError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
     broker_error,
     classify,
@@ -164,6 +166,12 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "UNRELEASED_INSTANCE_ID": D.FATAL,
         "FENCED_INSTANCE_ID": D.FATAL,
     },
+    # a topic's error in a Metadata answer: Java's Metadata throws TopicAuthorizationException
+    # from poll() (checkUnauthorizedTopics); other topic errors leave the topic out until later
+    Api.METADATA: {
+        "NONE": D.OK,
+        "TOPIC_AUTHORIZATION_FAILED": D.RAISE,
+    },
 }
 
 
@@ -205,6 +213,7 @@ EXPECTED_UNLISTED = {
     Api.OFFSET_COMMIT: D.RAISE,
     Api.OFFSET_FETCH: D.RAISE,
     Api.CONSUMER_GROUP_HEARTBEAT: D.FATAL,  # Java's default case
+    Api.METADATA: D.IGNORE,
 }
 
 
@@ -230,8 +239,10 @@ def _expected_type(code: int, disposition: Disposition) -> type[BrokerError]:
         return RebalanceInProgressError
     if name == "UNKNOWN_TOPIC_OR_PARTITION":
         return UnknownTopicOrPartitionError
+    if name == "TOPIC_AUTHORIZATION_FAILED":
+        return TopicAuthorizationFailedError
     if disposition is D.FATAL:
-        return FatalGroupError
+        return GroupAuthorizationFailedError if name == "GROUP_AUTHORIZATION_FAILED" else FatalGroupError
     return BrokerError
 
 
