@@ -34,6 +34,11 @@ class _Count(logging.Handler):
         self.records.append(record)
 
 
+#: what the test waits on is a timeout of kgroup's; its bounds leave a loaded machine room
+#: (a call that waited for the cluster instead would take default_api_timeout_ms, 8 s, or more)
+SLACK_S = 3.0
+
+
 def test_every_call_returns_within_its_timeout_and_the_error_says_what_happened() -> None:
     counter = _Count()
     root = logging.getLogger()
@@ -42,39 +47,40 @@ def test_every_call_returns_within_its_timeout_and_the_error_says_what_happened(
     root.setLevel(logging.INFO)
     try:
         consumer = kgroup.Consumer(
-            bootstrap_servers=f"127.0.0.1:{_closed_port()}", group_id="g", default_api_timeout_ms=3000,
+            bootstrap_servers=f"127.0.0.1:{_closed_port()}", group_id="g", default_api_timeout_ms=8000,
         )
-        started = time.monotonic()
+        subscribed = time.monotonic()
         consumer.subscribe(["t"])
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - subscribed < SLACK_S  # it does not wait for the cluster
         started = time.monotonic()
         assert consumer.poll(300) == []
-        assert 0.25 <= time.monotonic() - started < 1.0
+        assert 0.25 <= time.monotonic() - started < 0.3 + SLACK_S
         started = time.monotonic()
         with pytest.raises(kgroup.CoordinatorUnavailable, match="gave up after 500 ms"):
             consumer.committed([kgroup.TopicPartition("t", 0)], timeout_ms=500)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 0.5 + SLACK_S
         with pytest.raises(kgroup.KafkaTimeoutError):
             consumer.end_offsets([kgroup.TopicPartition("t", 0)], timeout_ms=500)
         error = None
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while error is None and time.monotonic() < deadline:
             try:
                 consumer.poll(200)
             except kgroup.ClusterUnreachableError as exc:
                 error = exc
         assert error is not None and "no broker of bootstrap_servers" in str(error)
-        assert time.monotonic() - started < 4.0  # default_api_timeout_ms after subscribe()
+        # default_api_timeout_ms after subscribe(), not before
+        assert 8.0 <= time.monotonic() - subscribed < 8.0 + SLACK_S
         with pytest.raises(kgroup.ClusterUnreachableError):
             consumer.poll(0)  # again, until a broker answers
         lines = len(counter.records)
         started = time.monotonic()
         consumer.close()
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < SLACK_S
     finally:
         root.removeHandler(counter)
         root.setLevel(level)
-    # about 3.5 s of trying: a dozen lines a second without the rate limit
+    # about 8.5 s of trying: a dozen lines a second without the rate limit
     assert lines < 25, [r.getMessage() for r in counter.records]
 
 
