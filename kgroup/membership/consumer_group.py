@@ -49,8 +49,9 @@ The member, as Java's ``ConsumerMembershipManager`` / ``AbstractMembershipManage
    ``consumer.session.timeout.ms``), a member holding partitions whose last successful heartbeat
    was sent ``session_timeout_ms`` ago, or that was told to revoke partitions a rebalance timeout
    ago without its acknowledgement being answered, hands nothing out (``hand_out_on_hold``) until
-   the coordinator answers; with no coordinator to ask, its partitions are lost and it rejoins
-   (a static member asks again with its epoch instead) (``_settle_session``; docs/kip848.md,
+   the coordinator answers; with the coordinator unknown (a broker restart) it keeps the
+   partitions and asks once it is found again: only the coordinator's word (FENCED_MEMBER_EPOCH,
+   UNKNOWN_MEMBER_ID) or the poll watchdog gives them up (``_settle_session``; docs/kip848.md,
    "Beyond Java: the session timer").
 """
 
@@ -416,8 +417,7 @@ class ConsumerGroupMachine:
         """The member may be out of the group: the poll thread hands nothing out.
 
         In doubt (the session timer, ``_settle_session``), or its partitions wait to be released
-        as lost (its epoch gone, or the session timer's release) behind a step the poll thread is
-        running.
+        as lost (its epoch gone) behind a step the poll thread is running.
         """
         return self._in_doubt or (
             bool(self._owned) and (self._epoch <= 0 or self._release_after_step is _StepKind.RELEASE_LOST)
@@ -856,11 +856,6 @@ class ConsumerGroupMachine:
 
     def _lost_released(self) -> None:
         """The lost partitions are released (Java: the ``onPartitionsLost`` callback completed)."""
-        if self._state in _HOLDING:
-            # released in place (a static member's session timer, ``_release_in_place``): the
-            # member is still in the group; the target its next answer brings is reconciled anew
-            self._released_in_place()
-            return
         self._clear_assignment()
         if self._closing is not None:
             return
@@ -1037,41 +1032,6 @@ class ConsumerGroupMachine:
             log.debug("group %s member %s: partitions to revoke; the coordinator's rebalance timeout runs from %.3f",
                       self._group_id, self._member_id, first)
 
-    def _release_in_place(self, reason: str) -> None:
-        """A static member's session timer ran out with no coordinator to ask: partitions lost, epoch kept.
-
-        A dynamic member rejoins with epoch 0 (Java's ``transitionToFenced``): the coordinator
-        takes a member it still has back as it is, and a removed one as new. A static member
-        cannot: the coordinator refuses epoch 0 for an instance id it still holds, even with the
-        same member id (UNRELEASED_INSTANCE_ID, fatal; Apache Kafka 4.4). So it releases its
-        partitions as lost and stays at its epoch: its next heartbeat (every field, the owned
-        partitions empty) gets its assignment back if the coordinator still has it, which is then
-        reconciled anew; UNKNOWN_MEMBER_ID (removed, the instance id released) fences it and it
-        rejoins.
-        """
-        if self._pending is not None and self._pending.kind is _StepKind.RECONCILE:
-            self._rejoined_while_reconciling = True  # its completion must not become the current assignment
-        self._revoke_since = None
-        self._release_lost(f"released: {reason}")
-
-    def _released_in_place(self) -> None:
-        """The poll thread released the partitions (``_release_in_place``): report owning none.
-
-        Until then the heartbeats report the partitions as owned, so the coordinator gives none
-        of them to another member while the poll thread may still hold them; from now on the
-        next heartbeat carries every field and no partitions, and its answer's assignment is
-        reconciled anew.
-        """
-        self._current = NO_ASSIGNMENT
-        self._target = NO_ASSIGNMENT
-        self._assigned_names.clear()
-        self._requested_ids = frozenset()
-        self._revoke_since = None
-        self._heartbeat.resend_all()
-        self._heartbeat.ask_now()
-        if self._state is not MemberState.RECONCILING:
-            self._transition(MemberState.RECONCILING)
-
     def _settle_session(self, now: float) -> None:
         """The session timer: hand nothing out while the coordinator may have removed the member.
 
@@ -1090,9 +1050,10 @@ class ConsumerGroupMachine:
         * a heartbeat goes out at once (or the one in flight is waited for); its success
           resumes the hand-outs, a fencing error releases the partitions as lost as always;
         * a pending revocation is settled by the answer to the heartbeat that acknowledges it;
-        * with the coordinator unknown nothing can be asked: the partitions are lost and the
-          member rejoins with epoch 0 and its member id (Java's ``transitionToFenced``); a static
-          member keeps its epoch instead (``_release_in_place``).
+        * with the coordinator unknown nothing can be asked yet: the partitions are kept and the
+          hand-outs held until the coordinator is found again and answers the heartbeat (a
+          coordinator that restarted keeps the member); its fencing errors, or the poll timeout,
+          give them up.
 
         Without a known session timeout (DescribeConfigs not allowed or not answered) only the
         revocation clock runs. docs/kip848.md, "Beyond Java: the session timer".
@@ -1120,22 +1081,14 @@ class ConsumerGroupMachine:
             if revoke_late
             else f"no heartbeat answered within the rebalance timeout ({self._rebalance_timeout_ms} ms)"
         )
-        if self._coordinator.node_id is None:
-            log.warning(
-                "group %s member %s epoch %d: %s and no coordinator to ask: the coordinator may have removed the "
-                "member; its partitions are lost and it %s", self._group_id, self._member_id, self._epoch, why,
-                "asks again with its epoch" if self._instance_id is not None else "rejoins",
-            )
-            self._in_doubt = self._doubt_asks = False
-            if self._instance_id is not None:
-                self._release_in_place(f"{why}, no coordinator to ask")
-            else:
-                self._transition_to_fenced(f"{why}, no coordinator to ask", now)
-            self._reset_backoff()
-            return
         if not self._in_doubt:
-            log.warning("group %s member %s epoch %d: %s: holding back records until the coordinator answers",
-                        self._group_id, self._member_id, self._epoch, why)
+            # with the coordinator unknown (a broker restart, a partition) nothing can be asked
+            # yet: the partitions are kept and the heartbeat goes out once it is found again
+            log.warning(
+                "group %s member %s epoch %d: %s: holding back records, keeping the partitions, until the "
+                "coordinator%s answers", self._group_id, self._member_id, self._epoch, why,
+                "" if self._coordinator.node_id is not None else " (unknown: finding it again)",
+            )
         self._in_doubt = True
         self._doubt_asks = session_late or unanswered_late
 

@@ -720,7 +720,11 @@ class GroupMachine:
           success resumes the hand-outs, its error is handled as always (UNKNOWN_MEMBER_ID:
           the partitions are lost);
         * with the coordinator unknown, nothing can be asked: the partitions are lost and the
-          member rejoins with its member id.
+          member rejoins with its member id. Keeping them until a coordinator found again
+          answers (as the consumer protocol's member does) is not safe here: Kafka answers a
+          Heartbeat with no error while the group is still loading
+          (``GroupCoordinatorService.heartbeat``), also for a member a group written Empty no
+          longer has.
 
         A member holding no partitions only looks for the coordinator again, as Java.
         docs/protocol.md ("Liveness: the session timer").

@@ -23,7 +23,7 @@ import pytest
 
 from kgroup._driver.group_thread import SESSION_TIMEOUT_CONFIG, GroupThread
 from kgroup._driver.mailbox import Mailbox
-from kgroup._error_codes import COORDINATOR_LOAD_IN_PROGRESS, NONE, UNKNOWN_MEMBER_ID
+from kgroup._error_codes import COORDINATOR_LOAD_IN_PROGRESS, FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID
 from kgroup.config import ConsumerConfig
 from kgroup.errors import KGroupError
 from kgroup.membership import commands as cmd
@@ -193,106 +193,136 @@ def test_a_fencing_answer_while_held_releases_the_partitions_as_lost_and_rejoins
     assert not on_hold(member)
 
 
-def test_with_the_coordinator_unknown_the_partitions_are_lost_when_the_session_runs_out() -> None:
-    member = Member()
-    stable(member, 0, 1)
-    member_id = member.machine.member_id
+def held_with_the_coordinator_unknown(member: Member) -> list[object]:
+    """The coordinator lost a second after the last success, the FindCoordinator unanswered past the
+    session: held, the partitions kept (no answer is not the coordinator's word). Returns the lookup."""
     deadline = member.now + SESSION_MS / 1000
     member.advance(1.0)
-    member.handle(CoordinatorDead("a commit returned NOT_COORDINATOR"))  # FindCoordinator goes unanswered
+    find = member.handle(CoordinatorDead("a commit returned NOT_COORDINATOR"))  # unanswered for now
+    only(find, SendFindCoordinator)
     member.now = deadline - 0.001
     member.tick()
     assert not on_hold(member) and member.state is MemberState.STABLE
     member.now = deadline
-    lost = only(member.tick(), DeliverStep).step
+    none_of(member.tick(), DeliverStep)
+    assert on_hold(member), "the coordinator may have removed the member: nothing handed out"
+    assert member.state is MemberState.STABLE and member.machine.member_epoch == 5
+    assert member.machine.owned == tps("orders", 0, 1)
+    member.now += 5.0  # the coordinator's node restarting
+    none_of(member.tick(), DeliverStep)
+    assert on_hold(member)
+    return find
+
+
+def test_with_the_coordinator_unknown_the_partitions_are_kept_and_the_member_asks_once_it_is_found() -> None:
+    """A broker restart longer than the session: the coordinator that loads the group again starts
+    its session timers afresh and still knows the member; its answer resumes the hand-outs, no rejoin."""
+    member = Member()
+    stable(member, 0, 1)
+    find = held_with_the_coordinator_unknown(member)
+    hb = only(member.find_coordinator(find), SendConsumerGroupHeartbeat)  # at once, not at the interval
+    assert (hb.member_epoch, hb.topic_partitions) == (5, (TopicIdPartitions(ORDERS, (0, 1)),))
+    assert on_hold(member)
+    assert member.respond(hb, epoch=5, interval_ms=LONG_INTERVAL_MS) == []
+    assert not on_hold(member)
+    assert member.state is MemberState.STABLE and member.machine.member_epoch == 5
+    assert member.machine.owned == tps("orders", 0, 1)
+
+
+@pytest.mark.parametrize("code", [UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH])
+def test_with_the_coordinator_unknown_the_partitions_are_lost_on_the_coordinators_word(code: int) -> None:
+    member = Member()
+    stable(member, 0, 1)
+    member_id = member.machine.member_id
+    find = held_with_the_coordinator_unknown(member)
+    hb = only(member.find_coordinator(find), SendConsumerGroupHeartbeat)
+    lost = only(member.respond(hb, code), DeliverStep).step
+    assert lost.lost == tps("orders", 0, 1) and lost.owned == frozenset()
+    assert member.state is MemberState.FENCED
+    join = only(member.complete(lost), SendConsumerGroupHeartbeat)
+    assert (join.member_epoch, join.member_id) == (0, member_id)
+    assert not on_hold(member)
+
+
+def test_with_the_coordinator_unknown_the_poll_timeout_still_loses_the_partitions() -> None:
+    """As Java's consumer, the poll timer is checked once the coordinator is known again."""
+    member = Member(max_poll_interval_ms=20_000)
+    stable(member, 0, 1)
+    find = held_with_the_coordinator_unknown(member)
+    member.now = 25.0  # no poll since 0.0
+    member.find_coordinator(find)
+    out = member.tick()
+    leave = only(out, SendConsumerGroupHeartbeat)
+    assert leave.member_epoch == -1
+    lost = only(out, DeliverStep).step
     assert lost.lost == tps("orders", 0, 1)
-    assert "no coordinator to ask" in lost.reason
-    assert member.state is MemberState.FENCED and member.machine.member_epoch == 0
-    assert not on_hold(member)  # released: nothing left to hand out
-    member.complete(lost)
-    assert member.state is MemberState.JOINING and member.machine.member_id == member_id
+    assert member.state is MemberState.STALE and member.machine.owned == frozenset()
 
 
-def test_a_static_member_with_nobody_to_ask_releases_its_partitions_and_asks_again_with_its_epoch() -> None:
-    """Epoch 0 with an instance id the coordinator still holds is UNRELEASED_INSTANCE_ID (fatal), even
-    with the same member id (Apache Kafka 4.4): a static member keeps its epoch and asks with it."""
+def test_a_static_member_with_nobody_to_ask_keeps_its_partitions_and_asks_with_its_epoch() -> None:
+    """Nothing to release in place any more: the static member keeps its epoch and its partitions,
+    and its heartbeat once the coordinator is found reports them."""
     member = Member(group_instance_id="pod-0")
     stable(member, 0, 1)
-    deadline = member.now + SESSION_MS / 1000
-    member.handle(CoordinatorDead("a commit returned NOT_COORDINATOR"))
-    find = only(member.until_next_deadline(), cmd.SendFindCoordinator)
-    member.now = deadline  # FindCoordinator unanswered until then
-    lost = only(member.tick(), DeliverStep).step
-    assert lost.lost == tps("orders", 0, 1) and "no coordinator to ask" in lost.reason
-    assert member.machine.member_epoch == 5
-    # until the poll thread has run on_partitions_lost, the heartbeats still report the partitions:
-    # the coordinator must not give them to another member while this one may hold them
-    hb = only(member.find_coordinator([find]), SendConsumerGroupHeartbeat)
-    assert (hb.member_epoch, hb.topic_partitions) == (5, (TopicIdPartitions(ORDERS, (0, 1)),))
+    find = held_with_the_coordinator_unknown(member)
+    hb = only(member.find_coordinator(find), SendConsumerGroupHeartbeat)
+    assert (hb.member_epoch, hb.instance_id, hb.topic_partitions) == (5, "pod-0", (TopicIdPartitions(ORDERS, (0, 1)),))
     assert member.respond(hb, epoch=5, assigned=assignment(orders=[0, 1]), interval_ms=LONG_INTERVAL_MS) == []
-    # released: at once, a heartbeat with every field and no partitions
-    hb = only(member.complete(lost), SendConsumerGroupHeartbeat)
-    assert not on_hold(member) and member.machine.owned == frozenset()
-    assert member.state is MemberState.RECONCILING
-    assert (hb.member_epoch, hb.instance_id, hb.topic_partitions) == (5, "pod-0", ())
-    assert hb.subscribed_topic_names == ("orders",) and hb.rebalance_timeout_ms > 0  # every field
-    # the coordinator still had it: the same assignment, reconciled anew
-    step = only(member.respond(hb, epoch=5, assigned=assignment(orders=[0, 1]), interval_ms=LONG_INTERVAL_MS),
-                DeliverStep).step
-    assert step.assigned == tps("orders", 0, 1)
-    ack = only(member.complete(step), SendConsumerGroupHeartbeat)
-    member.respond(ack, epoch=5, interval_ms=LONG_INTERVAL_MS)
+    assert not on_hold(member)
     assert member.state is MemberState.STABLE and member.machine.owned == tps("orders", 0, 1)
 
 
-def test_a_static_member_released_in_place_and_since_removed_rejoins() -> None:
+def test_a_static_member_with_nobody_to_ask_and_since_removed_loses_its_partitions_and_rejoins() -> None:
     member = Member(group_instance_id="pod-0")
     stable(member, 0, 1)
     member_id = member.machine.member_id
-    deadline = member.now + SESSION_MS / 1000
-    member.handle(CoordinatorDead("disconnected"))
-    find = only(member.until_next_deadline(), cmd.SendFindCoordinator)
-    member.now = deadline
-    lost = only(member.tick(), DeliverStep).step
-    hb = only(member.find_coordinator([find]), SendConsumerGroupHeartbeat)
-    assert member.respond(hb, UNKNOWN_MEMBER_ID) == [], "the release in progress completes first"
+    find = held_with_the_coordinator_unknown(member)
+    hb = only(member.find_coordinator(find), SendConsumerGroupHeartbeat)
+    lost = only(member.respond(hb, UNKNOWN_MEMBER_ID), DeliverStep).step
+    assert lost.lost == tps("orders", 0, 1)
     assert member.state is MemberState.FENCED
     join = only(member.complete(lost), SendConsumerGroupHeartbeat)
     assert (join.member_epoch, join.member_id, join.instance_id) == (0, member_id, "pod-0")
 
 
-def test_a_static_member_released_in_place_behind_a_running_step_holds_and_drops_that_step() -> None:
+def test_a_static_member_with_nobody_to_ask_behind_a_running_step_holds_and_keeps_that_step() -> None:
     member = Member(group_instance_id="pod-0")
     stable(member, 0, 1, interval_ms=5000)
     hb = next_heartbeat(member)
     step = only(member.respond(hb, epoch=6, assigned=assignment(orders=[0, 1, 2]), interval_ms=LONG_INTERVAL_MS),
                 DeliverStep).step  # the poll thread runs it (assigns 2)
-    member.handle(CoordinatorDead("disconnected"))
+    find = member.handle(CoordinatorDead("disconnected"))
     member.now = hb_sent_at(member) + SESSION_MS / 1000
-    none_of(member.tick(), DeliverStep)  # the loss waits for the running step
+    none_of(member.tick(), DeliverStep)
     assert member.machine.member_epoch == 6
-    assert on_hold(member), "partitions about to be released: hand nothing out meanwhile"
-    lost = only(member.complete(step), DeliverStep).step
-    assert lost.lost == tps("orders", 0, 1, 2)
-    acknowledged = {(ORDERS, 0), (ORDERS, 1)}
-    assert member.machine.current_assignment.partitions == acknowledged, "the step's assignment is dropped"
-    member.complete(lost)
+    assert on_hold(member), "the coordinator may have removed the member: hand nothing out meanwhile"
+    none_of(member.complete(step), DeliverStep)  # the step's partitions are kept too
+    assert on_hold(member) and member.machine.owned == tps("orders", 0, 1, 2)
+    ack = only(member.find_coordinator(find), SendConsumerGroupHeartbeat)
+    assert (ack.member_epoch, ack.topic_partitions) == (6, (TopicIdPartitions(ORDERS, (0, 1, 2)),))
+    assert member.respond(ack, epoch=6, interval_ms=LONG_INTERVAL_MS) == []
     assert not on_hold(member)
-    assert member.machine.current_assignment.partitions == frozenset(), "released: the next heartbeat owns none"
+    assert member.state is MemberState.STABLE and member.machine.owned == tps("orders", 0, 1, 2)
 
 
 def hb_sent_at(member: Member) -> float:
     return member.machine._heartbeat_sent_at
 
 
-def test_a_heartbeat_that_fails_while_held_leaves_nobody_to_ask_and_the_partitions_lost() -> None:
+def test_a_heartbeat_that_fails_while_held_keeps_the_partitions_and_asks_the_coordinator_found_again() -> None:
     member = Member()
     stable(member, 0, 1)
     member.now += SESSION_MS / 1000
     hb = only(member.tick(), SendConsumerGroupHeartbeat)
     out = member.handle(RequestFailed(request_id=hb.request_id, reason="connection reset"))
-    assert only(out, DeliverStep).step.lost == tps("orders", 0, 1)
-    assert member.state is MemberState.FENCED
+    none_of(out, DeliverStep)
+    assert member.state is MemberState.STABLE and member.machine.owned == tps("orders", 0, 1)
+    assert on_hold(member)
+    member.now += 1.0
+    again = only(member.find_coordinator(out), SendConsumerGroupHeartbeat)
+    assert again.member_epoch == 5
+    assert member.respond(again, epoch=5, interval_ms=LONG_INTERVAL_MS) == []
+    assert not on_hold(member) and member.machine.owned == tps("orders", 0, 1)
 
 
 def test_no_hold_while_the_session_timeout_is_unknown_and_a_failure_keeps_the_value_learned() -> None:
