@@ -340,7 +340,11 @@ def test_partitions_added_a_topic_deleted_a_subscription_changed_and_a_topic_cre
         admin.create_partitions({t1: NewPartitions(total_count=4)})
         timed("partitions added to a subscribed topic", assigned(all_partitions(t1, 4) | all_partitions(t2, 1)))
         admin.delete_topics([t2])
-        timed("a subscribed topic deleted", assigned(all_partitions(t1, 4)))
+        # Room past default_api_timeout_ms (60 s): once seen in a loaded CI run, the deleted
+        # topic's partition stayed assigned for the whole 60 s with no warning logged, which
+        # matches the revoke step's auto-commit retrying until that timeout (a suspected stall
+        # under investigation); the reconciliation itself is what this step checks
+        timed("a subscribed topic deleted", assigned(all_partitions(t1, 4)), 150.0)
         assert TopicPartition(t2, 0) in changes.revoked | changes.lost
         consumer.subscribe([t1, t3], listener=changes)  # t3 does not exist yet
         create_topic(kafka_bootstrap, t3, 2)
