@@ -128,6 +128,10 @@ class Group:
         self.pending_members: dict[str, None] = {}
         self.pending_sync: dict[str, None] = {}
         self.new_member_added = False
+        #: static members the last generation was completed without: they had not rejoined when
+        #: the rebalance timeout passed, and KIP-345 keeps them (only their session timeout
+        #: removes them), so the leader planned with the subscription of their previous join
+        self.left_out: frozenset[str] = frozenset()
         self.persisted = PersistedGroup(
             generation_id=0, protocol_type=None, protocol_name=None, leader_id=None, members=()
         )

@@ -387,6 +387,7 @@ class GroupCoordinatorModel(CoordinatorCore[CoordinatorConfig, Group]):
         if not group.maybe_elect_new_joined_leader() and group.members:
             self._schedule(("join", gid), max(group.rebalance_timeout_ms(), 1), lambda: self._complete_join_by_id(gid))
             return
+        group.left_out = frozenset(m.member_id for m in group.members.values() if not m.awaiting_join)
         group.init_next_generation()
         if group.state is _EMPTY:
             group.persisted = group.snapshot()
