@@ -87,6 +87,8 @@ class _Snapshot:
 
     generation_id: int
     future: MetadataFuture
+    #: the group's subscribed topics (also any not in the metadata yet)
+    topics: frozenset[str]
 
 
 @attrs.frozen
@@ -180,8 +182,9 @@ class GroupThread:
         self._snapshot: MemberSnapshot = self._machine.snapshot()
         self._assignors: Mapping[str, Assignor] = {a.name: a for a in config.assignors}
         self._metadata = MetadataCache(transport, config, clock)
-        #: (generation id, partition counts) of the last assignment this member made as leader
-        self._assigned: tuple[int, dict[str, int]] | None = None
+        #: (generation id, partition counts, the group's subscribed topics) of the last
+        #: assignment this member made as leader: a subscribed topic missing then has no count
+        self._assigned: tuple[int, dict[str, int], frozenset[str]] | None = None
         self._crashed: Exception | None = None
         #: a returning static leader's ownership check waiting for the member to be STABLE
         self._coverage: _Coverage | None = None
@@ -398,12 +401,14 @@ class GroupThread:
     def _group_topics(self) -> frozenset[str]:
         """The topics whose metadata this member watches.
 
-        Its subscription, and as leader every topic it assigned (Java
-        ``ConsumerCoordinator.updateGroupSubscription``).
+        Its subscription, and as leader every topic any member subscribes to, also one that did
+        not exist when it assigned (Java ``ConsumerCoordinator.updateGroupSubscription``: the
+        leader's metadata covers the group's subscription, so a topic that appears changes the
+        metadata snapshot and the leader rejoins).
         """
         topics = self._snapshot.subscription
         if self._assigned is not None and self._assigned[0] == self._snapshot.generation.generation_id:
-            topics = topics | frozenset(self._assigned[1])
+            topics = topics | frozenset(self._assigned[1]) | self._assigned[2]
         return topics
 
     def _maybe_refresh_metadata(self) -> None:
@@ -481,11 +486,12 @@ class GroupThread:
         assigned = self._assigned
         if item.future.exception() is not None or assigned is None:
             return
-        generation_id, counts = assigned
+        generation_id, counts, topics = assigned
         if self._snapshot.generation.generation_id != generation_id:
             return
         now_counts = {topic: len(parts) for topic, parts in item.future.result().items()}
-        changed = sorted(t for t in set(counts) | set(now_counts) if counts.get(t) != now_counts.get(t))
+        watched = set(counts) | topics
+        changed = sorted(t for t in watched if counts.get(t) != now_counts.get(t))
         if changed:
             self.post(ev.RequestRejoin(f"metadata changed since the last assignment (topics {changed})"))
 
@@ -500,10 +506,10 @@ class GroupThread:
         self._ownership_retry = None
         self._check_ownership(command)
         if self._assigned is not None:
-            self._assigned = (command.generation_id, self._assigned[1])
+            self._assigned = (command.generation_id, self._assigned[1], command.topics)
             return
         future = self._metadata.get(command.topics)
-        future.add_done_callback(lambda f: self.post(_Snapshot(command.generation_id, f)))
+        future.add_done_callback(lambda f: self.post(_Snapshot(command.generation_id, f, command.topics)))
 
     def _check_ownership(self, command: WatchGroupTopics) -> None:
         """After a skipped assignment, make sure every partition of the group's topics has an owner.
@@ -598,7 +604,7 @@ class GroupThread:
 
     def _on_snapshot(self, item: _Snapshot) -> None:
         if item.future.exception() is None:
-            self._assigned = (item.generation_id, {t: len(p) for t, p in item.future.result().items()})
+            self._assigned = (item.generation_id, {t: len(p) for t, p in item.future.result().items()}, item.topics)
 
     def _compute_assignment(self, command: ComputeAssignment) -> None:
         """The leader's step 5: metadata, then (on this thread) the assignor, validate, encode."""
@@ -651,7 +657,7 @@ class GroupThread:
             (member_id, encode_assignment(Assignment(partitions=tuple(sorted(plan.get(member_id, frozenset()))))))
             for member_id in members
         )
-        self._assigned = (self._machine.snapshot().generation.generation_id, partitions_per_topic)
+        self._assigned = (self._machine.snapshot().generation.generation_id, partitions_per_topic, frozenset(subscribed))
         log.info(
             "group %s: leader assigned %d partitions to %d members with %s",
             self._config.group_id, sum(len(p) for p in plan.values()), len(members), assignor.name,

@@ -1,4 +1,4 @@
-"""Partitions added to a subscribed topic reach the group (Java ``metadata.max.age.ms`` refresh).
+"""Partitions added to a subscribed topic, and a subscribed topic created later, reach the group.
 
 The leader keeps the partition counts it assigned; every ``metadata_max_age_ms`` the group
 thread refreshes the subscribed topics' metadata and the leader rejoins when a count changed
@@ -101,6 +101,77 @@ def test_added_partitions_are_assigned(group_coordinator, kafka_bootstrap, topic
     try:
         wait_owned(members, {TopicPartition(topic, p) for p in range(2)}, "before the change")
         change_and_wait(group_coordinator, group, members, add_partitions, {TopicPartition(topic, p) for p in range(4)})
+    finally:
+        for m in members:
+            m.close(timeout_ms=5000)
+
+
+def _join_in_order(bootstrap: str, group: str, subscriptions: list[list[str]], **config: object) -> list[kgroup.Consumer]:
+    """Members that join one after the other (the first is the leader under the classic protocol)."""
+    members: list[kgroup.Consumer] = []
+    for i, topics in enumerate(subscriptions):
+        timers = {} if config.get("group_protocol") == "consumer" else {
+            "session_timeout_ms": 6000, "heartbeat_interval_ms": 500}  # the broker's under KIP-848
+        member = kgroup.Consumer(
+            bootstrap_servers=bootstrap, group_id=group, client_id=f"m{i}", metadata_max_age_ms=1000,
+            auto_offset_reset="earliest", **timers, **config,
+        )
+        member.subscribe(topics)
+        members.append(member)
+        start = time.monotonic()
+        while not all(m.group_metadata().generation_id > 0 for m in members):
+            for m in members:
+                m.poll(50)
+            assert time.monotonic() - start < 60, f"member {i} did not join"
+    return members
+
+
+def test_a_topic_only_a_follower_subscribes_to_is_assigned_once_created(
+    group_coordinator, kafka_bootstrap, topic_factory, group_id_factory
+):
+    """The leader subscribes to ``a``, the follower to ``a``, ``b`` and a not-yet-existing ``c``.
+
+    Creating ``c`` makes the leader rejoin (its metadata covers the whole group's subscription,
+    Java ``ConsumerCoordinator.updateGroupSubscription``): one rebalance, ``c`` assigned to the
+    follower. Without that watch no rebalance follows and ``c`` stays unassigned.
+    """
+    a, b = topic_factory(2), topic_factory(1)
+    c = f"later-{uuid.uuid4().hex[:8]}"
+    group = group_id_factory()
+    leader, follower = members = _join_in_order(group_coordinator.bootstrap_servers, group, [[a], [a, b, c]])
+    try:
+        wait_owned(members, {TopicPartition(a, p) for p in range(2)} | {TopicPartition(b, 0)}, "before the change")
+        assert leader.group_metadata().member_id != follower.group_metadata().member_id
+        generation = leader.group_metadata().generation_id
+        create_topic(kafka_bootstrap, c, 2)
+        waited = wait_owned(
+            members, {TopicPartition(a, p) for p in range(2)} | {TopicPartition(b, 0), TopicPartition(c, 0),
+                                                                 TopicPartition(c, 1)}, "after c was created",
+        )
+        print(f"\nc assigned {waited:.2f} s after it was created (metadata_max_age_ms=1000)")
+        assert {TopicPartition(c, 0), TopicPartition(c, 1)} <= follower.assignment()
+        assert {m.group_metadata().generation_id for m in members} == {generation + 1}, "not one rebalance"
+    finally:
+        for m in members:
+            m.close(timeout_ms=5000)
+
+
+@pytest.mark.broker_kinds("apache-kafka")
+def test_under_the_consumer_protocol_a_topic_only_one_member_subscribes_to_is_assigned_once_created(
+    kafka_bootstrap, topic_factory, group_id_factory
+):
+    """KIP-848: the broker watches the subscribed topics; a topic created after a member named it
+    bumps the group epoch, and the member that subscribes to it reports the new assignment."""
+    a = topic_factory(2)
+    c = f"later-{uuid.uuid4().hex[:8]}"
+    members = _join_in_order(kafka_bootstrap, group_id_factory(), [[a], [a, c]], group_protocol="consumer")
+    try:
+        wait_owned(members, {TopicPartition(a, p) for p in range(2)}, "before the change")
+        create_topic(kafka_bootstrap, c, 2)
+        waited = wait_owned(members, {TopicPartition(a, p) for p in range(2)} |
+                            {TopicPartition(c, 0), TopicPartition(c, 1)}, "after c was created")
+        print(f"\nc assigned {waited:.2f} s after it was created")
+        assert {TopicPartition(c, 0), TopicPartition(c, 1)} <= members[1].assignment()
     finally:
         for m in members:
             m.close(timeout_ms=5000)

@@ -134,6 +134,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         caught_by="classic",
         what="records dropped by the acquiesce do not move the position back",
     ),
+    Mutation(
+        name="leader-watches-own-topics-only",
+        path="kgroup/_driver/group_thread.py",
+        original="            topics = topics | frozenset(self._assigned[1]) | self._assigned[2]",
+        replacement="            topics = topics | frozenset(self._assigned[1])",
+        caught_by="classic",
+        what="the leader's metadata watch covers the topics it assigned, not the whole group's subscription "
+        "(a topic created later that only a follower subscribes to is never assigned)",
+    ),
     # ------------------------------------------------------------ commit ownership
     Mutation(
         name="commit-checks-topic-not-partition",

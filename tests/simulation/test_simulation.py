@@ -270,7 +270,8 @@ def test_the_turn_order_at_one_instant_is_drawn_from_the_seed() -> None:
     drawn = [_first_at_one_instant(seed) for seed in range(20)]
     assert set(drawn) == {"pump", "thread"}
     assert drawn == [_first_at_one_instant(seed) for seed in range(20)]
-    assert scenario_for(1).version == 2
+    assert scenario_for(1).version == 3
+    assert scenario_for(1, version=2).version == 2
     assert scenario_for(1, version=1).version == 1
 
 
@@ -284,9 +285,32 @@ def test_a_static_member_stuck_past_the_rebalance_timeout_is_left_out_not_waited
     Neither client can prevent that hand-out, so revoke-before-assign excuses a member left out
     of the generation; what m1 does once back is still judged: it counts its partitions lost and
     rejoins before handing anything out. Without the excuse the check reports the leader."""
-    result = run_seed(2556)
+    result = run_seed(2556, version=2)
     assert result.violations == []
     assert any("m1#1: lost ['t0-0', 't0-1', 't0-2', 't0-3']" in line for line in result.trace)
     monkeypatch.setattr(sim_run.Simulation, "_left_out", lambda self, member_id, generation_id: False)
-    violations = [str(v) for v in run_seed(2556).violations]
+    violations = [str(v) for v in run_seed(2556, version=2).violations]
     assert any("hand-out before the previous owner's revocation" in v for v in violations), violations
+
+
+def test_a_topic_created_after_the_group_formed_is_assigned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 62 (version 3): both members subscribe to t2 before it exists, then a subscribe fault
+    leaves the leader on t0 and t1 only; t2 is created while the faults run. The leader's metadata
+    watch covers the whole group's subscription (Java ``ConsumerCoordinator.updateGroupSubscription``)
+    and rejoins when t2 appears. Watching only the topics it assigned, it never does and t2 stays
+    unowned."""
+    scenario = scenario_for(62)
+    assert scenario.later_topic is not None and scenario.later_topic[0] == "t2"
+    result = run_seed(62)
+    assert result.violations == []
+    assert any("topic t2 created" in line for line in result.trace)
+
+    def own_topics_only(self: GroupThread) -> frozenset[str]:
+        topics = self._snapshot.subscription
+        if self._assigned is not None and self._assigned[0] == self._snapshot.generation.generation_id:
+            topics = topics | frozenset(self._assigned[1])
+        return topics
+
+    monkeypatch.setattr(GroupThread, "_group_topics", own_topics_only)
+    violations = [str(v) for v in run_seed(62).violations]
+    assert any("liveness: t2-" in v for v in violations), violations

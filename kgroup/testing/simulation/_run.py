@@ -11,7 +11,10 @@ threads ready at one instant (``Scheduler(tie_order=...)``), explicit-offset com
 application (also of partitions it no longer owns, and inside ``on_partitions_lost``: refused
 with ``CommitFailedError``, nothing sent) and a fault that delays every answer of the coordinator
 into a black hole that follows while fetches go on. Version 1 is the simulator as it was before
-those; the regression tests that replay a seed found on it name it.
+those; the regression tests that replay a seed found on it name it. Version 3 adds, from a
+generator of its own, a topic that some members subscribe to before it exists and that is
+created while the faults run (whoever subscribes to it, the group must assign it), and an
+application that hangs for good in processing (the poll watchdog must move its partitions).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ __all__ = ["MemberSpec", "RunResult", "Scenario", "run_scenario", "run_seed", "s
 
 GROUP_ID = "sim-group"
 #: the scenario version campaigns run (see the module docstring)
-VERSION = 2
+VERSION = 3
 
 #: assignor lists drawn by scenarios: eager, cooperative, and the two-bounce migration's middle
 ASSIGNOR_LISTS: tuple[tuple[str, ...], ...] = (
@@ -115,6 +118,11 @@ class Scenario:
     #: (version 2) the share of handed-out batches after which the application also commits an
     #: explicit offsets map: its own partitions, or one it no longer owns (which must be refused)
     explicit_commits: float = 0.0
+    #: (version 3) a topic (name, partitions) that does not exist when the members subscribe to
+    #: it; a ``create_topic`` fault creates it
+    later_topic: tuple[str, int] | None = None
+    #: (version 3) the indices of the members whose subscription names ``later_topic``
+    later_subscribers: tuple[int, ...] = ()
 
 
 @attrs.define
@@ -156,6 +164,8 @@ def scenario_for(
     scenario = _classic_scenario_for(seed)
     if version >= 2:
         scenario = _version_2(scenario)
+    if version >= 3:
+        scenario = _version_3(scenario)
     if poll_columns:
         scenario = attrs.evolve(scenario, poll_columns=True)
     if group_protocol == "classic":
@@ -175,6 +185,27 @@ def _version_2(scenario: Scenario) -> Scenario:
         faults.sort(key=lambda f: f.at)
     return attrs.evolve(
         scenario, version=2, explicit_commits=rng.choice((0.0, 0.05, 0.2)), faults=tuple(faults)
+    )
+
+
+def _version_3(scenario: Scenario) -> Scenario:
+    """Version 3's draws, from a generator of their own: a subscribed topic created later."""
+    rng = random.Random(scenario.seed * 9973 + 5)
+    n_members = len(scenario.members)
+    faults = list(scenario.faults)
+    if rng.random() < 0.15:
+        # one member's application hangs for good: the poll watchdog must move its partitions
+        faults.append(FaultEvent(at=rng.uniform(3.0, scenario.fault_end_s), kind="hang",
+                                 member=rng.randrange(n_members)))
+    later: tuple[str, int] | None = None
+    subscribers: tuple[int, ...] = ()
+    if rng.random() < 0.3:
+        subscribers = tuple(sorted(rng.sample(range(n_members), rng.randint(1, n_members))))
+        later = (f"t{len(scenario.topics)}", rng.randint(1, 4))
+        faults.append(FaultEvent(at=rng.uniform(3.0, scenario.fault_end_s), kind="create_topic"))
+    faults.sort(key=lambda f: f.at)
+    return attrs.evolve(
+        scenario, version=3, later_topic=later, later_subscribers=subscribers, faults=tuple(faults)
     )
 
 
@@ -350,6 +381,8 @@ class _Incarnation:
         self.burst = 0
         self.step_time = 0.0
         self.alive = True
+        #: stuck in processing for good (a "hang" fault): only its group thread runs
+        self.hung = False
         self.started_at = sim.scheduler.now
         self.previous_subscription: frozenset[str] | None = None
         self.generation_at_start: int | None = None
@@ -503,6 +536,9 @@ class _Incarnation:
     def _app(self) -> None:
         sim = self.sim
         topics = tuple(t for t, _ in sim.scenario.topics)
+        later = sim.scenario.later_topic
+        if later is not None and sim.scenario.members.index(self.spec) in sim.scenario.later_subscribers:
+            topics += (later[0],)  # a topic that may not exist yet
         consumer = self.consumer
         consumer.subscribe(topics, listener=_Listener(self))
         self._instrument()
@@ -556,6 +592,8 @@ class _Incarnation:
 
     def _process(self, records: list[ConsumerRecord]) -> None:
         sim = self.sim
+        if self.hung:
+            return  # it hung inside the poll() that returned them: they never reach the application
         sim.check_revoked_first(self, records)
         sim.checker.handed_out(self.name, records)
         thread = self.consumer._group_thread
@@ -623,6 +661,18 @@ class _Incarnation:
         self.trace("closed")
 
     # ------------------------------------------------------------------ faults
+    def hang(self) -> None:
+        """The application thread never comes back from processing (a hung process).
+
+        Its group thread goes on: the ``max_poll_interval_ms`` watchdog must take the member out
+        of the group (LeaveGroup, or for a static member no more heartbeats until the session
+        timeout removes it) so that its partitions move. To the checks it is as good as dead.
+        """
+        self.trace("hung: stuck in processing for good")
+        self.hung = True
+        self.slow_until = 1e9
+        self.sim.checker.excuse(self.name, None, "hang")
+
     def crash(self) -> None:
         """Kill the process like kill -9: it stops where it is; its connections close."""
         self.trace("crashed")
@@ -752,7 +802,7 @@ class Simulation:
         return inc
 
     def _live(self) -> list[_Incarnation]:
-        return [inc for inc in self.incarnations.values() if inc.alive]
+        return [inc for inc in self.incarnations.values() if inc.alive and not inc.hung]
 
     # ------------------------------------------------------------------ workload
     def _produce(self) -> None:
@@ -780,9 +830,9 @@ class Simulation:
             inc.stopping = True
             inc.stop_timeout_ms = int(500 + fault.arg * 10000)
             self.scheduler.call_later(1.0 + fault.arg * 5, lambda: self._restart(index))
-        elif kind == "slow" and inc is not None and inc.alive:
+        elif kind == "slow" and inc is not None and inc.alive and not inc.hung:
             inc.slow_until = self.scheduler.now + fault.arg * 3.0  # within max_poll_interval
-        elif kind == "zombie" and inc is not None and inc.alive:
+        elif kind == "zombie" and inc is not None and inc.alive and not inc.hung:
             # stuck past max.poll.interval.ms (and, with its heartbeats, past nothing else)
             inc.slow_until = self.scheduler.now + self.scenario.max_poll_interval_ms / 1000 + 1 + fault.arg * 5
         elif kind == "move":
@@ -823,6 +873,15 @@ class Simulation:
             topic = sorted(cluster.topics)[-1]
             cluster.delete_topic(topic)
             self.trace(f"topic {topic} deleted")
+        elif kind == "hang" and inc is not None and inc.alive:
+            inc.hang()
+        elif kind == "create_topic" and self.scenario.later_topic is not None:
+            topic, partitions = self.scenario.later_topic
+            if topic not in cluster.topics:
+                cluster.add_partitions(topic, partitions)
+                for p in range(partitions):
+                    self._added_at[TopicPartition(topic, p)] = self.scheduler.now
+                self.trace(f"topic {topic} created ({partitions} partitions)")
         elif kind == "wakeup" and inc is not None and inc.alive:
             inc.consumer.wakeup()
         elif kind == "commit_burst" and inc is not None and inc.alive:
@@ -853,7 +912,7 @@ class Simulation:
             inc = self.incarnations.get(index)
             if inc is None or not inc.alive:
                 self._start(index)
-            else:
+            elif not inc.hung:
                 inc.slow_until = 0.0
 
     # ------------------------------------------------------------------ run
