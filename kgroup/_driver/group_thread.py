@@ -657,7 +657,8 @@ class GroupThread:
             (member_id, encode_assignment(Assignment(partitions=tuple(sorted(plan.get(member_id, frozenset()))))))
             for member_id in members
         )
-        self._assigned = (self._machine.snapshot().generation.generation_id, partitions_per_topic, frozenset(subscribed))
+        generation_id = self._machine.snapshot().generation.generation_id
+        self._assigned = (generation_id, partitions_per_topic, frozenset(subscribed))
         log.info(
             "group %s: leader assigned %d partitions to %d members with %s",
             self._config.group_id, sum(len(p) for p in plan.values()), len(members), assignor.name,

@@ -106,7 +106,9 @@ def test_added_partitions_are_assigned(group_coordinator, kafka_bootstrap, topic
             m.close(timeout_ms=5000)
 
 
-def _join_in_order(bootstrap: str, group: str, subscriptions: list[list[str]], **config: object) -> list[kgroup.Consumer]:
+def _join_in_order(
+    bootstrap: str, group: str, subscriptions: list[list[str]], **config: object
+) -> list[kgroup.Consumer]:
     """Members that join one after the other (the first is the leader under the classic protocol)."""
     members: list[kgroup.Consumer] = []
     for i, topics in enumerate(subscriptions):

@@ -1054,7 +1054,7 @@ class Simulation:
                 # nothing out until the coordinator tells it where it stands (a static member the
                 # coordinator keeps but left out of the new generation, KIP-345)
                 continue
-            if member_id and self._left_out(member_id, thread.snapshot.generation.generation_id):
+            if thread is not None and self._left_out(member_id, thread.snapshot.generation.generation_id):
                 # a static member stuck past the rebalance timeout (KIP-345 keeps it): the
                 # coordinator completed the generation without it and the leader handed its
                 # partitions on; nothing in either client can stop that, and what it hands out
