@@ -66,7 +66,7 @@ Bulk readers (the Spark source's executors) take the same hand-out as columns wi
 same code (``_take``/``_hand_out``), so every rule above holds for both. Once ``fetch_columns`` was
 called, each response is decoded, when its first records are handed out, by the columnar decoder
 (:mod:`kgroup._io.columnar`: numpy and Arrow columns, no Python object per record), stepped
-through batch by batch exactly as the record decoder steps (``_ColumnarRecords``); the responses
+through batch by batch exactly as the record decoder steps (:mod:`kgroup._io.columnar_records`); the responses
 that decoder leaves (legacy message sets, read_committed with aborted transactions) keep the
 record decoder.
 """
@@ -76,7 +76,6 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import sys
 import threading
 from typing import Any
 
@@ -93,6 +92,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup._clock import MonotonicClock
 from kgroup._io import record_decoder
+from kgroup._io.columnar_records import ColumnarRecords, ColumnSlice, exhausted, load_columnar_decoder
 from kgroup._io.record_decoder import PartitionRecords, fetch_error, kafka_tp
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig
@@ -152,153 +152,13 @@ class _Held:
         self.aborted: Any = None
 
     def size(self) -> int:
-        if isinstance(self.records, _ColumnarRecords):
+        if isinstance(self.records, ColumnarRecords):
             return self.records.size_in_bytes
         if self.records is not None:
             batches = getattr(self.records, "_batches", None)
             return int(batches.size_in_bytes()) if batches is not None else 0
         raw = getattr(self.data, "records", None)
         return len(raw or b"")
-
-
-class _ColumnSlice:
-    """What ``_ColumnarRecords.take`` hands out: rows ``[start, stop)`` of its decoded set."""
-
-    __slots__ = ("decoded", "start", "stop")
-
-    def __init__(self, decoded: Any, start: int, stop: int) -> None:
-        self.decoded = decoded
-        self.start = start
-        self.stop = stop
-
-    def __len__(self) -> int:
-        return self.stop - self.start
-
-    def records(self, tp: KTopicPartition) -> list[ConsumerRecord]:
-        """The rows as ``ConsumerRecord`` s (``fetch()`` meeting a response decoded for ``fetch_columns``)."""
-        columns = RecordColumns.of_decoded(TopicPartition(tp.topic, tp.partition), self.decoded, self.start,
-                                           self.stop)
-        epochs: list[int | None] = []
-        for batch in self.decoded.batches:
-            epochs += [batch.leader_epoch if batch.leader_epoch >= 0 else None] * batch.rows
-        return [ConsumerRecord(tp.topic, tp.partition, offset, key, value, headers, timestamp, ts_type, epoch)
-                for offset, key, value, headers, timestamp, ts_type, epoch in zip(
-                    columns.offsets, columns.keys, columns.values, columns.headers, columns.timestamps,
-                    columns.timestamp_types, epochs[self.start:self.stop], strict=True)]
-
-
-class _ColumnarRecords:
-    """One partition's response decoded by the columnar decoder, handed out like ``PartitionRecords``.
-
-    The same contract and state as ``PartitionRecords`` (``take(n)``,
-    ``next_fetch_offset`` after each take, ``leader_epoch`` of the last batch reached,
-    ``drain()`` at the end, errors in line), stepping through the decoded batches exactly as it
-    steps through the record batches: a take stops as soon as it has ``n`` records, without
-    looking at the next batch; a control batch moves ``next_fetch_offset`` to its end when it is
-    reached; after the last batch ``next_fetch_offset`` is that batch's end (Java
-    ``RecordBatch.nextOffset``); a batch that failed to decode raises on every later ``take``.
-    ``take`` returns a :class:`_ColumnSlice` of the rows instead of a list of records.
-    """
-
-    def __init__(self, decoded: Any, fetch_offset: int, tp: KTopicPartition, size_in_bytes: int,
-                 on_drain: Any) -> None:
-        self.decoded = decoded
-        self.topic_partition = tp
-        self.fetch_offset = fetch_offset
-        self.next_fetch_offset = fetch_offset
-        self.leader_epoch = -1
-        self.records_read = 0
-        self.bytes_read = 0
-        self.size_in_bytes = size_in_bytes
-        self.on_drain = on_drain
-        self._next_inline_exception: Exception | None = None
-        self._failure: Exception | None = None
-        self._drained = False
-        self._row = 0  # the next row to hand out
-        self._batch_end = 0  # rows of the batches reached so far
-        self._batch = 0  # the next batch to reach
-        self._reached_any = False
-
-    def __bool__(self) -> bool:
-        return not self._drained
-
-    def drain(self) -> None:
-        if not self._drained:
-            self._drained = True
-            self._next_inline_exception = None
-            self.on_drain(self)
-
-    def exhausted(self) -> bool:
-        """Every row handed out, no error pending and no batch left to reach."""
-        return (self._row >= self._batch_end and self._next_inline_exception is None
-                and self._batch >= len(self.decoded.batches) and self.decoded.error is None)
-
-    def take(self, n: int | None = None) -> _ColumnSlice:
-        if self._next_inline_exception is not None:
-            exc, self._next_inline_exception = self._next_inline_exception, None
-            raise exc
-        start = self._row
-        if self._drained:
-            return _ColumnSlice(self.decoded, start, start)
-        limit = sys.maxsize if n is None else n
-        taken = 0
-        try:
-            while taken < limit:
-                if self._row < self._batch_end:
-                    step = min(self._batch_end - self._row, limit - taken)
-                    self._row += step
-                    taken += step
-                    self.records_read += step
-                    self.next_fetch_offset = int(self.decoded.offsets[self._row - 1]) + 1
-                elif not self._reach_next_batch():
-                    break
-        except Exception as exc:
-            if not taken:
-                raise
-            self._next_inline_exception = exc  # raised by the next take()
-        return _ColumnSlice(self.decoded, start, start + taken)
-
-    def _reach_next_batch(self) -> bool:
-        """Step into the next batch; False (and drained) after the last one."""
-        if self._failure is not None:
-            raise self._failure
-        decoded = self.decoded
-        if self._batch >= len(decoded.batches):
-            if decoded.error is not None:
-                if decoded.error_leader_epoch is not None:
-                    self.leader_epoch = decoded.error_leader_epoch
-                self._failure = decoded.error
-                raise decoded.error
-            if self._reached_any:
-                self.next_fetch_offset = decoded.batches[-1].next_offset
-            self.drain()
-            return False
-        batch = decoded.batches[self._batch]
-        self._batch += 1
-        self._reached_any = True
-        self.leader_epoch = batch.leader_epoch
-        if batch.control:
-            self.next_fetch_offset = batch.next_offset
-        self._batch_end += batch.rows
-        self.bytes_read += batch.size_in_bytes
-        return True
-
-
-def _exhausted(part: Any) -> bool:
-    """Nothing left in ``part`` to hand out or reach, and no error pending."""
-    if isinstance(part, _ColumnarRecords):
-        return part.exhausted()
-    return bool(part._next_index >= len(part._decoded) and part._next_inline_exception is None
-                and not part._batches.has_next())
-
-
-def _load_columnar() -> Any:
-    """``kgroup._io.columnar.decode_record_set``, or None without numpy or pyarrow (the ``spark`` extra)."""
-    try:
-        from kgroup._io.columnar import decode_record_set
-    except ImportError:
-        return None
-    return decode_record_set
 
 
 def fetch_columns(fetcher: Any, max_records: int, timeout_ms: int) -> list[RecordColumns]:
@@ -487,7 +347,7 @@ class PipelinedFetcher:
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
-        taken = [(ktp, part.records(ktp) if isinstance(part, _ColumnSlice) else part)
+        taken = [(ktp, part.records(ktp) if isinstance(part, ColumnSlice) else part)
                  for ktp, part in self._take(max_records, timeout_ms)]
         if len(taken) == 1:
             return taken[0][1]
@@ -513,11 +373,11 @@ class PipelinedFetcher:
 
         """
         if self._columnar is None:
-            self._columnar = _load_columnar() or False
+            self._columnar = load_columnar_decoder() or False
         out: list[RecordColumns] = []
         for ktp, part in self._take(max_records, timeout_ms):
             tp = TopicPartition(ktp.topic, ktp.partition)
-            if isinstance(part, _ColumnSlice):
+            if isinstance(part, ColumnSlice):
                 out.append(RecordColumns.of_decoded(tp, part.decoded, part.start, part.stop))
             else:
                 out.append(RecordColumns(tp, part))
@@ -933,14 +793,14 @@ class PipelinedFetcher:
             return
         if decoded is None:
             return
-        held.records = _ColumnarRecords(decoded, held.fetch_offset, held.tp, len(raw), self._on_drain)
+        held.records = ColumnarRecords(decoded, held.fetch_offset, held.tp, len(raw), self._on_drain)
 
     # ------------------------------------------------------------------ handing out
     def _hand_out(self, max_records: int) -> list[tuple[KTopicPartition, Any]]:
         """Records of the buffered responses, oldest response first (Java's ``FetchCollector``).
 
         One ``(partition, records)`` per partition that handed out records: a list of
-        ``ConsumerRecord`` s, or a ``_ColumnSlice`` for a response the columnar decoder took
+        ``ConsumerRecord`` s, or a ``ColumnSlice`` for a response the columnar decoder took
         (``fetch_columns`` was called: ``_columnar``).
         """
         sub = self._subscription
@@ -991,7 +851,7 @@ class PipelinedFetcher:
                 if taken:
                     out.append((tp, taken))
                     remaining -= len(taken)
-                    if not remaining and _exhausted(part):
+                    if not remaining and exhausted(part):
                         part.take(1)  # nothing left: drained now, so tp is fetched again at once
                 epoch = part.leader_epoch
                 state.position = KOffsetAndMetadata(

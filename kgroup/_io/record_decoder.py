@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
@@ -28,7 +29,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 from kgroup.errors import FetchError, OffsetOutOfRangeError
 from kgroup.types import ConsumerRecord, TopicPartition
 
-__all__ = ["BatchDecoder", "PartitionRecords", "fetch_error", "kafka_tp", "load_batch_decoder"]
+__all__ = ["BatchDecoder", "PartitionRecords", "fetch_error", "kafka_tp", "load_batch_decoder", "take_by_batch"]
 
 #: aiokafka's C ``DefaultRecordBatch`` (None: not installed) and the codecs it decompresses
 BatchDecoder = tuple[Any, frozenset[int]]
@@ -69,6 +70,28 @@ def fetch_error(exc: Exception) -> FetchError:
     return FetchError(f"fetch failed: {_describe(exc)}", tp)
 
 
+def take_by_batch(part: Any, limit: int, take_rows: Callable[[int], int], next_batch: Callable[[], bool]) -> int:
+    """Hand out up to ``limit`` records of ``part`` batch by batch; how many were taken.
+
+    ``take_rows(k)`` takes up to ``k`` records of the batch reached (0: none left in it);
+    ``next_batch()`` reaches the next batch (False: drained after the last). An error after some
+    records were taken is kept as ``part._next_inline_exception``, raised by its next ``take``
+    (kafka-python's errors in line); before any, it is raised at once.
+    """
+    taken = 0
+    try:
+        while taken < limit:
+            step = take_rows(limit - taken)
+            if step:
+                taken += step
+            elif not next_batch():
+                break
+    except Exception as exc:
+        if not taken:
+            raise
+        part._next_inline_exception = exc  # raised by the next take()
+    return taken
+
 
 class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
     """One partition's fetched data, handed out as kgroup ``ConsumerRecord``s.
@@ -96,23 +119,19 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
         out: list[ConsumerRecord] = []
         if self.record_iterator is None:  # drained
             return out
-        limit = sys.maxsize if n is None else n
-        try:
-            while len(out) < limit:
-                decoded = self._decoded
-                start = self._next_index
-                if start < len(decoded):
-                    end = min(len(decoded), start + limit - len(out))
-                    out += decoded[start:end]
-                    self._next_index = end
-                    self.records_read += end - start
-                    self.next_fetch_offset = decoded[end - 1].offset + 1
-                elif not self._decode_next_batch():
-                    break
-        except Exception as exc:
-            if not out:
-                raise
-            self._next_inline_exception = exc  # raised by the next take()
+
+        def take_rows(limit: int) -> int:  # up to limit records of the decoded batch
+            decoded, start = self._decoded, self._next_index
+            end = min(len(decoded), start + limit)
+            if end <= start:
+                return 0
+            out.extend(decoded[start:end])
+            self._next_index = end
+            self.records_read += end - start
+            self.next_fetch_offset = decoded[end - 1].offset + 1
+            return end - start
+
+        take_by_batch(self, sys.maxsize if n is None else n, take_rows, self._decode_next_batch)
         return out
 
     def _decode_next_batch(self) -> bool:

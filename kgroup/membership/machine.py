@@ -16,7 +16,9 @@ Rule 4: every response carries the request id of the command that caused it. A r
 Besides ``MemberState`` the machine keeps its coordinator (``kgroup.membership.coordinator``),
 its timers (``kgroup.membership.timers``) and its requests in flight as small frozen values,
 replaced on change; it reads
-the few consumer settings it uses from a ``MachineConfig``.
+the few consumer settings it uses from a ``MachineConfig`` (``kgroup.membership.machine_config``).
+What its requests carry is built by ``kgroup.membership.classic_requests``, and what the session
+timer asks of it is decided by ``kgroup.membership.classic_session``.
 
 The protocol steps, in the classic protocol's order ("A little more detail"), and where they live:
 
@@ -46,10 +48,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-import attrs
-
 from kgroup._error_codes import FENCED_INSTANCE_ID
-from kgroup.assignors.base import Assignor, MemberSubscription
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
@@ -62,7 +61,10 @@ from kgroup.errors import (
     classify,
     error_name,
 )
+from kgroup.membership import classic_requests as wire
 from kgroup.membership import events as ev
+from kgroup.membership.classic_requests import MAX_REASON_LENGTH, truncate_reason
+from kgroup.membership.classic_session import SessionVerdict, java_session_deadline, session_deadline, session_verdict
 from kgroup.membership.commands import (
     Command,
     ComputeAssignment,
@@ -70,15 +72,11 @@ from kgroup.membership.commands import (
     Fail,
     Notify,
     RebalanceStep,
-    SendFindCoordinator,
-    SendHeartbeat,
-    SendJoinGroup,
-    SendLeaveGroup,
-    SendSyncGroup,
     WatchGroupTopics,
 )
 from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.machine_config import MachineConfig, machine_config
 from kgroup.membership.states import (
     ANSWERS,
     EVENT_TABLE,
@@ -90,13 +88,6 @@ from kgroup.membership.states import (
     Verdict,
 )
 from kgroup.membership.timers import HeartbeatTimer, PollTimer, RetryTimer, next_backoff_s
-from kgroup.protocol.consumer_protocol import (
-    Subscription,
-    decode_assignment,
-    decode_subscription,
-    encode_subscription,
-)
-from kgroup.protocol.group_api import LeaveMember, SyncGroupAssignment
 from kgroup.types import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
@@ -113,60 +104,14 @@ __all__ = [
     "truncate_reason",
 ]
 
-#: the longest JoinGroup/LeaveGroup ``reason`` sent (Java ``JoinGroupRequest.maybeTruncateReason``);
-#: Kafka rejects any string over 32,767 bytes, and a reason built from a large subscription
-#: would make every JoinGroup fail (KIP-800)
-MAX_REASON_LENGTH = 255
-
-
-def truncate_reason(reason: str) -> str:
-    """``reason`` cut to ``MAX_REASON_LENGTH`` characters, as the Java client sends it."""
-    return reason if len(reason) <= MAX_REASON_LENGTH else reason[:MAX_REASON_LENGTH]
-
 log = logging.getLogger(__name__)
 
 #: the requests of one JoinGroup/SyncGroup round
 _ROUND_REQUESTS = frozenset({Request.JOIN_GROUP, Request.ASSIGNMENT, Request.SYNC_GROUP})
 #: the requests that count only for the coordinator and generation they were sent to
 _GENERATION_REQUESTS = _ROUND_REQUESTS | {Request.HEARTBEAT}
-
-
-@attrs.frozen(kw_only=True)
-class MachineConfig:
-    """The consumer settings the machine uses (``machine_config`` picks them from a ``ConsumerConfig``)."""
-
-    group_id: str
-    group_instance_id: str | None
-    #: the rebalance protocol every assignor supports (``ConsumerConfig.protocol``)
-    protocol: RebalanceProtocol
-    assignors: tuple[Assignor, ...]
-    client_rack: str | None
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
-    max_poll_interval_ms: int
-    #: JoinGroup's rebalance timeout (``ConsumerConfig.effective_rebalance_timeout_ms``)
-    rebalance_timeout_ms: int
-    request_timeout_ms: int
-    retry_backoff_ms: int
-    retry_backoff_max_ms: int
-
-
-def machine_config(config: ConsumerConfig) -> MachineConfig:
-    """The fields of ``config`` the machine uses."""
-    return MachineConfig(
-        group_id=config.group_id,
-        group_instance_id=config.group_instance_id,
-        protocol=config.protocol,
-        assignors=config.assignors,
-        client_rack=config.client_rack,
-        session_timeout_ms=config.session_timeout_ms,
-        heartbeat_interval_ms=config.heartbeat_interval_ms,
-        max_poll_interval_ms=config.max_poll_interval_ms,
-        rebalance_timeout_ms=config.effective_rebalance_timeout_ms,
-        request_timeout_ms=config.request_timeout_ms,
-        retry_backoff_ms=config.retry_backoff_ms,
-        retry_backoff_max_ms=config.retry_backoff_max_ms,
-    )
+#: the answers that cost the member its generation (RESET_*) or its coordinator (REDISCOVER)
+_STANDING_LOST = frozenset({Disposition.RESET_MEMBER, Disposition.RESET_GENERATION, Disposition.REDISCOVER})
 
 
 #: an event handler: ``handler(machine, event, now, out)`` appends the commands to ``out``
@@ -288,7 +233,7 @@ class GroupMachine:
             if not self._in_doubt:
                 deadlines.append(self._session_deadline())
         elif self._heartbeats_enabled():
-            deadlines.append(self._java_session_deadline())
+            deadlines.append(java_session_deadline(self._heartbeat, self._config))
         if self._rejoin_needed:
             deadlines.append(self._join_retry.at)
         future = [d for d in deadlines if d > now]
@@ -417,13 +362,7 @@ class GroupMachine:
 
     def _session_deadline(self) -> float:
         """The first moment the coordinator may have removed the member (session or rebalance timeout)."""
-        return min(
-            self._heartbeat.alive_at + self._config.session_timeout_ms / 1000,
-            self._heartbeat.calm_at + self._config.rebalance_timeout_ms / 1000,
-        )
-
-    def _java_session_deadline(self) -> float:
-        return self._heartbeat.last_ok + self._config.session_timeout_ms / 1000
+        return session_deadline(self._heartbeat, self._config)
 
     def _holds_for_session(self) -> bool:
         """A member holding partitions under a generation (``_check_session`` watches it)."""
@@ -497,10 +436,33 @@ class GroupMachine:
     def _deliver_lost_if_needed(self, reason: str, out: list[Command]) -> None:
         """Owned partitions without a valid generation are lost (Java ``onPartitionsLost``)."""
         if self._owned and not self._generation.is_valid() and self._pending_step is None:
-            lost = self._owned
-            self._owned = frozenset()
-            out.append(DeliverStep(self._new_step(lost=lost, owned=frozenset(), reason=reason)))
+            out.append(self._give_up(self._owned, reason))
             self._state = MemberState.PREPARING
+
+    def _give_up(self, partitions: frozenset[TopicPartition], reason: str) -> DeliverStep:
+        """The step that takes ``partitions`` from the member: revoked, or lost without a valid generation.
+
+        Without a valid generation their offsets cannot be committed (Java ``onPartitionsLost``).
+        """
+        self._owned = self._owned - partitions
+        valid = self._generation.is_valid()
+        none: frozenset[TopicPartition] = frozenset()
+        return DeliverStep(self._new_step(
+            revoked=partitions if valid else none, lost=none if valid else partitions, owned=self._owned, reason=reason
+        ))
+
+    def _lose_standing(self, disposition: Disposition, reason: str, now: float, out: list[Command]) -> None:
+        """A response says the member lost its generation (RESET_*) or its coordinator (REDISCOVER)."""
+        if disposition is Disposition.REDISCOVER:
+            self._mark_coordinator_unknown(reason, now)
+        else:
+            self._reset_generation(reason, out, reset_member_id=disposition is Disposition.RESET_MEMBER)
+
+    def _coordinator_id(self) -> int:
+        """The coordinator's node id, where the state says it is known."""
+        node_id = self._coordinator.node_id
+        assert node_id is not None
+        return node_id
 
     # ---------------------------------------------------------------- the drive loop
     def _drive(self, now: float, out: list[Command]) -> None:
@@ -519,12 +481,7 @@ class GroupMachine:
             self._deliver_lost_if_needed("generation reset", out)
         if self._coordinator.node_id is None:
             if not self._awaiting(Request.FIND_COORDINATOR) and self._coordinator.due(now):
-                rid = self._request_id(Request.FIND_COORDINATOR, now)
-                out.append(
-                    SendFindCoordinator(
-                        request_id=rid, key=self._config.group_id, timeout_ms=self._config.request_timeout_ms
-                    )
-                )
+                out.append(wire.find_coordinator(self._config, self._request_id(Request.FIND_COORDINATOR, now)))
             return
         if (
             self._pending_step is None
@@ -540,20 +497,9 @@ class GroupMachine:
     def _maybe_heartbeat(self, now: float, out: list[Command]) -> None:
         due = now >= self._heartbeat.next_at or self._in_doubt  # in doubt: ask at once
         if self._heartbeats_enabled() and not self._awaiting(Request.HEARTBEAT) and due:
-            node_id = self._coordinator.node_id
-            assert node_id is not None
+            node_id = self._coordinator_id()
             rid = self._request_id(Request.HEARTBEAT, now)
-            out.append(
-                SendHeartbeat(
-                    request_id=rid,
-                    node_id=node_id,
-                    group_id=self._config.group_id,
-                    generation_id=self._generation.generation_id,
-                    member_id=self._generation.member_id,
-                    group_instance_id=self._config.group_instance_id,
-                    timeout_ms=self._config.request_timeout_ms,
-                )
-            )
+            out.append(wire.heartbeat(self._config, rid, node_id, self._generation))
             self._heartbeat = self._heartbeat.due_at(now + self._config.heartbeat_interval_ms / 1000)
 
     def _prepare_join(self, now: float, out: list[Command]) -> None:
@@ -562,40 +508,19 @@ class GroupMachine:
             revoked = self._owned
         else:
             revoked = frozenset(tp for tp in self._owned if tp.topic not in self._subscription)
-        if revoked and self._generation.is_valid():
-            self._owned = self._owned - revoked
-            step = self._new_step(revoked=revoked, owned=self._owned, reason=self._rejoin_reason)
-            self._state = MemberState.PREPARING
-            out.append(DeliverStep(step))
-            return
         if revoked:
-            # no valid generation: the partitions cannot be committed; they are lost
-            self._owned = self._owned - revoked
-            step = self._new_step(lost=revoked, owned=self._owned, reason=self._rejoin_reason)
+            out.append(self._give_up(revoked, self._rejoin_reason))
             self._state = MemberState.PREPARING
-            out.append(DeliverStep(step))
             return
         self._send_join(now, out)
 
     def _send_join(self, now: float, out: list[Command]) -> None:
-        node_id = self._coordinator.node_id
-        assert node_id is not None
+        node_id = self._coordinator_id()
         self._joined_subscription = self._subscription
-        owned = tuple(sorted(self._owned))
-        protocols = []
-        for assignor in self._config.assignors:
-            user_data = assignor.subscription_user_data(
-                self._subscription, self._last_assigned_generation, self._last_assigned
-            )
-            sub = Subscription(
-                topics=tuple(sorted(self._subscription)),
-                user_data=user_data,
-                owned_partitions=owned,
-                generation_id=self._generation.generation_id,
-                rack_id=self._config.client_rack,
-            )
-            protocols.append((assignor.name, encode_subscription(sub)))
-        rebalance_ms = self._config.rebalance_timeout_ms
+        protocols = wire.join_protocols(
+            self._config, self._subscription, self._owned, self._generation.generation_id,
+            (self._last_assigned_generation, self._last_assigned),
+        )
         rid = self._request_id(Request.JOIN_GROUP, now)
         self._state = MemberState.JOINING
         reason = truncate_reason(self._rejoin_reason or "joining the group")
@@ -603,32 +528,14 @@ class GroupMachine:
         log.info(
             "group %s member %r: JoinGroup (%s)", self._config.group_id, self._generation.member_id, reason
         )
-        out.append(
-            SendJoinGroup(
-                request_id=rid,
-                node_id=node_id,
-                group_id=self._config.group_id,
-                member_id=self._generation.member_id,
-                group_instance_id=self._config.group_instance_id,
-                session_timeout_ms=self._config.session_timeout_ms,
-                rebalance_timeout_ms=rebalance_ms,
-                protocols=tuple(protocols),
-                reason=reason,
-                timeout_ms=max(self._config.request_timeout_ms, rebalance_ms + 5000),
-            )
-        )
+        out.append(wire.join_group(self._config, rid, node_id, self._generation.member_id, protocols, reason))
 
     def _drive_close(self, now: float, out: list[Command]) -> None:
         assert self._closing is not None
         if self._pending_step is not None:
             return  # wait for the poll thread to finish the outstanding step
         if self._owned:
-            if self._generation.is_valid():
-                step = self._new_step(revoked=self._owned, owned=frozenset(), reason=self._closing.reason)
-            else:
-                step = self._new_step(lost=self._owned, owned=frozenset(), reason=self._closing.reason)
-            self._owned = frozenset()
-            out.append(DeliverStep(step))
+            out.append(self._give_up(self._owned, self._closing.reason))
             return
         send = self._closing.send_leave_group
         if send is None:
@@ -636,21 +543,8 @@ class GroupMachine:
         node_id = self._coordinator.node_id
         if send and node_id is not None and self._generation.member_id:
             rid = self._request_id(Request.LEAVE_GROUP, now)
-            out.append(
-                SendLeaveGroup(
-                    request_id=rid,
-                    node_id=node_id,
-                    group_id=self._config.group_id,
-                    members=(
-                        LeaveMember(
-                            member_id=self._generation.member_id,
-                            group_instance_id=self._config.group_instance_id,
-                            reason=truncate_reason(self._closing.reason),
-                        ),
-                    ),
-                    timeout_ms=self._config.request_timeout_ms,
-                )
-            )
+            reason = self._closing.reason
+            out.append(wire.leave_group(self._config, rid, node_id, self._generation.member_id, reason))
             self._state = MemberState.LEAVING
         else:
             self._state = MemberState.CLOSED
@@ -677,15 +571,7 @@ class GroupMachine:
         node_id = self._coordinator.node_id
         if self._config.group_instance_id is None and node_id is not None and self._generation.member_id:
             rid = self._request_id(Request.LEAVE_GROUP, now)
-            out.append(
-                SendLeaveGroup(
-                    request_id=rid,
-                    node_id=node_id,
-                    group_id=self._config.group_id,
-                    members=(LeaveMember(member_id=self._generation.member_id, reason=truncate_reason(reason)),),
-                    timeout_ms=self._config.request_timeout_ms,
-                )
-            )
+            out.append(wire.leave_group(self._config, rid, node_id, self._generation.member_id, reason))
         self._reset_generation("poll timeout", out, reset_member_id=True)
 
     def _settle_session(self, now: float, out: list[Command]) -> None:
@@ -695,52 +581,23 @@ class GroupMachine:
         self._in_doubt = self._holds_for_session() and now >= self._session_deadline()
 
     def _check_session(self, now: float, out: list[Command]) -> None:
-        """No successful heartbeat for session_timeout_ms: the member may be out of the group.
-
-        The coordinator removes a member it has not heard from for ``session_timeout_ms`` and
-        gives its partitions to others; a member cut off from it (the coordinator unreachable,
-        its requests lost) goes on fetching and would hand out records the new owners also
-        process. Java's ``HeartbeatThread`` only marks the coordinator unknown at that point;
-        librdkafka (``rd_kafka_cgrp_session_timeout_check`` in ``rdkafka_cgrp.c``) drops the
-        assignment as lost. kgroup counts from the *send* time of the last Heartbeat that
-        succeeded (or the JoinGroup that completed a rebalance): the coordinator renewed the
-        session no earlier than that, so the member stops before the coordinator can have
-        expired it. A rebalance the member never heard of (its heartbeats lost) removes it
-        after ``rebalance_timeout_ms``, which may be the shorter: that clock starts at the send
-        time of the last Heartbeat answered without REBALANCE_IN_PROGRESS. A member holding
-        partitions then hands nothing out (``hand_out_on_hold``; the poll thread also checks the
-        deadline itself, ``MemberSnapshot.hold_at``) until it knows:
-
-        * a JoinGroup or SyncGroup in flight is waited for (Kafka keeps a member whose join or
-          sync is parked alive, ``ClassicGroupMember.hasSatisfiedHeartbeat``), and so is the
-          JoinGroup of a rejoin about to go out (a SyncGroup answered REBALANCE_IN_PROGRESS: the
-          coordinator still knew the member; its JoinGroup is the question, and
-          UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION loses the partitions as always);
-        * otherwise a Heartbeat goes out at once (or the one in flight is waited for): its
-          success resumes the hand-outs, its error is handled as always (UNKNOWN_MEMBER_ID:
-          the partitions are lost);
-        * with the coordinator unknown, nothing can be asked: the partitions are lost and the
-          member rejoins with its member id. Keeping them until a coordinator found again
-          answers (as the consumer protocol's member does) is not safe here: Kafka answers a
-          Heartbeat with no error while the group is still loading
-          (``GroupCoordinatorService.heartbeat``), also for a member a group written Empty no
-          longer has.
-
-        A member holding no partitions only looks for the coordinator again, as Java.
-        docs/protocol.md ("Liveness: the session timer").
-        """
-        if self._holds_for_session():
-            if now < self._session_deadline():
-                return
-            if self._parked() or self._heartbeats_enabled() or self._rejoin_pending():
-                if not self._in_doubt:
-                    log.warning(
-                        "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms): "
-                        "holding back records until the coordinator answers (%s)",
-                        self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
-                        "a Heartbeat" if self._heartbeats_enabled() else "its JoinGroup or SyncGroup",
-                    )
-                return
+        """No successful heartbeat for session_timeout_ms: the member may be out of the group (``session_verdict``)."""
+        verdict = session_verdict(
+            now,
+            holds=self._holds_for_session(),
+            deadline=self._session_deadline(),
+            can_ask=self._parked() or self._heartbeats_enabled() or self._rejoin_pending(),
+            heartbeats=self._heartbeats_enabled(),
+            java_deadline=java_session_deadline(self._heartbeat, self._config),
+        )
+        if verdict is SessionVerdict.ASK and not self._in_doubt:
+            log.warning(
+                "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms): "
+                "holding back records until the coordinator answers (%s)",
+                self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
+                "a Heartbeat" if self._heartbeats_enabled() else "its JoinGroup or SyncGroup",
+            )
+        elif verdict is SessionVerdict.LOST:
             log.warning(
                 "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms) and no "
                 "coordinator to ask: the coordinator may have removed the member; its partitions are "
@@ -750,8 +607,7 @@ class GroupMachine:
             self._reset_generation(
                 "session timeout expired without a successful heartbeat", out, reset_member_id=False
             )
-        elif self._heartbeats_enabled() and now >= self._java_session_deadline():
-            # nothing to hand out: as Java, look for the coordinator again, keep the generation
+        elif verdict is SessionVerdict.REDISCOVER:
             log.warning(
                 "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms); "
                 "marking the coordinator unknown",
@@ -812,15 +668,10 @@ class GroupMachine:
             # commit's error says nothing about the member as it is now
             if unchanged:
                 self._fatal_response(Api.OFFSET_COMMIT, event.code, out)
-        elif disposition is Disposition.REDISCOVER:
-            self._mark_coordinator_unknown(f"{event.api} returned {name}", now)
         elif disposition is Disposition.REJOIN:
             self._request_rejoin(f"{event.api} returned {name}")
-        elif disposition in (Disposition.RESET_GENERATION, Disposition.RESET_MEMBER) and unchanged:
-            self._reset_generation(
-                f"{event.api} returned {name}", out,
-                reset_member_id=disposition is Disposition.RESET_MEMBER,
-            )
+        elif disposition is Disposition.REDISCOVER or (disposition in _STANDING_LOST and unchanged):
+            self._lose_standing(disposition, f"{event.api} returned {name}", now, out)
 
     # ---------------------------------------------------------------- responses
     def _context(self) -> str:
@@ -891,65 +742,35 @@ class GroupMachine:
                 self._start_assignment(event, out, now)
             else:
                 if is_leader:
-                    out.append(WatchGroupTopics(event.generation_id, self._group_topics(event)))
+                    topics = wire.group_topics(self._subscription, event.members)
+                    out.append(WatchGroupTopics(event.generation_id, topics))
                 self._send_sync((), out, now)
         elif disposition is Disposition.ADOPT_MEMBER_ID:
             self._generation = Generation(NO_GENERATION, event.member_id, None)
             self._send_join(now, out)
         elif disposition is Disposition.RETRY_NOW:
             self._send_join(now, out)
-        elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):
+        elif disposition in _STANDING_LOST:
             self._state = MemberState.UNJOINED
-            self._reset_generation(
-                f"JoinGroup returned {name}", out, reset_member_id=disposition is Disposition.RESET_MEMBER
-            )
-        elif disposition is Disposition.REDISCOVER:
-            self._state = MemberState.UNJOINED
-            self._mark_coordinator_unknown(f"JoinGroup returned {name}", now)
-        elif disposition is Disposition.RETRY:
+            self._lose_standing(disposition, f"JoinGroup returned {name}", now, out)
+        elif disposition in (Disposition.RETRY, Disposition.RAISE):
             self._state = MemberState.UNJOINED
             self._join_retry = self._join_retry.failed(now, self._backoff)
-        elif disposition is Disposition.RAISE:
-            # Java JoinGroupResponseHandler, final else: raised from poll(), joined again
-            self._state = MemberState.UNJOINED
-            self._join_retry = self._join_retry.failed(now, self._backoff)
-            out.append(Notify(broker_error(Api.JOIN_GROUP, event.error_code, self._context())))
+            if disposition is Disposition.RAISE:
+                # Java JoinGroupResponseHandler, final else: raised from poll(), joined again
+                out.append(Notify(broker_error(Api.JOIN_GROUP, event.error_code, self._context())))
         else:
             self._fatal_response(Api.JOIN_GROUP, event.error_code, out)
 
-    def _group_topics(self, event: ev.JoinGroupResponded) -> frozenset[str]:
-        """Every topic the group's members subscribe to (undecodable subscriptions skipped)."""
-        topics: set[str] = set(self._subscription)
-        for member in event.members:
-            try:
-                topics.update(decode_subscription(member.metadata).topics)
-            except MalformedMetadata:
-                continue
-        return frozenset(topics)
-
     def _start_assignment(self, event: ev.JoinGroupResponded, out: list[Command], now: float) -> None:
-        members = []
         try:
-            for member in event.members:
-                sub = decode_subscription(member.metadata)
-                members.append(
-                    MemberSubscription(
-                        member_id=member.member_id,
-                        group_instance_id=member.group_instance_id,
-                        topics=frozenset(sub.topics),
-                        owned=frozenset(sub.owned_partitions),
-                        generation_id=sub.generation_id,
-                        rack=sub.rack_id,
-                        user_data=sub.user_data,
-                    )
-                )
+            members = wire.member_subscriptions(event.members)
         except MalformedMetadata as exc:
-            error = MalformedMetadata(f"member {member.member_id!r} sent an undecodable Subscription: {exc}")
-            self._abort_round(error, out, now)
+            self._abort_round(exc, out, now)
             return
         self._state = MemberState.ASSIGNING
         rid = self._request_id(Request.ASSIGNMENT, now)  # the assignment result is matched like a response
-        out.append(ComputeAssignment(rid, event.protocol_name or "", tuple(members)))
+        out.append(ComputeAssignment(rid, event.protocol_name or "", members))
 
     def _abort_round(self, error: KGroupError, out: list[Command], now: float) -> None:
         """A non-fatal failure of this rebalance round: report it, rejoin after a backoff."""
@@ -971,24 +792,10 @@ class GroupMachine:
         self._abort_round(error, out, now)
 
     def _send_sync(self, assignments: tuple[tuple[str, bytes], ...], out: list[Command], now: float) -> None:
-        node_id = self._coordinator.node_id
-        assert node_id is not None
+        node_id = self._coordinator_id()
         rid = self._request_id(Request.SYNC_GROUP, now)
         self._state = MemberState.SYNCING
-        out.append(
-            SendSyncGroup(
-                request_id=rid,
-                node_id=node_id,
-                group_id=self._config.group_id,
-                generation_id=self._generation.generation_id,
-                member_id=self._generation.member_id,
-                group_instance_id=self._config.group_instance_id,
-                protocol_type="consumer",
-                protocol_name=self._generation.protocol,
-                assignments=tuple(SyncGroupAssignment(member_id=m, assignment=a) for m, a in assignments),
-                timeout_ms=self._config.request_timeout_ms,
-            )
-        )
+        out.append(wire.sync_group(self._config, rid, node_id, self._generation, assignments))
 
     def _on_sync(self, event: ev.SyncGroupResponded, now: float, out: list[Command]) -> None:
         self._answered(event.request_id)
@@ -996,27 +803,19 @@ class GroupMachine:
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
             try:
-                if len(event.assignment) < 2:
-                    # Java's ConsumerCoordinator.onJoinComplete rejects an assignment shorter
-                    # than its version field: the leader's assignor is broken
-                    raise MalformedMetadata(f"{len(event.assignment)} bytes, too short for an Assignment")
-                assignment = decode_assignment(event.assignment)
+                assigned = wire.assigned_partitions(event.assignment)
             except MalformedMetadata as exc:
-                self._abort_round(MalformedMetadata(f"the leader sent an undecodable Assignment: {exc}"), out, now)
+                self._abort_round(exc, out, now)
                 return
-            self._on_assignment(frozenset(assignment.partitions), out)
+            self._on_assignment(assigned, out)
         elif disposition is Disposition.REJOIN:
             self._state = MemberState.UNJOINED
             self._request_rejoin(f"SyncGroup returned {name}")
-        elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):
+        elif disposition in _STANDING_LOST:
             self._state = MemberState.UNJOINED
-            self._reset_generation(
-                f"SyncGroup returned {name}", out, reset_member_id=disposition is Disposition.RESET_MEMBER
-            )
-        elif disposition is Disposition.REDISCOVER:
-            self._state = MemberState.UNJOINED
-            self._mark_coordinator_unknown(f"SyncGroup returned {name}", now)
-            self._request_rejoin(f"SyncGroup returned {name}")
+            self._lose_standing(disposition, f"SyncGroup returned {name}", now, out)
+            if disposition is Disposition.REDISCOVER:
+                self._request_rejoin(f"SyncGroup returned {name}")
         elif disposition is Disposition.RAISE:
             # Java SyncGroupResponseHandler, final else: "Unexpected error from SyncGroup",
             # raised from poll(); the member joins again (generation kept, nothing lost)
@@ -1082,12 +881,8 @@ class GroupMachine:
             self._heartbeat = self._heartbeat.confirmed(sent.sent_at, now, calm=False)
             if self._state in (MemberState.STABLE, MemberState.RECONCILING):
                 self._request_rejoin(f"Heartbeat returned {name}")
-        elif disposition in (Disposition.RESET_MEMBER, Disposition.RESET_GENERATION):
-            self._reset_generation(
-                f"Heartbeat returned {name}", out, reset_member_id=disposition is Disposition.RESET_MEMBER
-            )
-        elif disposition is Disposition.REDISCOVER:
-            self._mark_coordinator_unknown(f"Heartbeat returned {name}", now)
+        elif disposition in _STANDING_LOST:
+            self._lose_standing(disposition, f"Heartbeat returned {name}", now, out)
         elif disposition is Disposition.RETRY:
             # Java HeartbeatResponseHandler, final else: failHeartbeat(), retried after backoff
             log.warning("group %s: Heartbeat returned %s; retrying", self._config.group_id, name)

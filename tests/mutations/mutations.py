@@ -32,9 +32,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------ the classic machine
     Mutation(
         name="classic-session-timer-from-answer",
-        path="kgroup/membership/machine.py",
-        original="            self._heartbeat.alive_at + self._config.session_timeout_ms / 1000,",
-        replacement="            self._heartbeat.last_ok + self._config.session_timeout_ms / 1000,",
+        path="kgroup/membership/classic_session.py",
+        original="        heartbeat.alive_at + config.session_timeout_ms / 1000,",
+        replacement="        heartbeat.last_ok + config.session_timeout_ms / 1000,",
         caught_by="classic",
         what="the session timer counts from the last heartbeat's answer, not from its send time",
     ),
