@@ -136,6 +136,13 @@ def _describe_existing(admin: AdminLike, group: str, deadline: Deadline) -> Grou
     return description
 
 
+def _command_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What every command takes: the connection options, ``--json``, and the click context."""
+    fn = click.pass_context(fn)
+    fn = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")(fn)
+    return _connection_options(fn)
+
+
 def _connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option(
         "--timeout-ms",
@@ -370,9 +377,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("group")
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def describe(ctx: click.Context, group: str, bootstrap_servers: str | None, timeout_ms: int, as_json: bool) -> None:
     """Describe GROUP: state, members, assignments, committed offsets and lag.
 
@@ -409,9 +414,7 @@ def listing_json(groups: Sequence[GroupListing]) -> dict[str, Any]:
     default=None,
     help=f"Only groups in these states ({', '.join(_STATES)}; any case).",
 )
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def list_(
     ctx: click.Context, states: str | None, bootstrap_servers: str | None, timeout_ms: int, as_json: bool
 ) -> None:
@@ -547,9 +550,7 @@ def reset_text(plan: OffsetResetPlan, results: Mapping[TopicPartition, int] | No
 )
 @click.option("--execute", is_flag=True, help="Commit the new offsets (without it: print the plan only).")
 @click.option("--dry-run", is_flag=True, help="Print the plan only (the default).")
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def reset_offsets(
     ctx: click.Context,
     group: str,
@@ -646,9 +647,7 @@ def _deletion_text(d: GroupDeletion) -> str:
 
 @main.command()
 @click.argument("groups", nargs=-1, required=True, metavar="GROUP [GROUP...]")
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def delete(
     ctx: click.Context, groups: tuple[str, ...], bootstrap_servers: str | None, timeout_ms: int, as_json: bool
 ) -> None:
@@ -687,9 +686,7 @@ def delete(
     help="group_instance_id of a static member to remove (repeatable).",
 )
 @click.option("--reason", default=None, help="Reason sent with LeaveGroup v5+ (KIP-800).")
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def remove_members(
     ctx: click.Context,
     group: str,
