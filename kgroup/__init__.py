@@ -9,10 +9,10 @@ plugin, which lives in this package) loads neither kafka-python nor the consumer
 until a name such as ``kgroup.Consumer`` is looked up.
 """
 
-import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kgroup._lazy import lazy_getattr
 from kgroup._version import __version__
 
 if TYPE_CHECKING:
@@ -182,14 +182,7 @@ __all__ = [
 
 
 if not TYPE_CHECKING:  # type checkers see the imports above; a module __getattr__ would hide typos
-
-    def __getattr__(name: str) -> Any:
-        module = _MODULE_OF.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_getattr(__name__, _MODULE_OF)
 
 
 def __dir__() -> list[str]:

@@ -26,10 +26,11 @@ Every command takes ``--bootstrap-servers`` (or ``KGROUP_BOOTSTRAP_SERVERS``) an
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import click
@@ -135,6 +136,13 @@ def _describe_existing(admin: AdminLike, group: str, deadline: Deadline) -> Grou
     return description
 
 
+def _command_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What every command takes: the connection options, ``--json``, and the click context."""
+    fn = click.pass_context(fn)
+    fn = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")(fn)
+    return _connection_options(fn)
+
+
 def _connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option(
         "--timeout-ms",
@@ -165,6 +173,21 @@ def _open_admin(ctx: click.Context, bootstrap_servers: str | None, timeout_ms: i
         raise click.BadParameter(str(exc), ctx, param_hint="--bootstrap-servers") from exc
     except KGroupError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+@contextlib.contextmanager
+def _admin_call(
+    ctx: click.Context, bootstrap_servers: str | None, timeout_ms: int
+) -> Iterator[tuple[AdminLike, Deadline]]:
+    """One command's admin and its deadline: the admin closed at the end, its errors as exit 1."""
+    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
+    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
+    try:
+        yield admin, deadline
+    except KGroupError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        admin.close()
 
 
 # ------------------------------------------------------------------------------ rendering
@@ -354,23 +377,15 @@ def main() -> None:
 
 @main.command()
 @click.argument("group")
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def describe(ctx: click.Context, group: str, bootstrap_servers: str | None, timeout_ms: int, as_json: bool) -> None:
     """Describe GROUP: state, members, assignments, committed offsets and lag.
 
     A group the coordinator does not know (state Dead) is an error (exit 1).
     """
-    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
-    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
-    try:
+    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
         description = _describe_existing(admin, group, deadline)
         offsets = admin.lag(group, description, _remaining_ms(deadline))
-    except KGroupError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        admin.close()
     if as_json:
         _emit_json(describe_json(description, offsets))
     else:
@@ -399,9 +414,7 @@ def listing_json(groups: Sequence[GroupListing]) -> dict[str, Any]:
     default=None,
     help=f"Only groups in these states ({', '.join(_STATES)}; any case).",
 )
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def list_(
     ctx: click.Context, states: str | None, bootstrap_servers: str | None, timeout_ms: int, as_json: bool
 ) -> None:
@@ -419,14 +432,8 @@ def list_(
             raise click.BadParameter(
                 f"invalid state list {states!r}; valid states are: {', '.join(_STATES)}", ctx, param_hint="--state"
             )
-    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
-    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
-    try:
+    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
         groups = admin.list_groups(_remaining_ms(deadline))
-    except KGroupError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        admin.close()
     if wanted is not None:
         groups = tuple(g for g in groups if (g.state or "").lower() in wanted)
     if as_json:
@@ -543,9 +550,7 @@ def reset_text(plan: OffsetResetPlan, results: Mapping[TopicPartition, int] | No
 )
 @click.option("--execute", is_flag=True, help="Commit the new offsets (without it: print the plan only).")
 @click.option("--dry-run", is_flag=True, help="Print the plan only (the default).")
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def reset_offsets(
     ctx: click.Context,
     group: str,
@@ -606,15 +611,9 @@ def reset_offsets(
     scope: list[str | TopicPartition] | None = None
     if topics:
         scope = [item for text in topics for item in _parse_topic(ctx, text)]
-    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
-    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
-    try:
+    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
         plan = admin.plan_offset_reset(group, target, scope, _remaining_ms(deadline))
         results = admin.alter_offsets(group, plan.offsets(), _remaining_ms(deadline)) if execute else None
-    except KGroupError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        admin.close()
     if as_json:
         _emit_json(reset_json(plan, results))
     else:
@@ -648,9 +647,7 @@ def _deletion_text(d: GroupDeletion) -> str:
 
 @main.command()
 @click.argument("groups", nargs=-1, required=True, metavar="GROUP [GROUP...]")
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def delete(
     ctx: click.Context, groups: tuple[str, ...], bootstrap_servers: str | None, timeout_ms: int, as_json: bool
 ) -> None:
@@ -661,14 +658,8 @@ def delete(
     """
     if any(not g.strip() for g in groups):
         raise click.BadParameter("a group id must not be empty", ctx, param_hint="GROUP")
-    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
-    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
-    try:
+    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
         results = admin.delete_groups(groups, _remaining_ms(deadline))
-    except KGroupError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        admin.close()
     if as_json:
         _emit_json(
             {
@@ -695,9 +686,7 @@ def delete(
     help="group_instance_id of a static member to remove (repeatable).",
 )
 @click.option("--reason", default=None, help="Reason sent with LeaveGroup v5+ (KIP-800).")
-@_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")
-@click.pass_context
+@_command_options
 def remove_members(
     ctx: click.Context,
     group: str,
@@ -715,16 +704,10 @@ def remove_members(
     """
     if any(not i.strip() for i in instance_ids):
         raise click.BadParameter("an instance id must not be empty", ctx, param_hint="--instance-id")
-    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
-    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
-    try:
+    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
         description = _describe_existing(admin, group, deadline)
         member_ids = {m.group_instance_id: m.member_id for m in description.members if m.group_instance_id}
         results = admin.remove_members_by_instance_id(group, instance_ids, reason, _remaining_ms(deadline))
-    except KGroupError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        admin.close()
     rows = []
     for r in results:
         member_id = r.member_id or member_ids.get(r.group_instance_id, "")

@@ -380,6 +380,18 @@ class Disposition(enum.Enum):
 
 _COORDINATOR_MOVED = {COORDINATOR_NOT_AVAILABLE: Disposition.REDISCOVER, NOT_COORDINATOR: Disposition.REDISCOVER}
 
+#: what SyncGroup and Heartbeat share (Java ``SyncGroupResponseHandler``, ``HeartbeatResponseHandler``):
+#: the requests of a member inside a generation
+_IN_GENERATION = {
+    NONE: Disposition.OK,
+    **_COORDINATOR_MOVED,
+    REBALANCE_IN_PROGRESS: Disposition.REJOIN,
+    ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
+    UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
+    FENCED_INSTANCE_ID: Disposition.FATAL,
+    GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+}
+
 #: The table. Rows: API -> {error code -> disposition}. Sources are Java's response handlers
 #: (``AbstractCoordinator.FindCoordinatorResponseHandler``, ``JoinGroupResponseHandler``,
 #: ``SyncGroupResponseHandler``, ``HeartbeatResponseHandler``, ``LeaveGroupResponseHandler``;
@@ -412,26 +424,9 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
         UNSUPPORTED_VERSION: Disposition.FATAL,
     },
-    Api.SYNC_GROUP: {
-        NONE: Disposition.OK,
-        REBALANCE_IN_PROGRESS: Disposition.REJOIN,
-        **_COORDINATOR_MOVED,
-        ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
-        UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
-        FENCED_INSTANCE_ID: Disposition.FATAL,
-        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
-        INCONSISTENT_GROUP_PROTOCOL: Disposition.FATAL,
-    },
-    Api.HEARTBEAT: {
-        NONE: Disposition.OK,
-        **_COORDINATOR_MOVED,
-        # REJOIN when Stable; while already rebalancing the machine treats it as a success.
-        REBALANCE_IN_PROGRESS: Disposition.REJOIN,
-        ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
-        UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
-        FENCED_INSTANCE_ID: Disposition.FATAL,
-        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
-    },
+    Api.SYNC_GROUP: {**_IN_GENERATION, INCONSISTENT_GROUP_PROTOCOL: Disposition.FATAL},
+    # REBALANCE_IN_PROGRESS: REJOIN when Stable; while already rebalancing the machine treats it as a success.
+    Api.HEARTBEAT: _IN_GENERATION,
     Api.LEAVE_GROUP: {
         NONE: Disposition.OK,
         **{code: Disposition.IGNORE for code in (

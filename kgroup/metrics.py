@@ -362,6 +362,19 @@ class Recorder:
             def ago(at: float | None) -> float:
                 return -1.0 if at is None else now - at
 
+            def window(stat: str, latency: str) -> dict[str, float]:
+                """Java's latency avg and max, with the rate and total of the same sensor."""
+                return {
+                    f"{latency}-avg": s[stat].avg(now),
+                    f"{latency}-max": s[stat].max(now),
+                    f"{stat}-rate": s[stat].rate(now),
+                    f"{stat}-total": float(s[stat].count),
+                }
+
+            def listener(stat: str) -> dict[str, float]:
+                """A rebalance listener callback's latency avg and max."""
+                return {f"{stat}-latency-avg": s[stat].avg(now), f"{stat}-latency-max": s[stat].max(now)}
+
             out: dict[str, float] = {
                 "rebalance-total": float(s["rebalance"].count),
                 "rebalance-latency-avg": s["rebalance"].avg(now),
@@ -375,24 +388,12 @@ class Recorder:
                 "heartbeat-response-time-max": s["heartbeat"].max(now),
                 "heartbeat-rate": s["heartbeat"].rate(now),
                 "heartbeat-total": float(s["heartbeat"].count),
-                "join-time-avg": s["join"].avg(now),
-                "join-time-max": s["join"].max(now),
-                "join-rate": s["join"].rate(now),
-                "join-total": float(s["join"].count),
-                "sync-time-avg": s["sync"].avg(now),
-                "sync-time-max": s["sync"].max(now),
-                "sync-rate": s["sync"].rate(now),
-                "sync-total": float(s["sync"].count),
-                "commit-latency-avg": s["commit"].avg(now),
-                "commit-latency-max": s["commit"].max(now),
-                "commit-rate": s["commit"].rate(now),
-                "commit-total": float(s["commit"].count),
-                "partition-assigned-latency-avg": s["partition-assigned"].avg(now),
-                "partition-assigned-latency-max": s["partition-assigned"].max(now),
-                "partition-revoked-latency-avg": s["partition-revoked"].avg(now),
-                "partition-revoked-latency-max": s["partition-revoked"].max(now),
-                "partition-lost-latency-avg": s["partition-lost"].avg(now),
-                "partition-lost-latency-max": s["partition-lost"].max(now),
+                **window("join", "join-time"),
+                **window("sync", "sync-time"),
+                **window("commit", "commit-latency"),
+                **listener("partition-assigned"),
+                **listener("partition-revoked"),
+                **listener("partition-lost"),
                 "assigned-partitions": float(assigned),
                 "records-consumed-total": s["records-consumed"].total,
                 "records-consumed-rate": s["records-consumed"].rate(now, of_values=True),

@@ -42,7 +42,6 @@ from kgroup.errors import (
     KGroupError,
     RebalanceInProgressError,
     RetriableCommitFailedError,
-    WakeupError,
     broker_error,
     classify,
     error_name,
@@ -256,14 +255,10 @@ class OffsetsClient:
     def _await(self, api: Api, future: concurrent.futures.Future[T], deadline: float) -> T:
         """The result of a request future, waiting until ``deadline`` at the most."""
         bound = min(deadline, self._clock.monotonic() + self._config.request_timeout_ms / 1000 + 1)
-        if not self._mailbox.wait_future(future, bound - self._clock.monotonic()):
-            if self._mailbox.consume_wakeup():
-                raise WakeupError(f"{api.value} interrupted by wakeup()")
+        if not self._mailbox.await_answer(future, bound - self._clock.monotonic(), api.value):
             raise Retriable(f"{api.value}: no response in time")
         exc = future.exception()
         if exc is not None:
-            if isinstance(exc, KGroupError):
-                raise exc
             self._group.post(ev.CoordinatorDead(f"{api.value} failed: {exc}"))
             raise Retriable(f"{api.value} failed: {exc}") from exc
         return future.result()

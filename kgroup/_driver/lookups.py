@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kgroup._retry import Deadline
-from kgroup.errors import Api, KafkaTimeoutError, KGroupError, NoOffsetForPartitionError, WakeupError
+from kgroup.errors import Api, KafkaTimeoutError, NoOffsetForPartitionError
 from kgroup.membership import events as ev
 from kgroup.membership.timers import exponential_backoff
 from kgroup.types import OffsetAndTimestamp, TopicPartition
@@ -245,13 +245,9 @@ class OffsetLookups:
     def _await(self, what: str, send: Callable[[int], concurrent.futures.Future[T]], timeout_ms: int) -> T:
         """Send a lookup with ``timeout_ms`` and wait for it, honouring ``wakeup()``."""
         future = send(max(1, timeout_ms))
-        if not self._mailbox.wait_future(future, timeout_ms / 1000):
-            if self._mailbox.consume_wakeup():
-                raise WakeupError(f"{what} interrupted by wakeup()")
+        if not self._mailbox.await_answer(future, timeout_ms / 1000, what):
             raise KafkaTimeoutError(f"{what}: no answer within {timeout_ms} ms")
         exc = future.exception()
         if exc is not None:
-            if isinstance(exc, KGroupError):
-                raise exc
             raise _TransportFailed(f"{what} failed: {exc}") from exc
         return future.result()

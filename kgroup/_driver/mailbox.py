@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from kgroup._retry import Deadline, retry_until
-from kgroup.errors import WakeupError
+from kgroup.errors import KGroupError, WakeupError
 from kgroup.membership.commands import RebalanceStep
 
 __all__ = ["Mailbox", "Message"]
@@ -126,6 +126,26 @@ class Mailbox:
             else:
                 self.wait_until(future.done, timeout_s)
         return future.done()
+
+    def await_answer(self, future: concurrent.futures.Future[T], timeout_s: float, what: str) -> bool:
+        """Wait for a request's ``future`` at most ``timeout_s``, ending early on ``wake()``.
+
+        Returns True when it completed (with a result or an exception other than a
+        ``KGroupError``), False when the time ran out.
+
+        Raises:
+            WakeupError: ``wakeup()`` interrupted the wait (the flag is consumed).
+            KGroupError: the future's own, as it is.
+
+        """
+        if not self.wait_future(future, timeout_s):
+            if self.consume_wakeup():
+                raise WakeupError(f"{what} interrupted by wakeup()")
+            return False
+        exc = future.exception()
+        if isinstance(exc, KGroupError):
+            raise exc
+        return True
 
     def retry(
         self,

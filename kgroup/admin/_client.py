@@ -1,7 +1,10 @@
 """``GroupAdmin``: the admin's calls over the ``AdminTransport``, with deadlines, retries and typed errors.
 
-The rules are :mod:`kgroup.admin`'s. The coordinator of a group is found with FindCoordinator
-(``_find_coordinator``), remembered, and found again when an answer says it moved.
+The rules are :mod:`kgroup.admin`'s. The coordinator of a group is found with FindCoordinator,
+remembered, and found again when an answer says it moved: each group's discovery is kept in the
+one pure coordinator unit the membership machines and ``StandaloneGroup`` keep
+(``kgroup.membership.coordinator.CoordinatorState``), on the admin's clock, its lookups backing
+off ``retry_backoff_ms`` after a failure.
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ from kgroup.admin._values import (
 )
 from kgroup.errors import KGroupError
 from kgroup.membership.commands import SendFindCoordinator
+from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.events import FindCoordinatorResponded
+from kgroup.membership.timers import RetryTimer
 from kgroup.types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["DEFAULT_REMOVE_REASON", "GroupAdmin"]
@@ -58,6 +63,9 @@ DEFAULT_REMOVE_REASON: Final = "member was removed by an admin"
 _RETRIABLE: Final = frozenset(
     {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR}
 )
+
+#: a group's coordinator before its first lookup: unknown, FindCoordinator due at once
+_UNKNOWN: Final = CoordinatorState(lookup=RetryTimer(float("-inf")))
 
 
 class _Retry(Exception):
@@ -100,6 +108,9 @@ class GroupAdmin:
         self._owns = owns_transport
         self._clock: Clock = clock if clock is not None else MonotonicClock()
         self._request_ids = itertools.count(1)
+        #: each group's coordinator discovery (node id, FindCoordinator retry timer)
+        self._discovery: dict[str, CoordinatorState] = {}
+        #: the address FindCoordinator answered for each group whose coordinator is known
         self._coordinators: dict[str, Coordinator] = {}
         self._closed = False
 
@@ -194,16 +205,33 @@ class GroupAdmin:
                 return attempt(self._coordinator(group_id, deadline))
             except _Retry as retry:
                 if retry.rediscover:
-                    self._coordinators.pop(group_id, None)
+                    self._lost(group_id)
                 raise
 
         return self._retry(on_coordinator, deadline, f"{what} for group {group_id!r}")
 
+    def _lost(self, group_id: str) -> None:
+        """The coordinator of ``group_id`` moved or failed: look it up again (from now)."""
+        state = self._discovery.get(group_id, _UNKNOWN)
+        self._discovery[group_id] = state.lost(self._clock.monotonic())
+        self._coordinators.pop(group_id, None)
+
     def _coordinator(self, group_id: str, deadline: Deadline) -> Coordinator:
         """The coordinator of ``group_id``: remembered, else looked up (and remembered)."""
+        state = self._discovery.get(group_id, _UNKNOWN)
         known = self._coordinators.get(group_id)
-        if known is None:
-            known = self._coordinators[group_id] = self._find_coordinator(group_id, deadline)
+        if state.node_id is not None and known is not None:
+            return known
+        now = self._clock.monotonic()
+        if not state.due(now):
+            raise _Retry("FindCoordinator: backing off after a failed lookup")
+        try:
+            known = self._find_coordinator(group_id, deadline)
+        except _Retry:
+            self._discovery[group_id] = state.lookup_failed(now, lambda _: self._backoff_s)
+            raise
+        self._discovery[group_id] = state.found(known.node_id)
+        self._coordinators[group_id] = known
         return known
 
     def _find_coordinator(self, group_id: str, deadline: Deadline) -> Coordinator:

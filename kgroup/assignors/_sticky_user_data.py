@@ -62,33 +62,16 @@ def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: in
             number outside int32).
 
     """
-    grouped: dict[str, list[int]] = {}
-    for tp in sorted(set(partitions)):
-        grouped.setdefault(tp.topic, []).append(tp.partition)
     w = Writer()
-    w.int32(len(grouped))
-    for topic, numbers in grouped.items():
-        w.string(topic)
-        w.int32(len(numbers))
-        for number in numbers:
-            w.int32(number)
+    w.topic_partitions(partitions)
     if generation is not None:
         w.int32(generation)
     return w.getvalue()
 
 
-def _read_assignment(r: Reader) -> tuple[TopicPartition, ...]:
-    def entry() -> list[TopicPartition]:
-        topic = r.string("previous_assignment.topic")
-        numbers = r.array("previous_assignment.partitions", 4, lambda: r.int32("partition"))
-        return [TopicPartition(topic, n) for n in numbers]
-
-    return tuple(tp for group in r.array("previous_assignment", 6, entry) for tp in group)
-
-
 def _java(data: bytes, *, with_generation: bool, exact: bool) -> StickyUserData:
     r = Reader(data, "StickyAssignorUserData")
-    partitions = _read_assignment(r)
+    partitions = r.topic_partitions("previous_assignment")
     generation = r.int32("generation") if with_generation else None
     if exact and r.remaining:
         raise MalformedMetadata(f"{r.remaining} trailing bytes")
@@ -100,7 +83,7 @@ def _kafka_python(data: bytes) -> StickyUserData:
     version = r.int16("version")
     if version not in (0, 1):
         raise MalformedMetadata(f"version {version}")
-    partitions = _read_assignment(r)
+    partitions = r.topic_partitions("previous_assignment")
     generation = r.int32("generation") if version == 1 else None
     if r.remaining:
         raise MalformedMetadata(f"{r.remaining} trailing bytes")

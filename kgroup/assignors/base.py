@@ -26,6 +26,7 @@ __all__ = [
     "Assignor",
     "MemberSubscription",
     "Plan",
+    "RackAwareAssignor",
     "member_sort_key",
     "ordered_items",
     "partition_infos",
@@ -170,3 +171,39 @@ class Assignor(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class RackAwareAssignor(Assignor):
+    """An assignor whose plan is made from full partition metadata (replica racks, KIP-881).
+
+    Subclasses implement ``assign_partitions``; ``assign`` is the same plan for partitions
+    without leaders or racks, as Java's rack-aware assignors (``RangeAssignor``,
+    ``AbstractStickyAssignor``) compute their plan in ``assignPartitions`` either way.
+    """
+
+    def assign(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        members: Mapping[str, MemberSubscription],
+    ) -> Plan:
+        """``assign_partitions`` for partitions without leaders or racks (``partition_infos``).
+
+        Args:
+            partitions_per_topic: topic -> partition count (int); topics missing here are
+                skipped (they do not exist).
+            members: member id -> ``MemberSubscription``.
+
+        Returns:
+            As ``assign_partitions``: member id -> frozenset[TopicPartition], every member of
+            ``members`` appearing, possibly with an empty set.
+
+        """
+        return self.assign_partitions(partition_infos(partitions_per_topic), members)
+
+    @abc.abstractmethod
+    def assign_partitions(
+        self,
+        partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
+        members: Mapping[str, MemberSubscription],
+    ) -> Plan:
+        """Compute the plan; replica racks are used, and a member's ``rack`` (its ``client_rack``)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from kgroup.assignors.base import Assignor, MemberSubscription, Plan, ordered_items, partition_infos
+from kgroup.assignors.base import MemberSubscription, Plan, RackAwareAssignor, ordered_items
 from kgroup.types import PartitionInfo, RebalanceProtocol, TopicPartition
 
 __all__ = ["RangeAssignor"]
@@ -66,7 +66,7 @@ class _TopicState:
             self.unassigned = [tp for tp in self.unassigned if tp not in taken]
 
 
-class RangeAssignor(Assignor):
+class RangeAssignor(RackAwareAssignor):
     """Java's ``RangeAssignor`` (protocol name ``"range"``), EAGER only, rack-aware (KIP-881).
 
     Example: one topic with 8 partitions and members C0, C1, C2 gives
@@ -76,44 +76,15 @@ class RangeAssignor(Assignor):
     name: ClassVar[str] = "range"
     supported_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
 
-    def assign(
-        self,
-        partitions_per_topic: Mapping[str, int],
-        members: Mapping[str, MemberSubscription],
-    ) -> Plan:
-        """Assign contiguous ranges of each topic to its subscribers.
-
-        Source: Java ``RangeAssignor.assignPartitions``.
-
-        Args:
-            partitions_per_topic: topic -> partition count (int); topics missing here are
-                skipped (they do not exist).
-            members: member id -> ``MemberSubscription``.
-
-        Returns:
-            member id -> frozenset[TopicPartition]; every member of ``members`` appears,
-            possibly with an empty set.
-
-        Raises:
-            Nothing for valid inputs.
-
-        """
-        return self.assign_partitions(partition_infos(partitions_per_topic), members)
-
     def assign_partitions(
         self,
         partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
         members: Mapping[str, MemberSubscription],
     ) -> Plan:
-        """``assign`` with replica racks: same shares, same-rack partitions first (KIP-881).
+        """Assign contiguous ranges of each topic to its subscribers; same-rack partitions first (KIP-881).
 
-        Args:
-            partitions_per_topic: topic -> its ``PartitionInfo``s (replica racks used).
-            members: member id -> ``MemberSubscription`` (``rack`` used).
-
-        Returns:
-            As ``assign``.
-
+        Source: Java ``RangeAssignor.assignPartitions``. Every member of ``members`` appears in
+        the plan, possibly with an empty set; nothing is raised for valid inputs.
         """
         order = ordered_items(members)
         out: dict[str, set[TopicPartition]] = {member_id: set() for member_id, _ in order}

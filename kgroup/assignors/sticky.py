@@ -21,17 +21,17 @@ algorithm and where kgroup departs from Java.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
-from kgroup.assignors._sticky_core import MemberData, cooperative_adjust, sticky_assign
+from kgroup.assignors._sticky_core import MemberData, StickyResult, cooperative_adjust, sticky_assign
 from kgroup.assignors._sticky_user_data import (
     decode_cooperative_user_data,
     decode_sticky_user_data,
     encode_cooperative_user_data,
     encode_sticky_user_data,
 )
-from kgroup.assignors.base import Assignor, MemberSubscription, Plan, partition_infos
+from kgroup.assignors.base import MemberSubscription, Plan, RackAwareAssignor
 from kgroup.types import NO_GENERATION, PartitionInfo, RebalanceProtocol, TopicPartition
 from kgroup.types import tp_key as _tp_key
 
@@ -42,20 +42,22 @@ def _plan(result: Mapping[str, set[TopicPartition]]) -> dict[str, frozenset[Topi
     return {member_id: frozenset(tps) for member_id, tps in sorted(result.items())}
 
 
-def _split(
+def _sticky(
     partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
-) -> tuple[dict[str, int], dict[TopicPartition, frozenset[str]]]:
-    """Partition counts and, for partitions whose replicas have racks, the racks."""
+    members: Mapping[str, MemberSubscription],
+    member_data: Callable[[MemberSubscription], MemberData],
+) -> StickyResult:
+    """The sticky algorithm on partition counts, replica racks and each member's ``member_data``."""
     counts = {topic: len(parts) for topic, parts in partitions_per_topic.items()}
     racks = {
         TopicPartition(topic, p.partition): p.replica_racks
         for topic, parts in partitions_per_topic.items()
         for p in parts
     }
-    return counts, racks
+    return sticky_assign(counts, members, {member_id: member_data(m) for member_id, m in members.items()}, racks)
 
 
-class StickyAssignor(Assignor):
+class StickyAssignor(RackAwareAssignor):
     """Java's ``StickyAssignor`` (protocol name ``"sticky"``), EAGER only.
 
     ``user_data`` is Java's StickyAssignorUserData v1: the member's previous assignment and its
@@ -111,55 +113,23 @@ class StickyAssignor(Assignor):
         generation = NO_GENERATION if decoded_data.generation is None else decoded_data.generation
         return MemberData(decoded_data.partitions, generation)
 
-    def assign(
-        self,
-        partitions_per_topic: Mapping[str, int],
-        members: Mapping[str, MemberSubscription],
-    ) -> Plan:
-        """Compute a balanced, sticky plan.
-
-        Source: Java ``AbstractStickyAssignor.assignPartitions`` (constrained path for identical
-        subscriptions, general path otherwise), rack-unaware.
-
-        Args:
-            partitions_per_topic: topic -> partition count (int); topics missing here are
-                skipped (they do not exist).
-            members: member id -> ``MemberSubscription``.
-
-        Returns:
-            member id -> frozenset[TopicPartition]; every member of ``members`` appears,
-            possibly with an empty set; every partition of a subscribed topic is assigned.
-
-        Raises:
-            Nothing for valid inputs; undecodable user_data counts as no previous assignment.
-
-        """
-        return self.assign_partitions(partition_infos(partitions_per_topic), members)
-
     def assign_partitions(
         self,
         partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
         members: Mapping[str, MemberSubscription],
     ) -> Plan:
-        """``assign`` with replica racks: members with a ``rack`` prefer partitions in it (KIP-881).
+        """Compute a balanced, sticky plan; members with a ``rack`` prefer partitions in it (KIP-881).
 
-        Source: Java ``AbstractStickyAssignor.assignPartitions`` and its ``RackInfo``. Balance
-        comes first; racks decide which partitions a member keeps or gets within its quota.
-
-        Args:
-            partitions_per_topic: topic -> its ``PartitionInfo``s (replica racks used).
-            members: member id -> ``MemberSubscription`` (``rack`` used).
-
-        Returns:
-            As ``assign``.
-
+        Source: Java ``AbstractStickyAssignor.assignPartitions`` (constrained path for identical
+        subscriptions, general path otherwise) and its ``RackInfo``: balance comes first; racks
+        decide which partitions a member keeps or gets within its quota. Every member of
+        ``members`` appears, possibly with an empty set; every partition of a subscribed topic
+        is assigned. Undecodable user_data counts as no previous assignment.
         """
-        counts, racks = _split(partitions_per_topic)
-        data = {member_id: self.member_data(m) for member_id, m in members.items()}
-        return _plan(sticky_assign(counts, members, data, racks).plan)
+        return _plan(_sticky(partitions_per_topic, members, self.member_data).plan)
 
 
-class CooperativeStickyAssignor(Assignor):
+class CooperativeStickyAssignor(RackAwareAssignor):
     """Java's ``CooperativeStickyAssignor`` (``"cooperative-sticky"``), COOPERATIVE and EAGER.
 
     Same plan as ``StickyAssignor``, then KIP-429's rule: a partition that the balanced plan gives
@@ -212,50 +182,17 @@ class CooperativeStickyAssignor(Assignor):
             generation = NO_GENERATION if decoded is None else decoded
         return MemberData(tuple(sorted(member.owned, key=_tp_key)), generation)
 
-    def assign(
-        self,
-        partitions_per_topic: Mapping[str, int],
-        members: Mapping[str, MemberSubscription],
-    ) -> Plan:
-        """Compute the sticky plan, minus partitions that must be revoked first (KIP-429).
-
-        Source: Java ``CooperativeStickyAssignor.assignPartitions``.
-
-        Args:
-            partitions_per_topic: topic -> partition count (int); topics missing here are
-                skipped (they do not exist).
-            members: member id -> ``MemberSubscription``.
-
-        Returns:
-            member id -> frozenset[TopicPartition]; every member appears. A partition is missing
-            only while it is being revoked from a member that owns it; no partition goes to a
-            member that does not own it while another member owns it.
-
-        Raises:
-            Nothing for valid inputs.
-
-        """
-        return self.assign_partitions(partition_infos(partitions_per_topic), members)
-
     def assign_partitions(
         self,
         partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
         members: Mapping[str, MemberSubscription],
     ) -> Plan:
-        """``assign`` with replica racks (KIP-881), then KIP-429's removal of moving partitions.
+        """The sticky plan (racks as ``StickyAssignor``'s), minus partitions to revoke first (KIP-429).
 
-        Source: Java ``CooperativeStickyAssignor.assignPartitions``.
-
-        Args:
-            partitions_per_topic: topic -> its ``PartitionInfo``s (replica racks used).
-            members: member id -> ``MemberSubscription`` (``rack`` used).
-
-        Returns:
-            As ``assign``.
-
+        Source: Java ``CooperativeStickyAssignor.assignPartitions``. Every member appears. A
+        partition is missing only while it is being revoked from a member that owns it; no
+        partition goes to a member that does not own it while another member owns it.
         """
-        counts, racks = _split(partitions_per_topic)
-        data = {member_id: self.member_data(m) for member_id, m in members.items()}
-        result = sticky_assign(counts, members, data, racks)
+        result = _sticky(partitions_per_topic, members, self.member_data)
         cooperative_adjust(result.plan, members, result.transferring)
         return _plan(result.plan)

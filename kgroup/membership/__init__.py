@@ -11,8 +11,9 @@ The names are imported on first use (PEP 562): importing a submodule (``events``
 ``commands``, ``states``) does not load the machine.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kgroup._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from kgroup.membership.machine import GroupMachine
@@ -23,11 +24,4 @@ __all__ = ["GroupMachine", "MemberState"]
 _MODULE_OF = {"GroupMachine": "kgroup.membership.machine", "MemberState": "kgroup.membership.states"}
 
 if not TYPE_CHECKING:  # type checkers see the imports above
-
-    def __getattr__(name: str) -> Any:
-        module = _MODULE_OF.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_getattr(__name__, _MODULE_OF)

@@ -14,10 +14,11 @@ Rules:
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from kgroup.errors import MalformedMetadata
+from kgroup.types import TopicPartition
 
 __all__ = ["Reader", "Writer"]
 
@@ -89,23 +90,23 @@ class Reader:
             raise self._fail(field, f"non-nullable string has length {n}")
         return self._utf8(n, field)
 
-    def nullable_string(self, field: str) -> str | None:
-        """Read a nullable string (int16 length, -1 = null)."""
-        n = self.int16(field)
+    def _nullable_length(self, n: int, field: str, what: str) -> int | None:
+        """A nullable length read: None for -1, another negative one is malformed."""
         if n == -1:
             return None
         if n < 0:
-            raise self._fail(field, f"invalid string length {n}")
-        return self._utf8(n, field)
+            raise self._fail(field, f"invalid {what} length {n}")
+        return n
+
+    def nullable_string(self, field: str) -> str | None:
+        """Read a nullable string (int16 length, -1 = null)."""
+        n = self._nullable_length(self.int16(field), field, "string")
+        return None if n is None else self._utf8(n, field)
 
     def nullable_bytes(self, field: str) -> bytes | None:
         """Read nullable bytes (int32 length, -1 = null)."""
-        n = self.int32(field)
-        if n == -1:
-            return None
-        if n < 0:
-            raise self._fail(field, f"invalid bytes length {n}")
-        return bytes(self._take(n, field))
+        n = self._nullable_length(self.int32(field), field, "bytes")
+        return None if n is None else bytes(self._take(n, field))
 
     def array(self, field: str, min_item_size: int, item: Callable[[], T]) -> list[T]:
         """Read a non-nullable array (int32 count) whose items ``item()`` reads.
@@ -121,6 +122,18 @@ class Reader:
                 field, f"array of {n} items cannot fit in the {self.remaining} bytes left"
             )
         return [item() for _ in range(n)]
+
+    def topic_partitions(self, field: str) -> tuple[TopicPartition, ...]:
+        """Read an array of topics, each a name and an array of int32 partitions."""
+
+        def entry() -> list[TopicPartition]:
+            topic = self.string(f"{field}.topic")
+            numbers = self.array(f"{field}.partitions", 4, lambda: self.int32(f"{field}.partition"))
+            return [TopicPartition(topic, n) for n in numbers]
+
+        # each entry is at least a 2-byte topic length and a 4-byte partition count
+        entries = self.array(field, 6, entry)
+        return tuple(tp for group in entries for tp in group)
 
 
 class Writer:
@@ -165,6 +178,18 @@ class Writer:
             return
         self.int32(len(value))
         self._parts.append(bytes(value))
+
+    def topic_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        """Write partitions as an array of topics (sorted), each a name and its sorted, distinct partitions."""
+        grouped: dict[str, list[int]] = {}
+        for tp in sorted(set(partitions)):
+            grouped.setdefault(tp.topic, []).append(tp.partition)
+        self.int32(len(grouped))
+        for topic, numbers in grouped.items():
+            self.string(topic)
+            self.int32(len(numbers))
+            for number in numbers:
+                self.int32(number)
 
     def getvalue(self) -> bytes:
         """Return the bytes written so far."""

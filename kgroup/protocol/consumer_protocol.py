@@ -48,8 +48,6 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import attrs
 
 from kgroup.errors import MalformedMetadata
@@ -118,34 +116,11 @@ def _write_version(w: Writer, version: int, what: str) -> int:
     return version
 
 
-def _write_topic_partitions(w: Writer, partitions: Iterable[TopicPartition]) -> None:
-    grouped: dict[str, list[int]] = {}
-    for tp in sorted(set(partitions)):
-        grouped.setdefault(tp.topic, []).append(tp.partition)
-    w.int32(len(grouped))
-    for topic, numbers in grouped.items():
-        w.string(topic)
-        w.int32(len(numbers))
-        for number in numbers:
-            w.int32(number)
-
-
 def _read_version(r: Reader, what: str) -> int:
     version = r.int16("version")
     if version < 0:
         raise MalformedMetadata(f"malformed {what}: unsupported version {version}")
     return min(version, LATEST_VERSION)
-
-
-def _read_topic_partitions(r: Reader, field: str) -> tuple[TopicPartition, ...]:
-    def entry() -> list[TopicPartition]:
-        topic = r.string(f"{field}.topic")
-        numbers = r.array(f"{field}.partitions", 4, lambda: r.int32(f"{field}.partition"))
-        return [TopicPartition(topic, n) for n in numbers]
-
-    # each entry is at least a 2-byte topic length and a 4-byte partition count
-    entries = r.array(field, 6, entry)
-    return tuple(tp for group in entries for tp in group)
 
 
 def encode_subscription(s: Subscription, version: int | None = None) -> bytes:
@@ -176,7 +151,7 @@ def encode_subscription(s: Subscription, version: int | None = None) -> bytes:
         w.string(topic)
     w.nullable_bytes(s.user_data)
     if v >= 1:
-        _write_topic_partitions(w, s.owned_partitions)
+        w.topic_partitions(s.owned_partitions)
     if v >= 2:
         w.int32(s.generation_id)
     if v >= 3:
@@ -209,7 +184,7 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
     generation_id = NO_GENERATION
     rack_id: str | None = None
     if version >= 1:
-        owned = _read_topic_partitions(r, "owned_partitions")
+        owned = r.topic_partitions("owned_partitions")
     if version >= 2:
         generation_id = r.int32("generation_id")
     if version >= 3:
@@ -243,7 +218,7 @@ def encode_assignment(a: Assignment, version: int | None = None) -> bytes:
     """
     w = Writer()
     _write_version(w, a.version if version is None else version, "assignment")
-    _write_topic_partitions(w, a.partitions)
+    w.topic_partitions(a.partitions)
     w.nullable_bytes(a.user_data)
     return w.getvalue()
 
@@ -269,6 +244,6 @@ def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
         return Assignment(partitions=())
     r = Reader(data, "consumer protocol assignment")
     version = _read_version(r, "consumer protocol assignment")
-    partitions = _read_topic_partitions(r, "assigned_partitions")
+    partitions = r.topic_partitions("assigned_partitions")
     user_data = r.nullable_bytes("user_data")
     return Assignment(partitions=partitions, user_data=user_data, version=version)

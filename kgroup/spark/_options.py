@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 
@@ -29,6 +29,9 @@ __all__ = [
     "SourceOptions",
     "parse_options",
 ]
+
+T = TypeVar("T")
+D = TypeVar("D")
 
 #: source options (lower case as Spark passes them) -> the documented spelling
 _SOURCE_OPTIONS = {
@@ -206,6 +209,11 @@ def _parse_assign(value: str) -> tuple[TopicPartition, ...]:
     return tuple(sorted(set(out)))
 
 
+def _option(source: Mapping[str, str], option: str, parse: Callable[[str, str], T], default: D) -> T | D:
+    """``parse(option, value)`` of the option when it is given, else ``default``."""
+    return parse(option, source[option]) if option in source else default
+
+
 def _positive_int(option: str, value: str) -> int:
     try:
         number = int(value)
@@ -341,24 +349,16 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         assign = _parse_assign(source["assign"])
     else:
         raise SourceOptionError("subscribe", "one of subscribe (topics) or assign (partitions) is required")
-    max_offsets = None
-    if "maxOffsetsPerTrigger" in source:
-        max_offsets = _positive_int("maxOffsetsPerTrigger", source["maxOffsetsPerTrigger"])
-    min_offsets = None
-    if "minOffsetsPerTrigger" in source:
-        min_offsets = _positive_int("minOffsetsPerTrigger", source["minOffsetsPerTrigger"])
-        if max_offsets is not None and min_offsets > max_offsets:
-            raise SourceOptionError(
-                "minOffsetsPerTrigger", f"{min_offsets} is higher than maxOffsetsPerTrigger ({max_offsets})"
-            )
-    max_delay = _DEFAULT_MAX_TRIGGER_DELAY_MS
-    if "maxTriggerDelay" in source:
-        max_delay = _parse_duration_ms("maxTriggerDelay", source["maxTriggerDelay"])
-    min_partitions = None
-    if "minPartitions" in source:
-        min_partitions = _positive_int("minPartitions", source["minPartitions"])
-    starting = _parse_offsets("startingOffsets", source["startingOffsets"]) if "startingOffsets" in source else None
-    ending = _parse_offsets("endingOffsets", source["endingOffsets"]) if "endingOffsets" in source else None
+    max_offsets = _option(source, "maxOffsetsPerTrigger", _positive_int, None)
+    min_offsets = _option(source, "minOffsetsPerTrigger", _positive_int, None)
+    if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
+        raise SourceOptionError(
+            "minOffsetsPerTrigger", f"{min_offsets} is higher than maxOffsetsPerTrigger ({max_offsets})"
+        )
+    max_delay = _option(source, "maxTriggerDelay", _parse_duration_ms, _DEFAULT_MAX_TRIGGER_DELAY_MS)
+    min_partitions = _option(source, "minPartitions", _positive_int, None)
+    starting = _option(source, "startingOffsets", _parse_offsets, None)
+    ending = _option(source, "endingOffsets", _parse_offsets, None)
     if ending == "earliest":
         raise SourceOptionError("endingOffsets", "cannot be 'earliest' (the read would be empty): 'latest' or JSON")
     if isinstance(ending, PartitionOffsets) and any(o == EARLIEST for _, o in ending.offsets):
@@ -370,12 +370,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             foreign = sorted({tp.topic for tp in spec.partitions} - wanted_topics)
             if foreign:
                 raise SourceOptionError(option, f"names topics {foreign} that are not read (subscribe/assign)")
-    fail_on_data_loss = True
-    if "failOnDataLoss" in source:
-        fail_on_data_loss = _parse_bool("failOnDataLoss", source["failOnDataLoss"])
-    fetch_timeout = _DEFAULT_FETCH_TIMEOUT_MS
-    if "fetchTimeoutMs" in source:
-        fetch_timeout = _positive_int("fetchTimeoutMs", source["fetchTimeoutMs"])
+    fail_on_data_loss = _option(source, "failOnDataLoss", _parse_bool, True)
+    fetch_timeout = _option(source, "fetchTimeoutMs", _positive_int, _DEFAULT_FETCH_TIMEOUT_MS)
     parsed = SourceOptions(
         properties=tuple(sorted(properties.items())),
         topics=topics,

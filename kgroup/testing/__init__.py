@@ -23,9 +23,9 @@ Tansu deviates from Apache Kafka in its group coordinator; see the
 :mod:`kgroup.testing.broker` docstring. Tests must set ``session_timeout_ms`` explicitly.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kgroup._lazy import lazy_getattr
 from kgroup.testing._fake_clock import FakeClock
 from kgroup.testing.broker import (
     BrokerHandle,
@@ -68,11 +68,4 @@ __all__ = [
 
 
 if not TYPE_CHECKING:  # type checkers see the imports above
-
-    def __getattr__(name: str) -> Any:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_getattr(__name__, _LAZY)

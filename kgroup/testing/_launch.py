@@ -102,6 +102,29 @@ def wait_until_ready(proc: subprocess.Popen[bytes], host: str, port: int, deadli
         time.sleep(min(_READY_RETRY_INTERVAL_S, max(0.0, deadline - time.monotonic())))
 
 
+def _exchange(
+    host: str, port: int, header: tuple[int, int, int], body: bytes, timeout_s: float, api: str, min_size: int
+) -> bytes:
+    """Send one request over a fresh connection; return the response after its size field.
+
+    ``header`` is ``(api_key, api_version, correlation_id)``; kgroup's client id follows it.
+
+    Raises:
+        OSError: connection refused/reset, timeout, or the broker closed the connection.
+        ValueError: the response size is below ``min_size`` or over 1 MiB.
+
+    """
+    client_id = CLIENT_ID.encode()
+    payload = struct.pack(">hhih", *header, len(client_id)) + client_id + body
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.settimeout(timeout_s)
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", recv_exact(sock, 4))
+        if not min_size <= size <= 1 << 20:
+            raise ValueError(f"implausible {api} response size {size}")
+        return recv_exact(sock, size)
+
+
 def api_versions_probe(host: str, port: int, correlation_id: int, timeout_s: float) -> None:
     """Send one ApiVersions v0 request over a fresh connection and check the answer.
 
@@ -113,16 +136,7 @@ def api_versions_probe(host: str, port: int, correlation_id: int, timeout_s: flo
         ValueError: the response is malformed or carries a non-zero error code.
 
     """
-    client_id = CLIENT_ID.encode()
-    header = struct.pack(">hhih", _API_VERSIONS_KEY, 0, correlation_id, len(client_id))
-    payload = header + client_id
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.settimeout(timeout_s)
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", recv_exact(sock, 4))
-        if not 6 <= size <= 1 << 20:
-            raise ValueError(f"implausible ApiVersions response size {size}")
-        body = recv_exact(sock, size)
+    body = _exchange(host, port, (_API_VERSIONS_KEY, 0, correlation_id), b"", timeout_s, "ApiVersions", 6)
     got_correlation_id, error_code = struct.unpack_from(">ih", body)
     if got_correlation_id != correlation_id:
         raise ValueError(f"correlation id {got_correlation_id} != {correlation_id}")
@@ -148,16 +162,8 @@ def metadata_probe(
         ValueError: the response is malformed.
 
     """
-    client_id = CLIENT_ID.encode()
-    header = struct.pack(">hhih", _METADATA_KEY, _METADATA_VERSION, correlation_id, len(client_id))
-    payload = header + client_id + struct.pack(">ib", 0, 0)
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.settimeout(timeout_s)
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", recv_exact(sock, 4))
-        if not 12 <= size <= 1 << 20:
-            raise ValueError(f"implausible Metadata response size {size}")
-        body = recv_exact(sock, size)
+    header = (_METADATA_KEY, _METADATA_VERSION, correlation_id)
+    body = _exchange(host, port, header, struct.pack(">ib", 0, 0), timeout_s, "Metadata", 12)
     try:
         got_correlation_id, _throttle, count = struct.unpack_from(">iii", body)
         if got_correlation_id != correlation_id:

@@ -23,7 +23,7 @@ DeleteGroups (API 42) is answered by the model too (:data:`ALL_MODEL_METHODS`), 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from kgroup import _error_codes as codes
@@ -136,6 +136,24 @@ def answer_body(
     return body
 
 
+#: the requests whose rejection carries the code alone, and their answers
+_CODE_ONLY: Final[tuple[tuple[type[api.GroupRequest], Callable[..., api.GroupResponse]], ...]] = (
+    (api.SyncGroupRequest, api.SyncGroupResponse),
+    (api.HeartbeatRequest, api.HeartbeatResponse),
+    (api.LeaveGroupRequest, api.LeaveGroupResponse),
+    (api.OffsetFetchRequest, api.OffsetFetchResponse),
+    (api.FindCoordinatorRequest, api.FindCoordinatorResponse),
+)
+
+
+def _code_only(req: api.GroupRequest, error_code: int) -> api.GroupResponse | None:
+    """The answer that is ``error_code`` alone, for a request of ``_CODE_ONLY``; else None."""
+    for request_type, response_type in _CODE_ONLY:
+        if isinstance(req, request_type):
+            return response_type(error_code=error_code)
+    return None
+
+
 def error_responses(requests: Sequence[api.GroupRequest], error_code: int) -> tuple[api.GroupResponse, ...]:
     """The responses Kafka's coordinator gives when it rejects ``requests`` with ``error_code`` as a whole.
 
@@ -148,12 +166,8 @@ def error_responses(requests: Sequence[api.GroupRequest], error_code: int) -> tu
     for req in requests:
         if isinstance(req, api.JoinGroupRequest):
             out.append(api.JoinGroupResponse(error_code=error_code, member_id=req.member_id))
-        elif isinstance(req, api.SyncGroupRequest):
-            out.append(api.SyncGroupResponse(error_code=error_code))
-        elif isinstance(req, api.HeartbeatRequest):
-            out.append(api.HeartbeatResponse(error_code=error_code))
-        elif isinstance(req, api.LeaveGroupRequest):
-            out.append(api.LeaveGroupResponse(error_code=error_code))
+        elif (code_only := _code_only(req, error_code)) is not None:
+            out.append(code_only)
         elif isinstance(req, api.OffsetCommitRequest):
             out.append(
                 api.OffsetCommitResponse(
@@ -169,10 +183,6 @@ def error_responses(requests: Sequence[api.GroupRequest], error_code: int) -> tu
                     )
                 )
             )
-        elif isinstance(req, api.OffsetFetchRequest):
-            out.append(api.OffsetFetchResponse(error_code=error_code))
-        elif isinstance(req, api.FindCoordinatorRequest):
-            out.append(api.FindCoordinatorResponse(error_code=error_code))
         elif isinstance(req, api.DeleteGroupsRequest):
             out.append(
                 api.DeleteGroupsResponse(

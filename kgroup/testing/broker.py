@@ -71,6 +71,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from kgroup.testing._launch import (
     CLIENT_ID,
     PORT_ATTEMPTS,
@@ -111,6 +113,7 @@ _DOCKER_PING_TIMEOUT_S: Final = 0.5
 _DEFAULT_DOCKER_SOCKET: Final = "/var/run/docker.sock"
 
 
+@attrs.define(kw_only=True, eq=False, repr=False, slots=False)
 class BrokerHandle:
     """A running (or externally provided) Kafka-protocol broker.
 
@@ -131,27 +134,18 @@ class BrokerHandle:
 
     """
 
-    def __init__(
-        self,
-        *,
-        bootstrap_servers: str,
-        kind: str,
-        version: str,
-        pid: int | None = None,
-        log_path: Path | None = None,
-        stopper: Callable[[], None] | None = None,
-        cluster: _KraftCluster | None = None,
-    ) -> None:
-        self.bootstrap_servers = bootstrap_servers
-        self.kind = kind
-        self.version = version
-        self._pid = pid
-        self._log_path = log_path
-        self._cluster = cluster
-        self._stopper = stopper
-        self._lock = threading.Lock()
-        self._stopped = False
-        if stopper is not None:
+    bootstrap_servers: str
+    kind: str
+    version: str
+    _pid: int | None = None
+    _log_path: Path | None = None
+    _stopper: Callable[[], None] | None = None
+    _cluster: _KraftCluster | None = None
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _stopped: bool = attrs.field(init=False, default=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self._stopper is not None:
             atexit.register(self.stop)
 
     @property

@@ -229,6 +229,22 @@ class _Conn:
     closed: bool = False
 
 
+@attrs.frozen(eq=False)
+class _Exchange:
+    """One request being served, from its connection's dispatch to its answer.
+
+    ``slot`` is where the answer goes (None: no answer expected); ``dispatched`` is set once the
+    request is handed on (upstream or to the model), which lets the connection's next one go.
+    """
+
+    conn: _Conn
+    info: frames.RequestHeaderInfo
+    frame: bytes
+    slot: asyncio.Future[bytes] | None
+    record: RequestRecord
+    dispatched: asyncio.Future[None]
+
+
 def _default_model_factory(config: CoordinatorConfig | None) -> ModelFactory:
     def build(clock: Clock, partition_exists: Callable[[str, int], bool]) -> Any:
         return GroupCoordinatorModel(config, clock=clock, partition_exists=partition_exists)
@@ -734,22 +750,13 @@ class CoordinatorProxy:
         dispatched: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         conn.dispatch_tail = dispatched
         task = asyncio.get_running_loop().create_task(
-            self._process(conn, info, frame, slot, record, decision, previous, dispatched)
+            self._process(_Exchange(conn, info, frame, slot, record, dispatched), decision, previous)
         )
         conn.tasks.add(task)
         task.add_done_callback(conn.tasks.discard)
 
-    async def _process(
-        self,
-        conn: _Conn,
-        info: frames.RequestHeaderInfo,
-        frame: bytes,
-        slot: asyncio.Future[bytes] | None,
-        record: RequestRecord,
-        decision: FaultDecision,
-        previous: asyncio.Future[None] | None,
-        dispatched: asyncio.Future[None],
-    ) -> None:
+    async def _process(self, ex: _Exchange, decision: FaultDecision, previous: asyncio.Future[None] | None) -> None:
+        conn, info, frame, slot, record = ex.conn, ex.info, ex.frame, ex.slot, ex.record
         try:
             if previous is not None and not previous.done():
                 await asyncio.wait([previous])
@@ -760,7 +767,7 @@ class CoordinatorProxy:
                 record.error_code = decision.error_code
                 self._answer(slot, self._error_response(conn, info, frame, decision.error_code))
             elif info.api_key in _model_wire.MODEL_METHODS and not self._upstream_coordinator:
-                await self._serve_model(conn, info, frame, slot, record, dispatched)
+                await self._serve_model(ex)
             elif info.api_key == group_api.FIND_COORDINATOR and not self._upstream_coordinator and (
                 found := self._find_group_coordinator(conn, info, frame)
             ):
@@ -768,15 +775,15 @@ class CoordinatorProxy:
                 self._answer(slot, found)
             else:
                 record.handled_by = "upstream"
-                await self._forward(conn, info, frame, slot, dispatched, record)
+                await self._forward(ex)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("connection %s: %s v%s failed; closing", conn.id, record.api_name, info.api_version)
             self._close_conn(conn)
         finally:
-            if not dispatched.done():
-                dispatched.set_result(None)
+            if not ex.dispatched.done():
+                ex.dispatched.set_result(None)
 
     def _mark_ready(self, slot: asyncio.Future[bytes], record: RequestRecord) -> None:
         if not slot.cancelled():
@@ -788,19 +795,12 @@ class CoordinatorProxy:
             slot.set_result(data)
 
     # ------------------------------------------------------------------ coordinator requests
-    async def _serve_model(
-        self,
-        conn: _Conn,
-        info: frames.RequestHeaderInfo,
-        frame: bytes,
-        slot: asyncio.Future[bytes] | None,
-        record: RequestRecord,
-        dispatched: asyncio.Future[None],
-    ) -> None:
+    async def _serve_model(self, ex: _Exchange) -> None:
+        conn, info, slot, record = ex.conn, ex.info, ex.slot, ex.record
         while conn.model_pending is not None and not conn.model_pending.done():
             await asyncio.wait([conn.model_pending])
         api, version = info.api_key, info.api_version
-        body = frames.decode_request_body(api, version, frame)
+        body = frames.decode_request_body(api, version, ex.frame)
         try:
             _model_wire.check_string_lengths(body)
         except _model_wire.MalformedRequestError as exc:
@@ -833,7 +833,7 @@ class CoordinatorProxy:
             self._reschedule()
         pending: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         conn.model_pending = pending
-        dispatched.set_result(None)
+        ex.dispatched.set_result(None)
 
         def on_done(_response: Any) -> None:
             if not all(r.done for r in replies) or pending.done():
@@ -889,15 +889,8 @@ class CoordinatorProxy:
         return frames.encode_response(api, version_out, info.correlation_id, body_out)
 
     # ------------------------------------------------------------------ forwarding
-    async def _forward(
-        self,
-        conn: _Conn,
-        info: frames.RequestHeaderInfo,
-        frame: bytes,
-        slot: asyncio.Future[bytes] | None,
-        dispatched: asyncio.Future[None],
-        record: RequestRecord,
-    ) -> None:
+    async def _forward(self, ex: _Exchange) -> None:
+        conn, info, frame, slot = ex.conn, ex.info, ex.frame, ex.slot
         if conn.upstream is None:
             listener = conn.listener
             conn.upstream = _Upstream(listener.upstream_host, listener.upstream_port)
@@ -908,7 +901,7 @@ class CoordinatorProxy:
         except (ConnectionError, OSError):
             self._close_conn(conn)
             return
-        dispatched.set_result(None)
+        ex.dispatched.set_result(None)
         if future is None:
             return
         try:
@@ -922,12 +915,12 @@ class CoordinatorProxy:
             fixed = await self._fix_latest_offsets(conn.listener, info.api_version, frame, raw)
             if fixed is not None:
                 raw = fixed
-                record.handled_by = "upstream-fixed"
+                ex.record.handled_by = "upstream-fixed"
         elif info.api_key == tansu.FETCH and self._fix_fetch_limits:
             trimmed = tansu.trim_fetch(info.api_version, frame, raw)
             if trimmed is not None:
                 raw = trimmed
-                record.handled_by = "upstream-fixed"
+                ex.record.handled_by = "upstream-fixed"
         self._answer(slot, raw)
 
     async def _fix_latest_offsets(self, listener: _Listener, version: int, frame: bytes, raw: bytes) -> bytes | None:

@@ -9,7 +9,7 @@ when it moves the leadership is effectively arbitrary; the model uses join order
 from __future__ import annotations
 
 import enum
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -42,8 +42,8 @@ _VALID_PREVIOUS: Final[dict[GroupState, frozenset[GroupState]]] = {
 
 
 @attrs.define(kw_only=True, eq=False)
-class Member:
-    """One member (Kafka ``ClassicGroupMember``), with its parked replies."""
+class MemberRecord:
+    """What a live member and its stored record share: who it is and its two timeouts."""
 
     member_id: str
     group_instance_id: str | None
@@ -51,6 +51,16 @@ class Member:
     client_host: str
     rebalance_timeout_ms: int
     session_timeout_ms: int
+
+    def record_fields(self) -> dict[str, Any]:
+        """These fields by name, to build the other kind of record of the same member."""
+        return {field.name: getattr(self, field.name) for field in attrs.fields(MemberRecord)}
+
+
+@attrs.define(kw_only=True, eq=False)
+class Member(MemberRecord):
+    """One member (Kafka ``ClassicGroupMember``), with its parked replies."""
+
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]
     assignment: bytes = b""
@@ -88,15 +98,9 @@ class Member:
 
 
 @attrs.frozen(kw_only=True)
-class PersistedMember:
+class PersistedMember(MemberRecord):
     """A member as the GroupMetadata record in ``__consumer_offsets`` stores it."""
 
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
     metadata: bytes
     assignment: bytes
 
@@ -274,12 +278,7 @@ class Group:
             leader_id=self.leader_id if self.members else None,
             members=tuple(
                 PersistedMember(
-                    member_id=member.member_id,
-                    group_instance_id=member.group_instance_id,
-                    client_id=member.client_id,
-                    client_host=member.client_host,
-                    rebalance_timeout_ms=member.rebalance_timeout_ms,
-                    session_timeout_ms=member.session_timeout_ms,
+                    **member.record_fields(),
                     metadata=member.metadata(self.protocol_name),
                     assignment=member.assignment,
                 )
@@ -298,12 +297,7 @@ class Group:
         for stored in persisted.members:
             group.add(
                 Member(
-                    member_id=stored.member_id,
-                    group_instance_id=stored.group_instance_id,
-                    client_id=stored.client_id,
-                    client_host=stored.client_host,
-                    rebalance_timeout_ms=stored.rebalance_timeout_ms,
-                    session_timeout_ms=stored.session_timeout_ms,
+                    **stored.record_fields(),
                     protocol_type=persisted.protocol_type or "",
                     protocols=((persisted.protocol_name or "", stored.metadata),),
                     assignment=stored.assignment,

@@ -107,26 +107,16 @@ class FaultProfile:
     enabled: bool = True
 
 
+@attrs.frozen(eq=False)
 class _Pending:
     """One request on a connection: how to run it at the broker and how to answer the client."""
 
-    __slots__ = ("answer", "api", "fail", "run", "sent_at", "timeout_s")
-
-    def __init__(
-        self,
-        api: str,
-        run: Callable[[Callable[[Any], None]], None],
-        answer: Callable[[Any], None],
-        fail: Callable[[str], None],
-        timeout_s: float,
-        sent_at: float,
-    ) -> None:
-        self.api = api
-        self.run = run
-        self.answer = answer
-        self.fail = fail
-        self.timeout_s = timeout_s
-        self.sent_at = sent_at
+    api: str
+    run: Callable[[Callable[[Any], None]], None]
+    answer: Callable[[Any], None]
+    fail: Callable[[str], None]
+    timeout_s: float
+    sent_at: float
 
 
 class Connection:

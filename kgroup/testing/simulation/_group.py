@@ -23,7 +23,7 @@ from kgroup.testing.simulation._aio import run_coroutine
 from kgroup.testing.simulation._cluster import SimCluster
 from kgroup.testing.simulation._invariants import Checker, Violation
 from kgroup.testing.simulation._run import _as_records
-from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
+from kgroup.testing.simulation._scheduler import Scheduler, SimThread
 from kgroup.testing.simulation._transport import SimRuntime, SimTransport
 from kgroup.types import ConsumerRecord, TopicPartition
 
@@ -264,11 +264,7 @@ class SimulatedGroup:
     def violations(self) -> list[Violation]:
         """Stop the group and return every broken property (also each member thread's error)."""
         self.close()
-        for member in self.members.values():
-            error = member.thread.error
-            if error is not None and not isinstance(error, Killed):
-                self.checker.fail("application raised", f"{member.name}: {error!r}")
-        self.checker.check_duplicates()
+        self.checker.check_end(((m.name, m.thread.error) for m in self.members.values()), "application raised")
         return list(self.checker.violations)
 
     def check(self) -> None:

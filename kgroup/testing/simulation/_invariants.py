@@ -29,12 +29,13 @@ Checked at the end of a run:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 
 from kgroup.protocol import group_api as mt
 from kgroup.protocol.consumer_protocol import decode_assignment
+from kgroup.testing.simulation._scheduler import Killed
 from kgroup.types import ConsumerRecord, TopicPartition
 
 __all__ = ["Checker", "Violation"]
@@ -214,6 +215,13 @@ class Checker:
                 self._committed[tp] = max(previous, offset)
 
     # ------------------------------------------------------------------ end of run
+    def check_end(self, thread_errors: Iterable[tuple[str, BaseException | None]], rule: str) -> None:
+        """At a run's end: each application thread's error (as ``rule``; a kill is none), then the duplicates."""
+        for name, error in thread_errors:
+            if error is not None and not isinstance(error, Killed):
+                self.fail(rule, f"{name}: {error!r}")
+        self.check_duplicates()
+
     def check_duplicates(self) -> None:
         """Every duplicate hand-out must be explained by its first holder's later trouble."""
         for tp, offset, first_who, first_at, again_who in self._duplicates:

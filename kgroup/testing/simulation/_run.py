@@ -47,7 +47,7 @@ from kgroup.testing.coordinator._consumer_group import GROUP_EPOCH_BUMPED
 from kgroup.testing.coordinator._events import MEMBER_REMOVED
 from kgroup.testing.simulation._cluster import FaultProfile, SimCluster, topic_id
 from kgroup.testing.simulation._invariants import Checker, Violation
-from kgroup.testing.simulation._scheduler import Killed, Scheduler, SimThread
+from kgroup.testing.simulation._scheduler import Scheduler, SimThread
 from kgroup.testing.simulation._transport import SimRuntime, SimTransport
 from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, TopicPartition
 
@@ -941,11 +941,9 @@ class Simulation:
         finally:
             logger.setLevel(level)
             sched.shutdown()
-        for inc in self.incarnations.values():
-            error = inc.thread.error
-            if error is not None and not isinstance(error, Killed):
-                self.checker.fail("application thread raised", f"{inc.name}: {error!r}")
-        self.checker.check_duplicates()
+        self.checker.check_end(
+            ((inc.name, inc.thread.error) for inc in self.incarnations.values()), "application thread raised"
+        )
         rebalances = sum(1 for e in self.cluster.model.events if e.kind == "rebalance_started")
         if self._consumer:
             rebalances = sum(1 for e in self.cluster.consumer_model.events if e.kind == GROUP_EPOCH_BUMPED)
