@@ -124,7 +124,7 @@ def test_a_fenced_generation_fails_the_offsets_and_the_transaction_aborts() -> N
 
 def test_consumer_group_metadata_is_kafka_pythons_value() -> None:
     assert isinstance(META, ConsumerGroupMetadata)
-    assert META == ConsumerGroupMetadata("billing", 5, "member-1", "pod-0", KafkaMemberState.STABLE)
+    assert ConsumerGroupMetadata("billing", 5, "member-1", "pod-0", KafkaMemberState.STABLE) == META
     assert consumer_group_metadata("g", -1, "", None, MemberState.UNJOINED).state == KafkaMemberState.UNJOINED
     assert consumer_group_metadata("g", 3, "m", None, MemberState.JOINING).state == KafkaMemberState.REBALANCING
 
