@@ -6,6 +6,11 @@ example's ``--serve`` loop, able to freeze itself mid-transaction) copy every or
 ``KafkaProducer`` with its offsets (``send_offsets_to_transaction(offsets,
 consumer.group_metadata())``, offsets in kgroup's types). While they run:
 
+Under both group protocols: the classic one on the session's Apache Kafka, the member's own
+``session_timeout_ms`` 6 s; the consumer protocol (KIP-848) on the node of
+``test_kip848_session_timer.session_broker`` (the group's session timeout lowered to 6 s), its
+member epoch in ``group_metadata()``'s generation.
+
 * ``crashed`` is killed with SIGKILL (an open transaction left to the transaction timeout, its
   partitions' next owner waiting for it: the OffsetFetch of a read_committed consumer asks for
   stable offsets);
@@ -40,6 +45,10 @@ from kgroup.testing import create_topic, produce
 
 from .eos_worker import load_example
 from .harness import wait_until
+from .test_kip848_session_timer import (  # session_broker: that module's node, shared
+    _set_group_session_timeout,
+    session_broker,  # noqa: F401
+)
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
@@ -83,18 +92,29 @@ class Worker:
         return f"--- {self.name} (exit {self.proc.poll()}):\n{self.log()[-3000:]}"
 
 
-@pytest.mark.parametrize("group_protocol", ["classic"])
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
 def test_every_order_once_through_a_crash_and_a_zombie(
-    group_protocol: str, kafka_bootstrap: str, tmp_path: Path
+    group_protocol: str, broker_kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     example = load_example()
     started = time.monotonic()
     suffix = uuid.uuid4().hex[:8]
     topic_in, topic_out, group = f"eos-in-{suffix}", f"eos-out-{suffix}", f"eos-{suffix}"
+    if group_protocol == "classic":  # the member's session_timeout_ms (SESSION_TIMEOUT_MS below)
+        kafka_bootstrap: str = request.getfixturevalue("kafka_bootstrap")
+    else:  # the group's session timeout, on a node that allows 6 s (KIP-848: the broker's to set)
+        kafka_bootstrap = request.getfixturevalue("session_broker").bootstrap_servers
+        _set_group_session_timeout(kafka_bootstrap, group, SESSION_TIMEOUT_MS)
     create_topic(kafka_bootstrap, topic_in, PARTITIONS)
     create_topic(kafka_bootstrap, topic_out, PARTITIONS)
     orders = [f"order-{i}" for i in range(ORDERS)]
     produce(kafka_bootstrap, topic_in, ((o.encode(), o.encode()) for o in orders), timeout_s=120)
+    marks: list[str] = []
+
+    def mark(what: str) -> None:
+        marks.append(f"{time.monotonic() - started:6.1f} s  {what}")
+
+    mark(f"{ORDERS} orders in {topic_in} ({group_protocol} protocol)")
     stop_file = tmp_path / "stop-now"
     env = {
         **os.environ,
@@ -111,11 +131,6 @@ def test_every_order_once_through_a_crash_and_a_zombie(
         "survivor": Worker("survivor", tmp_path, env),
     }
     crashed, zombie, survivor = workers["crashed"], workers["zombie"], workers["survivor"]
-    marks: list[str] = []
-
-    def mark(what: str) -> None:
-        marks.append(f"{time.monotonic() - started:6.1f} s  {what}")
-
     try:
         wait_until(lambda: all(w.commits() >= 1 for w in workers.values()), 180,
                    "every worker committing transactions")
