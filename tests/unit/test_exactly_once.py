@@ -203,3 +203,28 @@ def test_group_metadata_keeps_the_generation_the_member_lost() -> None:
     # polling again rejoins: a new generation
     assert group.run_until(lambda: consumer.group_metadata().generation_id > held.generation_id, 60)
     group.close()
+
+
+def test_the_asyncio_consumer_gives_the_same_group_metadata() -> None:
+    """``kgroup.aio.Consumer.group_metadata()``: the wrapped consumer's, kafka-python's value."""
+    from kgroup import aio
+
+    group = SimulatedGroup({TOPIC: 2}, seed=5)
+    seen: list[Any] = []
+
+    async def app(consumer: aio.Consumer[bytes, bytes], running: Any) -> None:
+        seen.append(consumer.group_metadata())  # before joining
+        await consumer.subscribe([TOPIC])
+        while running():
+            await consumer.poll(100)
+            if len(consumer.assignment()) == 2 and len(seen) == 1:
+                seen.append(consumer.group_metadata())
+        await consumer.close()
+
+    group.add_member("a", app)
+    assert group.run_until(lambda: len(seen) == 2, 30)
+    before, joined = seen
+    assert isinstance(before, ConsumerGroupMetadata) and isinstance(joined, ConsumerGroupMetadata)
+    assert (before.generation_id, before.member_id) == (-1, "")
+    assert joined.generation_id > 0 and joined.member_id and joined.group_id == group.group_id
+    group.close()
