@@ -28,6 +28,7 @@ aborted batch is processed again (by this member, or by the partition's next own
 producer error (``ProducerFencedError``: the transaction coordinator gave the transactional id a
 newer epoch, after a transaction timeout or another producer with the same id) cannot be
 aborted: the producer is closed and built again (``init_transactions()`` fences the old one).
+An ``AuthorizationError`` (an ACL) stops the worker: no retry helps.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from kafka.structs import TopicPartition as KafkaTopicPartition
 import kgroup
 
 #: the producer cannot go on after these: close it and build a new one (Java's KafkaProducer docs)
-FATAL = (ProducerFencedError, OutOfOrderSequenceNumberError, AuthorizationError, UnsupportedVersionError)
+FATAL = (ProducerFencedError, OutOfOrderSequenceNumberError, UnsupportedVersionError)
 
 #: ``before_offsets(txn, producer)``: called between the records sent and the offsets sent
 Hook = Callable[[int, KafkaProducer], None]
@@ -159,6 +160,8 @@ def serve(
                 before_offsets(txn, producer)
             producer.send_offsets_to_transaction(next_offsets(records), consumer.group_metadata())
             producer.commit_transaction()
+        except AuthorizationError:  # an ACL refuses the transactional id, the group or a topic
+            raise  # no retry helps: stop (the consumer closes and leaves the group)
         except FATAL as exc:
             print(f"{name}: transaction {txn} failed, producer fenced: {type(exc).__name__}: {exc}", flush=True)
             producer.close(timeout=5)
