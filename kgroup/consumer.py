@@ -743,13 +743,13 @@ class Consumer(PositionsAPI, Generic[K, V]):
         the generation's place, as in Java. Before the member first joined: generation -1 and
         member id "" (Java's ``ConsumerGroupMetadata`` of a new consumer); after it lost its
         generation, the last one it held until it joins again (never -1, which the coordinator
-        would take as "no member" and not fence).
+        would take as "no member" and not fence). Under ``assign()``, no membership: -1 and "".
         """
         from kgroup._io.kafka_transactions import consumer_group_metadata
 
         snap = self._snapshot()
         # a generation or member epoch > 0 is one the member holds (epoch 0: joining; < 0: left)
-        generation = self._held_generation
+        generation = None if self._manual else self._held_generation  # assign(): no membership
         if snap is not None and snap.generation.generation_id > 0:
             generation = snap.generation
         generation_id, member_id = (generation.generation_id, generation.member_id) if generation else (-1, "")

@@ -228,3 +228,30 @@ def test_the_asyncio_consumer_gives_the_same_group_metadata() -> None:
     assert (before.generation_id, before.member_id) == (-1, "")
     assert joined.generation_id > 0 and joined.member_id and joined.group_id == group.group_id
     group.close()
+
+
+def test_group_metadata_under_assign_is_no_member_even_after_a_subscription() -> None:
+    """``assign()`` after ``unsubscribe()``: no membership, generation -1 and no member id (the
+    coordinator takes the TxnOffsetCommit as a simple consumer's), not the generation left."""
+    group = SimulatedGroup({TOPIC: 2}, seed=7)
+    seen: list[Any] = []
+
+    def app(consumer: kgroup.Consumer, running: Any) -> None:
+        consumer.subscribe([TOPIC])
+        while running() and len(consumer.assignment()) < 2:
+            consumer.poll(100)
+        seen.append(consumer.group_metadata())
+        consumer.unsubscribe()
+        consumer.assign([TopicPartition(TOPIC, 0)])
+        consumer.poll(100)
+        seen.append(consumer.group_metadata())
+        while running():
+            consumer.poll(100)
+        consumer.close()
+
+    group.add_member("a", app)
+    assert group.run_until(lambda: len(seen) == 2, 60)
+    joined, assigned = seen
+    assert joined.generation_id > 0 and joined.member_id
+    assert (assigned.generation_id, assigned.member_id) == (-1, "")
+    group.close()
