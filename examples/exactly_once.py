@@ -163,7 +163,7 @@ def serve(
         except AuthorizationError:  # an ACL refuses the transactional id, the group or a topic
             raise  # no retry helps: stop (the consumer closes and leaves the group)
         except FATAL as exc:
-            print(f"{name}: transaction {txn} failed, producer fenced: {type(exc).__name__}: {exc}", flush=True)
+            print(f"{name}: transaction {txn} failed, new producer after {type(exc).__name__}: {exc}", flush=True)
             producer.close(timeout=5)
             producer = make_producer()
             producer.init_transactions()  # a new epoch: the old producer's transaction is aborted

@@ -56,7 +56,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ORDERS = 3000
 PARTITIONS = 6
 SESSION_TIMEOUT_MS = 6000
-FENCED = re.compile(r"zombie: transaction (\d+) (aborted: CommitFailedError|failed, producer fenced)")
+#: the coordinator refused the zombie's offsets (its generation), or the transaction coordinator its
+#: producer (had the transaction outlived its timeout): fenced either way, never committed
+FENCED = re.compile(
+    r"zombie: transaction (\d+) (aborted: CommitFailedError|failed, new producer after ProducerFencedError)"
+)
 
 
 class Worker:
