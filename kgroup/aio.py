@@ -675,7 +675,11 @@ class Consumer(Generic[K, V]):
         return self._sync.assignment()
 
     def group_metadata(self) -> GroupMetadata:
-        """group_id, generation_id, member_id and group_instance_id (Java ``groupMetadata()``)."""
+        """``kgroup.Consumer.group_metadata``: kafka-python's ``ConsumerGroupMetadata`` of the member.
+
+        For ``KafkaProducer.send_offsets_to_transaction(offsets, consumer.group_metadata())``
+        (KIP-447, Java ``KafkaProducer.sendOffsetsToTransaction``; docs/exactly-once.md).
+        """
         return self._sync.group_metadata()
 
     def member_state(self) -> MemberState:

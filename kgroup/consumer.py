@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from kgroup.membership.events import RequestRejoin, Subscribe
     from kgroup.membership.states import MemberState
     from kgroup.metrics import Recorder
-    from kgroup.types import ConsumerRecord, GroupMetadata, OffsetAndMetadata, TopicPartition
+    from kgroup.types import ConsumerRecord, Generation, GroupMetadata, OffsetAndMetadata, TopicPartition
 
 __all__ = ["Consumer"]
 
@@ -97,7 +97,6 @@ _DEFERRED: dict[str, tuple[str, ...]] = {
     "kgroup.membership.events": ("RequestRejoin", "Subscribe"),
     "kgroup.membership.states": ("MemberState",),
     "kgroup.metrics": ("Recorder",),
-    "kgroup.types": ("GroupMetadata",),
 }
 _MODULE_OF: dict[str, str] = {name: module for module, names in _DEFERRED.items() for name in names}
 
@@ -197,6 +196,8 @@ class Consumer(PositionsAPI, Generic[K, V]):
         self._patterns = PatternSubscription(config, self._clock)
         #: the member id under group_protocol="consumer", from the first subscribe() on (KIP-1082)
         self._member_id: str | None = None
+        #: the generation of the last rebalance step run here: group_metadata() once it is reset
+        self._held_generation: Generation | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -513,6 +514,8 @@ class Consumer(PositionsAPI, Generic[K, V]):
 
     def _run_step(self, step: RebalanceStep) -> None:
         """Run one rebalance step's callbacks, then ``StepCompleted`` (the simulator times these)."""
+        if step.generation.generation_id > 0:
+            self._held_generation = step.generation  # group_metadata() after the generation is gone
         self._steps.run(self, step)
 
     def _generation_still(self, step: RebalanceStep) -> bool:
@@ -729,11 +732,30 @@ class Consumer(PositionsAPI, Generic[K, V]):
         return self._assignment
 
     def group_metadata(self) -> GroupMetadata:
-        """group_id, generation_id, member_id and group_instance_id (Java ``groupMetadata()``)."""
+        """The member's identity for transactional offset commits (Java ``KafkaConsumer.groupMetadata()``).
+
+        kafka-python's own ``ConsumerGroupMetadata`` (group_id, generation_id, member_id,
+        group_instance_id, state), as ``KafkaProducer.send_offsets_to_transaction(offsets,
+        consumer.group_metadata())`` takes it: the group coordinator then commits the offsets
+        with the transaction only while this member holds that generation, and fences a
+        member that lost it (KIP-447, Java ``KafkaProducer.sendOffsetsToTransaction``;
+        docs/exactly-once.md). Under ``group_protocol="consumer"`` the member epoch stands in
+        the generation's place, as in Java. Before the member first joined: generation -1 and
+        member id "" (Java's ``ConsumerGroupMetadata`` of a new consumer); after it lost its
+        generation, the last one it held until it joins again (never -1, which the coordinator
+        would take as "no member" and not fence). Under ``assign()``, no membership: -1 and "".
+        """
+        from kgroup._io.kafka_transactions import consumer_group_metadata
+
         snap = self._snapshot()
-        generation_id = snap.generation.generation_id if snap else -1
-        member_id = snap.generation.member_id if snap else ""
-        return GroupMetadata(self._config.group_id, generation_id, member_id, self._config.group_instance_id)
+        # a generation or member epoch > 0 is one the member holds (epoch 0: joining; < 0: left)
+        generation = None if self._manual else self._held_generation  # assign(): no membership
+        if snap is not None and snap.generation.generation_id > 0:
+            generation = snap.generation
+        generation_id, member_id = (generation.generation_id, generation.member_id) if generation else (-1, "")
+        return consumer_group_metadata(
+            self._config.group_id, generation_id, member_id, self._config.group_instance_id, self.member_state()
+        )
 
     def member_state(self) -> MemberState:
         """The membership machine's state (for diagnostics)."""

@@ -2,7 +2,8 @@
 
 Rule 1: every type here is ``attrs.frozen`` and holds only immutable data (tuples, frozensets),
 so a value can cross threads without a lock. (``ConsumerRecord`` is an immutable ``NamedTuple``
-instead, for speed: see its docstring.)
+instead, for speed: see its docstring; ``GroupMetadata`` is a protocol, the fields of the value
+``Consumer.group_metadata()`` returns.)
 Rule 2: nothing here imports kafka-python; the adapter (``kgroup._io.kafka_python``) converts.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol
 
 import attrs
 
@@ -43,6 +44,11 @@ UNKNOWN_MEMBER_ID = ""
 class TopicPartition:
     """A partition of a topic: ``TopicPartition("orders", 3)``.
 
+    It equals, and hashes as, the tuple ``(topic, partition)``, so also kafka-python's
+    ``TopicPartition`` namedtuple: a dict keyed by kgroup's partitions is one kafka-python's
+    ``KafkaProducer.send_offsets_to_transaction`` can take and answer by its own keys
+    (docs/exactly-once.md).
+
     Attributes:
         topic: topic name (str).
         partition: partition number (int, >= 0).
@@ -52,8 +58,22 @@ class TopicPartition:
     topic: str
     partition: int
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TopicPartition):
+            return self.topic == other.topic and self.partition == other.partition
+        if isinstance(other, tuple):
+            return len(other) == 2 and other[0] == self.topic and other[1] == self.partition
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.topic, self.partition))
+
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+def _epoch(leader_epoch: int | None) -> int:
+    return -1 if leader_epoch is None else leader_epoch
 
 
 @attrs.frozen
@@ -63,13 +83,16 @@ class OffsetAndMetadata:
     Attributes:
         offset: the offset of the *next* record to consume (int, >= 0).
         metadata: free-form string stored with the commit (str).
-        leader_epoch: the leader epoch of the last consumed record, if known (KIP-320).
+        leader_epoch: the leader epoch of the last consumed record (KIP-320), -1 when unknown
+            (the wire's spelling, and kafka-python's: ``None`` is taken as -1), so that
+            kafka-python's ``KafkaProducer.send_offsets_to_transaction`` can encode the value
+            as it is (TxnOffsetCommit, KIP-447).
 
     """
 
     offset: int
     metadata: str = ""
-    leader_epoch: int | None = None
+    leader_epoch: int = attrs.field(default=-1, converter=_epoch)
 
 
 @attrs.frozen
@@ -127,14 +150,45 @@ class Generation:
         return self.generation_id != NO_GENERATION
 
 
-@attrs.frozen
-class GroupMetadata:
-    """What ``Consumer.group_metadata()`` returns (Java ``ConsumerGroupMetadata``)."""
+class GroupMetadata(Protocol):
+    """What ``Consumer.group_metadata()`` returns (Java ``ConsumerGroupMetadata``).
 
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
+    The value is kafka-python's own ``kafka.structs.ConsumerGroupMetadata`` (a namedtuple with
+    these fields, and ``state``), so that kafka-python's
+    ``KafkaProducer.send_offsets_to_transaction(offsets, consumer.group_metadata())`` takes it as
+    it is: the group coordinator fences a transactional offset commit of a member that is no
+    longer in the generation (KIP-447; docs/exactly-once.md).
+
+    Attributes:
+        group_id: the consumer's group.
+        generation_id: the generation the member holds, or under ``group_protocol="consumer"``
+            its member epoch, as Java's ``AsyncKafkaConsumer`` puts it there; -1 before the
+            member first joined. After the member lost its generation it stays the last one
+            it held until it joins again, so that a commit from the old one is fenced.
+        member_id: the member id ("" before the member first joined).
+        group_instance_id: the static member's ``group_instance_id`` (KIP-345), else None.
+
+    """
+
+    @property
+    def group_id(self) -> str:
+        """The consumer's group."""
+        ...
+
+    @property
+    def generation_id(self) -> int:
+        """The generation, or member epoch, the member holds (-1 before it first joined)."""
+        ...
+
+    @property
+    def member_id(self) -> str:
+        """The member id ("" before the member first joined)."""
+        ...
+
+    @property
+    def group_instance_id(self) -> str | None:
+        """The static member's ``group_instance_id``, else None."""
+        ...
 
 
 if TYPE_CHECKING or sys.version_info >= (3, 11):  # a generic NamedTuple needs Python 3.11

@@ -4,8 +4,8 @@ and exit code, the example itself unchanged.
 On ``[tansu]`` an example starts its own embedded broker (``kgroup.testing.start_broker()``
 with ``KGROUP_BROKER=tansu``); on ``[apache-kafka]`` the quickstart starts its own Apache Kafka
 (``KGROUP_BROKER=apache-kafka python examples/quickstart.py``, as the README says) and the static
-membership example is pointed at the session's Apache Kafka with ``KGROUP_BOOTSTRAP_SERVERS``,
-so that Kafka's own coordinator, not the coordinator proxy the example puts in front of an
+membership and exactly-once examples are pointed at the session's Apache Kafka with
+``KGROUP_BOOTSTRAP_SERVERS``, so that Kafka's own coordinator, not the coordinator proxy the example puts in front of an
 embedded broker, serves its group. With ``KGROUP_BOOTSTRAP_SERVERS`` set for the whole run, every
 example uses that cluster (inherited from this environment).
 """
@@ -82,3 +82,19 @@ def test_quickstart_passes_on_apache_kafka(broker_kind):
     if broker_kind == "apache-kafka":
         assert any(line.startswith("kafka broker: apache kafka") for line in lines), report(result)
     print(f"\nquickstart on {broker_kind}: {took:.1f} s; {lines[-1]}")
+
+
+@pytest.mark.broker_kinds("apache-kafka")
+def test_exactly_once_example_passes(broker_kind, request):
+    """examples/exactly_once.py's demo on the session's Apache Kafka: two transactional workers,
+    one killed with SIGKILL half way; every order in the read_committed output exactly once."""
+    env = broker_env(broker_kind)
+    if broker_kind == "apache-kafka":  # the session's node, rather than one more of its own
+        env = {BOOTSTRAP_ENV_VAR: request.getfixturevalue("kafka_bootstrap")}
+    started = time.monotonic()
+    result = run_example("exactly_once.py", timeout_s=400, RECORDS="1000", **env)
+    lines = result.stdout.strip().splitlines()
+    assert result.returncode == 0, report(result)
+    assert lines and lines[-1].startswith("PASS: 1000/1000 orders copied exactly once"), report(result)
+    assert any(line.startswith("worker-0 killed") for line in lines), report(result)
+    print(f"\nexactly_once on {broker_kind}: {time.monotonic() - started:.1f} s; {lines[-1]}")
