@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kgroup._driver.port import GroupPort
     from kgroup._io.transport import Transport
     from kgroup.config import ConsumerConfig
-    from kgroup.types import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+    from kgroup.types import OffsetAndMetadata, OffsetAndTimestamp, PartitionInfo, TopicPartition
 
 __all__ = ["ConsumerState", "PositionsAPI"]
 
@@ -203,6 +203,53 @@ class PositionsAPI:
         if not wanted:
             return {}
         return self._lookups.offsets_for_times(self._ensure_transport(), wanted, timeout_ms)
+
+    def list_topics(self: ConsumerState, *, timeout_ms: int | None = None) -> dict[str, list[PartitionInfo]]:
+        """Every topic in the cluster with its partitions (Metadata; Java ``listTopics``).
+
+        Internal topics (``__consumer_offsets``, ...) are listed too, as Java's are; no
+        subscription is needed. Partitions in ascending order, each with its leader (-1 while
+        it has none) and its replicas' racks.
+
+        Args:
+            timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
+
+        Returns:
+            ``{topic: [PartitionInfo, ...]}``.
+
+        Raises:
+            KafkaTimeoutError: no answer within ``timeout_ms``.
+            TopicAuthorizationFailedError: the broker refused to describe a topic.
+            WakeupError: ``wakeup()`` interrupted the call.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        self._check_open()
+        return self._lookups.list_topics(self._ensure_transport(), timeout_ms)
+
+    def partitions_for(self: ConsumerState, topic: str, *, timeout_ms: int | None = None) -> list[PartitionInfo]:
+        """The partitions of ``topic`` (Metadata; Java ``partitionsFor``).
+
+        Args:
+            topic: a topic name (any topic, subscribed or not).
+            timeout_ms: the longest to wait, in ms (default: default_api_timeout_ms).
+
+        Returns:
+            ``[PartitionInfo, ...]`` in partition order; ``[]`` when the topic does not exist
+            (no topic is created).
+
+        Raises:
+            TypeError: ``topic`` is not a non-empty ``str``.
+            KafkaTimeoutError: no answer within ``timeout_ms``.
+            TopicAuthorizationFailedError: the broker refused to describe the topic.
+            WakeupError: ``wakeup()`` interrupted the call.
+            ConsumerClosedError: after ``close()``.
+
+        """
+        if not isinstance(topic, str) or not topic:
+            raise TypeError(f"partitions_for() takes a topic name (a non-empty str), got {topic!r}")
+        self._check_open()
+        return self._lookups.partitions_for(self._ensure_transport(), topic, timeout_ms)
 
     def highwater(self: ConsumerState, tp: TopicPartition) -> int | None:
         """The high watermark of ``tp`` from its last fetch response, or None before one.

@@ -90,6 +90,7 @@ from kgroup.types import (
     K,
     OffsetAndMetadata,
     OffsetAndTimestamp,
+    PartitionInfo,
     TopicPartition,
     V,
 )
@@ -611,6 +612,16 @@ class Consumer(Generic[K, V]):
         return await self._call(
             lambda: self._sync.offsets_for_times(wanted, timeout_ms=timeout_ms), interruptible=True
         )
+
+    async def list_topics(self, *, timeout_ms: int | None = None) -> dict[str, list[PartitionInfo]]:
+        """``kgroup.Consumer.list_topics`` (Metadata; Java ``listTopics``)."""
+        self._check_usable(None)
+        return await self._call(lambda: self._sync.list_topics(timeout_ms=timeout_ms), interruptible=True)
+
+    async def partitions_for(self, topic: str, *, timeout_ms: int | None = None) -> list[PartitionInfo]:
+        """``kgroup.Consumer.partitions_for`` (Metadata; Java ``partitionsFor``)."""
+        self._check_usable(None)
+        return await self._call(lambda: self._sync.partitions_for(topic, timeout_ms=timeout_ms), interruptible=True)
 
     # ------------------------------------------------------------------ pause / resume
     def pause(self, partitions: Iterable[TopicPartition]) -> None:

@@ -6,6 +6,8 @@
   with its pending OffsetFetch). ``position()`` retries until its deadline.
 * ``beginning_offsets``, ``end_offsets`` and ``offsets_for_times`` send ListOffsets through the
   transport and retry partitions without an answer (no leader yet, a disconnect) until theirs.
+* ``list_topics`` and ``partitions_for`` send Metadata (Java ``TopicMetadataFetcher``) and retry
+  a request without an answer until theirs.
 
 Every wait goes through the mailbox (``wakeup()`` ends it) and every retry through
 ``kgroup._retry``, on the injected clock; running out of time raises ``KafkaTimeoutError``.
@@ -22,7 +24,7 @@ from kgroup._retry import Deadline
 from kgroup.errors import Api, KafkaTimeoutError, NoOffsetForPartitionError
 from kgroup.membership import events as ev
 from kgroup.membership.timers import exponential_backoff
-from kgroup.types import OffsetAndTimestamp, TopicPartition
+from kgroup.types import OffsetAndTimestamp, PartitionInfo, TopicPartition
 
 if TYPE_CHECKING:
     from kgroup._clock import Clock
@@ -237,6 +239,44 @@ class OffsetLookups:
                 f"{spec} offsets of {missing.args[0]} not found within {timeout} ms "
                 "(no leader, or the topic or partition does not exist)"
             ) from None
+
+    # ------------------------------------------------------------------ Metadata
+    def list_topics(self, transport: Transport, timeout_ms: int | None) -> dict[str, list[PartitionInfo]]:
+        """``Consumer.list_topics``: every topic's partitions, internal ones too (Java ``listTopics``)."""
+        timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
+        deadline = Deadline.after_ms(self._clock, timeout)
+
+        def attempt() -> dict[str, list[PartitionInfo]]:
+            names: frozenset[str] = self._await(
+                "list_topics", lambda ms: transport.list_topics(ms, exclude_internal=False), deadline.remaining_ms()
+            )
+            if not names:
+                return {}
+            found = self._await(
+                "list_topics", lambda ms: transport.describe_topics(names, ms), deadline.remaining_ms()
+            )
+            return {topic: sorted(parts, key=lambda p: p.partition) for topic, parts in sorted(found.items())}
+
+        return self._metadata(attempt, deadline, "list_topics", timeout)
+
+    def partitions_for(self, transport: Transport, topic: str, timeout_ms: int | None) -> list[PartitionInfo]:
+        """``Consumer.partitions_for``: the topic's partitions, [] for a topic that does not exist."""
+        timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
+        deadline = Deadline.after_ms(self._clock, timeout)
+
+        def attempt() -> list[PartitionInfo]:
+            found = self._await(
+                "partitions_for", lambda ms: transport.describe_topics((topic,), ms), deadline.remaining_ms()
+            )
+            return sorted(found.get(topic, ()), key=lambda p: p.partition)
+
+        return self._metadata(attempt, deadline, f"partitions_for({topic!r})", timeout)
+
+    def _metadata(self, attempt: Callable[[], T], deadline: Deadline, what: str, timeout: int) -> T:
+        try:
+            return self._retry(attempt, deadline, what)
+        except _TransportFailed as failed:
+            raise KafkaTimeoutError(f"{what}: no answer within {timeout} ms ({failed})") from None
 
     def _retry(self, attempt: Callable[[], T], deadline: Deadline, what: str) -> T:
         backoff = exponential_backoff(self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)

@@ -490,17 +490,20 @@ class KafkaPythonTransport(KafkaNetwork):
         super().__init__(config)
         self._fetcher: RecordFetcher | None = None
 
-    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
-        """The names of every topic in the cluster (a Metadata request for all), for pattern subscriptions.
+    def list_topics(
+        self, timeout_ms: int, *, exclude_internal: bool | None = None
+    ) -> concurrent.futures.Future[frozenset[str]]:
+        """The names of every topic in the cluster (a Metadata request for all).
 
-        With ``exclude_internal_topics`` (Java's ``exclude.internal.topics``, default true) but
-        the internal ones (``__consumer_offsets``, ``__transaction_state``, ...): those never match
-        a pattern subscription.
+        For pattern subscriptions and ``Consumer.list_topics``. With ``exclude_internal`` (None:
+        the consumer's ``exclude_internal_topics``, Java's ``exclude.internal.topics``, default
+        true) without the internal ones (``__consumer_offsets``, ``__transaction_state``, ...).
         """
         request = lambda: MetadataRequest(  # noqa: E731 - built on the IO thread
             topics=None, allow_auto_topic_creation=False, max_version=METADATA_MAX
         )
-        exclude_internal = self._config.exclude_internal_topics
+        if exclude_internal is None:
+            exclude_internal = self._config.exclude_internal_topics
         return self._bridge(
             request, self._manager.least_loaded_node, timeout_ms,
             lambda r: topic_names(r, exclude_internal=exclude_internal),

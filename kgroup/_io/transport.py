@@ -278,10 +278,13 @@ class Transport(ClusterPort, Protocol):
         """Send a group request; the future yields the matching response event."""
         ...
 
-    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
+    def list_topics(
+        self, timeout_ms: int, *, exclude_internal: bool | None = None
+    ) -> concurrent.futures.Future[frozenset[str]]:
         """The cluster's topic names, for pattern subscriptions (without the internal ones by default).
 
-        The internal topics are left out unless ``exclude_internal_topics`` is False.
+        The internal topics are left out if ``exclude_internal`` says so (None: unless the
+        consumer's ``exclude_internal_topics`` is False).
         """
         ...
 

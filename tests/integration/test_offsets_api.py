@@ -97,3 +97,32 @@ def test_seek_to_end_and_beginning_move_assigned_partitions(kafka_bootstrap, top
         got = poll_records(consumer, 5)
         assert sorted((r.partition, r.offset) for r in got) == [(1, i) for i in range(5)]
         assert consumer.position(tp0) == 7
+
+
+def test_list_topics_and_partitions_for_need_no_subscription(kafka_bootstrap, topic_factory, group_id_factory):
+    """Java ``listTopics``/``partitionsFor`` (aiokafka ``topics()``/``partitions_for_topic()``):
+    Metadata for any topic, no subscription; a topic that does not exist has no partitions and
+    is not created; the asyncio consumer answers the same."""
+    import asyncio
+
+    import kgroup.aio
+
+    topic = topic_factory(partitions=3)
+    missing = f"never-created-{time.monotonic_ns()}"
+    with _consumer(kafka_bootstrap, group_id_factory()) as consumer:
+        parts = consumer.partitions_for(topic)
+        assert [p.partition for p in parts] == [0, 1, 2]
+        assert all(p.leader >= 0 for p in parts)
+        listed = consumer.list_topics(timeout_ms=30000)
+        assert [p.partition for p in listed[topic]] == [0, 1, 2]
+        assert consumer.partitions_for(missing) == []
+        assert missing not in consumer.list_topics()
+        with pytest.raises(TypeError):
+            consumer.partitions_for("")
+
+    async def from_asyncio() -> list[int]:
+        async with kgroup.aio.Consumer(bootstrap_servers=kafka_bootstrap, group_id=group_id_factory()) as consumer:
+            assert topic in await consumer.list_topics()
+            return [p.partition for p in await consumer.partitions_for(topic)]
+
+    assert asyncio.run(from_asyncio()) == [0, 1, 2]

@@ -318,8 +318,10 @@ class SimTransport:
         parts = list(partitions)
         return self._later(lambda: {tp: 0 if spec == "earliest" else self._cluster.log_end.get(tp, 0) for tp in parts})
 
-    def list_topics(self, timeout_ms: int) -> concurrent.futures.Future[frozenset[str]]:
-        """The simulated cluster's topics."""
+    def list_topics(
+        self, timeout_ms: int, *, exclude_internal: bool | None = None
+    ) -> concurrent.futures.Future[frozenset[str]]:
+        """The simulated cluster's topics (it has no internal ones)."""
         return self._later(lambda: frozenset(self._cluster.topics))
 
     def offsets_for_times(
