@@ -107,7 +107,9 @@ def topic_names(response: Any, *, exclude_internal: bool) -> frozenset[str]:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    """``Type: message``, the type named once (kafka-python's errors start their text with it)."""
+    text, name = str(exc), type(exc).__name__
+    return text if text.startswith(name) else f"{name}: {text}"
 
 
 class KafkaNetwork:

@@ -5,7 +5,9 @@ While a broker is unreachable, kafka-python logs each connection attempt, failur
 kafka-python's network loggers lets the first of a kind through, drops the same message
 (decimal numbers aside: backoff seconds) for ``window_s``, and then lets it through again with
 "(N similar messages suppressed)". Distinct messages are never dropped: a different node id or
-port is a different message. kgroup's own loggers are not filtered (a coordinator that moved
+port is a different message. A refused connection (ECONNREFUSED: no broker listening there yet,
+a broker restarting) is routine for a client that retries: kafka-python logs it at ERROR, the
+filter passes it on at WARNING. kgroup's own loggers are not filtered (a coordinator that moved
 must always be logged). Installed when the network client is first created; docs/production.md
 ("An unreachable cluster, and logging") says so.
 """
@@ -27,6 +29,9 @@ CHATTY = (
     "kafka.conn",
     "kafka.client",
 )
+
+#: a refused connection, routine while a broker starts or restarts (logged at WARNING, not ERROR)
+_REFUSED = re.compile(r"ECONNREFUSED|Connection refused", re.IGNORECASE)
 
 #: what varies between repeats of one message: backoff and wait times in seconds
 _DECIMALS = re.compile(r"\d+\.\d+")
@@ -61,6 +66,8 @@ class RepeatFilter(logging.Filter):
         if suppressed:
             record.msg = f"{record.getMessage()} ({suppressed} similar messages suppressed)"
             record.args = ()
+        if record.levelno == logging.ERROR and _REFUSED.search(key[1]):
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
         return True
 
 

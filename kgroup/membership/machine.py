@@ -76,6 +76,7 @@ from kgroup.membership.commands import (
 )
 from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.log_throttle import LogThrottle
 from kgroup.membership.machine_config import MachineConfig, machine_config
 from kgroup.membership.states import (
     ANSWERS,
@@ -144,6 +145,9 @@ class GroupMachine:
         self._subscription: frozenset[str] = frozenset()
         self._joined_subscription: frozenset[str] = frozenset()
         self._coordinator = CoordinatorState()
+        #: repeated request failures are logged once per cause and interval (a lookup retried
+        #: at every backoff against an unreachable cluster)
+        self._failure_log = LogThrottle()
         self._in_flight: dict[int, InFlight] = {}
         self._next_request_id = 1
         self._next_step_id = 1
@@ -698,6 +702,7 @@ class GroupMachine:
         disposition = classify(Api.FIND_COORDINATOR, event.error_code)
         if disposition is Disposition.OK:
             self._coordinator = self._coordinator.found(event.node_id)
+            self._failure_log.forget()
             self._heartbeat = self._heartbeat.reset(now)
             log.info(
                 "group %s: discovered coordinator %s at %s:%s",
@@ -901,7 +906,14 @@ class GroupMachine:
     def _on_request_failed(self, event: ev.RequestFailed, now: float, out: list[Command]) -> None:
         sent = self._answered(event.request_id)
         request = sent.request
-        log.info("group %s: %s request failed: %s", self._config.group_id, request.value, event.reason)
+        held = self._failure_log.admit((request, event.reason), now)
+        if held is None:
+            log.debug("group %s: %s request failed: %s", self._config.group_id, request.value, event.reason)
+        else:
+            log.info(
+                "group %s: %s request failed: %s%s", self._config.group_id, request.value, event.reason,
+                f" ({held} more since it was last logged)" if held else "",
+            )
         if request is Request.FIND_COORDINATOR:
             self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
         elif request is Request.LEAVE_GROUP:

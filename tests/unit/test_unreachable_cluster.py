@@ -115,3 +115,21 @@ def test_repeat_filter_never_hides_another_node_and_leaves_kgroup_alone() -> Non
     assert f.filter(record("node 3: connection lost", 1.5))  # another node: another message
     # kgroup's own logs (a coordinator that moved) are never filtered
     assert not any(name.startswith("kgroup") for name in CHATTY)
+
+
+def test_a_refused_connection_is_passed_on_at_warning_other_errors_stay_errors() -> None:
+    """kafka-python logs ECONNREFUSED (no broker listening yet, a broker restarting) at ERROR;
+    for a client that retries it is routine: the filter passes it on at WARNING."""
+    f = RepeatFilter(window_s=10)
+
+    def record(msg: str, t: float) -> logging.LogRecord:
+        r = logging.LogRecord("kafka.net.manager", logging.ERROR, __file__, 1, msg, (), None)
+        r.created = t
+        return r
+
+    refused = record("Connection failed: KafkaConnectionError: 111 ECONNREFUSED", 1.0)
+    assert f.filter(refused)
+    assert (refused.levelno, refused.levelname) == (logging.WARNING, "WARNING")
+    other = record("Bootstrap failed: KafkaTimeoutError: Unable to bootstrap from 127.0.0.1:1", 1.0)
+    assert f.filter(other)
+    assert other.levelno == logging.ERROR
