@@ -37,9 +37,13 @@ def test_against_an_unreachable_cluster_the_lookup_failure_is_logged_once(caplog
     consumer = kgroup.Consumer(bootstrap_servers="127.0.0.1:1", group_id="g", default_api_timeout_ms=3000)
     try:
         consumer.subscribe(["t"])
-        with pytest.raises(ClusterUnreachableError):
+
+        def poll_until_it_gives_up() -> None:
             for _ in range(100):
                 consumer.poll(200)
+
+        with pytest.raises(ClusterUnreachableError):
+            poll_until_it_gives_up()
     finally:
         consumer.close(timeout_ms=1000)
     lines = [r for r in caplog.records if "FindCoordinator request failed" in r.getMessage()]
