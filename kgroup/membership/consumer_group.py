@@ -62,7 +62,9 @@ Besides its ``MemberState`` (Java's names) the machine keeps small frozen sub-st
 change (``kgroup.membership.consumer_group_states``); the heartbeat timing and sent fields are
 apart (``kgroup.membership.consumer_group_heartbeat``), and so are the assignment and steps
 (``kgroup.membership.consumer_group_reconcile``) and the session timer
-(``kgroup.membership.consumer_group_session``).
+(``kgroup.membership.consumer_group_session``). The heartbeat exchange (sending it, and what each
+answer means) is ``HeartbeatExchange`` (``kgroup.membership.consumer_group_exchange``), which the
+machine inherits, as Java's ``ConsumerHeartbeatRequestManager`` calls its membership manager.
 """
 
 from __future__ import annotations
@@ -77,27 +79,24 @@ from uuid import UUID
 
 import attrs
 
-from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, error_name
+from kgroup._error_codes import FENCED_MEMBER_EPOCH, error_name
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
-    CONSUMER_PROTOCOL_NOT_SUPPORTED,
     Api,
     Disposition,
     KGroupError,
     ProtocolViolation,
-    broker_error,
     classify,
 )
 from kgroup.membership.commands import (
     Command,
     DeliverStep,
     Fail,
-    Notify,
     RebalanceStep,
     RequestMetadata,
-    SendConsumerGroupHeartbeat,
     SendFindCoordinator,
 )
+from kgroup.membership.consumer_group_exchange import HeartbeatExchange
 from kgroup.membership.consumer_group_heartbeat import NO_ASSIGNMENT, HeartbeatRequestState, LocalAssignment
 from kgroup.membership.consumer_group_reconcile import PendingStep, Reconciliation, StepKind, Steps
 from kgroup.membership.consumer_group_session import SessionTimer
@@ -115,7 +114,7 @@ from kgroup.membership.consumer_group_states import (
     Subscription,
 )
 from kgroup.membership.coordinator import CoordinatorState
-from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.core import MemberSnapshot, View
 from kgroup.membership.events import (
     CommitErrorObserved,
     ConsumerGroupEvent,
@@ -134,7 +133,6 @@ from kgroup.membership.events import (
     Unsubscribe,
 )
 from kgroup.membership.states import Verdict
-from kgroup.membership.timers import next_backoff_s
 from kgroup.protocol.consumer_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -155,8 +153,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-_HEARTBEAT: Final = Api.CONSUMER_GROUP_HEARTBEAT
 
 #: an event handler: ``handler(machine, event, now, out)`` appends the commands to ``out``
 _Handler = Callable[["ConsumerGroupMachine", Any, float, list[Command]], None]
@@ -183,7 +179,7 @@ def generate_member_id(rng: random.Random) -> str:
             return text
 
 
-class ConsumerGroupMachine:
+class ConsumerGroupMachine(HeartbeatExchange):
     """The member of a consumer-protocol group. Not thread-safe: one owner.
 
     Args:
@@ -235,50 +231,22 @@ class ConsumerGroupMachine:
         self._heartbeat = HeartbeatRequestState(self._backoff)
 
     # ---------------------------------------------------------------- read-only views
-    @property
-    def state(self) -> MemberState:
-        """The member state (Java's ``MemberState``, plus CLOSED)."""
-        return self._state
-
-    @property
-    def member_id(self) -> str:
-        """The member id, generated once and kept for the machine's lifetime (KIP-1082)."""
-        return self._member_id
-
-    @property
-    def member_epoch(self) -> int:
-        """The member epoch: 0 while joining, > 0 in the group, -1/-2 when it left."""
-        return self._epoch
-
-    @property
-    def owned(self) -> frozenset[TopicPartition]:
-        """The partitions the poll thread owns, as far as the steps delivered so far go."""
-        return self._steps.owned
-
-    @property
-    def coordinator(self) -> int | None:
-        """The coordinator's node id, or ``None`` while unknown."""
-        return self._coordinator.node_id
-
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        """The heartbeat interval the broker gave (0 before the first answer)."""
-        return self._heartbeat.interval_ms
-
-    @property
-    def current_assignment(self) -> LocalAssignment:
-        """The last reconciled assignment (by topic id), the one the heartbeats acknowledge."""
-        return self._rec.current
-
-    @property
-    def target_assignment(self) -> LocalAssignment:
-        """The last target assignment received from the broker."""
-        return self._rec.target
-
-    @property
-    def fatal_error(self) -> Exception | None:
-        """The fatal error, once FATAL."""
-        return self._fatal
+    state = View[MemberState]("_state", "The member state (Java's ``MemberState``, plus CLOSED).")
+    state_name = View[str]("_state.name", "The member state's name (Java's ``MemberState``, plus CLOSED).")
+    member_id = View[str]("_member_id", "The member id, generated once and kept for the machine's lifetime (KIP-1082).")
+    member_epoch = View[int]("_epoch", "The member epoch: 0 while joining, > 0 in the group, -1/-2 when it left.")
+    owned = View[frozenset[TopicPartition]](
+        "_steps.owned", "The partitions the poll thread owns, as far as the steps delivered so far go."
+    )
+    coordinator = View[int | None]("_coordinator.node_id", "The coordinator's node id, or ``None`` while unknown.")
+    heartbeat_interval_ms = View[int](
+        "_heartbeat.interval_ms", "The heartbeat interval the broker gave (0 before the first answer)."
+    )
+    current_assignment = View[LocalAssignment](
+        "_rec.current", "The last reconciled assignment (by topic id), the one the heartbeats acknowledge."
+    )
+    target_assignment = View[LocalAssignment]("_rec.target", "The last target assignment received from the broker.")
+    fatal_error = View[Exception | None]("_fatal", "The fatal error, once FATAL.")
 
     @property
     def session_timeout_ms(self) -> int | None:
@@ -297,11 +265,6 @@ class ConsumerGroupMachine:
             bool(self._steps.owned)
             and (self._epoch <= 0 or self._steps.release_after is StepKind.RELEASE_LOST)
         )
-
-    @property
-    def state_name(self) -> str:
-        """The member state's name (Java's ``MemberState``, plus CLOSED)."""
-        return self._state.name
 
     @property
     def identity(self) -> Generation:
@@ -351,12 +314,19 @@ class ConsumerGroupMachine:
 
         """
         self._raise_if_poisoned()
+        return self._run(now, lambda out: self._handle(event, now, out))
+
+    def tick(self, now: float) -> list[Command]:
+        """Fire due timers (heartbeat, retries, the poll watchdog) at ``now``."""
+        self._raise_if_poisoned()
+        self._start(now)
+        return self._run(now, lambda out: self._check_poll_watchdog(now, out))
+
+    def _run(self, now: float, first: Callable[[list[Command]], None]) -> list[Command]:
+        """``first``, then the session timer and the drive loop: the commands. A ``ProtocolViolation`` poisons."""
         out = self._out = []
         try:
-            handler = self._admit(event)
-            self._start(now)
-            if handler is not None:
-                handler(self, event, now, out)
+            first(out)
             self._settle_session(now)
             self._drive(now, out)
         except ProtocolViolation as exc:
@@ -364,19 +334,11 @@ class ConsumerGroupMachine:
             raise
         return out
 
-    def tick(self, now: float) -> list[Command]:
-        """Fire due timers (heartbeat, retries, the poll watchdog) at ``now``."""
-        self._raise_if_poisoned()
+    def _handle(self, event: ConsumerGroupEvent, now: float, out: list[Command]) -> None:
+        handler = self._admit(event)
         self._start(now)
-        out = self._out = []
-        try:
-            self._check_poll_watchdog(now, out)
-            self._settle_session(now)
-            self._drive(now, out)
-        except ProtocolViolation as exc:
-            self._poisoned = exc
-            raise
-        return out
+        if handler is not None:
+            handler(self, event, now, out)
 
     # ---------------------------------------------------------------- the event table
     def _admit(self, event: ConsumerGroupEvent) -> _Handler | None:
@@ -418,12 +380,6 @@ class ConsumerGroupMachine:
         if not self._life.started:
             self._life = attrs.evolve(self._life, started=True, last_poll=now)
 
-    def _context(self) -> str:
-        return (
-            f"group_id={self._group_id!r}, member_id={self._member_id!r}, member_epoch={self._epoch}, "
-            f"group_instance_id={self._instance_id!r}"
-        )
-
     def _transition(self, target: MemberState) -> None:
         if target is self._state:
             return
@@ -435,27 +391,9 @@ class ConsumerGroupMachine:
         )
         self._state = target
 
-    def _request_id(self) -> int:
-        rid, self._requests = self._requests.issued()
-        return rid
 
-    def _heartbeats(self) -> bool:
-        """Whether the member heartbeats in its state (Java's ``shouldSkipHeartbeat``, negated)."""
-        return self._state not in NOT_IN_GROUP
 
-    def _heartbeat_now(self) -> bool:
-        """States that heartbeat without waiting for the interval (Java's ``shouldHeartbeatNow``)."""
-        return self._state in (MemberState.ACKNOWLEDGING, MemberState.JOINING, MemberState.LEAVING)
 
-    def _heartbeat_due(self) -> float:
-        # in doubt about the session: ask at once (after a failed attempt's backoff)
-        return self._heartbeat.due(
-            now=self._heartbeat_now() or (self._session.in_doubt and self._session.doubt_asks),
-            leaving=self._state is MemberState.LEAVING,
-        )
-
-    def _backoff(self, attempts: int) -> float:
-        return next_backoff_s(attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
 
     def _poll_deadline(self) -> float:
         return self._life.last_poll + self._config.max_poll_interval_ms / 1000
@@ -470,10 +408,6 @@ class ConsumerGroupMachine:
         )
         return DeliverStep(step)
 
-    def _taking_partitions(self) -> bool:
-        """A reconciliation that adds partitions is out: heartbeats leave the owned set out (``Steps``)."""
-        return self._steps.taking_partitions
-
     def _leave_group_epoch(self, operation: LeaveOperation) -> int:
         """Java's ``ConsumerMembershipManager.leaveGroupEpoch``."""
         if operation is LeaveOperation.LEAVE_GROUP or self._instance_id is None:
@@ -483,17 +417,6 @@ class ConsumerGroupMachine:
     def _sends_leave(self, operation: LeaveOperation) -> bool:
         """Whether closing with ``operation`` sends a leave heartbeat (Java's ``isLeavingGroup``)."""
         return not (operation is LeaveOperation.REMAIN_IN_GROUP and self._instance_id is None)
-
-    def _mark_coordinator_unknown(self, reason: str, now: float) -> None:
-        if self._coordinator.node_id is not None:
-            log.info("group %s: coordinator %s marked unknown: %s", self._group_id, self._coordinator.node_id, reason)
-        rid = self._requests.heartbeat
-        # its answer (from the old coordinator) no longer counts
-        self._requests = attrs.evolve(
-            self._requests, heartbeat=None, abandoned=self._requests.abandoned if rid is None else (rid, self._epoch)
-        )
-        self._coordinator = self._coordinator.lost(now + self._backoff(self._coordinator.lookup.attempts))
-        self._heartbeat.resend_all()
 
     # ---------------------------------------------------------------- the drive loop
     def _drive(self, now: float, out: list[Command]) -> None:
@@ -522,87 +445,9 @@ class ConsumerGroupMachine:
             self._send_heartbeat(now, out)
             self._maybe_reconcile(now, out)  # the acknowledgement may leave a newer target to reconcile
 
-    def _wants_coordinator(self) -> bool:
-        return self._heartbeats() or self._requests.leave is not None
 
-    def _send_heartbeat(self, now: float, out: list[Command]) -> None:
-        """Build the heartbeat (only what changed, Java's ``HeartbeatState.buildRequestData``) and send it."""
-        assert self._coordinator.node_id is not None
-        if self._state is MemberState.JOINING and self._requests.release_instance:
-            self._send_instance_release(now, out)
-            return
-        current = self._rec.current
-        fields = self._heartbeat.fields(
-            send_all=self._state is MemberState.JOINING,
-            rebalance_timeout_ms=self._rebalance_timeout_ms,
-            topics=tuple(sorted(self._subscription.topics)),
-            pattern=self._subscription.pattern,
-            rack_id=self._config.client_rack,
-            server_assignor=self._server_assignor,
-            owned=None if self._taking_partitions() else current,
-        )
-        rid = self._request_id()
-        if self._state is MemberState.LEAVING:
-            # an answer to an earlier heartbeat no longer matters
-            self._requests = attrs.evolve(self._requests, leave=rid, heartbeat=None)
-        else:
-            self._requests = attrs.evolve(self._requests, heartbeat=rid)
-            carried = None if fields.get("topic_partitions") is None else current.partitions
-            self._session = self._session.sent(rid, now, carried)
-        out.append(self._heartbeat_command(rid, self._epoch, fields))
-        self._heartbeat.sent(now)
-        self._on_heartbeat_sent()
 
-    def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, Any]) -> SendConsumerGroupHeartbeat:
-        """A ConsumerGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
-        assert self._coordinator.node_id is not None
-        return SendConsumerGroupHeartbeat(
-            request_id=rid,
-            node_id=self._coordinator.node_id,
-            timeout_ms=self._config.request_timeout_ms,
-            group_id=self._group_id,
-            member_id=self._member_id,
-            member_epoch=epoch,
-            instance_id=self._instance_id,
-            **fields,
-        )
 
-    def _send_instance_release(self, now: float, out: list[Command]) -> None:
-        """A fenced static member releases its instance id (epoch -2) before it rejoins with epoch 0.
-
-        The coordinator (Apache Kafka 4.4's ``GroupMetadataManager``) keeps a member it fenced with
-        FENCED_MEMBER_EPOCH, at its old epoch, and refuses a join (epoch 0) with an instance id a
-        member holds at any epoch but -2, even from the same member id: UNRELEASED_INSTANCE_ID,
-        which Java's consumer takes as fatal. A static leave (-2) is accepted at any epoch from
-        the member id that holds the instance id; it keeps the member's assignment, which the
-        epoch-0 join then takes over (the conformance script
-        ``a_fenced_static_member_cannot_rejoin_until_it_releases_its_instance_id`` checks both
-        against Apache Kafka). The answer is handled by ``_on_instance_released``.
-        """
-        assert self._coordinator.node_id is not None
-        rid = self._request_id()
-        self._requests = attrs.evolve(self._requests, heartbeat=rid, release=rid)
-        log.info("group %s member %s: fenced static member: releasing instance id %s (epoch -2) before rejoining",
-                 self._group_id, self._member_id, self._instance_id)
-        out.append(self._heartbeat_command(rid, LEAVE_GROUP_STATIC_MEMBER_EPOCH, {}))
-        self._heartbeat.sent(now)
-
-    def _on_instance_released(self, event: ConsumerGroupHeartbeatResponded) -> bool:
-        """The answer to ``_send_instance_release``: True when handled (the join goes out next).
-
-        NONE (released) and UNKNOWN_MEMBER_ID (the coordinator no longer has the member, so the
-        instance id is free) end the release; any other code is handled as a heartbeat's
-        (coordinator errors retry the release; FENCED_INSTANCE_ID, another process with the same
-        ``group_instance_id``, is fatal).
-        """
-        if event.error_code not in (NONE, UNKNOWN_MEMBER_ID):
-            return False
-        log.info("group %s member %s: instance id %s %s; rejoining", self._group_id, self._member_id,
-                 self._instance_id, "released" if event.error_code == NONE else "no longer held")
-        self._requests = attrs.evolve(self._requests, release_instance=False)
-        self._heartbeat.ask_now()
-        self._heartbeat.reset_backoff()
-        return True
 
     def _on_heartbeat_sent(self) -> None:
         """The states a heartbeat ends (Java ``onHeartbeatRequestGenerated``)."""
@@ -980,82 +825,8 @@ class ConsumerGroupMachine:
     def _on_coordinator_dead(self, event: CoordinatorDead, now: float, out: list[Command]) -> None:
         self._mark_coordinator_unknown(event.reason, now)
 
-    # ---------------------------------------------------------------- responses
-    def _on_find_coordinator(self, event: FindCoordinatorResponded, now: float, out: list[Command]) -> None:
-        if event.request_id != self._requests.find:
-            return
-        self._requests = attrs.evolve(self._requests, find=None)
-        disposition = classify(Api.FIND_COORDINATOR, event.error_code)
-        if disposition is Disposition.OK:
-            self._coordinator = self._coordinator.found(event.node_id, now + self._backoff(1))
-            # Java's CoordinatorRequestManager (RequestState.onSuccessfulAttempt): the next
-            # FindCoordinator waits retry_backoff_ms after this answer even so, so a coordinator
-            # that answers NOT_COORDINATOR while it loads is not asked again in a tight loop
-            log.info("group %s: coordinator %s at %s:%s", self._group_id, event.node_id, event.host, event.port)
-        elif disposition is Disposition.FATAL:
-            self._transition_to_fatal(
-                broker_error(Api.FIND_COORDINATOR, event.error_code, self._context()), out
-            )
-        else:
-            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
-            log.info("group %s: FindCoordinator failed: %s", self._group_id, error_name(event.error_code))
+    # ---------------------------------------------------------------- the membership's side of the heartbeat
 
-    def _on_heartbeat(self, event: ConsumerGroupHeartbeatResponded, now: float, out: list[Command]) -> None:
-        self._session = self._session.answered(event.request_id)
-        if event.request_id == self._requests.leave:
-            if event.error_code != NONE:
-                log.info("group %s: the leave heartbeat returned %s", self._group_id, error_name(event.error_code))
-            self._finish_leave()
-            return
-        if event.request_id != self._requests.heartbeat:
-            self._on_other_heartbeat(event, now)
-            return
-        self._requests = attrs.evolve(self._requests, heartbeat=None)
-        if event.request_id == self._requests.release:
-            self._requests = attrs.evolve(self._requests, release=None)
-            if self._on_instance_released(event):
-                return
-        action = classify(_HEARTBEAT, event.error_code)
-        if action is Disposition.OK:
-            previous_target = self._rec.target.partitions
-            self._on_heartbeat_success(event, now)
-            self._session_renewed(previous_target)
-            return
-        self._heartbeat.failed(now)  # back off, then send at once (Java ``HeartbeatRequestState.onFailedAttempt``)
-        name = error_name(event.error_code)
-        detail = f"ConsumerGroupHeartbeat returned {name}" + (f": {event.error_message}" if event.error_message else "")
-        if action is Disposition.REDISCOVER:
-            self._mark_coordinator_unknown(detail, now)
-            self._heartbeat.reset_backoff()
-        elif action is Disposition.RETRY:
-            log.info("group %s: %s; retrying after a backoff", self._group_id, detail)
-        elif action is Disposition.RESET_GENERATION:
-            self._transition_to_fenced(detail, now, event.error_code)
-            self._heartbeat.reset_backoff()
-        elif action is Disposition.RAISE:
-            log.error("group %s member %s: %s", self._group_id, self._member_id, detail)
-            out.append(Notify(broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())))
-        else:
-            error = broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())
-            self._transition_to_fatal(error, out)
-
-    def _on_other_heartbeat(self, event: ConsumerGroupHeartbeatResponded, now: float) -> None:
-        """An answer to a heartbeat no longer waited for: stale, unless it fences the member at its epoch."""
-        abandoned = self._requests.abandoned
-        if abandoned is not None and abandoned[0] == event.request_id:
-            self._requests = attrs.evolve(self._requests, abandoned=None)
-        if (
-            abandoned == (event.request_id, self._epoch)
-            and classify(_HEARTBEAT, event.error_code) is Disposition.RESET_GENERATION
-            and self._state in HOLDING
-        ):
-            # the coordinator removed or fenced the member at this very epoch: as authoritative
-            # as the answer to the current heartbeat (Java's handler takes it too)
-            self._transition_to_fenced(f"ConsumerGroupHeartbeat returned {error_name(event.error_code)}", now,
-                                       event.error_code)
-            self._heartbeat.reset_backoff()
-            return
-        log.debug("group %s: dropping a stale heartbeat response %d", self._group_id, event.request_id)
 
     def _on_heartbeat_success(self, event: ConsumerGroupHeartbeatResponded, now: float) -> None:
         """Java ``onResponse`` (timing) and ``ConsumerMembershipManager.onHeartbeatSuccess``."""
@@ -1075,33 +846,6 @@ class ConsumerGroupMachine:
         self._epoch = event.member_epoch
         if event.assignment is not None and self._state in TAKES_ASSIGNMENT:
             self._process_assignment(event.assignment)
-
-    def _on_request_failed(self, event: RequestFailed, now: float, out: list[Command]) -> None:
-        rid = event.request_id
-        self._session = self._session.answered(rid)
-        if rid == self._requests.find:
-            self._requests = attrs.evolve(self._requests, find=None)
-            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
-            log.info("group %s: FindCoordinator failed: %s", self._group_id, event.reason)
-            return
-        if rid == self._requests.leave:
-            log.info("group %s: the leave heartbeat failed: %s", self._group_id, event.reason)
-            self._finish_leave()
-            return
-        if rid != self._requests.heartbeat:
-            return
-        self._requests = attrs.evolve(self._requests, heartbeat=None)
-        self._heartbeat.failed(now)
-        if event.unsupported_version:
-            self._transition_to_fatal(
-                broker_error(_HEARTBEAT, UNSUPPORTED_VERSION, f"{event.reason}; {CONSUMER_PROTOCOL_NOT_SUPPORTED}",
-                             self._context()),
-                out,
-            )
-            return
-        log.info("group %s: ConsumerGroupHeartbeat failed: %s; finding the coordinator again", self._group_id,
-                 event.reason)
-        self._mark_coordinator_unknown(f"ConsumerGroupHeartbeat failed: {event.reason}", now)
 
     def _on_session_timeout(self, event: SessionTimeoutDescribed, now: float, out: list[Command]) -> None:
         ms = event.session_timeout_ms
@@ -1147,8 +891,8 @@ class ConsumerGroupMachine:
         CommitErrorObserved: _on_commit_error,
         MetadataUpdated: _on_metadata,
         CoordinatorDead: _on_coordinator_dead,
-        FindCoordinatorResponded: _on_find_coordinator,
-        ConsumerGroupHeartbeatResponded: _on_heartbeat,
-        RequestFailed: _on_request_failed,
+        FindCoordinatorResponded: HeartbeatExchange._on_find_coordinator,
+        ConsumerGroupHeartbeatResponded: HeartbeatExchange._on_heartbeat,
+        RequestFailed: HeartbeatExchange._on_request_failed,
         SessionTimeoutDescribed: _on_session_timeout,
     }

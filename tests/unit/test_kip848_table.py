@@ -26,6 +26,7 @@ from kgroup.membership.events import (
     Unsubscribe,
 )
 from kgroup.membership.states import Verdict
+from kgroup.types import Generation
 from tests.unit.test_kip848_machine import NAMES, Member, assignment, only
 
 EVENT_TYPES = get_args(ev.ConsumerGroupEvent)
@@ -38,7 +39,7 @@ SAMPLES: dict[type, Any] = {
     ev.StepCompleted: StepCompleted(1),
     ev.Leave: Leave("closing"),
     ev.RequestRejoin: ev.RequestRejoin("asked"),
-    ev.CommitErrorObserved: ev.CommitErrorObserved("OffsetCommit", 16),
+    ev.CommitErrorObserved: ev.CommitErrorObserved(Generation(), 16),
     ev.MetadataUpdated: ev.MetadataUpdated({}),
     ev.CoordinatorDead: ev.CoordinatorDead("disconnected"),
     ev.FindCoordinatorResponded: ev.FindCoordinatorResponded(request_id=99, error_code=0, node_id=7, host="b",
@@ -135,13 +136,14 @@ def test_a_step_completion_must_name_the_step_that_is_out_whatever_the_state() -
     member = Member()
     first = member.join()
     member.handle(ev.MetadataUpdated(NAMES))
-    step = only(member.respond(first, epoch=5, assigned=assignment(orders=[0])), DeliverStep).step
+    out = member.respond(first, epoch=5, assigned=assignment(orders=[0]))
+    step = next(c for c in out if isinstance(c, DeliverStep))
     assert member.state is MemberState.RECONCILING
     before = machine_state(member.machine)
     with pytest.raises(ProtocolViolation, match=r"StepCompleted\(99\) but the pending step is"):
         member.handle(StepCompleted(99))
     assert machine_state(member.machine) == before
-    assert step.step_id != 99
+    assert step.step.step_id != 99
 
 
 def test_subscribing_while_closing_is_illegal_in_any_state() -> None:
