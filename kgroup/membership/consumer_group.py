@@ -342,21 +342,17 @@ class ConsumerGroupMachine(HeartbeatExchange):
 
     # ---------------------------------------------------------------- the event table
     def _admit(self, event: ConsumerGroupEvent) -> _Handler | None:
-        """The handler ``event`` runs now, or None if it is ignored on purpose.
+        """The handler ``event`` runs now, or None if the state ignores it on purpose (``Verdict.IGNORE``).
 
-        The one place that decides what an event may do: ``EVENT_TABLE`` for the state, then
-        what the event names (the step it completes; no subscription once closing). Nothing
-        changes before it returns. A response's request id is matched by its handler (Rule 4).
-
-        Raises:
-            ProtocolViolation: the event is illegal now.
-
+        Where it is decided what an event may do, before anything changes: ``EVENT_TABLE`` (which
+        has a row for every event type the machine takes), then what the event names: the step
+        it completes, no subscription once closing. Its handler matches a response's request id
+        (Rule 4). Raises ``ProtocolViolation`` when the event is illegal now.
         """
         kind = type(event)
-        handler = self._HANDLERS.get(kind)
-        if handler is None:
+        verdict = EVENT_TABLE[self._state].get(kind)
+        if verdict is None:
             raise ProtocolViolation(f"unknown event {event!r}")
-        verdict = EVENT_TABLE[self._state][kind]
         if verdict is Verdict.ILLEGAL:
             raise ProtocolViolation(f"{kind.__name__} is illegal in state {self._state.name}")
         if verdict is Verdict.IGNORE:
@@ -369,7 +365,7 @@ class ConsumerGroupMachine(HeartbeatExchange):
             raise ProtocolViolation(f"{'subscribe' if isinstance(event, Subscribe) else 'unsubscribe'} after close")
         elif isinstance(event, Leave) and self._life.closing is not None:
             return None  # already closing
-        return handler
+        return self._HANDLERS[kind]
 
     # ---------------------------------------------------------------- helpers
     def _raise_if_poisoned(self) -> None:
