@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from kgroup.config import ConsumerArgs
+    from kgroup.membership.consumer_group_states import MemberState as ConsumerMemberState
 
 __all__ = ["Consumer", "RebalanceListener"]
 
@@ -693,8 +694,8 @@ class Consumer(Generic[K, V]):
         """
         return self._sync.group_metadata()
 
-    def member_state(self) -> MemberState:
-        """The membership machine's state (for diagnostics)."""
+    def member_state(self) -> MemberState | ConsumerMemberState:
+        """The membership machine's own state (for diagnostics; ``kgroup.Consumer.member_state``)."""
         return self._sync.member_state()
 
     def highwater(self, tp: TopicPartition) -> int | None:

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from kgroup.health import HealthReport, HealthServer
     from kgroup.listener import RebalanceListener
     from kgroup.membership.commands import RebalanceStep
+    from kgroup.membership.consumer_group_states import MemberState as ConsumerMemberState
     from kgroup.membership.events import RequestRejoin, Subscribe
     from kgroup.membership.states import MemberState
     from kgroup.metrics import Recorder
@@ -754,12 +755,25 @@ class Consumer(PositionsAPI, Generic[K, V]):
             generation = snap.generation
         generation_id, member_id = (generation.generation_id, generation.member_id) if generation else (-1, "")
         return consumer_group_metadata(
-            self._config.group_id, generation_id, member_id, self._config.group_instance_id, self.member_state()
+            self._config.group_id, generation_id, member_id, self._config.group_instance_id, self.member_state().name
         )
 
-    def member_state(self) -> MemberState:
-        """The membership machine's state (for diagnostics)."""
+    def member_state(self) -> MemberState | ConsumerMemberState:
+        """The membership machine's own state (for diagnostics).
+
+        Under ``group_protocol="classic"`` the classic machine's (``kgroup.MemberState``: UNJOINED,
+        JOINING, SYNCING, STABLE, ...); under ``"consumer"`` the consumer protocol's
+        (``kgroup.membership.consumer_group.MemberState``, Java's ``MemberState``: UNSUBSCRIBED,
+        JOINING, RECONCILING, ACKNOWLEDGING, STABLE, FENCED, ...; UNSUBSCRIBED before ``subscribe()``
+        and with ``assign()``, as Java's). Both call the settled member STABLE: ``.name == "STABLE"``
+        holds under either.
+        """
         snap = self._snapshot()
+        if self._config.group_protocol == "consumer":
+            from kgroup.membership.consumer_group_states import MemberState as ConsumerMemberState
+
+            name = getattr(snap, "state_name", "")  # a manual assignment's snapshot has none
+            return ConsumerMemberState.__members__.get(name, ConsumerMemberState.UNSUBSCRIBED)
         return snap.state if snap is not None else MemberState.UNJOINED
 
     def wakeup(self) -> None:

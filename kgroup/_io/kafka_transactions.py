@@ -16,14 +16,13 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 from kafka.structs import ConsumerGroupMetadata
 from kafka.structs import MemberState as KafkaMemberState
 
-from kgroup.membership.states import MemberState
 from kgroup.types import GroupMetadata
 
 __all__ = ["consumer_group_metadata"]
 
 
 def consumer_group_metadata(
-    group_id: str, generation_id: int, member_id: str, group_instance_id: str | None, state: MemberState
+    group_id: str, generation_id: int, member_id: str, group_instance_id: str | None, state: str
 ) -> GroupMetadata:
     """kafka-python's ``ConsumerGroupMetadata`` of a member (Java ``ConsumerGroupMetadata``).
 
@@ -36,13 +35,13 @@ def consumer_group_metadata(
             (KIP-848), as Java sends it.
         member_id: the member id.
         group_instance_id: the static member's ``group_instance_id`` (KIP-345), else None.
-        state: the member's state as ``Consumer.member_state()`` reports it, for kafka-python's
-            informational ``state`` field (the producer ignores it).
+        state: the name of the member's state as ``Consumer.member_state()`` reports it (either
+            protocol's), for kafka-python's informational ``state`` field (the producer ignores it).
 
     """
-    if state is MemberState.STABLE:
+    if state == "STABLE":
         kafka_state = KafkaMemberState.STABLE
-    elif state is MemberState.UNJOINED:
+    elif state in ("UNJOINED", "UNSUBSCRIBED"):
         kafka_state = KafkaMemberState.UNJOINED
     else:
         kafka_state = KafkaMemberState.REBALANCING

@@ -9,9 +9,13 @@ Rule 1: every transition is in this module. ``handle(event, now)`` and ``tick(no
         the commands to execute; the driver executes them and feeds the answers back.
 Rule 2: no IO, no clock, no threads. ``now`` is seconds on the driver's monotonic clock; the
         member id and the backoff jitter come from the injected ``rng``.
-Rule 3: an illegal input (a bug) raises ``ProtocolViolation`` and poisons the machine: every
-        later call raises it again. A fatal *broker* error is not a bug: the machine moves to
-        FATAL, reports ``Fail`` once, releases its partitions as lost, and answers nothing else.
+Rule 3: ``kgroup.membership.consumer_group_states.EVENT_TABLE`` says which events each state
+        takes (handle, ignore, illegal). ``_admit`` consults it, and checks the event against
+        the machine (the step it completes is out, no subscription after close), before
+        anything changes. An illegal input (a bug) raises ``ProtocolViolation`` and poisons
+        the machine: every later call raises it again. A fatal *broker* error is not a bug: the
+        machine moves to FATAL, reports ``Fail`` once, releases its partitions as lost, and
+        sends nothing else.
 Rule 4: every response carries the request id of the command that caused it; a response whose
         id is no longer in flight (the coordinator moved, the member was fenced or left) is
         dropped.
@@ -53,47 +57,64 @@ The member, as Java's ``ConsumerMembershipManager`` / ``AbstractMembershipManage
    partitions and asks once it is found again: only the coordinator's word (FENCED_MEMBER_EPOCH,
    UNKNOWN_MEMBER_ID) or the poll watchdog gives them up (``_settle_session``; docs/kip848.md,
    "Beyond Java: the session timer").
+
+Besides its ``MemberState`` (Java's names) the machine keeps small frozen sub-states, replaced on
+change (``kgroup.membership.consumer_group_states``); the heartbeat timing and sent fields are
+apart (``kgroup.membership.consumer_group_heartbeat``), and so are the assignment and steps
+(``kgroup.membership.consumer_group_reconcile``) and the session timer
+(``kgroup.membership.consumer_group_session``). The heartbeat exchange (sending it, and what each
+answer means) is ``HeartbeatExchange`` (``kgroup.membership.consumer_group_exchange``), which the
+machine inherits, as Java's ``ConsumerHeartbeatRequestManager`` calls its membership manager.
 """
 
 from __future__ import annotations
 
 import base64
-import enum
 import logging
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 from uuid import UUID
 
 import attrs
 
-from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, error_name
+from kgroup._error_codes import FENCED_MEMBER_EPOCH, error_name
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
-    CONSUMER_PROTOCOL_NOT_SUPPORTED,
     Api,
     Disposition,
     KGroupError,
     ProtocolViolation,
-    broker_error,
     classify,
 )
-from kgroup.membership import states
 from kgroup.membership.commands import (
     Command,
     DeliverStep,
     Fail,
-    Notify,
     RebalanceStep,
     RequestMetadata,
-    SendConsumerGroupHeartbeat,
     SendFindCoordinator,
 )
+from kgroup.membership.consumer_group_exchange import HeartbeatExchange
 from kgroup.membership.consumer_group_heartbeat import NO_ASSIGNMENT, HeartbeatRequestState, LocalAssignment
+from kgroup.membership.consumer_group_reconcile import PendingStep, Reconciliation, StepKind, Steps
+from kgroup.membership.consumer_group_session import SessionTimer
+from kgroup.membership.consumer_group_states import (
+    EVENT_TABLE,
+    HOLDING,
+    LEAVING,
+    NOT_IN_GROUP,
+    STATES,
+    TAKES_ASSIGNMENT,
+    TRANSITIONS,
+    Lifecycle,
+    MemberState,
+    Requests,
+    Subscription,
+)
 from kgroup.membership.coordinator import CoordinatorState
-from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.core import MemberSnapshot, View
 from kgroup.membership.events import (
     CommitErrorObserved,
     ConsumerGroupEvent,
@@ -111,7 +132,7 @@ from kgroup.membership.events import (
     Subscribe,
     Unsubscribe,
 )
-from kgroup.membership.timers import next_backoff_s
+from kgroup.membership.states import Verdict
 from kgroup.protocol.consumer_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -121,6 +142,7 @@ from kgroup.protocol.consumer_group_heartbeat import (
 from kgroup.types import Generation, TopicPartition
 
 __all__ = [
+    "EVENT_TABLE",
     "STATES",
     "TRANSITIONS",
     "ConsumerGroupMachine",
@@ -132,89 +154,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_HEARTBEAT: Final = Api.CONSUMER_GROUP_HEARTBEAT
-
-
-# ==================================================================== states
-
-
-class MemberState(enum.Enum):
-    """Where a member of a consumer-protocol group stands (Java's ``MemberState``, plus CLOSED)."""
-
-    #: not in the group: no subscription yet, or it left; no heartbeats
-    UNSUBSCRIBED = "unsubscribed"
-    #: heartbeating with epoch 0 (without waiting for the interval) until the broker gives an epoch
-    JOINING = "joining"
-    #: a target assignment differs from the current one: resolving names, or a step is out
-    RECONCILING = "reconciling"
-    #: a reconciliation completed: the next heartbeat (at once) acknowledges it
-    ACKNOWLEDGING = "acknowledging"
-    #: in the group, the target assignment reconciled; heartbeats at the interval
-    STABLE = "stable"
-    #: the broker fenced the member: its partitions are being released as lost, then it rejoins
-    FENCED = "fenced"
-    #: leaving: the partitions are being released (still heartbeating)
-    PREPARE_LEAVING = "prepare_leaving"
-    #: the heartbeat with the leave epoch goes out next (at once)
-    LEAVING = "leaving"
-    #: left because ``poll()`` was not called in time: partitions released as lost; rejoins at the next poll
-    STALE = "stale"
-    #: a fatal error; no more requests
-    FATAL = "fatal"
-    #: closed (kgroup's terminal state: the consumer closed)
-    CLOSED = "closed"
-
-
-_S = MemberState
-
-#: state -> the states it may be entered from (Java's ``MemberState`` table; CLOSED from any)
-TRANSITIONS: Final[Mapping[MemberState, frozenset[MemberState]]] = MappingProxyType(
-    {
-        _S.STABLE: frozenset({_S.JOINING, _S.ACKNOWLEDGING, _S.RECONCILING}),
-        _S.RECONCILING: frozenset({_S.STABLE, _S.JOINING, _S.ACKNOWLEDGING, _S.RECONCILING}),
-        _S.ACKNOWLEDGING: frozenset({_S.RECONCILING}),
-        # kgroup adds FENCED and STALE: a FindCoordinator error (authorization) ends those members too
-        _S.FATAL: frozenset(
-            {_S.JOINING, _S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING, _S.PREPARE_LEAVING, _S.LEAVING, _S.UNSUBSCRIBED,
-             _S.FENCED, _S.STALE}
-        ),
-        _S.FENCED: frozenset({_S.JOINING, _S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING}),
-        _S.JOINING: frozenset({_S.FENCED, _S.UNSUBSCRIBED, _S.STALE}),
-        _S.PREPARE_LEAVING: frozenset({_S.JOINING, _S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING, _S.UNSUBSCRIBED}),
-        _S.LEAVING: frozenset({_S.PREPARE_LEAVING}),
-        _S.UNSUBSCRIBED: frozenset({_S.PREPARE_LEAVING, _S.LEAVING, _S.FENCED}),
-        _S.STALE: frozenset({_S.LEAVING}),
-        _S.CLOSED: frozenset(MemberState),
-    }
-)
-
-#: states in which the member is not in the group and sends no heartbeat
-_NOT_IN_GROUP: Final = frozenset({_S.UNSUBSCRIBED, _S.FENCED, _S.FATAL, _S.STALE, _S.CLOSED})
-#: states that take a new target assignment
-_TAKES_ASSIGNMENT: Final = TRANSITIONS[_S.RECONCILING]
-#: states in which a member in the group may hold partitions (the session timer watches them)
-_HOLDING: Final = frozenset({_S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING})
-
-_C = states.MemberState
-
-#: each state as the poll thread reads it (``MemberSnapshot.state``): the classic protocol's
-#: states, which the poll thread's decisions (hand-outs, commits, close) are written against;
-#: ``MemberSnapshot.state_name`` keeps the member's own
-STATES: Final[Mapping[MemberState, states.MemberState]] = MappingProxyType(
-    {
-        _S.UNSUBSCRIBED: _C.UNJOINED,
-        _S.JOINING: _C.JOINING,
-        _S.RECONCILING: _C.RECONCILING,
-        _S.ACKNOWLEDGING: _C.RECONCILING,
-        _S.STABLE: _C.STABLE,
-        _S.FENCED: _C.UNJOINED,
-        _S.PREPARE_LEAVING: _C.LEAVING,
-        _S.LEAVING: _C.LEAVING,
-        _S.STALE: _C.UNJOINED,
-        _S.FATAL: _C.FATAL,
-        _S.CLOSED: _C.CLOSED,
-    }
-)
+#: an event handler: ``handler(machine, event, now, out)`` appends the commands to ``out``
+_Handler = Callable[["ConsumerGroupMachine", Any, float, list[Command]], None]
 
 
 def generation_of(member_id: str, member_epoch: int) -> Generation:
@@ -224,13 +165,6 @@ def generation_of(member_id: str, member_epoch: int) -> Generation:
     ``CommitRequestManager``); with no epoch (joining, fenced, left) a commit fails.
     """
     return Generation(member_epoch, member_id) if member_epoch > 0 else Generation()
-
-
-# ==================================================================== values
-
-
-def _flatten(topics: Iterable[TopicIdPartitions]) -> frozenset[tuple[UUID, int]]:
-    return frozenset((tp.topic_id, p) for tp in topics for p in tp.partitions)
 
 
 def generate_member_id(rng: random.Random) -> str:
@@ -245,23 +179,7 @@ def generate_member_id(rng: random.Random) -> str:
             return text
 
 
-class _StepKind(enum.Enum):
-    RECONCILE = "reconcile"
-    RELEASE_LOST = "lost"  # fenced, stale or fatal: the partitions are lost
-    RELEASE_LEAVE = "leave"  # leaving: revoked (epoch > 0) or lost
-
-
-@attrs.frozen
-class _Pending:
-    step: RebalanceStep
-    kind: _StepKind
-    resolved: LocalAssignment | None = None
-
-
-# ==================================================================== the machine
-
-
-class ConsumerGroupMachine:
+class ConsumerGroupMachine(HeartbeatExchange):
     """The member of a consumer-protocol group. Not thread-safe: one owner.
 
     Args:
@@ -301,116 +219,40 @@ class ConsumerGroupMachine:
         self._poisoned: KGroupError | None = None
         #: the commands of the call in progress (``handle``/``tick`` return them)
         self._out: list[Command] = []
-        # subscription
-        self._topics: frozenset[str] = frozenset()
-        self._pattern: str | None = None
-        self._subscription_updated = False
-        # coordinator and requests
+        # the sub-states, each a frozen value replaced on change
+        self._subscription = Subscription()
         self._coordinator = CoordinatorState()
-        self._next_request_id = 1
-        self._find_rid: int | None = None
-        self._heartbeat_rid: int | None = None
-        #: the heartbeat whose answer stopped counting when the coordinator was marked unknown, and
-        #: the epoch it was sent with: a fencing answer to it still fences (Java handles every answer)
-        self._abandoned_heartbeat: tuple[int, int] | None = None
-        self._leave_rid: int | None = None
-        #: a static member fenced at an epoch the coordinator still holds: release the instance id
-        #: (-2) before the epoch-0 join (``_send_instance_release``); the release heartbeat in flight
-        self._release_instance = False
-        self._release_rid: int | None = None
-        # heartbeat timing (seconds on the driver's clock)
+        self._requests = Requests()
+        self._life = Lifecycle()
+        self._rec = Reconciliation()
+        self._steps = Steps()
+        self._session = SessionTimer()
+        # heartbeat timing and sent fields (seconds on the driver's clock)
         self._heartbeat = HeartbeatRequestState(self._backoff)
-        # assignment
-        self._target: LocalAssignment = NO_ASSIGNMENT
-        self._current: LocalAssignment = NO_ASSIGNMENT
-        self._owned: frozenset[TopicPartition] = frozenset()
-        self._metadata_names: Mapping[UUID, str] = MappingProxyType({})
-        self._assigned_names: dict[UUID, str] = {}
-        self._requested_ids: frozenset[UUID] = frozenset()
-        self._metadata_requested_at = 0.0
-        # poll-thread steps
-        self._next_step_id = 1
-        self._pending: _Pending | None = None
-        self._rejoined_while_reconciling = False
-        self._retry_reconcile_at_poll = False
-        self._release_after_step: _StepKind | None = None
-        self._release_reason = ""
-        # leaving and polling
-        self._closing: Leave | None = None
-        self._poll_expired = False
-        self._started = False
-        self._last_poll = 0.0
-        # the session timer (``_settle_session``)
-        #: the group's session timeout in seconds (DescribeConfigs), None while unknown
-        self._session_timeout_s: float | None = None
-        #: the send time of the last heartbeat answered without error: the coordinator renewed
-        #: the session no earlier than that
-        self._alive_at = 0.0
-        #: the heartbeat in flight: when it was sent, and the owned partitions it carried (None: not carried)
-        self._heartbeat_sent_at = 0.0
-        self._heartbeat_carried: frozenset[tuple[UUID, int]] | None = None
-        #: the send time of the first heartbeat sent since the last one answered without error
-        self._unconfirmed_since: float | None = None
-        #: heartbeats whose answer has not come back (abandoned ones too): request id -> send time
-        self._unresolved: dict[int, float] = {}
-        #: the revocation clock: the earliest moment the coordinator may have started waiting for
-        #: this member to revoke partitions (None: no revocation pending as far as it knows)
-        self._revoke_since: float | None = None
-        #: hand-outs on hold: the coordinator may have removed the member
-        self._in_doubt = False
-        #: in doubt because of the session (a successful heartbeat settles it: one goes out at once)
-        self._doubt_asks = False
 
     # ---------------------------------------------------------------- read-only views
-    @property
-    def state(self) -> MemberState:
-        """The member state."""
-        return self._state
-
-    @property
-    def member_id(self) -> str:
-        """The member id, generated once and kept for the machine's lifetime (KIP-1082)."""
-        return self._member_id
-
-    @property
-    def member_epoch(self) -> int:
-        """The member epoch: 0 while joining, > 0 in the group, -1/-2 when it left."""
-        return self._epoch
-
-    @property
-    def owned(self) -> frozenset[TopicPartition]:
-        """The partitions the poll thread owns, as far as the steps delivered so far go."""
-        return self._owned
-
-    @property
-    def coordinator(self) -> int | None:
-        """The coordinator's node id, or ``None`` while unknown."""
-        return self._coordinator.node_id
-
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        """The heartbeat interval the broker gave (0 before the first answer)."""
-        return self._heartbeat.interval_ms
-
-    @property
-    def current_assignment(self) -> LocalAssignment:
-        """The last reconciled assignment (by topic id), the one the heartbeats acknowledge."""
-        return self._current
-
-    @property
-    def target_assignment(self) -> LocalAssignment:
-        """The last target assignment received from the broker."""
-        return self._target
-
-    @property
-    def fatal_error(self) -> Exception | None:
-        """The fatal error, once FATAL."""
-        return self._fatal
+    state = View[MemberState]("_state", "The member state (Java's ``MemberState``, plus CLOSED).")
+    state_name = View[str]("_state.name", "The member state's name (Java's ``MemberState``, plus CLOSED).")
+    member_id = View[str]("_member_id", "The member id, generated once and kept for the machine's lifetime (KIP-1082).")
+    member_epoch = View[int]("_epoch", "The member epoch: 0 while joining, > 0 in the group, -1/-2 when it left.")
+    owned = View[frozenset[TopicPartition]](
+        "_steps.owned", "The partitions the poll thread owns, as far as the steps delivered so far go."
+    )
+    coordinator = View[int | None]("_coordinator.node_id", "The coordinator's node id, or ``None`` while unknown.")
+    heartbeat_interval_ms = View[int](
+        "_heartbeat.interval_ms", "The heartbeat interval the broker gave (0 before the first answer)."
+    )
+    current_assignment = View[LocalAssignment](
+        "_rec.current", "The last reconciled assignment (by topic id), the one the heartbeats acknowledge."
+    )
+    target_assignment = View[LocalAssignment]("_rec.target", "The last target assignment received from the broker.")
+    fatal_error = View[Exception | None]("_fatal", "The fatal error, once FATAL.")
 
     @property
     def session_timeout_ms(self) -> int | None:
         """The group's session timeout (``consumer.session.timeout.ms``, from DescribeConfigs); None while unknown."""
-        return None if self._session_timeout_s is None else round(self._session_timeout_s * 1000)
+        timeout_s = self._session.timeout_s
+        return None if timeout_s is None else round(timeout_s * 1000)
 
     @property
     def hand_out_on_hold(self) -> bool:
@@ -419,14 +261,10 @@ class ConsumerGroupMachine:
         In doubt (the session timer, ``_settle_session``), or its partitions wait to be released
         as lost (its epoch gone) behind a step the poll thread is running.
         """
-        return self._in_doubt or (
-            bool(self._owned) and (self._epoch <= 0 or self._release_after_step is _StepKind.RELEASE_LOST)
+        return self._session.in_doubt or (
+            bool(self._steps.owned)
+            and (self._epoch <= 0 or self._steps.release_after is StepKind.RELEASE_LOST)
         )
-
-    @property
-    def state_name(self) -> str:
-        """The member state's name (Java's ``MemberState``, plus CLOSED)."""
-        return self._state.name
 
     @property
     def identity(self) -> Generation:
@@ -436,8 +274,8 @@ class ConsumerGroupMachine:
     def snapshot(self) -> MemberSnapshot:
         """An immutable view for other threads: the state as the poll thread reads it (``STATES``), the identity."""
         return MemberSnapshot(
-            STATES[self._state], self.identity, self._owned, self._coordinator.node_id,
-            self._topics, self._instance_id, self._fatal, self.hand_out_on_hold, self._hold_at(),
+            STATES[self._state], self.identity, self._steps.owned, self._coordinator.node_id,
+            self._subscription.topics, self._instance_id, self._fatal, self.hand_out_on_hold, self._hold_at(),
             self._state.name, self.session_timeout_ms,
         )
 
@@ -445,14 +283,7 @@ class ConsumerGroupMachine:
         """When ``_settle_session`` will hold the hand-out, unless a heartbeat succeeds first (inf: never)."""
         if not self._holds_for_session():
             return math.inf
-        clocks = [math.inf]
-        if self._session_timeout_s is not None:
-            clocks.append(self._alive_at + self._session_timeout_s)
-        if self._revoke_since is not None:
-            clocks.append(self._revoke_since + self._rebalance_timeout_ms / 1000)
-        if self._unconfirmed_since is not None:
-            clocks.append(self._unconfirmed_since + self._rebalance_timeout_ms / 1000)
-        return min(clocks)
+        return min([math.inf, *self._session.clocks(self._rebalance_timeout_ms)])
 
     def next_deadline(self, now: float) -> float:
         """The earliest time after ``now`` at which ``tick`` has something to do (inf: nothing)."""
@@ -461,20 +292,15 @@ class ConsumerGroupMachine:
         deadlines = []
         if self._coordinator.node_id is None:
             deadlines.append(self._coordinator.lookup.at)
-        elif self._heartbeats() and self._heartbeat_rid is None:
+        elif self._heartbeats() and self._requests.heartbeat is None:
             deadlines.append(self._heartbeat_due())
         if self._watchdog_armed():
             deadlines.append(self._poll_deadline())
-        if self._requested_ids:
-            deadlines.append(self._metadata_requested_at + self._config.retry_backoff_max_ms / 1000)
+        if self._rec.requested_ids:
+            deadlines.append(self._rec.metadata_requested_at + self._config.retry_backoff_max_ms / 1000)
         if self._holds_for_session():
             # the session timer's clocks (one already past is filtered out below)
-            if self._session_timeout_s is not None:
-                deadlines.append(self._alive_at + self._session_timeout_s)
-            if self._revoke_since is not None:
-                deadlines.append(self._revoke_since + self._rebalance_timeout_ms / 1000)
-            if self._unconfirmed_since is not None:
-                deadlines.append(self._unconfirmed_since + self._rebalance_timeout_ms / 1000)
+            deadlines.extend(self._session.clocks(self._rebalance_timeout_ms))
         future = [d for d in deadlines if d > now]
         return min(future) if future else float("inf")
 
@@ -488,13 +314,19 @@ class ConsumerGroupMachine:
 
         """
         self._raise_if_poisoned()
+        return self._run(now, lambda out: self._handle(event, now, out))
+
+    def tick(self, now: float) -> list[Command]:
+        """Fire due timers (heartbeat, retries, the poll watchdog) at ``now``."""
+        self._raise_if_poisoned()
         self._start(now)
+        return self._run(now, lambda out: self._check_poll_watchdog(now, out))
+
+    def _run(self, now: float, first: Callable[[list[Command]], None]) -> list[Command]:
+        """``first``, then the session timer and the drive loop: the commands. A ``ProtocolViolation`` poisons."""
         out = self._out = []
         try:
-            handler = self._HANDLERS.get(type(event))
-            if handler is None:
-                raise ProtocolViolation(f"unknown event {event!r}")
-            handler(self, event, now, out)
+            first(out)
             self._settle_session(now)
             self._drive(now, out)
         except ProtocolViolation as exc:
@@ -502,19 +334,38 @@ class ConsumerGroupMachine:
             raise
         return out
 
-    def tick(self, now: float) -> list[Command]:
-        """Fire due timers (heartbeat, retries, the poll watchdog) at ``now``."""
-        self._raise_if_poisoned()
+    def _handle(self, event: ConsumerGroupEvent, now: float, out: list[Command]) -> None:
+        handler = self._admit(event)
         self._start(now)
-        out = self._out = []
-        try:
-            self._check_poll_watchdog(now, out)
-            self._settle_session(now)
-            self._drive(now, out)
-        except ProtocolViolation as exc:
-            self._poisoned = exc
-            raise
-        return out
+        if handler is not None:
+            handler(self, event, now, out)
+
+    # ---------------------------------------------------------------- the event table
+    def _admit(self, event: ConsumerGroupEvent) -> _Handler | None:
+        """The handler ``event`` runs now, or None if the state ignores it on purpose (``Verdict.IGNORE``).
+
+        Where it is decided what an event may do, before anything changes: ``EVENT_TABLE`` (which
+        has a row for every event type the machine takes), then what the event names: the step
+        it completes, no subscription once closing. Its handler matches a response's request id
+        (Rule 4). Raises ``ProtocolViolation`` when the event is illegal now.
+        """
+        kind = type(event)
+        verdict = EVENT_TABLE[self._state].get(kind)
+        if verdict is None:
+            raise ProtocolViolation(f"unknown event {event!r}")
+        if verdict is Verdict.ILLEGAL:
+            raise ProtocolViolation(f"{kind.__name__} is illegal in state {self._state.name}")
+        if verdict is Verdict.IGNORE:
+            return None
+        if isinstance(event, StepCompleted):
+            pending = self._steps.pending
+            if pending is None or pending.step.step_id != event.step_id:
+                raise ProtocolViolation(f"StepCompleted({event.step_id}) but the pending step is {pending!r}")
+        elif isinstance(event, (Subscribe, Unsubscribe)) and self._life.closing is not None:
+            raise ProtocolViolation(f"{'subscribe' if isinstance(event, Subscribe) else 'unsubscribe'} after close")
+        elif isinstance(event, Leave) and self._life.closing is not None:
+            return None  # already closing
+        return self._HANDLERS[kind]
 
     # ---------------------------------------------------------------- helpers
     def _raise_if_poisoned(self) -> None:
@@ -522,15 +373,8 @@ class ConsumerGroupMachine:
             raise self._poisoned
 
     def _start(self, now: float) -> None:
-        if not self._started:
-            self._started = True
-            self._last_poll = now
-
-    def _context(self) -> str:
-        return (
-            f"group_id={self._group_id!r}, member_id={self._member_id!r}, member_epoch={self._epoch}, "
-            f"group_instance_id={self._instance_id!r}"
-        )
+        if not self._life.started:
+            self._life = attrs.evolve(self._life, started=True, last_poll=now)
 
     def _transition(self, target: MemberState) -> None:
         if target is self._state:
@@ -543,64 +387,22 @@ class ConsumerGroupMachine:
         )
         self._state = target
 
-    def _request_id(self) -> int:
-        rid = self._next_request_id
-        self._next_request_id += 1
-        return rid
 
-    def _heartbeats(self) -> bool:
-        """Whether the member heartbeats in its state (Java's ``shouldSkipHeartbeat``, negated)."""
-        return self._state not in _NOT_IN_GROUP
 
-    def _heartbeat_now(self) -> bool:
-        """States that heartbeat without waiting for the interval (Java's ``shouldHeartbeatNow``)."""
-        return self._state in (MemberState.ACKNOWLEDGING, MemberState.JOINING, MemberState.LEAVING)
 
-    def _heartbeat_due(self) -> float:
-        # in doubt about the session: ask at once (after a failed attempt's backoff)
-        return self._heartbeat.due(
-            now=self._heartbeat_now() or (self._in_doubt and self._session_overdue()),
-            leaving=self._state is MemberState.LEAVING,
-        )
-
-    def _backoff(self, attempts: int) -> float:
-        return next_backoff_s(attempts, self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, self._rng)
-
-    def _failed_attempt(self, now: float) -> None:
-        """A heartbeat failed: back off, then send at once (Java ``HeartbeatRequestState.onFailedAttempt``)."""
-        self._heartbeat.failed(now)
-
-    def _reset_backoff(self) -> None:
-        self._heartbeat.reset_backoff()
 
     def _poll_deadline(self) -> float:
-        return self._last_poll + self._config.max_poll_interval_ms / 1000
+        return self._life.last_poll + self._config.max_poll_interval_ms / 1000
 
     def _watchdog_armed(self) -> bool:
-        return (
-            self._coordinator.node_id is not None
-            and self._heartbeats()
-            and self._state not in (MemberState.PREPARE_LEAVING, MemberState.LEAVING)
+        return self._coordinator.node_id is not None and self._heartbeats() and self._state not in LEAVING
+
+    def _new_step(self, kind: StepKind, resolved: LocalAssignment | None = None, **fields: Any) -> DeliverStep:
+        step = RebalanceStep(step_id=self._steps.next_id, generation=self.identity, **fields)
+        self._steps = attrs.evolve(
+            self._steps, next_id=self._steps.next_id + 1, pending=PendingStep(step, kind, resolved)
         )
-
-    def _new_step(self, kind: _StepKind, resolved: LocalAssignment | None = None, **fields: Any) -> DeliverStep:
-        step = RebalanceStep(step_id=self._next_step_id, generation=self.identity, **fields)
-        self._next_step_id += 1
-        self._pending = _Pending(step, kind, resolved)
         return DeliverStep(step)
-
-    def _taking_partitions(self) -> bool:
-        """A reconciliation that adds partitions is out: the owned set is about to grow.
-
-        kgroup, beyond Java: a heartbeat sent meanwhile leaves ``topic_partitions`` out (null:
-        "unchanged", on which the coordinator keeps assuming the member owns what it was given,
-        ``CurrentAssignmentBuilder``) instead of reporting the owned set from before the step.
-        Reporting it (Java resends every field after an error, ``HeartbeatState.reset``) tells a
-        coordinator with a newer target that the member owns none of the partitions it is taking,
-        so it releases them to another member at once: two owners (the simulator on the consumer
-        protocol, seed 5267). The acknowledgement after the step reports the new owned set.
-        """
-        return self._pending is not None and bool(self._pending.step.assigned)
 
     def _leave_group_epoch(self, operation: LeaveOperation) -> int:
         """Java's ``ConsumerMembershipManager.leaveGroupEpoch``."""
@@ -611,15 +413,6 @@ class ConsumerGroupMachine:
     def _sends_leave(self, operation: LeaveOperation) -> bool:
         """Whether closing with ``operation`` sends a leave heartbeat (Java's ``isLeavingGroup``)."""
         return not (operation is LeaveOperation.REMAIN_IN_GROUP and self._instance_id is None)
-
-    def _mark_coordinator_unknown(self, reason: str, now: float) -> None:
-        if self._coordinator.node_id is not None:
-            log.info("group %s: coordinator %s marked unknown: %s", self._group_id, self._coordinator.node_id, reason)
-        if self._heartbeat_rid is not None:
-            self._abandoned_heartbeat = (self._heartbeat_rid, self._epoch)
-        self._heartbeat_rid = None  # its answer (from the old coordinator) no longer counts
-        self._coordinator = self._coordinator.lost(now + self._backoff(self._coordinator.lookup.attempts))
-        self._heartbeat.resend_all()
 
     # ---------------------------------------------------------------- the drive loop
     def _drive(self, now: float, out: list[Command]) -> None:
@@ -633,170 +426,74 @@ class ConsumerGroupMachine:
                 self._after_leave_sent()
                 self._finish_leave()
                 return
-            if self._find_rid is None and self._coordinator.due(now) and self._wants_coordinator():
-                self._find_rid = self._request_id()
-                out.append(SendFindCoordinator(
-                    request_id=self._find_rid, key=self._group_id, timeout_ms=self._config.request_timeout_ms
-                ))
+            if self._requests.find is None and self._coordinator.due(now) and self._wants_coordinator():
+                rid = self._request_id()
+                self._requests = attrs.evolve(self._requests, find=rid)
+                out.append(SendFindCoordinator(request_id=rid, key=self._group_id,
+                                               timeout_ms=self._config.request_timeout_ms))
             return
         self._maybe_reconcile(now, out)
         if not self._heartbeats():
             return
-        if self._state is MemberState.LEAVING or (self._heartbeat_rid is None and now >= self._heartbeat_due()):
+        if self._state is MemberState.LEAVING or (
+            self._requests.heartbeat is None and now >= self._heartbeat_due()
+        ):
             self._send_heartbeat(now, out)
             self._maybe_reconcile(now, out)  # the acknowledgement may leave a newer target to reconcile
 
-    def _wants_coordinator(self) -> bool:
-        return self._heartbeats() or self._leave_rid is not None
 
-    def _send_heartbeat(self, now: float, out: list[Command]) -> None:
-        """Build the heartbeat (only what changed, Java's ``HeartbeatState.buildRequestData``) and send it."""
-        assert self._coordinator.node_id is not None
-        if self._state is MemberState.JOINING and self._release_instance:
-            self._send_instance_release(now, out)
-            return
-        fields = self._heartbeat.fields(
-            send_all=self._state is MemberState.JOINING,
-            rebalance_timeout_ms=self._rebalance_timeout_ms,
-            topics=tuple(sorted(self._topics)),
-            pattern=self._pattern,
-            rack_id=self._config.client_rack,
-            server_assignor=self._server_assignor,
-            owned=None if self._taking_partitions() else self._current,
-        )
-        rid = self._request_id()
-        leaving = self._state is MemberState.LEAVING
-        if leaving:
-            self._leave_rid = rid
-            self._heartbeat_rid = None  # an answer to an earlier heartbeat no longer matters
-        else:
-            self._heartbeat_rid = rid
-            self._heartbeat_sent_at = now
-            carried = fields.get("topic_partitions")
-            self._heartbeat_carried = None if carried is None else self._current.partitions
-            self._unresolved[rid] = now
-            if self._unconfirmed_since is None:
-                self._unconfirmed_since = now
-        out.append(self._heartbeat_command(rid, self._epoch, fields))
-        self._heartbeat.sent(now)
-        self._on_heartbeat_sent()
 
-    def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, Any]) -> SendConsumerGroupHeartbeat:
-        """A ConsumerGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
-        assert self._coordinator.node_id is not None
-        return SendConsumerGroupHeartbeat(
-            request_id=rid,
-            node_id=self._coordinator.node_id,
-            timeout_ms=self._config.request_timeout_ms,
-            group_id=self._group_id,
-            member_id=self._member_id,
-            member_epoch=epoch,
-            instance_id=self._instance_id,
-            **fields,
-        )
 
-    def _send_instance_release(self, now: float, out: list[Command]) -> None:
-        """A fenced static member releases its instance id (epoch -2) before it rejoins with epoch 0.
-
-        The coordinator (Apache Kafka 4.4's ``GroupMetadataManager``) keeps a member it fenced with
-        FENCED_MEMBER_EPOCH, at its old epoch, and refuses a join (epoch 0) with an instance id a
-        member holds at any epoch but -2, even from the same member id: UNRELEASED_INSTANCE_ID,
-        which Java's consumer takes as fatal. A static leave (-2) is accepted at any epoch from
-        the member id that holds the instance id; it keeps the member's assignment, which the
-        epoch-0 join then takes over (the conformance script
-        ``a_fenced_static_member_cannot_rejoin_until_it_releases_its_instance_id`` checks both
-        against Apache Kafka). The answer is handled by ``_on_instance_released``.
-        """
-        assert self._coordinator.node_id is not None
-        rid = self._request_id()
-        self._heartbeat_rid = self._release_rid = rid
-        log.info("group %s member %s: fenced static member: releasing instance id %s (epoch -2) before rejoining",
-                 self._group_id, self._member_id, self._instance_id)
-        out.append(self._heartbeat_command(rid, LEAVE_GROUP_STATIC_MEMBER_EPOCH, {}))
-        self._heartbeat.sent(now)
-
-    def _on_instance_released(self, event: ConsumerGroupHeartbeatResponded) -> bool:
-        """The answer to ``_send_instance_release``: True when handled (the join goes out next).
-
-        NONE (released) and UNKNOWN_MEMBER_ID (the coordinator no longer has the member, so the
-        instance id is free) end the release; any other code is handled as a heartbeat's
-        (coordinator errors retry the release; FENCED_INSTANCE_ID, another process with the same
-        ``group_instance_id``, is fatal).
-        """
-        if event.error_code not in (NONE, UNKNOWN_MEMBER_ID):
-            return False
-        log.info("group %s member %s: instance id %s %s; rejoining", self._group_id, self._member_id,
-                 self._instance_id, "released" if event.error_code == NONE else "no longer held")
-        self._release_instance = False
-        self._heartbeat.ask_now()
-        self._reset_backoff()
-        return True
 
     def _on_heartbeat_sent(self) -> None:
         """The states a heartbeat ends (Java ``onHeartbeatRequestGenerated``)."""
         if self._state is MemberState.ACKNOWLEDGING:
-            self._transition(MemberState.STABLE if self._target == self._current else MemberState.RECONCILING)
+            self._transition(
+                MemberState.STABLE if self._rec.target == self._rec.current else MemberState.RECONCILING
+            )
         elif self._state is MemberState.LEAVING:
             self._after_leave_sent()
 
     def _after_leave_sent(self) -> None:
-        if self._poll_expired:
+        if self._life.poll_expired:
             self._transition(MemberState.STALE)
             self._release_lost("left the group: poll() was not called within max_poll_interval_ms")
         else:
             self._transition(MemberState.UNSUBSCRIBED)
 
     # ---------------------------------------------------------------- reconciliation
-    def _resolve(self) -> tuple[frozenset[tuple[UUID, int]], frozenset[UUID]]:
-        """The target's partitions whose topic names are known, and the topic ids that are not."""
-        resolved = set()
-        unresolved = set()
-        for topic_id, partition in self._target.partitions:
-            name = self._metadata_names.get(topic_id)
-            if name is not None:
-                self._assigned_names[topic_id] = name
-            elif topic_id in self._assigned_names:
-                name = self._assigned_names[topic_id]
-            if name is None:
-                unresolved.add(topic_id)
-            else:
-                resolved.add((topic_id, partition))
-        return frozenset(resolved), frozenset(unresolved)
-
-    def _name_of(self, topic_id: UUID) -> str:
-        return self._assigned_names[topic_id]
-
     def _maybe_reconcile(self, now: float, out: list[Command]) -> None:
         """Java ``AbstractMembershipManager.maybeReconcile``, the step going to the poll thread."""
-        if self._state is not MemberState.RECONCILING or self._target == self._current or self._pending is not None:
+        rec = self._rec
+        if self._state is not MemberState.RECONCILING or rec.target == rec.current or self._steps.pending is not None:
             return
-        if self._retry_reconcile_at_poll:
+        if self._steps.retry_at_poll:
             return
-        partitions, unresolved = self._resolve()
+        partitions, unresolved, rec = rec.resolve()
         if unresolved and (
-            unresolved != self._requested_ids
-            or now >= self._metadata_requested_at + self._config.retry_backoff_max_ms / 1000
+            unresolved != rec.requested_ids
+            or now >= rec.metadata_requested_at + self._config.retry_backoff_max_ms / 1000
         ):
             log.info(
                 "group %s member %s: topic ids %s of the target assignment have no name yet; asking for metadata",
                 self._group_id, self._member_id, sorted(str(t) for t in unresolved),
             )
-            self._requested_ids = unresolved
-            self._metadata_requested_at = now
+            rec = attrs.evolve(rec, requested_ids=unresolved, metadata_requested_at=now)
             out.append(RequestMetadata(unresolved))
         elif not unresolved:
-            self._requested_ids = frozenset()
-        resolved = LocalAssignment(self._target.local_epoch, partitions)
-        if self._current != NO_ASSIGNMENT and partitions == self._current.partitions:
+            rec = attrs.evolve(rec, requested_ids=frozenset())
+        self._rec = rec
+        resolved = LocalAssignment(rec.target.local_epoch, partitions)
+        if rec.current != NO_ASSIGNMENT and partitions == rec.current.partitions:
             # only unresolved topics differ: acknowledge the resolved part (once per target)
-            if resolved != self._current:
-                self._current = resolved
+            if resolved != rec.current:
+                self._rec = attrs.evolve(rec, current=resolved)
                 self._transition(MemberState.ACKNOWLEDGING)
             return
-        assigned = frozenset(TopicPartition(self._name_of(t), p) for t, p in partitions)
-        revoked = self._owned - assigned
-        added = assigned - self._owned
-        if added and self._heartbeat_rid is not None:
+        assigned = rec.named(partitions)
+        revoked = self._steps.owned - assigned
+        added = assigned - self._steps.owned
+        if added and self._requests.heartbeat is not None:
             # kgroup, beyond Java: no partition is taken while a heartbeat is unanswered. It told the
             # coordinator what the member owns now; if a newer target came meanwhile, the coordinator
             # released what that heartbeat did not claim, and this target's additions may already be
@@ -806,10 +503,10 @@ class ConsumerGroupMachine:
             "group %s member %s epoch %d: reconciling target %d: %d partitions (added %d, revoked %d)",
             self._group_id, self._member_id, self._epoch, resolved.local_epoch, len(assigned), len(added), len(revoked),
         )
-        self._rejoined_while_reconciling = False
+        self._steps = attrs.evolve(self._steps, rejoined_while_reconciling=False)
         out.append(
             self._new_step(
-                _StepKind.RECONCILE,
+                StepKind.RECONCILE,
                 resolved,
                 commit=True,
                 revoked=revoked,
@@ -822,61 +519,51 @@ class ConsumerGroupMachine:
 
     def _process_assignment(self, assignment: tuple[TopicIdPartitions, ...]) -> None:
         """Java ``processAssignmentReceived``: a newer target replaces the one waiting."""
-        partitions = _flatten(assignment)
-        if self._target == NO_ASSIGNMENT or partitions != self._target.partitions:
-            self._target = LocalAssignment(self._target.local_epoch + 1, partitions)
-        if self._target != self._current:
+        self._rec = self._rec.received(assignment)
+        if self._rec.target != self._rec.current:
             self._transition(MemberState.RECONCILING)
         elif self._state in (MemberState.RECONCILING, MemberState.JOINING):
             self._transition(MemberState.STABLE)
 
-    def _clear_assignment(self) -> None:
-        self._current = NO_ASSIGNMENT
-        self._target = NO_ASSIGNMENT
-        self._assigned_names.clear()
-        self._requested_ids = frozenset()
-
     # ---------------------------------------------------------------- releasing partitions
     def _release_lost(self, reason: str) -> None:
         """Deliver the owned partitions as lost, now or once the step in progress completes."""
-        if self._pending is not None:
-            self._release_after_step = _StepKind.RELEASE_LOST
-            self._release_reason = reason
+        if self._steps.pending is not None:
+            self._steps = attrs.evolve(self._steps, release_after=StepKind.RELEASE_LOST, release_reason=reason)
             return
         self._deliver_lost(reason)
 
     def _deliver_lost(self, reason: str) -> None:
-        if self._owned:
-            self._out.append(
-                self._new_step(_StepKind.RELEASE_LOST, lost=self._owned, owned=frozenset(), reason=reason)
-            )
-            self._owned = frozenset()
+        owned = self._steps.owned
+        if owned:
+            self._out.append(self._new_step(StepKind.RELEASE_LOST, lost=owned, owned=frozenset(), reason=reason))
+            self._steps = attrs.evolve(self._steps, owned=frozenset())
         else:
             self._lost_released()
 
     def _lost_released(self) -> None:
         """The lost partitions are released (Java: the ``onPartitionsLost`` callback completed)."""
-        self._clear_assignment()
-        if self._closing is not None:
+        self._rec = self._rec.cleared()
+        if self._life.closing is not None:
             return
         if self._state is MemberState.FENCED:
             self._transition_to_joining()
-        elif self._state is MemberState.STALE and not self._poll_expired:
+        elif self._state is MemberState.STALE and not self._life.poll_expired:
             self._transition_to_joining()  # the application polled while the partitions were released
 
     def _transition_to_joining(self) -> None:
         if self._state is MemberState.FATAL:
             return
-        if self._pending is not None and self._pending.kind is _StepKind.RECONCILE:
-            self._rejoined_while_reconciling = True
+        pending = self._steps.pending
+        if pending is not None and pending.kind is StepKind.RECONCILE:
+            self._steps = attrs.evolve(self._steps, rejoined_while_reconciling=True)
         self._epoch = JOIN_GROUP_MEMBER_EPOCH
         self._transition(MemberState.JOINING)
-        self._revoke_since = None  # the join heartbeat owns nothing: no revocation can be pending
-        self._target = NO_ASSIGNMENT
-        self._assigned_names.clear()
-        self._requested_ids = frozenset()
-        self._retry_reconcile_at_poll = False
-        self._subscription_updated = False
+        # the join heartbeat owns nothing: no revocation can be pending
+        self._session = attrs.evolve(self._session, revoke_since=None)
+        self._rec = self._rec.rejoining()
+        self._steps = attrs.evolve(self._steps, retry_at_poll=False)
+        self._subscription = attrs.evolve(self._subscription, updated=False)
 
     def _transition_to_fenced(self, reason: str, now: float, error_code: int | None = None) -> None:
         """Java ``AbstractMembershipManager.transitionToFenced``.
@@ -892,7 +579,7 @@ class ConsumerGroupMachine:
             self._epoch = self._leave_group_epoch(self._leave_operation())
             self._transition(MemberState.LEAVING)
             self._transition(MemberState.UNSUBSCRIBED)
-            self._heartbeat_rid = None
+            self._requests = attrs.evolve(self._requests, heartbeat=None)
             self._finish_leave()
             return
         if self._state is MemberState.LEAVING:
@@ -905,9 +592,12 @@ class ConsumerGroupMachine:
                  self._group_id, self._member_id, self._epoch, reason)
         self._transition(MemberState.FENCED)
         self._epoch = JOIN_GROUP_MEMBER_EPOCH
-        self._heartbeat_rid = None
-        if self._instance_id is not None and error_code == FENCED_MEMBER_EPOCH:
-            self._release_instance = True
+        self._requests = attrs.evolve(
+            self._requests,
+            heartbeat=None,
+            release_instance=self._requests.release_instance
+            or (self._instance_id is not None and error_code == FENCED_MEMBER_EPOCH),
+        )
         self._release_lost(f"fenced: {reason}")
 
     def _transition_to_fatal(self, error: Exception, out: list[Command]) -> None:
@@ -916,12 +606,11 @@ class ConsumerGroupMachine:
         log.error("group %s member %s: fatal: %s", self._group_id, self._member_id, error)
         self._fatal = error
         self._transition(MemberState.FATAL)
-        self._heartbeat_rid = None
-        self._find_rid = None
+        self._requests = attrs.evolve(self._requests, heartbeat=None, find=None)
         out.append(Fail(error))
         if previous in (MemberState.LEAVING, MemberState.PREPARE_LEAVING, MemberState.UNSUBSCRIBED):
-            self._leave_rid = None
-            if self._pending is None and self._closing is not None:
+            self._requests = attrs.evolve(self._requests, leave=None)
+            if self._steps.pending is None and self._life.closing is not None:
                 self._close_if_done()
             return
         self._release_lost(f"fatal error: {error}")
@@ -934,25 +623,24 @@ class ConsumerGroupMachine:
         self._release_for_leave(reason)
 
     def _release_for_leave(self, reason: str) -> None:
-        if self._pending is not None:
-            self._release_after_step = _StepKind.RELEASE_LEAVE
-            self._release_reason = reason
+        if self._steps.pending is not None:
+            self._steps = attrs.evolve(self._steps, release_after=StepKind.RELEASE_LEAVE, release_reason=reason)
             return
-        if self._owned:
+        owned = self._steps.owned
+        if owned:
             if self._epoch > 0:
-                step = self._new_step(
-                    _StepKind.RELEASE_LEAVE, commit=True, revoked=self._owned, owned=frozenset(), reason=reason
-                )
+                step = self._new_step(StepKind.RELEASE_LEAVE, commit=True, revoked=owned, owned=frozenset(),
+                                      reason=reason)
             else:
-                step = self._new_step(_StepKind.RELEASE_LEAVE, lost=self._owned, owned=frozenset(), reason=reason)
-            self._owned = frozenset()
+                step = self._new_step(StepKind.RELEASE_LEAVE, lost=owned, owned=frozenset(), reason=reason)
+            self._steps = attrs.evolve(self._steps, owned=frozenset())
             self._out.append(step)
         else:
             self._released_for_leave()
 
     def _released_for_leave(self) -> None:
         """Java ``clearAssignmentAndLeaveGroup``: the leave heartbeat goes out next, if any."""
-        self._clear_assignment()
+        self._rec = self._rec.cleared()
         if self._state is not MemberState.PREPARE_LEAVING:
             return
         operation = self._leave_operation()
@@ -966,122 +654,53 @@ class ConsumerGroupMachine:
         self._transition(MemberState.LEAVING)
 
     def _leave_operation(self) -> LeaveOperation:
-        return self._closing.operation if self._closing is not None else LeaveOperation.DEFAULT
+        closing = self._life.closing
+        return closing.operation if closing is not None else LeaveOperation.DEFAULT
 
     def _finish_leave(self) -> None:
         """The leave is over (answered, failed or never sent)."""
-        self._leave_rid = None
-        if self._closing is not None:
+        self._requests = attrs.evolve(self._requests, leave=None)
+        if self._life.closing is not None:
             self._close_if_done()
 
     def _close_if_done(self) -> None:
-        if self._pending is None and self._leave_rid is None:
+        if self._steps.pending is None and self._requests.leave is None:
             self._transition(MemberState.CLOSED)
 
     # ---------------------------------------------------------------- the session timer
     def _holds_for_session(self) -> bool:
         """A member in the group holding partitions (``_settle_session`` watches it)."""
         return (
-            bool(self._owned)
+            bool(self._steps.owned)
             and self._epoch > 0
-            and self._closing is None
-            and self._state in _HOLDING
-            and self._release_after_step is None
+            and self._life.closing is None
+            and self._state in HOLDING
+            and self._steps.release_after is None
         )
-
-    def _session_overdue(self) -> bool:
-        """In doubt because of the session: a successful heartbeat settles it (one goes out at once)."""
-        return self._doubt_asks
 
     def _session_renewed(self, previous_target: frozenset[tuple[UUID, int]]) -> None:
-        """The current heartbeat was answered without error: move the session and revocation clocks.
-
-        The coordinator re-arms the session timer on every successful heartbeat
-        (``GroupMetadataManager.scheduleConsumerGroupSessionTimeout``), no earlier than the
-        heartbeat was sent. A member whose reported partitions include some the coordinator takes
-        away waits in UNREVOKED_PARTITIONS, and its rebalance timeout (the one it sends) fences it
-        unless a heartbeat reporting them released arrives first
-        (``CurrentAssignmentBuilder``, ``scheduleConsumerGroupRebalanceTimeout``). That timer starts
-        when the coordinator processes the heartbeat that moved the member there, which may be an
-        earlier one whose answer was lost: the clock starts at the send time of the first heartbeat
-        sent since the last successful one (or still unanswered), a safe lower bound.
-        """
-        sent_at = self._heartbeat_sent_at
-        self._alive_at = max(self._alive_at, sent_at)
-        first = min(
-            [sent_at, *self._unresolved.values()]
-            + ([self._unconfirmed_since] if self._unconfirmed_since is not None else [])
+        """The current heartbeat was answered without error: move the clocks (``SessionTimer.renewed``)."""
+        before = self._session.revoke_since
+        self._session = self._session.renewed(
+            in_group=self._state not in NOT_IN_GROUP and self._state not in LEAVING,
+            target=self._rec.target.partitions,
+            previous_target=previous_target,
         )
-        self._unconfirmed_since = None
-        if self._state in _NOT_IN_GROUP or self._state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
-            self._revoke_since = None
-            return
-        target = self._target.partitions
-        carried = self._heartbeat_carried
-        if carried is not None:
-            # the coordinator keeps the member in UNREVOKED_PARTITIONS while what it reports owning
-            # includes partitions pending revocation
-            pending = not carried <= target
-        else:
-            # no owned partitions reported: the coordinator takes it that the member still owns them
-            pending = self._revoke_since is not None or bool(previous_target - target)
-        if not pending:
-            self._revoke_since = None
-        elif self._revoke_since is None:
-            self._revoke_since = first
+        if before is None and self._session.revoke_since is not None:
             log.debug("group %s member %s: partitions to revoke; the coordinator's rebalance timeout runs from %.3f",
-                      self._group_id, self._member_id, first)
+                      self._group_id, self._member_id, self._session.revoke_since)
 
     def _settle_session(self, now: float) -> None:
         """The session timer: hand nothing out while the coordinator may have removed the member.
 
-        Under the consumer protocol the coordinator removes a member it has not heard from for
-        the group's session timeout (``consumer.session.timeout.ms``, the broker's
-        ``group.consumer.session.timeout.ms`` unless the group overrides it; Kafka's
-        ``GroupMetadataManager``), and one that has not acknowledged a revocation within its
-        rebalance timeout, and gives its partitions to others. A member cut off from the
-        coordinator goes on fetching and would hand out records the new owners also process
-        (Java's ``AsyncKafkaConsumer`` does). kgroup learns the session timeout (DescribeConfigs)
-        and counts from the *send* time of the last successful ConsumerGroupHeartbeat (the
-        coordinator renewed the session no earlier), and from the revocation clock
-        (``_session_renewed``). Once either runs out, a member holding partitions hands nothing
-        out (``hand_out_on_hold``) until it knows:
-
-        * a heartbeat goes out at once (or the one in flight is waited for); its success
-          resumes the hand-outs, a fencing error releases the partitions as lost as always;
-        * a pending revocation is settled by the answer to the heartbeat that acknowledges it;
-        * with the coordinator unknown nothing can be asked yet: the partitions are kept and the
-          hand-outs held until the coordinator is found again and answers the heartbeat (a
-          coordinator that restarted keeps the member); its fencing errors, or the poll timeout,
-          give them up.
-
-        Without a known session timeout (DescribeConfigs not allowed or not answered) only the
-        revocation clock runs. docs/kip848.md, "Beyond Java: the session timer".
+        ``kgroup.membership.consumer_group_session`` says when; docs/kip848.md, "Beyond Java: the
+        session timer".
         """
-        if not self._holds_for_session():
-            self._in_doubt = self._doubt_asks = False
-            return
-        session_late = self._session_timeout_s is not None and now >= self._alive_at + self._session_timeout_s
-        revoke_late = (
-            self._revoke_since is not None and now >= self._revoke_since + self._rebalance_timeout_ms / 1000
+        was_in_doubt = self._session.in_doubt
+        self._session, why = self._session.settled(
+            now, holds=self._holds_for_session(), rebalance_timeout_ms=self._rebalance_timeout_ms
         )
-        # a heartbeat whose answer never came may have moved the member to UNREVOKED_PARTITIONS
-        # (a newer target took partitions away): its rebalance timeout runs from that heartbeat,
-        # and the member cannot know; the first heartbeat sent since the last success bounds it
-        unanswered_late = (
-            self._unconfirmed_since is not None
-            and now >= self._unconfirmed_since + self._rebalance_timeout_ms / 1000
-        )
-        if not (session_late or revoke_late or unanswered_late):
-            self._in_doubt = self._doubt_asks = False
-            return
-        why = (
-            f"no successful heartbeat within the session timeout ({self.session_timeout_ms} ms)" if session_late
-            else f"a revocation not acknowledged within the rebalance timeout ({self._rebalance_timeout_ms} ms)"
-            if revoke_late
-            else f"no heartbeat answered within the rebalance timeout ({self._rebalance_timeout_ms} ms)"
-        )
-        if not self._in_doubt:
+        if why is not None and not was_in_doubt:
             # with the coordinator unknown (a broker restart, a partition) nothing can be asked
             # yet: the partitions are kept and the heartbeat goes out once it is found again
             log.warning(
@@ -1089,8 +708,6 @@ class ConsumerGroupMachine:
                 "coordinator%s answers", self._group_id, self._member_id, self._epoch, why,
                 "" if self._coordinator.node_id is not None else " (unknown: finding it again)",
             )
-        self._in_doubt = True
-        self._doubt_asks = session_late or unanswered_late
 
     # ---------------------------------------------------------------- the poll watchdog
     def _check_poll_watchdog(self, now: float, out: list[Command]) -> None:
@@ -1103,34 +720,26 @@ class ConsumerGroupMachine:
             "max_poll_records)",
             self._group_id, self._member_id, self._config.max_poll_interval_ms,
         )
-        self._poll_expired = True
+        self._life = attrs.evolve(self._life, poll_expired=True)
         self._transition(MemberState.PREPARE_LEAVING)
         self._epoch = self._leave_group_epoch(LeaveOperation.DEFAULT)
-        self._current = NO_ASSIGNMENT
+        self._rec = attrs.evolve(self._rec, current=NO_ASSIGNMENT)
         self._transition(MemberState.LEAVING)
-        self._heartbeat_rid = None
-        self._reset_backoff()
+        self._requests = attrs.evolve(self._requests, heartbeat=None)
+        self._heartbeat.reset_backoff()
         self._heartbeat.resend_all()
 
     # ---------------------------------------------------------------- user events
     def _on_subscribe(self, event: Subscribe, now: float, out: list[Command]) -> None:
-        if self._closing is not None:
-            raise ProtocolViolation("subscribe after close")
         if not event.topics and event.pattern is None:
             self._on_unsubscribe(Unsubscribe(), now, out)
             return
-        if event.topics != self._topics or event.pattern != self._pattern:
-            self._topics = event.topics
-            self._pattern = event.pattern
-            self._subscription_updated = True
+        if event.topics != self._subscription.topics or event.pattern != self._subscription.pattern:
+            self._subscription = Subscription(event.topics, event.pattern, updated=True)
 
     def _on_unsubscribe(self, event: Unsubscribe, now: float, out: list[Command]) -> None:
-        if self._closing is not None:
-            raise ProtocolViolation("unsubscribe after close")
-        self._topics = frozenset()
-        self._pattern = None
-        self._subscription_updated = False
-        if self._state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING) or self._state in _NOT_IN_GROUP:
+        self._subscription = Subscription()
+        if self._state in LEAVING or self._state in NOT_IN_GROUP:
             if self._state is MemberState.FENCED:
                 # Java: a fenced member that unsubscribes does not rejoin
                 self._transition(MemberState.UNSUBSCRIBED)
@@ -1138,41 +747,40 @@ class ConsumerGroupMachine:
         self._start_leave("unsubscribed")
 
     def _on_polled(self, event: Polled, now: float, out: list[Command]) -> None:
-        self._last_poll = now
-        if self._poll_expired:
-            self._poll_expired = False
-            if self._state is MemberState.STALE and self._pending is None:
+        self._life = attrs.evolve(self._life, last_poll=now)
+        if self._life.poll_expired:
+            self._life = attrs.evolve(self._life, poll_expired=False)
+            if self._state is MemberState.STALE and self._steps.pending is None:
                 self._transition_to_joining()
-        if self._subscription_updated and self._state is MemberState.UNSUBSCRIBED and self._closing is None:
-            self._subscription_updated = False
+        if self._subscription.updated and self._state is MemberState.UNSUBSCRIBED and self._life.closing is None:
+            self._subscription = attrs.evolve(self._subscription, updated=False)
             self._transition_to_joining()
-        self._retry_reconcile_at_poll = False
+        self._steps = attrs.evolve(self._steps, retry_at_poll=False)
 
     def _on_step_completed(self, event: StepCompleted, now: float, out: list[Command]) -> None:
-        pending = self._pending
-        if pending is None or pending.step.step_id != event.step_id:
-            raise ProtocolViolation(f"StepCompleted({event.step_id}) but the pending step is {pending!r}")
-        self._pending = None
+        pending = self._steps.pending
+        assert pending is not None  # ``_admit`` checked that it is the step out
         step = pending.step
-        if event.applied:
-            self._owned = step.owned
-        if pending.kind is _StepKind.RECONCILE:
+        self._steps = attrs.evolve(
+            self._steps, pending=None, owned=step.owned if event.applied else self._steps.owned
+        )
+        if pending.kind is StepKind.RECONCILE:
             self._on_reconciled(pending, event)
-        elif pending.kind is _StepKind.RELEASE_LOST:
+        elif pending.kind is StepKind.RELEASE_LOST:
             self._lost_released()
         else:
             self._released_for_leave()
-        follow_up = self._release_after_step
+        follow_up = self._steps.release_after
         if follow_up is not None:
-            self._release_after_step = None
-            if follow_up is _StepKind.RELEASE_LOST:
-                self._deliver_lost(self._release_reason)
+            self._steps = attrs.evolve(self._steps, release_after=None)
+            if follow_up is StepKind.RELEASE_LOST:
+                self._deliver_lost(self._steps.release_reason)
             else:
-                self._release_for_leave(self._release_reason)
-        if self._closing is not None and self._state in _NOT_IN_GROUP:
+                self._release_for_leave(self._steps.release_reason)
+        if self._life.closing is not None and self._state in NOT_IN_GROUP:
             self._close_if_done()
 
-    def _on_reconciled(self, pending: _Pending, event: StepCompleted) -> None:
+    def _on_reconciled(self, pending: PendingStep, event: StepCompleted) -> None:
         if event.error is not None:
             # Java: the member stays RECONCILING without acknowledging; the broker fences it if
             # the reconciliation does not complete within the rebalance timeout
@@ -1180,119 +788,46 @@ class ConsumerGroupMachine:
                 "group %s member %s: a rebalance listener failed (%s); reconciling again at the next poll",
                 self._group_id, self._member_id, event.error,
             )
-            self._retry_reconcile_at_poll = self._state is MemberState.RECONCILING
+            self._steps = attrs.evolve(self._steps, retry_at_poll=self._state is MemberState.RECONCILING)
             return
-        if self._state is not MemberState.RECONCILING or self._rejoined_while_reconciling:
+        rejoined = self._steps.rejoined_while_reconciling
+        if self._state is not MemberState.RECONCILING or rejoined:
             log.info(
                 "group %s member %s: the reconciliation completed but is no longer relevant (%s)",
                 self._group_id, self._member_id,
-                "rejoined meanwhile" if self._rejoined_while_reconciling else f"state {self._state.name}",
+                "rejoined meanwhile" if rejoined else f"state {self._state.name}",
             )
-            self._rejoined_while_reconciling = False
+            self._steps = attrs.evolve(self._steps, rejoined_while_reconciling=False)
             return
         assert pending.resolved is not None
-        self._current = pending.resolved
+        self._rec = attrs.evolve(self._rec, current=pending.resolved)
         self._transition(MemberState.ACKNOWLEDGING)
 
     def _on_leave(self, event: Leave, now: float, out: list[Command]) -> None:
-        if self._closing is not None:
-            return
-        self._closing = event
-        self._subscription_updated = False
-        if self._state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+        self._life = attrs.evolve(self._life, closing=event)
+        self._subscription = attrs.evolve(self._subscription, updated=False)
+        if self._state in LEAVING:
             return  # an unsubscribe is leaving already; close when it is done
-        if self._state in _NOT_IN_GROUP:
+        if self._state in NOT_IN_GROUP:
             # not in the group: nothing to send; close once a release in progress is done
-            self._poll_expired = False
+            self._life = attrs.evolve(self._life, poll_expired=False)
             self._close_if_done()
             return
         self._start_leave(event.reason)
 
     def _on_metadata(self, event: MetadataUpdated, now: float, out: list[Command]) -> None:
-        self._metadata_names = event.topic_names
-        if self._requested_ids and not (self._requested_ids - set(event.topic_names)):
-            self._requested_ids = frozenset()
+        self._rec = self._rec.metadata(event.topic_names)
 
     def _on_coordinator_dead(self, event: CoordinatorDead, now: float, out: list[Command]) -> None:
         self._mark_coordinator_unknown(event.reason, now)
 
-    # ---------------------------------------------------------------- responses
-    def _on_find_coordinator(self, event: FindCoordinatorResponded, now: float, out: list[Command]) -> None:
-        if event.request_id != self._find_rid:
-            return
-        self._find_rid = None
-        disposition = classify(Api.FIND_COORDINATOR, event.error_code)
-        if disposition is Disposition.OK:
-            self._coordinator = self._coordinator.found(event.node_id, now + self._backoff(1))
-            # Java's CoordinatorRequestManager (RequestState.onSuccessfulAttempt): the next
-            # FindCoordinator waits retry_backoff_ms after this answer even so, so a coordinator
-            # that answers NOT_COORDINATOR while it loads is not asked again in a tight loop
-            log.info("group %s: coordinator %s at %s:%s", self._group_id, event.node_id, event.host, event.port)
-        elif disposition is Disposition.FATAL:
-            self._transition_to_fatal(
-                broker_error(Api.FIND_COORDINATOR, event.error_code, self._context()), out
-            )
-        else:
-            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
-            log.info("group %s: FindCoordinator failed: %s", self._group_id, error_name(event.error_code))
+    # ---------------------------------------------------------------- the membership's side of the heartbeat
 
-    def _on_heartbeat(self, event: ConsumerGroupHeartbeatResponded, now: float, out: list[Command]) -> None:
-        self._unresolved.pop(event.request_id, None)
-        if event.request_id == self._leave_rid:
-            if event.error_code != NONE:
-                log.info("group %s: the leave heartbeat returned %s", self._group_id, error_name(event.error_code))
-            self._finish_leave()
-            return
-        if event.request_id != self._heartbeat_rid:
-            abandoned = self._abandoned_heartbeat
-            if abandoned is not None and abandoned[0] == event.request_id:
-                self._abandoned_heartbeat = None
-            if (
-                abandoned == (event.request_id, self._epoch)
-                and classify(_HEARTBEAT, event.error_code) is Disposition.RESET_GENERATION
-                and self._state in (MemberState.STABLE, MemberState.RECONCILING, MemberState.ACKNOWLEDGING)
-            ):
-                # the coordinator removed or fenced the member at this very epoch: as authoritative
-                # as the answer to the current heartbeat (Java's handler takes it too)
-                self._transition_to_fenced(f"ConsumerGroupHeartbeat returned {error_name(event.error_code)}", now,
-                                           event.error_code)
-                self._reset_backoff()
-                return
-            log.debug("group %s: dropping a stale heartbeat response %d", self._group_id, event.request_id)
-            return
-        self._heartbeat_rid = None
-        if event.request_id == self._release_rid:
-            self._release_rid = None
-            if self._on_instance_released(event):
-                return
-        action = classify(_HEARTBEAT, event.error_code)
-        if action is Disposition.OK:
-            previous_target = self._target.partitions
-            self._on_heartbeat_success(event, now)
-            self._session_renewed(previous_target)
-            return
-        self._failed_attempt(now)
-        name = error_name(event.error_code)
-        detail = f"ConsumerGroupHeartbeat returned {name}" + (f": {event.error_message}" if event.error_message else "")
-        if action is Disposition.REDISCOVER:
-            self._mark_coordinator_unknown(detail, now)
-            self._reset_backoff()
-        elif action is Disposition.RETRY:
-            log.info("group %s: %s; retrying after a backoff", self._group_id, detail)
-        elif action is Disposition.RESET_GENERATION:
-            self._transition_to_fenced(detail, now, event.error_code)
-            self._reset_backoff()
-        elif action is Disposition.RAISE:
-            log.error("group %s member %s: %s", self._group_id, self._member_id, detail)
-            out.append(Notify(broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())))
-        else:
-            error = broker_error(_HEARTBEAT, event.error_code, event.error_message or "", self._context())
-            self._transition_to_fatal(error, out)
 
     def _on_heartbeat_success(self, event: ConsumerGroupHeartbeatResponded, now: float) -> None:
         """Java ``onResponse`` (timing) and ``ConsumerMembershipManager.onHeartbeatSuccess``."""
         self._heartbeat.succeeded(now, event.heartbeat_interval_ms)
-        if self._state in _NOT_IN_GROUP or self._state is MemberState.LEAVING:
+        if self._state in NOT_IN_GROUP or self._state is MemberState.LEAVING:
             return
         if event.member_epoch < 0:
             log.debug("group %s: ignoring a heartbeat response with epoch %d", self._group_id, event.member_epoch)
@@ -1305,47 +840,20 @@ class ConsumerGroupMachine:
             log.info("group %s member %s: epoch %d -> %d", self._group_id, self._member_id, self._epoch,
                      event.member_epoch)
         self._epoch = event.member_epoch
-        if event.assignment is not None and self._state in _TAKES_ASSIGNMENT:
+        if event.assignment is not None and self._state in TAKES_ASSIGNMENT:
             self._process_assignment(event.assignment)
-
-    def _on_request_failed(self, event: RequestFailed, now: float, out: list[Command]) -> None:
-        rid = event.request_id
-        self._unresolved.pop(rid, None)
-        if rid == self._find_rid:
-            self._find_rid = None
-            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
-            log.info("group %s: FindCoordinator failed: %s", self._group_id, event.reason)
-            return
-        if rid == self._leave_rid:
-            log.info("group %s: the leave heartbeat failed: %s", self._group_id, event.reason)
-            self._finish_leave()
-            return
-        if rid != self._heartbeat_rid:
-            return
-        self._heartbeat_rid = None
-        self._failed_attempt(now)
-        if event.unsupported_version:
-            self._transition_to_fatal(
-                broker_error(_HEARTBEAT, UNSUPPORTED_VERSION, f"{event.reason}; {CONSUMER_PROTOCOL_NOT_SUPPORTED}",
-                             self._context()),
-                out,
-            )
-            return
-        log.info("group %s: ConsumerGroupHeartbeat failed: %s; finding the coordinator again", self._group_id,
-                 event.reason)
-        self._mark_coordinator_unknown(f"ConsumerGroupHeartbeat failed: {event.reason}", now)
 
     def _on_session_timeout(self, event: SessionTimeoutDescribed, now: float, out: list[Command]) -> None:
         ms = event.session_timeout_ms
         if ms is None or ms <= 0:
             return  # a failed request: the value learned before, if any, stays
-        if ms / 1000 != self._session_timeout_s:
+        if ms / 1000 != self._session.timeout_s:
             log.info(
                 "group %s member %s: the group's session timeout is %d ms (consumer.session.timeout.ms, from "
                 "DescribeConfigs): records are held back when no heartbeat has succeeded for that long",
                 self._group_id, self._member_id, ms,
             )
-        self._session_timeout_s = ms / 1000
+        self._session = attrs.evolve(self._session, timeout_s=ms / 1000)
 
     def _on_request_rejoin(self, event: RequestRejoin, now: float, out: list[Command]) -> None:
         """Nothing to do: the broker decides when to rebalance (Java's ``AsyncKafkaConsumer.enforceRebalance`` too)."""
@@ -1369,7 +877,7 @@ class ConsumerGroupMachine:
         self._check_poll_watchdog(now, out)
 
     #: the handler of each event type
-    _HANDLERS: Final[Mapping[type, Callable[[ConsumerGroupMachine, Any, float, list[Command]], None]]] = {
+    _HANDLERS: Final[Mapping[type, _Handler]] = {
         Subscribe: _on_subscribe,
         Unsubscribe: _on_unsubscribe,
         Polled: _on_polled,
@@ -1379,8 +887,8 @@ class ConsumerGroupMachine:
         CommitErrorObserved: _on_commit_error,
         MetadataUpdated: _on_metadata,
         CoordinatorDead: _on_coordinator_dead,
-        FindCoordinatorResponded: _on_find_coordinator,
-        ConsumerGroupHeartbeatResponded: _on_heartbeat,
-        RequestFailed: _on_request_failed,
+        FindCoordinatorResponded: HeartbeatExchange._on_find_coordinator,
+        ConsumerGroupHeartbeatResponded: HeartbeatExchange._on_heartbeat,
+        RequestFailed: HeartbeatExchange._on_request_failed,
         SessionTimeoutDescribed: _on_session_timeout,
     }

@@ -20,15 +20,18 @@ ShareGroupHeartbeat) joins the same way (docs/protocol.md, "The membership core"
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Generic, NoReturn, Protocol, TypeVar, overload
 
 import attrs
 
 from kgroup.membership.states import MemberState
 from kgroup.types import Generation, TopicPartition
 
-__all__ = ["Member", "MemberSnapshot"]
+__all__ = ["Member", "MemberSnapshot", "View"]
+
+_T = TypeVar("_T")
 
 
 @attrs.frozen(repr=False)
@@ -97,3 +100,31 @@ class Member(Protocol):
     def snapshot(self) -> MemberSnapshot:
         """An immutable view for other threads."""
         ...
+
+
+class View(Generic[_T]):
+    """A machine's read-only view of one of its fields, written once: ``state = View[MemberState]("_state", doc)``.
+
+    ``path`` names the field, dotted through a sub-state (``"_coordinator.node_id"``); ``doc`` is
+    the view's docstring. Both machines give their plain views this way (a ``property`` each,
+    without the boilerplate).
+    """
+
+    def __init__(self, path: str, doc: str) -> None:
+        self._get = operator.attrgetter(path)
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, machine: None, owner: type | None = None) -> View[_T]: ...
+
+    @overload
+    def __get__(self, machine: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, machine: object | None, owner: type | None = None) -> View[_T] | _T:
+        if machine is None:
+            return self
+        value: _T = self._get(machine)
+        return value
+
+    def __set__(self, machine: object, value: object) -> NoReturn:
+        raise AttributeError("a machine's view is read-only")

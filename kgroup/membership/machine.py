@@ -75,7 +75,7 @@ from kgroup.membership.commands import (
     WatchGroupTopics,
 )
 from kgroup.membership.coordinator import CoordinatorState
-from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.core import MemberSnapshot, View
 from kgroup.membership.log_throttle import LogThrottle
 from kgroup.membership.machine_config import MachineConfig, machine_config
 from kgroup.membership.states import (
@@ -170,25 +170,12 @@ class GroupMachine:
         self._join_retry = RetryTimer()
 
     # ---------------------------------------------------------------- read-only views
-    @property
-    def state(self) -> MemberState:
-        """The member state (see ``kgroup.membership.states``)."""
-        return self._state
-
-    @property
-    def generation(self) -> Generation:
-        """The current generation (``Generation()`` when none)."""
-        return self._generation
-
-    @property
-    def owned(self) -> frozenset[TopicPartition]:
-        """Partitions this member owns (as far as the group protocol is concerned)."""
-        return self._owned
-
-    @property
-    def coordinator(self) -> int | None:
-        """The coordinator's node id, or None while unknown."""
-        return self._coordinator.node_id
+    state = View[MemberState]("_state", "The member state (see ``kgroup.membership.states``).")
+    generation = View[Generation]("_generation", "The current generation (``Generation()`` when none).")
+    owned = View[frozenset[TopicPartition]](
+        "_owned", "Partitions this member owns (as far as the group protocol is concerned)."
+    )
+    coordinator = View[int | None]("_coordinator.node_id", "The coordinator's node id, or None while unknown.")
 
     def snapshot(self) -> MemberSnapshot:
         """An immutable view for other threads."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, get_args
+from typing import Final, TypeVar, get_args
 
 import attrs
 
@@ -41,7 +41,10 @@ __all__ = [
     "MemberState",
     "Request",
     "Verdict",
+    "parse_event_table",
 ]
+
+_State = TypeVar("_State", bound=enum.Enum)
 
 
 class MemberState(enum.Enum):
@@ -162,25 +165,39 @@ RequestFailed            handle   handle    handle  handle    handle  handle    
 #   for completeness.
 
 
-def _parse_event_table(text: str) -> Mapping[MemberState, Mapping[type, Verdict]]:
-    """``_EVENT_TABLE`` as ``{state: {event type: verdict}}``; any gap or typo fails the import."""
-    header, *rows = text.strip().splitlines()
-    states = [MemberState(name) for name in header.split()]
-    if states != list(MemberState):
-        raise ValueError(f"EVENT_TABLE: the columns must be every MemberState in order, got {header.split()}")
-    events: dict[str, type] = {kind.__name__: kind for kind in get_args(ev.ClassicEvent)}
-    table: dict[MemberState, dict[type, Verdict]] = {state: {} for state in states}
-    for row in rows:
-        name, *cells = row.split()
-        kind = events.pop(name, None)
-        if kind is None or len(cells) != len(states):
-            raise ValueError(f"EVENT_TABLE: bad row {row!r}")
-        for state, cell in zip(states, cells, strict=True):
-            table[state][kind] = Verdict(cell)
-    if events:
-        raise ValueError(f"EVENT_TABLE: no row for {sorted(events)}")
+def parse_event_table(
+    text: str, states: type[_State], events: tuple[type, ...]
+) -> Mapping[_State, Mapping[type, Verdict]]:
+    """An event table's grid as ``{state: {event type: verdict}}``; any gap or typo fails the import.
+
+    The columns are every member of ``states`` in order (by value), the rows every one of ``events``
+    (by class name): each machine writes its own table this way (this module's for the classic
+    protocol, ``kgroup.membership.consumer_group_states`` for the consumer protocol). A grid too
+    wide for a line may be written as blocks of columns, one after the other, a blank line apart.
+    """
+    by_name: dict[str, type] = {kind.__name__: kind for kind in events}
+    table: dict[_State, dict[type, Verdict]] = {state: {} for state in states}
+    seen: list[_State] = []
+    for block in text.strip().split("\n\n"):
+        header, *rows = block.strip().splitlines()
+        columns = [states(name) for name in header.split()]
+        seen += columns
+        for row in rows:
+            name, *cells = row.split()
+            kind = by_name.get(name)
+            if kind is None or len(cells) != len(columns) or any(kind in table[state] for state in columns):
+                raise ValueError(f"EVENT_TABLE: bad row {row!r}")
+            for state, cell in zip(columns, cells, strict=True):
+                table[state][kind] = Verdict(cell)
+    if seen != list(states):
+        raise ValueError(f"EVENT_TABLE: the columns must be every {states.__name__} in order, got {seen}")
+    missing = sorted(name for name, kind in by_name.items() if any(kind not in table[state] for state in states))
+    if missing:
+        raise ValueError(f"EVENT_TABLE: no row for {missing}")
     return MappingProxyType({state: MappingProxyType(verdicts) for state, verdicts in table.items()})
 
 
 #: state -> event type -> ``Verdict``: every pair, written out above as a grid
-EVENT_TABLE: Final[Mapping[MemberState, Mapping[type, Verdict]]] = _parse_event_table(_EVENT_TABLE)
+EVENT_TABLE: Final[Mapping[MemberState, Mapping[type, Verdict]]] = parse_event_table(
+    _EVENT_TABLE, MemberState, get_args(ev.ClassicEvent)
+)

@@ -669,8 +669,9 @@ class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         deleted = self._deleted(owned, latest)
         if self._targets is not None:
             # ending the query is final: wait out rebalances and unknown offsets instead
-            if consumer.member_state() is not MemberState.STABLE:
-                raise _NotReady(f"the group is rebalancing ({consumer.member_state().value})")
+            state = consumer.member_state()
+            if state.name != MemberState.STABLE.name:  # either protocol's own states call it STABLE
+                raise _NotReady(f"the group is rebalancing ({state.value})")
             if self._unresolved:
                 raise _NotReady(f"no starting offset yet for {sorted(map(str, self._unresolved))}")
             no_end = [tp for tp in owned if tp not in latest and tp not in deleted]

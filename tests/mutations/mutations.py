@@ -67,17 +67,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="kip848-ack-before-revoke",
         path="kgroup/membership/consumer_group.py",
         original=(
-            "        self._rejoined_while_reconciling = False\n"
+            "        self._steps = attrs.evolve(self._steps, rejoined_while_reconciling=False)\n"
             "        out.append(\n"
             "            self._new_step(\n"
-            "                _StepKind.RECONCILE,\n"
+            "                StepKind.RECONCILE,\n"
         ),
         replacement=(
-            "        self._rejoined_while_reconciling = False\n"
-            "        self._current = resolved\n"
+            "        self._steps = attrs.evolve(self._steps, rejoined_while_reconciling=False)\n"
+            "        self._rec = attrs.evolve(self._rec, current=resolved)\n"
             "        out.append(\n"
             "            self._new_step(\n"
-            "                _StepKind.RECONCILE,\n"
+            "                StepKind.RECONCILE,\n"
         ),
         caught_by="consumer",
         what="the reconciled assignment is acknowledged when the step is handed over, before the "
@@ -86,8 +86,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="kip848-takes-partitions-during-heartbeat",
         path="kgroup/membership/consumer_group.py",
-        original="        if added and self._heartbeat_rid is not None:",
-        replacement="        if added and self._heartbeat_rid is not None and False:",
+        original="        if added and self._requests.heartbeat is not None:",
+        replacement="        if added and self._requests.heartbeat is not None and False:",
         caught_by="consumer",
         what="a member takes the partitions of a target while a heartbeat that may bring a newer one "
         "is unanswered (Java's client does; kgroup waits for the answer)",

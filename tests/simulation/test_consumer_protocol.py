@@ -124,7 +124,7 @@ def test_a_static_member_fenced_at_its_epoch_releases_its_instance_id_before_rej
     send = ConsumerGroupMachine._send_heartbeat
 
     def join_at_once(self: ConsumerGroupMachine, now: float, out: list[object]) -> None:
-        self._release_instance = False  # Java's rejoin
+        self._requests = attrs.evolve(self._requests, release_instance=False)  # Java's rejoin
         send(self, now, out)  # type: ignore[arg-type]
 
     monkeypatch.setattr(ConsumerGroupMachine, "_send_heartbeat", join_at_once)
@@ -192,19 +192,21 @@ def test_heartbeats_unanswered_for_the_rebalance_timeout_hold_the_hand_outs(
     original_hold_at = ConsumerGroupMachine._hold_at
 
     def without_the_unanswered_clock(self: ConsumerGroupMachine, now: float) -> None:
-        since, self._unconfirmed_since = self._unconfirmed_since, None
+        since = self._session.unconfirmed_since
+        self._session = attrs.evolve(self._session, unconfirmed_since=None)
         try:
             original(self, now)
         finally:
-            if self._unconfirmed_since is None:
-                self._unconfirmed_since = since
+            if self._session.unconfirmed_since is None:
+                self._session = attrs.evolve(self._session, unconfirmed_since=since)
 
     def hold_at_without_it(self: ConsumerGroupMachine) -> float:
-        since, self._unconfirmed_since = self._unconfirmed_since, None
+        since = self._session.unconfirmed_since
+        self._session = attrs.evolve(self._session, unconfirmed_since=None)
         try:
             return original_hold_at(self)
         finally:
-            self._unconfirmed_since = since
+            self._session = attrs.evolve(self._session, unconfirmed_since=since)
 
     monkeypatch.setattr(ConsumerGroupMachine, "_settle_session", without_the_unanswered_clock)
     monkeypatch.setattr(ConsumerGroupMachine, "_hold_at", hold_at_without_it)

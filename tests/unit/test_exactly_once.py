@@ -28,7 +28,6 @@ import kgroup
 from kgroup._error_codes import ILLEGAL_GENERATION, NONE
 from kgroup._io.kafka_transactions import consumer_group_metadata
 from kgroup.config import ConsumerConfig
-from kgroup.membership.states import MemberState
 from kgroup.testing.simulation import SimulatedGroup
 from kgroup.testing.simulation._group import _Member
 from kgroup.types import OffsetAndMetadata, TopicPartition
@@ -82,7 +81,7 @@ def _txn_offset_commit_response(code: int, offsets: dict[TopicPartition, OffsetA
 
 
 OFFSETS = {TopicPartition(TOPIC, 0): OffsetAndMetadata(42), TopicPartition(TOPIC, 1): OffsetAndMetadata(7, "x", 3)}
-META = consumer_group_metadata("billing", 5, "member-1", "pod-0", MemberState.STABLE)
+META = consumer_group_metadata("billing", 5, "member-1", "pod-0", "STABLE")
 
 
 def test_send_offsets_to_transaction_takes_kgroups_offsets_and_group_metadata() -> None:
@@ -125,8 +124,8 @@ def test_a_fenced_generation_fails_the_offsets_and_the_transaction_aborts() -> N
 def test_consumer_group_metadata_is_kafka_pythons_value() -> None:
     assert isinstance(META, ConsumerGroupMetadata)
     assert ConsumerGroupMetadata("billing", 5, "member-1", "pod-0", KafkaMemberState.STABLE) == META
-    assert consumer_group_metadata("g", -1, "", None, MemberState.UNJOINED).state == KafkaMemberState.UNJOINED
-    assert consumer_group_metadata("g", 3, "m", None, MemberState.JOINING).state == KafkaMemberState.REBALANCING
+    assert consumer_group_metadata("g", -1, "", None, "UNJOINED").state == KafkaMemberState.UNJOINED
+    assert consumer_group_metadata("g", 3, "m", None, "JOINING").state == KafkaMemberState.REBALANCING
 
 
 # ---------------------------------------------------------------- Consumer.group_metadata()

@@ -306,7 +306,7 @@ def test_a_static_member_with_nobody_to_ask_behind_a_running_step_holds_and_keep
 
 
 def hb_sent_at(member: Member) -> float:
-    return member.machine._heartbeat_sent_at
+    return member.machine._session.sent_at
 
 
 def test_a_heartbeat_that_fails_while_held_keeps_the_partitions_and_asks_the_coordinator_found_again() -> None:
