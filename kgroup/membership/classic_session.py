@@ -31,7 +31,7 @@ class SessionVerdict(enum.Enum):
     ALIVE = enum.auto()
     #: hand nothing out until the coordinator answers a request in flight or about to go
     ASK = enum.auto()
-    #: nobody to ask: the partitions are lost and the member rejoins with its member id
+    #: nobody to ask: keep the partitions on hold and ask the coordinator once it is found
     LOST = enum.auto()
     #: holding no partitions: look for the coordinator again, keep the generation (Java)
     REDISCOVER = enum.auto()
@@ -67,11 +67,13 @@ def session_verdict(
       the partitions as always); otherwise a Heartbeat goes out at once (or the one in flight is
       waited for): its success resumes the hand-outs, its error is handled as always
       (UNKNOWN_MEMBER_ID: the partitions are lost);
-    * with the coordinator unknown, nothing can be asked, LOST: the partitions are lost and the
-      member rejoins with its member id. Keeping them until a coordinator found again answers
-      (as the consumer protocol's member does) is not safe here: Kafka answers a Heartbeat with
-      no error while the group is still loading (``GroupCoordinatorService.heartbeat``), also for
-      a member a group written Empty no longer has.
+    * with the coordinator unknown, nothing can be asked yet, LOST: the machine keeps the
+      partitions and the hold, looks for the coordinator, and asks it with a SyncGroup of its
+      generation (``GroupMachine._maybe_probe``). Not with a Heartbeat: Kafka answers one with no
+      error while the group is still loading (``GroupCoordinatorService.heartbeat``), also for a
+      member a group written Empty no longer has; a SyncGroup gets COORDINATOR_LOAD_IN_PROGRESS
+      then, and once the group is loaded UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION if the member is
+      out. Only that word, or the poll timeout, gives the partitions up.
 
     A member holding no partitions, with ``heartbeats`` due and past ``java_deadline``
     (``java_session_deadline``), only looks for the coordinator again, as Java: REDISCOVER.

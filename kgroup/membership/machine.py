@@ -48,7 +48,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from kgroup._error_codes import FENCED_INSTANCE_ID
+from kgroup._error_codes import COORDINATOR_LOAD_IN_PROGRESS, FENCED_INSTANCE_ID
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
     Api,
@@ -162,6 +162,9 @@ class GroupMachine:
         self._fatal: Exception | None = None
         #: hand-outs on hold: see ``_check_session``
         self._in_doubt = False
+        #: (generation id, not before) while the coordinator must confirm the member in that
+        #: generation with a SyncGroup probe before hand-outs resume (``_maybe_probe``)
+        self._probe: tuple[int, float] | None = None
         #: the newest generation this member joined (kept through resets)
         self._joined_generation_id = NO_GENERATION
         # timers (seconds on the driver's clock)
@@ -288,12 +291,18 @@ class GroupMachine:
                 log.debug("group %s: dropping stale %s", self._config.group_id, _describe(event))
                 return None
         verdict = EVENT_TABLE[self._state][kind]
+        if answered is not None and answered.request is Request.SYNC_PROBE and self._state is not MemberState.FATAL:
+            verdict = Verdict.HANDLE  # checked below: a probe may be answered in any live state
         if verdict is Verdict.ILLEGAL:
             raise ProtocolViolation(f"{_describe(event)} is illegal in state {self._state.name}")
         if verdict is Verdict.IGNORE:
             return None
         if answered is not None and kind not in ANSWERS[answered.request]:
             raise ProtocolViolation(f"{_describe(event)} cannot answer a {answered.request.value} request")
+        if answered is not None and answered.request is Request.SYNC_PROBE and isinstance(event, ev.SyncGroupResponded):
+            # sent in STABLE, answered in whatever state the member is in by then: the probe's
+            # handler judges whether the answer still says anything (``_on_probe``)
+            return None if self._state in (MemberState.LEAVING, MemberState.CLOSED) else GroupMachine._on_probe
         if isinstance(event, ev.StepCompleted):
             step = self._pending_step
             if step is None or step.step_id != event.step_id:
@@ -483,10 +492,74 @@ class GroupMachine:
             and now >= self._join_retry.at
         ):
             self._prepare_join(now, out)
+        self._maybe_probe(now, out)
         self._maybe_heartbeat(now, out)
 
+    def _maybe_probe(self, now: float, out: list[Command]) -> None:
+        """After an outage past the session timeout: ask the coordinator with a SyncGroup.
+
+        A SyncGroup of the current generation, without assignments, is a question Kafka's
+        coordinator cannot answer blindly: while it loads the group it says
+        COORDINATOR_LOAD_IN_PROGRESS (a Heartbeat gets no error then, for any member), and once
+        loaded it validates member and generation (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION) and
+        in a Stable group returns the member's assignment without changing anything
+        (``GroupMetadataManager.classicGroupSyncToClassicGroup``); REBALANCE_IN_PROGRESS also
+        says the member is still in. Sent in STABLE with the coordinator known.
+        """
+        probe = self._probe
+        if (
+            probe is None
+            or now < probe[1]
+            or self._state is not MemberState.STABLE
+            or probe[0] != self._generation.generation_id
+            or self._awaiting(Request.SYNC_PROBE)
+        ):
+            return
+        rid = self._request_id(Request.SYNC_PROBE, now)
+        log.info(
+            "group %s member %r: asking the coordinator whether generation %d still holds (SyncGroup)",
+            self._config.group_id, self._generation.member_id, self._generation.generation_id,
+        )
+        out.append(wire.sync_group(self._config, rid, self._coordinator_id(), self._generation, ()))
+
+    def _on_probe(self, event: ev.SyncGroupResponded, now: float, out: list[Command]) -> None:
+        """The coordinator's answer to ``_maybe_probe``'s SyncGroup."""
+        sent = self._answered(event.request_id)
+        if self._probe is None or sent.generation_id != self._generation.generation_id:
+            return  # the member moved on meanwhile (a new generation, a reset): the answer is moot
+        code, name = event.error_code, error_name(event.error_code)
+        if code == COORDINATOR_LOAD_IN_PROGRESS:
+            self._probe = (self._probe[0], now + self._config.retry_backoff_ms / 1000)
+            return
+        disposition = classify(Api.SYNC_GROUP, code)
+        if disposition in (Disposition.OK, Disposition.REJOIN):
+            log.info(
+                "group %s member %r: the coordinator still has the member in generation %d (SyncGroup %s)",
+                self._config.group_id, self._generation.member_id,
+                sent.generation_id, name,
+            )
+            # the member is in the loaded group. A SyncGroup renews no session: the heartbeat
+            # timer decides as before (its last success, sent at T and answered, blindly or not,
+            # means the coordinator expires the member no earlier than T + session_timeout_ms:
+            # a loading coordinator starts every session timer afresh once loaded)
+            self._probe = None
+            if disposition is Disposition.REJOIN:
+                self._request_rejoin(f"SyncGroup returned {name}")
+        elif disposition is Disposition.REDISCOVER:
+            self._mark_coordinator_unknown(f"SyncGroup returned {name}", now)
+        elif disposition in _STANDING_LOST:
+            self._probe = None
+            self._lose_standing(disposition, f"SyncGroup returned {name}", now, out)
+        elif disposition is Disposition.FATAL:
+            self._fatal_response(Api.SYNC_GROUP, code, out)
+        else:
+            self._probe = None
+            self._reset_generation(f"SyncGroup returned {name}", out, reset_member_id=False)
+
     def _maybe_heartbeat(self, now: float, out: list[Command]) -> None:
-        due = now >= self._heartbeat.next_at or self._in_doubt  # in doubt: ask at once
+        # in doubt: ask at once (unless a SyncGroup probe is the question: a Heartbeat's answer
+        # says nothing then, see _maybe_probe)
+        due = now >= self._heartbeat.next_at or (self._in_doubt and self._probe is None)
         if self._heartbeats_enabled() and not self._awaiting(Request.HEARTBEAT) and due:
             node_id = self._coordinator_id()
             rid = self._request_id(Request.HEARTBEAT, now)
@@ -569,7 +642,10 @@ class GroupMachine:
         """Apply the session timer; hand-outs stay on hold only while the doubt lasts."""
         if self._state not in (MemberState.CLOSED, MemberState.FATAL):
             self._check_session(now, out)
-        self._in_doubt = self._holds_for_session() and now >= self._session_deadline()
+        holds = self._holds_for_session()
+        if self._probe is not None and not (holds and self._probe[0] == self._generation.generation_id):
+            self._probe = None  # a new generation or none: nothing left to confirm
+        self._in_doubt = holds and (now >= self._session_deadline() or self._probe is not None)
 
     def _check_session(self, now: float, out: list[Command]) -> None:
         """No successful heartbeat for session_timeout_ms: the member may be out of the group (``session_verdict``)."""
@@ -588,16 +664,18 @@ class GroupMachine:
                 self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
                 "a Heartbeat" if self._heartbeats_enabled() else "its JoinGroup or SyncGroup",
             )
-        elif verdict is SessionVerdict.LOST:
+        elif verdict is SessionVerdict.LOST and self._probe is None:
+            # the coordinator is unknown (a broker restart, a partition): nothing can be asked yet.
+            # Keep the partitions, hand nothing out, and once it is found ask it with a SyncGroup
+            # probe: only its word (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID) or
+            # the poll timeout gives them up, as Java's HeartbeatThread only marks it unknown
             log.warning(
-                "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms) and no "
-                "coordinator to ask: the coordinator may have removed the member; its partitions are "
-                "lost and it rejoins",
+                "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms) and the "
+                "coordinator unknown: holding back records, keeping the partitions, until the "
+                "coordinator is found again and confirms the member",
                 self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
             )
-            self._reset_generation(
-                "session timeout expired without a successful heartbeat", out, reset_member_id=False
-            )
+            self._probe = (self._generation.generation_id, now)
         elif verdict is SessionVerdict.REDISCOVER:
             log.warning(
                 "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms); "

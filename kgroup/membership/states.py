@@ -86,6 +86,9 @@ class Request(enum.Enum):
     SYNC_GROUP = "SyncGroup"
     HEARTBEAT = "Heartbeat"
     LEAVE_GROUP = "LeaveGroup"
+    #: a SyncGroup of the current generation asking whether the coordinator still has the member
+    #: in it, after an outage past the session timeout (``GroupMachine._maybe_probe``)
+    SYNC_PROBE = "SyncGroup (probe)"
 
 
 @attrs.frozen
@@ -105,6 +108,7 @@ ANSWERS: Final[Mapping[Request, frozenset[type]]] = MappingProxyType(
         Request.JOIN_GROUP: frozenset({ev.JoinGroupResponded, ev.RequestFailed}),
         Request.ASSIGNMENT: frozenset({ev.AssignmentComputed, ev.AssignmentFailed, ev.RequestFailed}),
         Request.SYNC_GROUP: frozenset({ev.SyncGroupResponded, ev.RequestFailed}),
+        Request.SYNC_PROBE: frozenset({ev.SyncGroupResponded, ev.RequestFailed}),
         Request.HEARTBEAT: frozenset({ev.HeartbeatResponded, ev.RequestFailed}),
         Request.LEAVE_GROUP: frozenset({ev.LeaveGroupResponded, ev.RequestFailed}),
     }

@@ -196,11 +196,12 @@ def test_leader_hands_the_assignor_every_members_owned_partitions_and_generation
     assert by_id["m-2"].owned == OWNED  # the same bytes: the leader decodes what each member sent
 
 
-def test_partitions_kept_through_a_revoke_step_are_lost_when_the_session_ran_out_meanwhile():
+def test_partitions_kept_through_a_revoke_step_are_held_until_the_coordinator_answers():
     # The revoke step of a subscription change runs long (its commit waits on an unreachable
     # coordinator); the session runs out meanwhile and the coordinator is lost. When the step
-    # ends, the partition it kept is lost at once: the member must not go on handing it out
-    # while it looks for the coordinator (found by the deterministic simulator).
+    # ends, the partition it kept stays owned but nothing of it goes out while the member looks
+    # for the coordinator (found by the deterministic simulator); the JoinGroup the new
+    # subscription needs is the question: UNKNOWN_MEMBER_ID loses it.
     owned = frozenset({tp("a", 0), tp("b", 0)})
     t, m = _stable(owned=owned, topics={"a", "b"})
     only(t.handle(m, ev.Subscribe(frozenset({"a"})), now=1.0), DeliverStep)  # revoke b-0: still running
@@ -208,13 +209,18 @@ def test_partitions_kept_through_a_revoke_step_are_lost_when_the_session_ran_out
     assert t.tick(m, 10.0) == []  # session_timeout_ms since the JoinGroup went at 0.0: in doubt
     assert m.snapshot().hand_out_on_hold
     failed = t.handle(m, ev.RequestFailed(hb.request_id, "Heartbeat timed out"), now=11.0)
-    assert of_kind(failed, DeliverStep) == []  # a step is running: the loss waits for it
+    assert of_kind(failed, DeliverStep) == []
     assert m.coordinator is None
-    assert m.snapshot().hand_out_on_hold  # the generation is gone: nothing goes out meanwhile
+    assert m.snapshot().hand_out_on_hold
     done = t.handle(m, t.step_completed(), now=12.0)
-    lost = only(of_kind(done, DeliverStep), DeliverStep).step
-    assert lost.lost == {tp("a", 0)}
-    assert m.owned == frozenset()
+    assert of_kind(done, DeliverStep) == []
+    assert m.owned == {tp("a", 0)} and m.snapshot().hand_out_on_hold
+    cmds = t.handle(m, t.coordinator_found(), now=12.5) + t.tick(m, 12.6)
+    join = only(of_kind(cmds, SendJoinGroup), SendJoinGroup)
+    assert join.member_id == MEMBER_ID
+    assert m.snapshot().hand_out_on_hold
+    refused = t.handle(m, t.join_response(UNKNOWN_MEMBER_ID, request_id=join.request_id), now=13.0)
+    assert only(of_kind(refused, DeliverStep), DeliverStep).step.lost == {tp("a", 0)}
 
 
 def test_hand_outs_are_held_while_a_join_is_unanswered_past_the_session_timeout():
@@ -243,14 +249,18 @@ def test_hand_outs_are_held_while_a_join_is_unanswered_past_the_session_timeout(
     assert m.owned == OWNED
 
 
-def test_a_join_that_fails_past_the_session_timeout_loses_the_held_partitions():
+def test_a_join_that_fails_past_the_session_timeout_holds_the_partitions_until_the_coordinator_answers():
     t, m = _stable()
     join = _rejoin_signalled(t, m)
     t.tick(m, 13.0)
     assert m.snapshot().hand_out_on_hold
     failed = t.handle(m, ev.RequestFailed(join.request_id, "JoinGroup timed out"), now=20.0)
-    assert [s.step.lost for s in of_kind(failed, DeliverStep)] == [OWNED]
-    assert m.snapshot().hand_out_on_hold is False or m.owned == frozenset()
+    assert of_kind(failed, DeliverStep) == [] and m.owned == OWNED
+    assert m.snapshot().hand_out_on_hold
+    cmds = t.handle(m, t.coordinator_found(), now=20.5) + t.tick(m, 21.0)
+    rejoin = only(of_kind(cmds, SendJoinGroup), SendJoinGroup)
+    refused = t.handle(m, t.join_response(UNKNOWN_MEMBER_ID, request_id=rejoin.request_id), now=21.5)
+    assert [s.step.lost for s in of_kind(refused, DeliverStep)] == [OWNED]
 
 
 def test_a_sync_answered_rebalance_in_progress_past_the_session_timeout_rejoins_holding_the_partitions():

@@ -149,11 +149,8 @@ def test_watchdog_tick_at_reported_deadline_fires_with_fractional_poll_time():
 # --------------------------------------------------------------------------- session timer
 
 
-def test_session_no_successful_heartbeat_holds_hand_outs_then_loses_when_the_heartbeat_fails():
-    # Not Java's rule: a member cut off from the coordinator for session_timeout_ms may already
-    # be out of the group; it hands nothing out until the coordinator answers, and when the
-    # Heartbeat in flight fails its partitions are lost (as librdkafka's)
-    t, m = _stable()
+def _cut_off_past_the_session(t: Script, m) -> None:
+    """A Heartbeat sent at 3.0 fails at 33.0 (coordinator unknown), past the 10 s session."""
     hb = only(t.tick(m, 3.0), SendHeartbeat)  # never answered
     assert t.tick(m, 9.9) == []
     assert not m.snapshot().hand_out_on_hold
@@ -162,18 +159,55 @@ def test_session_no_successful_heartbeat_holds_hand_outs_then_loses_when_the_hea
     assert m.snapshot().hand_out_on_hold
     assert m.owned == OWNED and m.coordinator == NODE_ID  # a Heartbeat is in flight: wait for it
     failed = t.handle(m, ev.RequestFailed(hb.request_id, "Heartbeat timed out after 30 s"), now=33.0)
-    step = only(of_kind(failed, DeliverStep), DeliverStep).step
-    assert step.lost == OWNED and step.revoked == frozenset()
+    assert of_kind(failed, DeliverStep) == []
     assert m.coordinator is None
-    assert m.owned == frozenset()
-    assert m.generation.generation_id == -1
-    assert m.generation.member_id == MEMBER_ID  # kept: the coordinator may still know it
 
-    # found again: the member joins with its member id (no heartbeat of the dropped generation)
-    t.handle(m, t.step_completed(), now=33.0)
-    cmds = t.handle(m, t.coordinator_found(), now=33.2) + t.tick(m, 34.5)
-    assert of_kind(cmds, SendHeartbeat) == []
-    assert only(of_kind(cmds, SendJoinGroup), SendJoinGroup).member_id == MEMBER_ID
+
+def _probe(t: Script, m, now: float) -> SendSyncGroup:
+    cmds = t.handle(m, t.coordinator_found(), now=now) + t.tick(m, now + 0.1)
+    probe = only(of_kind(cmds, SendSyncGroup), SendSyncGroup)
+    assert (probe.generation_id, probe.member_id, probe.assignments) == (1, MEMBER_ID, ())
+    return probe
+
+
+def test_session_cut_off_past_the_timeout_keeps_the_partitions_until_the_coordinator_says_otherwise():
+    # Not Java's rule: a member cut off from the coordinator for session_timeout_ms may already
+    # be out of the group; it hands nothing out, keeps its partitions (a coordinator that
+    # restarted keeps it), and once the coordinator is found asks with a SyncGroup of its
+    # generation (a Heartbeat's answer says nothing while the coordinator loads the group)
+    t, m = _stable()
+    _cut_off_past_the_session(t, m)
+    assert m.owned == OWNED and m.snapshot().hand_out_on_hold
+    assert m.generation.generation_id == 1
+    probe = _probe(t, m, 33.2)
+    assert m.snapshot().hand_out_on_hold
+    # the coordinator no longer has the member: the partitions are lost, it rejoins
+    answered = t.handle(m, ev.SyncGroupResponded(request_id=probe.request_id, error_code=25), now=33.3)
+    step = only(of_kind(answered, DeliverStep), DeliverStep).step
+    assert step.lost == OWNED and step.revoked == frozenset()
+    assert m.generation.generation_id == -1
+    cmds = t.handle(m, t.step_completed(), now=33.4) + t.tick(m, 34.5)
+    assert only(of_kind(cmds, SendJoinGroup), SendJoinGroup).member_id == ""
+
+
+def test_session_cut_off_past_the_timeout_resumes_when_the_coordinator_confirms_the_member():
+    t, m = _stable()
+    _cut_off_past_the_session(t, m)
+    probe = _probe(t, m, 33.2)
+    _first_probe_id = probe.request_id
+    # loading: asked again after retry_backoff_ms, hand-outs still held
+    t.handle(m, ev.SyncGroupResponded(request_id=probe.request_id, error_code=14), now=33.3)
+    assert m.snapshot().hand_out_on_hold and m.owned == OWNED
+    probe = only(of_kind(t.tick(m, 33.5), SendSyncGroup), SendSyncGroup)
+    t.handle(m, ev.SyncGroupResponded(request_id=probe.request_id, error_code=0), now=33.6)
+    # the member is in the group; the Heartbeat that went out with the first probe, answered
+    # after it (validated: the group is loaded), renews the session
+    assert m.snapshot().hand_out_on_hold
+    hb = t.last_of(SendHeartbeat)
+    assert hb.request_id > _first_probe_id
+    t.handle(m, ev.HeartbeatResponded(request_id=hb.request_id, error_code=0), now=33.7)
+    assert not m.snapshot().hand_out_on_hold
+    assert m.owned == OWNED and m.generation.generation_id == 1 and m.state is MemberState.STABLE
 
 
 def test_session_in_doubt_a_successful_heartbeat_resumes_the_hand_outs():
@@ -195,13 +229,23 @@ def test_session_in_doubt_a_successful_heartbeat_resumes_the_hand_outs():
     assert m.owned == OWNED
 
 
-def test_session_in_doubt_without_a_coordinator_loses_the_partitions():
+def test_session_in_doubt_without_a_coordinator_keeps_the_partitions_and_holds_the_hand_outs():
     t, m = _stable()
     hb = only(t.tick(m, 3.0), SendHeartbeat)
     t.handle(m, ev.RequestFailed(hb.request_id, "disconnected"), now=4.0)  # coordinator unknown
     assert m.coordinator is None and m.owned == OWNED
     lapsed = t.tick(m, 10.0)
-    assert [s.step.lost for s in of_kind(lapsed, DeliverStep)] == [OWNED]
+    assert of_kind(lapsed, DeliverStep) == []
+    assert m.owned == OWNED and m.snapshot().hand_out_on_hold
+    # a Heartbeat answered without error (blindly, by a coordinator loading the group) does not
+    # end the doubt: only the SyncGroup probe's answer does
+    cmds = t.handle(m, t.coordinator_found(), now=10.5) + t.tick(m, 10.6)
+    probe = only(of_kind(cmds, SendSyncGroup), SendSyncGroup)
+    hb = only(of_kind(cmds + t.tick(m, 13.6), SendHeartbeat), SendHeartbeat)
+    t.handle(m, ev.HeartbeatResponded(request_id=hb.request_id, error_code=0), now=13.7)
+    assert m.snapshot().hand_out_on_hold
+    t.handle(m, ev.SyncGroupResponded(request_id=probe.request_id, error_code=0), now=13.8)
+    assert not m.snapshot().hand_out_on_hold
 
 
 def test_session_of_a_member_without_partitions_rediscovers_and_keeps_generation():
