@@ -51,8 +51,6 @@ from kgroup._io.transport import (
     RecordFetcher,
     commit_results,
     fetch_result,
-    offset_commit_request,
-    offset_fetch_request,
 )
 from kgroup.config import ConsumerConfig
 from kgroup.errors import Api, AuthenticationFailedError, KGroupError, broker_error
@@ -64,8 +62,10 @@ from kgroup.protocol.group_api import (
     DescribedGroup,
     DescribeGroupsRequest,
     FindCoordinatorResponse,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
 )
-from kgroup.types import Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
+from kgroup.types import PartitionInfo, TopicPartition
 
 __all__ = ["KAFKA_PYTHON_VERSION", "KafkaNetwork", "KafkaPythonTransport"]
 
@@ -593,29 +593,15 @@ class KafkaPythonTransport(KafkaNetwork):
 
     # ------------------------------------------------------------------ offsets
     def offset_commit(
-        self,
-        group_id: str,
-        generation: Generation,
-        group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        node_id: int,
-        timeout_ms: int,
+        self, request: OffsetCommitRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-        """OffsetCommit (v9 max) with the member's generation; yields per-partition codes."""
-        request = offset_commit_request(group_id, generation, group_instance_id, offsets)
+        """OffsetCommit (v9 max) of ``request``; yields per-partition codes."""
         return self._coordinator_call(request, node_id, timeout_ms, lambda r: commit_results(r[0]))
 
     def offset_fetch(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition],
-        node_id: int,
-        timeout_ms: int,
-        *,
-        member: Generation | None = None,
+        self, request: OffsetFetchRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch (v9 max) for ``partitions``; ``member``'s id and epoch go in v9 (KIP-848)."""
-        request = offset_fetch_request(group_id, partitions, require_stable=self._read_committed, member=member)
+        """OffsetFetch (v9 max) of ``request`` (a consumer-protocol member's id and epoch go in v9, KIP-848)."""
         return self._coordinator_call(request, node_id, timeout_ms, lambda r: fetch_result(r[0]))
 
     # ------------------------------------------------------------------ fetching

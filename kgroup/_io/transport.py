@@ -286,30 +286,15 @@ class Transport(ClusterPort, Protocol):
         ...
 
     def offset_commit(
-        self,
-        group_id: str,
-        generation: Generation,
-        group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        node_id: int,
-        timeout_ms: int,
+        self, request: OffsetCommitRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-        """OffsetCommit; the future yields each partition's error code."""
+        """Send ``request`` (:func:`offset_commit_request`); the future yields each partition's error code."""
         ...
 
     def offset_fetch(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition],
-        node_id: int,
-        timeout_ms: int,
-        *,
-        member: Generation | None = None,
+        self, request: OffsetFetchRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch for ``partitions`` from the coordinator ``node_id``.
-
-        ``member``: a consumer-protocol member's id and epoch, sent in OffsetFetch v9+ (KIP-848).
-        """
+        """Send ``request`` (:func:`offset_fetch_request`) to the coordinator ``node_id``."""
         ...
 
     def fetcher(self) -> RecordFetcher:
