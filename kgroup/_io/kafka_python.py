@@ -46,7 +46,6 @@ from kgroup._io import log_limit
 from kgroup._io.kafka_messages import request_message, response_values
 from kgroup._io.kafka_security import AuthenticationWatch, hide_secrets, token_provider
 from kgroup._io.transport import (
-    GroupRequest,
     OffsetFetchResult,
     RecordFetcher,
     commit_results,
@@ -278,7 +277,7 @@ class KafkaNetwork:
         return pick
 
     # ------------------------------------------------------------------ group requests
-    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
+    def send(self, command: cmd.SendGroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
         """Send a group request command; the future yields its response event.
 
         The request goes out at most at ``command.api_version`` (the connection negotiates)

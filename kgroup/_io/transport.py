@@ -20,14 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from kgroup.membership.commands import (
-    SendConsumerGroupHeartbeat,
-    SendFindCoordinator,
-    SendHeartbeat,
-    SendJoinGroup,
-    SendLeaveGroup,
-    SendSyncGroup,
-)
+from kgroup.membership.commands import SendConsumerGroupHeartbeat, SendFindCoordinator, SendGroupRequest
 from kgroup.membership.events import ConsumerGroupHeartbeatResponded, Event, RequestFailed
 from kgroup.protocol.group_api import (
     CommitPartition,
@@ -63,9 +56,6 @@ __all__ = [
     "offset_commit_request",
     "offset_fetch_request",
 ]
-
-GroupRequest = SendFindCoordinator | SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup
-
 
 @attrs.frozen
 class CommittedOffset:
@@ -274,7 +264,7 @@ class ClusterPort(Protocol):
 class Transport(ClusterPort, Protocol):
     """The consumer's network port: the group thread's and the poll thread's."""
 
-    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[Event]:
+    def send(self, command: SendGroupRequest, group_id: str) -> concurrent.futures.Future[Event]:
         """Send a group request; the future yields the matching response event."""
         ...
 

@@ -24,7 +24,6 @@ from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
 from kgroup._error_codes import NONE, error_name
 from kgroup._io.transport import (
-    GroupRequest,
     OffsetFetchResult,
     commit_results,
     fetch_result,
@@ -178,7 +177,7 @@ class SimTransport:
         self._conn().send(_Pending(api, run, answer, fail, timeout_ms / 1000, cluster.scheduler.now))
 
     # ------------------------------------------------------------------ group requests
-    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
+    def send(self, command: cmd.SendGroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
         """A group request; the future yields its response event (``RequestFailed`` on failure)."""
         future: concurrent.futures.Future[ev.Event] = concurrent.futures.Future()
         cluster = self._cluster
