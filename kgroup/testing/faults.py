@@ -141,6 +141,9 @@ _NO_FAULT: Final = FaultDecision()
 class Faults:
     """The fault rules of one proxy. See the module docstring for what each kind does.
 
+    Every rule method raises ``ValueError`` for an unknown API name or ``times`` below 1, and
+    ``TypeError`` for a keyword it does not take.
+
     Args:
         clock: the clock black holes are timed with (real time by default).
 
@@ -161,14 +164,14 @@ class Faults:
             self._rules.append(rule)
         return rule
 
-    def _rule(self, kind: FaultKind, api_key: int | None, match: RuleMatch, **action: int) -> FaultRule:
+    def _rule(self, kind: FaultKind, api: str | int | None, match: RuleMatch, **action: int) -> FaultRule:
         unexpected = match.keys() - RuleMatch.__optional_keys__
         if unexpected:
             raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unexpected))}")
         return self._add(
             FaultRule(
                 kind=kind,
-                api_key=api_key,
+                api_key=_resolve_api(api),
                 client_id=match.get("client_id"),
                 node_id=match.get("node_id"),
                 connection_id=match.get("connection_id"),
@@ -177,17 +180,11 @@ class Faults:
             )
         )
 
-    def inject(
-        self,
-        *,
-        api: str | int,
-        error: int,
-        **match: Unpack[RuleMatch],
-    ) -> FaultRule:
+    def inject(self, *, api: str | int, error: int, **match: Unpack[RuleMatch]) -> FaultRule:
         """Answer matching requests with error code ``error`` instead of serving them.
 
         Raises:
-            ValueError: unknown API, or a forwarded API whose response has no top-level error code.
+            ValueError: a forwarded API whose response has no top-level error code.
 
         """
         key = _resolve_api(api)
@@ -200,50 +197,24 @@ class Faults:
                 raise ValueError(f"cannot inject an error into {api_name(key)}: no top-level error_code")
         return self._rule("error", key, match, error_code=error)
 
-    def delay(
-        self,
-        *,
-        ms: int,
-        api: str | int | None = None,
-        **match: Unpack[RuleMatch],
-    ) -> FaultRule:
+    def delay(self, *, ms: int, api: str | int | None = None, **match: Unpack[RuleMatch]) -> FaultRule:
         """Hold matching requests ``ms`` milliseconds before processing them.
 
         Raises:
-            ValueError: negative ``ms`` or unknown API.
+            ValueError: negative ``ms``.
 
         """
         if ms < 0:
             raise ValueError(f"ms must be >= 0, got {ms}")
-        return self._rule("delay", _resolve_api(api), match, delay_ms=ms)
+        return self._rule("delay", api, match, delay_ms=ms)
 
-    def drop(
-        self,
-        *,
-        api: str | int | None = None,
-        **match: Unpack[RuleMatch],
-    ) -> FaultRule:
-        """Read matching requests and never answer them (later responses on the connection wait too).
+    def drop(self, *, api: str | int | None = None, **match: Unpack[RuleMatch]) -> FaultRule:
+        """Read matching requests and never answer them (later responses on the connection wait too)."""
+        return self._rule("drop", api, match)
 
-        Raises:
-            ValueError: unknown API.
-
-        """
-        return self._rule("drop", _resolve_api(api), match)
-
-    def close_connection(
-        self,
-        *,
-        api: str | int | None = None,
-        **match: Unpack[RuleMatch],
-    ) -> FaultRule:
-        """Close the client's connection when a matching request arrives (it is not answered).
-
-        Raises:
-            ValueError: unknown API.
-
-        """
-        return self._rule("close", _resolve_api(api), match)
+    def close_connection(self, *, api: str | int | None = None, **match: Unpack[RuleMatch]) -> FaultRule:
+        """Close the client's connection when a matching request arrives (it is not answered)."""
+        return self._rule("close", api, match)
 
     def black_hole(self, seconds: float, *, node_id: int | None = None) -> BlackHole:
         """Make listeners (all, or ``node_id``'s) silent for ``seconds`` from now.
