@@ -68,7 +68,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -313,12 +312,7 @@ class BrokerHandle:
     def __enter__(self) -> BrokerHandle:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:
