@@ -30,14 +30,13 @@ JAVA_ASSIGNORS: Final = {
 #: they are ignored silently; what kgroup does instead). Any other value is ignored with a
 #: warning naming the key. Values compare case-insensitively, after stripping whitespace.
 IGNORED: Final[dict[str, tuple[frozenset[str], str]]] = {
-    "key.deserializer": (
-        frozenset({"org.apache.kafka.common.serialization.ByteArrayDeserializer"}),
-        "records carry the key as bytes; decode it in Python",
-    ),
-    "value.deserializer": (
-        frozenset({"org.apache.kafka.common.serialization.ByteArrayDeserializer"}),
-        "records carry the value as bytes; decode it in Python",
-    ),
+    **{
+        f"{part}.deserializer": (
+            frozenset({"org.apache.kafka.common.serialization.ByteArrayDeserializer"}),
+            f"records carry the {part} as bytes; decode it in Python",
+        )
+        for part in ("key", "value")
+    },
     "interceptor.classes": (frozenset({""}), "Java classes cannot run here; wrap poll() and commit() instead"),
     "metric.reporters": (frozenset({""}), "Consumer.metrics() and kgroup.prometheus report the metrics"),
     "auto.include.jmx.reporter": (frozenset({"true", "false"}), "there is no JMX; see Consumer.metrics()"),

@@ -73,7 +73,7 @@ from typing_extensions import TypeVar
 
 from kgroup import listener as _sync_listener
 from kgroup._aio.buffer import RecordBuffer
-from kgroup._aio.worker import Job, Worker
+from kgroup._aio.worker import Job, Worker, settle
 from kgroup._clock import Clock
 from kgroup._driver.closing import close_policy
 from kgroup._io.transport import Transport
@@ -499,14 +499,9 @@ class Consumer(Generic[K, V]):
         result: asyncio.Future[None] = loop.create_future()
         result.add_done_callback(self._log_commit_failure)
 
-        def settle(future: concurrent.futures.Future[None]) -> None:
-            if result.done():
-                return
-            error = future.exception()
-            if error is None:
-                result.set_result(None)
-            else:
-                result.set_exception(error)
+        def answered(future: concurrent.futures.Future[None]) -> None:
+            if not result.done():
+                settle(result, future.exception())
 
         def op() -> None:
             try:
@@ -514,7 +509,7 @@ class Consumer(Generic[K, V]):
             except Exception as exc:
                 sent = concurrent.futures.Future()
                 sent.set_exception(exc)
-            sent.add_done_callback(lambda f: self._worker.on_loop(settle, f))
+            sent.add_done_callback(lambda f: self._worker.on_loop(answered, f))
 
         self._worker.apply(op)
         return result

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+import attrs
 import click
 
 from kgroup._clock import MonotonicClock
@@ -136,11 +138,41 @@ def _describe_existing(admin: AdminLike, group: str, deadline: Deadline) -> Grou
     return description
 
 
-def _command_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """What every command takes: the connection options, ``--json``, and the click context."""
-    fn = click.pass_context(fn)
-    fn = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md).")(fn)
-    return _connection_options(fn)
+@attrs.frozen
+class _Call:
+    """One command's invocation: its click context, the connection options and ``--json``."""
+
+    ctx: click.Context
+    bootstrap_servers: str | None
+    timeout_ms: int
+    as_json: bool
+
+    @contextlib.contextmanager
+    def admin(self) -> Iterator[tuple[AdminLike, Deadline]]:
+        """The command's admin and its deadline: the admin closed at the end, its errors as exit 1."""
+        deadline = Deadline.after_ms(MonotonicClock(), self.timeout_ms)
+        admin = _open_admin(self.ctx, self.bootstrap_servers, self.timeout_ms)
+        try:
+            yield admin, deadline
+        except KGroupError as exc:
+            raise click.ClickException(str(exc)) from exc
+        finally:
+            admin.close()
+
+
+def _command_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """What every command takes: the connection options and ``--json``, given to it as one ``_Call``."""
+
+    @functools.wraps(fn)
+    def command(ctx: click.Context, /, bootstrap_servers: str | None, timeout_ms: int, as_json: bool,
+                **params: Any) -> None:
+        fn(_Call(ctx, bootstrap_servers, timeout_ms, as_json), **params)
+
+    wrapped = click.pass_context(command)
+    wrapped = click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document (schema in docs/cli.md)."
+    )(wrapped)
+    return _connection_options(wrapped)
 
 
 def _connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -175,21 +207,6 @@ def _open_admin(ctx: click.Context, bootstrap_servers: str | None, timeout_ms: i
         raise click.ClickException(str(exc)) from exc
 
 
-@contextlib.contextmanager
-def _admin_call(
-    ctx: click.Context, bootstrap_servers: str | None, timeout_ms: int
-) -> Iterator[tuple[AdminLike, Deadline]]:
-    """One command's admin and its deadline: the admin closed at the end, its errors as exit 1."""
-    deadline = Deadline.after_ms(MonotonicClock(), timeout_ms)
-    admin = _open_admin(ctx, bootstrap_servers, timeout_ms)
-    try:
-        yield admin, deadline
-    except KGroupError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        admin.close()
-
-
 # ------------------------------------------------------------------------------ rendering
 def _tp_json(tp: TopicPartition) -> dict[str, Any]:
     return {"topic": tp.topic, "partition": tp.partition}
@@ -213,16 +230,9 @@ def _member_json(m: MemberDescription) -> dict[str, Any]:
 
 
 def _lag_json(p: PartitionLag) -> dict[str, Any]:
-    return {
-        **_tp_json(p.topic_partition),
-        "committed_offset": p.committed_offset,
-        "log_end_offset": p.log_end_offset,
-        "lag": p.lag,
-        "metadata": p.metadata,
-        "member_id": p.member_id,
-        "group_instance_id": p.group_instance_id,
-        "committed_beyond_log_end": p.committed_beyond_log_end,
-    }
+    """Every field of ``p`` (its partition as ``topic`` and ``partition``), and ``committed_beyond_log_end``."""
+    fields = attrs.asdict(p, recurse=False)
+    return {**_tp_json(fields.pop("topic_partition")), **fields, "committed_beyond_log_end": p.committed_beyond_log_end}
 
 
 def describe_json(description: GroupDescription, offsets: Sequence[PartitionLag]) -> dict[str, Any]:
@@ -378,15 +388,15 @@ def main() -> None:
 @main.command()
 @click.argument("group")
 @_command_options
-def describe(ctx: click.Context, group: str, bootstrap_servers: str | None, timeout_ms: int, as_json: bool) -> None:
+def describe(call: _Call, group: str) -> None:
     """Describe GROUP: state, members, assignments, committed offsets and lag.
 
     A group the coordinator does not know (state Dead) is an error (exit 1).
     """
-    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
+    with call.admin() as (admin, deadline):
         description = _describe_existing(admin, group, deadline)
         offsets = admin.lag(group, description, _remaining_ms(deadline))
-    if as_json:
+    if call.as_json:
         _emit_json(describe_json(description, offsets))
     else:
         click.echo(describe_text(description, offsets))
@@ -415,9 +425,7 @@ def listing_json(groups: Sequence[GroupListing]) -> dict[str, Any]:
     help=f"Only groups in these states ({', '.join(_STATES)}; any case).",
 )
 @_command_options
-def list_(
-    ctx: click.Context, states: str | None, bootstrap_servers: str | None, timeout_ms: int, as_json: bool
-) -> None:
+def list_(call: _Call, states: str | None) -> None:
     """List the consumer groups: type, state and protocol type (ListGroups at every broker).
 
     As Java's Admin.listConsumerGroups: groups of protocol type "consumer" or "" (offsets
@@ -430,13 +438,13 @@ def list_(
         invalid = sorted(wanted - {state.lower() for state in _STATES})
         if not wanted or invalid:
             raise click.BadParameter(
-                f"invalid state list {states!r}; valid states are: {', '.join(_STATES)}", ctx, param_hint="--state"
+                f"invalid state list {states!r}; valid states are: {', '.join(_STATES)}", call.ctx, param_hint="--state"
             )
-    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
+    with call.admin() as (admin, deadline):
         groups = admin.list_groups(_remaining_ms(deadline))
     if wanted is not None:
         groups = tuple(g for g in groups if (g.state or "").lower() in wanted)
-    if as_json:
+    if call.as_json:
         _emit_json(listing_json(groups))
     else:
         click.echo(
@@ -552,7 +560,7 @@ def reset_text(plan: OffsetResetPlan, results: Mapping[TopicPartition, int] | No
 @click.option("--dry-run", is_flag=True, help="Print the plan only (the default).")
 @_command_options
 def reset_offsets(
-    ctx: click.Context,
+    call: _Call,
     group: str,
     topics: tuple[str, ...],
     all_topics: bool,
@@ -563,9 +571,6 @@ def reset_offsets(
     shift_by: int | None,
     execute: bool,
     dry_run: bool,
-    bootstrap_servers: str | None,
-    timeout_ms: int,
-    as_json: bool,
 ) -> None:
     """Reset the committed offsets of GROUP, as Kafka's kafka-consumer-groups.sh --reset-offsets.
 
@@ -588,12 +593,12 @@ def reset_offsets(
         raise click.UsageError(
             "choose exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, --shift-by"
             + (f" (given: {', '.join(chosen)})" if chosen else ""),
-            ctx,
+            call.ctx,
         )
     if bool(topics) == all_topics:
-        raise click.UsageError("name the partitions to reset: --topic (repeatable) or --all-topics", ctx)
+        raise click.UsageError("name the partitions to reset: --topic (repeatable) or --all-topics", call.ctx)
     if execute and dry_run:
-        raise click.UsageError("--execute and --dry-run exclude each other", ctx)
+        raise click.UsageError("--execute and --dry-run exclude each other", call.ctx)
     if to_earliest:
         target = ResetTarget.earliest()
     elif to_latest:
@@ -602,7 +607,7 @@ def reset_offsets(
         try:
             target = ResetTarget.timestamp(parse_datetime_ms(to_datetime))
         except ValueError as exc:
-            raise click.BadParameter(f"{to_datetime!r}: {exc}", ctx, param_hint="--to-datetime") from exc
+            raise click.BadParameter(f"{to_datetime!r}: {exc}", call.ctx, param_hint="--to-datetime") from exc
     elif to_offset is not None:
         target = ResetTarget.offset(to_offset)
     else:
@@ -610,11 +615,11 @@ def reset_offsets(
         target = ResetTarget.shift_by(shift_by)
     scope: list[str | TopicPartition] | None = None
     if topics:
-        scope = [item for text in topics for item in _parse_topic(ctx, text)]
-    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
+        scope = [item for text in topics for item in _parse_topic(call.ctx, text)]
+    with call.admin() as (admin, deadline):
         plan = admin.plan_offset_reset(group, target, scope, _remaining_ms(deadline))
         results = admin.alter_offsets(group, plan.offsets(), _remaining_ms(deadline)) if execute else None
-    if as_json:
+    if call.as_json:
         _emit_json(reset_json(plan, results))
     else:
         click.echo(reset_text(plan, results))
@@ -648,19 +653,17 @@ def _deletion_text(d: GroupDeletion) -> str:
 @main.command()
 @click.argument("groups", nargs=-1, required=True, metavar="GROUP [GROUP...]")
 @_command_options
-def delete(
-    ctx: click.Context, groups: tuple[str, ...], bootstrap_servers: str | None, timeout_ms: int, as_json: bool
-) -> None:
+def delete(call: _Call, groups: tuple[str, ...]) -> None:
     """Delete each GROUP and its committed offsets (DeleteGroups).
 
     Kafka deletes only a group without members: NON_EMPTY_GROUP (68) otherwise, GROUP_ID_NOT_FOUND
     (69) for a group it does not know. Exits 1 if any group was not deleted.
     """
     if any(not g.strip() for g in groups):
-        raise click.BadParameter("a group id must not be empty", ctx, param_hint="GROUP")
-    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
+        raise click.BadParameter("a group id must not be empty", call.ctx, param_hint="GROUP")
+    with call.admin() as (admin, deadline):
         results = admin.delete_groups(groups, _remaining_ms(deadline))
-    if as_json:
+    if call.as_json:
         _emit_json(
             {
                 "groups": [
@@ -687,15 +690,7 @@ def delete(
 )
 @click.option("--reason", default=None, help="Reason sent with LeaveGroup v5+ (KIP-800).")
 @_command_options
-def remove_members(
-    ctx: click.Context,
-    group: str,
-    instance_ids: tuple[str, ...],
-    reason: str | None,
-    bootstrap_servers: str | None,
-    timeout_ms: int,
-    as_json: bool,
-) -> None:
+def remove_members(call: _Call, group: str, instance_ids: tuple[str, ...], reason: str | None) -> None:
     """Remove static members of GROUP by group_instance_id (KIP-345; LeaveGroup v3+).
 
     The group rebalances without them. Exits 1 if any member was not removed
@@ -703,8 +698,8 @@ def remove_members(
     coordinator cannot do LeaveGroup v3+.
     """
     if any(not i.strip() for i in instance_ids):
-        raise click.BadParameter("an instance id must not be empty", ctx, param_hint="--instance-id")
-    with _admin_call(ctx, bootstrap_servers, timeout_ms) as (admin, deadline):
+        raise click.BadParameter("an instance id must not be empty", call.ctx, param_hint="--instance-id")
+    with call.admin() as (admin, deadline):
         description = _describe_existing(admin, group, deadline)
         member_ids = {m.group_instance_id: m.member_id for m in description.members if m.group_instance_id}
         results = admin.remove_members_by_instance_id(group, instance_ids, reason, _remaining_ms(deadline))
@@ -713,7 +708,7 @@ def remove_members(
         member_id = r.member_id or member_ids.get(r.group_instance_id, "")
         rows.append((r, member_id))
     failed = [r for r, _ in rows if r.error_code != 0]
-    if as_json:
+    if call.as_json:
         _emit_json(
             {
                 "group_id": group,

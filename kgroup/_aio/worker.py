@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kgroup.consumer import Consumer
     from kgroup.types import TopicPartition
 
-__all__ = ["Job", "Worker"]
+__all__ = ["Job", "Worker", "settle"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,14 @@ class Job:
         self.cancelled = False
         self.interrupted = False
         self.context = contextvars.copy_context()
+
+
+def settle(future: asyncio.Future[None] | concurrent.futures.Future[None], error: BaseException | None) -> None:
+    """Complete ``future`` the way another one ended: with None, or with its ``error``."""
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 class _CallbackScope:
@@ -423,8 +431,4 @@ class Worker:
         if task.cancelled():
             done.set_exception(ListenerCancelled(f"{name} was cancelled"))
             return
-        error = task.exception()
-        if error is None:
-            done.set_result(None)
-        else:
-            done.set_exception(error)
+        settle(done, task.exception())

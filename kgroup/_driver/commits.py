@@ -30,7 +30,7 @@ from kgroup import _error_codes as codes
 from kgroup._clock import Clock
 from kgroup._driver.mailbox import Mailbox
 from kgroup._driver.port import GroupPort, GroupView
-from kgroup._io.transport import OffsetFetchResult, Transport
+from kgroup._io.transport import OffsetFetchResult, Transport, offset_commit_request, offset_fetch_request
 from kgroup._retry import Deadline
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
@@ -303,10 +303,8 @@ class OffsetsClient:
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
         """Send one OffsetCommit; its round trip is recorded as ``commit-latency``."""
         sent = self._clock.monotonic()
-        future = self._transport.offset_commit(
-            self._config.group_id, generation, self._config.group_instance_id,
-            offsets, node, self._config.request_timeout_ms,
-        )
+        request = offset_commit_request(self._config.group_id, generation, self._config.group_instance_id, offsets)
+        future = self._transport.offset_commit(request, node, self._config.request_timeout_ms)
         metrics = self._metrics
         if metrics is not None:
 
@@ -389,9 +387,11 @@ class OffsetsClient:
         if member is not None:
             log.debug("group %s: OffsetFetch with member %s epoch %d", self._config.group_id,
                       member.member_id, member.generation_id)
-        return self._transport.offset_fetch(
-            self._config.group_id, partitions, node, self._config.request_timeout_ms, member=member
+        request = offset_fetch_request(
+            self._config.group_id, partitions,
+            require_stable=self._config.isolation_level == "read_committed", member=member,
         )
+        return self._transport.offset_fetch(request, node, self._config.request_timeout_ms)
 
     def fetch_committed(
         self, partitions: Iterable[TopicPartition], timeout_ms: int

@@ -42,10 +42,9 @@ from kgroup.membership.commands import (
     Notify,
     RequestMetadata,
     SendConsumerGroupHeartbeat,
-    SendFindCoordinator,
+    SendGroupRequest,
     SendHeartbeat,
     SendJoinGroup,
-    SendLeaveGroup,
     SendSyncGroup,
     WatchGroupTopics,
 )
@@ -348,7 +347,7 @@ class GroupThread:
 
     def _execute(self, commands: list[Command]) -> None:
         for command in commands:
-            if isinstance(command, (SendFindCoordinator, SendJoinGroup, SendSyncGroup, SendHeartbeat, SendLeaveGroup)):
+            if isinstance(command, SendGroupRequest):
                 api = _METRIC_APIS.get(type(command))
                 if api is not None:
                     self.metrics.request_sent(api, command.request_id)

@@ -46,13 +46,10 @@ from kgroup._io import log_limit
 from kgroup._io.kafka_messages import request_message, response_values
 from kgroup._io.kafka_security import AuthenticationWatch, hide_secrets, token_provider
 from kgroup._io.transport import (
-    GroupRequest,
     OffsetFetchResult,
     RecordFetcher,
     commit_results,
     fetch_result,
-    offset_commit_request,
-    offset_fetch_request,
 )
 from kgroup.config import ConsumerConfig
 from kgroup.errors import Api, AuthenticationFailedError, KGroupError, broker_error
@@ -64,8 +61,10 @@ from kgroup.protocol.group_api import (
     DescribedGroup,
     DescribeGroupsRequest,
     FindCoordinatorResponse,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
 )
-from kgroup.types import Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
+from kgroup.types import PartitionInfo, TopicPartition
 
 __all__ = ["KAFKA_PYTHON_VERSION", "KafkaNetwork", "KafkaPythonTransport"]
 
@@ -280,7 +279,7 @@ class KafkaNetwork:
         return pick
 
     # ------------------------------------------------------------------ group requests
-    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
+    def send(self, command: cmd.SendGroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
         """Send a group request command; the future yields its response event.
 
         The request goes out at most at ``command.api_version`` (the connection negotiates)
@@ -598,29 +597,15 @@ class KafkaPythonTransport(KafkaNetwork):
 
     # ------------------------------------------------------------------ offsets
     def offset_commit(
-        self,
-        group_id: str,
-        generation: Generation,
-        group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        node_id: int,
-        timeout_ms: int,
+        self, request: OffsetCommitRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-        """OffsetCommit (v9 max) with the member's generation; yields per-partition codes."""
-        request = offset_commit_request(group_id, generation, group_instance_id, offsets)
+        """OffsetCommit (v9 max) of ``request``; yields per-partition codes."""
         return self._coordinator_call(request, node_id, timeout_ms, lambda r: commit_results(r[0]))
 
     def offset_fetch(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition],
-        node_id: int,
-        timeout_ms: int,
-        *,
-        member: Generation | None = None,
+        self, request: OffsetFetchRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch (v9 max) for ``partitions``; ``member``'s id and epoch go in v9 (KIP-848)."""
-        request = offset_fetch_request(group_id, partitions, require_stable=self._read_committed, member=member)
+        """OffsetFetch (v9 max) of ``request`` (a consumer-protocol member's id and epoch go in v9, KIP-848)."""
         return self._coordinator_call(request, node_id, timeout_ms, lambda r: fetch_result(r[0]))
 
     # ------------------------------------------------------------------ fetching

@@ -20,14 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from kgroup.membership.commands import (
-    SendConsumerGroupHeartbeat,
-    SendFindCoordinator,
-    SendHeartbeat,
-    SendJoinGroup,
-    SendLeaveGroup,
-    SendSyncGroup,
-)
+from kgroup.membership.commands import SendConsumerGroupHeartbeat, SendFindCoordinator, SendGroupRequest
 from kgroup.membership.events import ConsumerGroupHeartbeatResponded, Event, RequestFailed
 from kgroup.protocol.group_api import (
     CommitPartition,
@@ -63,9 +56,6 @@ __all__ = [
     "offset_commit_request",
     "offset_fetch_request",
 ]
-
-GroupRequest = SendFindCoordinator | SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup
-
 
 @attrs.frozen
 class CommittedOffset:
@@ -274,7 +264,7 @@ class ClusterPort(Protocol):
 class Transport(ClusterPort, Protocol):
     """The consumer's network port: the group thread's and the poll thread's."""
 
-    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[Event]:
+    def send(self, command: SendGroupRequest, group_id: str) -> concurrent.futures.Future[Event]:
         """Send a group request; the future yields the matching response event."""
         ...
 
@@ -289,30 +279,15 @@ class Transport(ClusterPort, Protocol):
         ...
 
     def offset_commit(
-        self,
-        group_id: str,
-        generation: Generation,
-        group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        node_id: int,
-        timeout_ms: int,
+        self, request: OffsetCommitRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-        """OffsetCommit; the future yields each partition's error code."""
+        """Send ``request`` (:func:`offset_commit_request`); the future yields each partition's error code."""
         ...
 
     def offset_fetch(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition],
-        node_id: int,
-        timeout_ms: int,
-        *,
-        member: Generation | None = None,
+        self, request: OffsetFetchRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch for ``partitions`` from the coordinator ``node_id``.
-
-        ``member``: a consumer-protocol member's id and epoch, sent in OffsetFetch v9+ (KIP-848).
-        """
+        """Send ``request`` (:func:`offset_fetch_request`) to the coordinator ``node_id``."""
         ...
 
     def fetcher(self) -> RecordFetcher:

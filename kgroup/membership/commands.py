@@ -38,6 +38,7 @@ __all__ = [
     "RequestMetadata",
     "SendConsumerGroupHeartbeat",
     "SendFindCoordinator",
+    "SendGroupRequest",
     "SendHeartbeat",
     "SendJoinGroup",
     "SendLeaveGroup",
@@ -187,14 +188,13 @@ class Fail:
     error: Exception
 
 
+#: the classic protocol's requests: what the group thread sends through ``Transport.send``
+SendGroupRequest = SendFindCoordinator | SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup
+
 Command = (
     DeliverStep
-    | SendFindCoordinator
-    | SendJoinGroup
+    | SendGroupRequest
     | ComputeAssignment
-    | SendSyncGroup
-    | SendHeartbeat
-    | SendLeaveGroup
     | WatchGroupTopics
     | SendConsumerGroupHeartbeat
     | RequestMetadata

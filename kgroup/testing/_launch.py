@@ -14,6 +14,7 @@ import socket
 import struct
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -30,6 +31,7 @@ __all__ = [
     "log_tail",
     "metadata_probe",
     "recv_exact",
+    "spawn",
     "wait_until_ready",
 ]
 
@@ -59,6 +61,14 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def spawn(command: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``command`` in its own session (signals reach its process group), output appended to ``log_path``."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

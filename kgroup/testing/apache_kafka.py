@@ -92,6 +92,7 @@ from kgroup.testing._launch import (
     free_port,
     log_tail,
     metadata_probe,
+    spawn,
     wait_until_ready,
 )
 
@@ -812,14 +813,7 @@ class _KraftCluster:
                 )
                 shown = self.sasl_ssl.redact(command) if self.sasl_ssl is not None else command
                 _append_log(node.log_path, f"formatting: {' '.join(shown)}")
-                with open(node.log_path, "ab") as log:
-                    proc = subprocess.Popen(
-                        command,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
+                proc = spawn(command, node.log_path)
                 running.append((node, command, proc))
             for node, command, proc in running:
                 timeout = min(_FORMAT_TIMEOUT_S, max(0.1, deadline - time.monotonic()))
@@ -847,14 +841,7 @@ class _KraftCluster:
             f"starting node {node.node_id} (broker 127.0.0.1:{node.broker_port}, controller "
             f"127.0.0.1:{node.controller_port}): {' '.join(node.command)}",
         )
-        with open(node.log_path, "ab") as log:
-            node.proc = subprocess.Popen(
-                node.command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        node.proc = spawn(node.command, node.log_path)
 
     def _wait_ready(self, deadline: float, timeout_s: float, probed: Sequence[_Node]) -> None:
         """Wait for ApiVersions from each node in ``probed``, then for Metadata to list all.

@@ -68,22 +68,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from kgroup.testing._launch import (
-    CLIENT_ID,
-    PORT_ATTEMPTS,
-    STOP_TIMEOUT_S,
-    BrokerExited,
-    BrokerNotReady,
-    BrokerStartError,
-    free_port,
-    log_tail,
-    wait_until_ready,
-)
+from kgroup.testing import _launch
+from kgroup.testing._launch import BrokerStartError
 
 if TYPE_CHECKING:
     from kgroup.testing.apache_kafka import _KraftCluster
@@ -322,12 +312,7 @@ class BrokerHandle:
     def __enter__(self) -> BrokerHandle:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:
@@ -595,8 +580,8 @@ def _start_tansu(log_dir: str | os.PathLike[str] | None, startup_timeout_s: floa
     env = dict(os.environ)
     env.pop("STORAGE_ENGINE", None)  # Tansu reads it; keep the in-memory default.
 
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        port = free_port()
+    for attempt in range(1, _launch.PORT_ATTEMPTS + 1):
+        port = _launch.free_port()
         address = f"127.0.0.1:{port}"
         log_path = directory / f"tansu-{port}.log"
         command = [
@@ -607,15 +592,7 @@ def _start_tansu(log_dir: str | os.PathLike[str] | None, startup_timeout_s: floa
             "--advertised-listener-url",
             f"tcp://{address}",
         ]
-        with open(log_path, "ab") as log_file:
-            proc = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+        proc = _launch.spawn(command, log_path, env)
         handle = BrokerHandle(
             bootstrap_servers=address,
             kind="tansu",
@@ -625,22 +602,22 @@ def _start_tansu(log_dir: str | os.PathLike[str] | None, startup_timeout_s: floa
             stopper=functools.partial(_terminate, proc),
         )
         try:
-            wait_until_ready(proc, "127.0.0.1", port, deadline)
-        except BrokerExited:
+            _launch.wait_until_ready(proc, "127.0.0.1", port, deadline)
+        except _launch.BrokerExited:
             handle.stop()
-            tail = log_tail(log_path)
-            if attempt < PORT_ATTEMPTS and "AddrInUse" in tail and time.monotonic() < deadline:
+            tail = _launch.log_tail(log_path)
+            if attempt < _launch.PORT_ATTEMPTS and "AddrInUse" in tail and time.monotonic() < deadline:
                 continue  # somebody took the port between our probe and the bind
             raise BrokerStartError(
                 f"Tansu exited with code {proc.returncode} during startup "
                 f"(command: {' '.join(command)}); last lines of {log_path}:\n{tail}"
             ) from None
-        except BrokerNotReady as exc:
+        except _launch.BrokerNotReady as exc:
             handle.stop()
             raise BrokerStartError(
                 f"Tansu did not answer ApiVersions on {address} within {startup_timeout_s} s "
                 f"(last error: {exc}; command: {' '.join(command)}); "
-                f"last lines of {log_path}:\n{log_tail(log_path)}"
+                f"last lines of {log_path}:\n{_launch.log_tail(log_path)}"
             ) from None
         except BaseException:
             handle.stop()
@@ -656,7 +633,7 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(timeout=STOP_TIMEOUT_S)
+        proc.wait(timeout=_launch.STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
@@ -704,7 +681,7 @@ def create_topic(
     timeout_ms = max(1, int(timeout_s * 1000))
     admin = KafkaAdminClient(
         bootstrap_servers=bootstrap_servers,
-        client_id=CLIENT_ID,
+        client_id=_launch.CLIENT_ID,
         request_timeout_ms=timeout_ms,
     )
     try:
@@ -788,7 +765,7 @@ def produce(
     deadline = time.monotonic() + timeout_s
     producer = KafkaProducer(
         bootstrap_servers=bootstrap_servers,
-        client_id=CLIENT_ID,
+        client_id=_launch.CLIENT_ID,
         acks="all",
         linger_ms=5,
         batch_size=256 * 1024,

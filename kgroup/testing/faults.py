@@ -38,12 +38,15 @@ action (``error``, ``drop`` or ``close``), in insertion order, fire; each decrem
 from __future__ import annotations
 
 import threading
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypedDict
 
 import attrs
 
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._io.kafka_frames import api_key_of, api_name, api_version_range, response_has_field
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["BlackHole", "FaultDecision", "FaultFired", "FaultRule", "Faults", "RequestContext"]
 
@@ -57,6 +60,15 @@ def _resolve_api(api: str | int | None) -> int | None:
     if api is None or isinstance(api, int):
         return api
     return api_key_of(api)
+
+
+class RuleMatch(TypedDict, total=False):
+    """The keyword arguments every rule takes besides ``api``: which requests it matches, how often it fires."""
+
+    times: int | None
+    client_id: str | None
+    node_id: int | None
+    connection_id: int | None
 
 
 @attrs.frozen(kw_only=True)
@@ -129,6 +141,9 @@ _NO_FAULT: Final = FaultDecision()
 class Faults:
     """The fault rules of one proxy. See the module docstring for what each kind does.
 
+    Every rule method raises ``ValueError`` for an unknown API name or ``times`` below 1, and
+    ``TypeError`` for a keyword it does not take.
+
     Args:
         clock: the clock black holes are timed with (real time by default).
 
@@ -149,42 +164,27 @@ class Faults:
             self._rules.append(rule)
         return rule
 
-    def _rule(
-        self,
-        kind: FaultKind,
-        api_key: int | None,
-        times: int | None,
-        client_id: str | None,
-        node_id: int | None,
-        connection_id: int | None,
-        **action: int,
-    ) -> FaultRule:
+    def _rule(self, kind: FaultKind, api: str | int | None, match: RuleMatch, **action: int) -> FaultRule:
+        unexpected = match.keys() - RuleMatch.__optional_keys__
+        if unexpected:
+            raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unexpected))}")
         return self._add(
             FaultRule(
                 kind=kind,
-                api_key=api_key,
-                client_id=client_id,
-                node_id=node_id,
-                connection_id=connection_id,
-                remaining=times,
+                api_key=_resolve_api(api),
+                client_id=match.get("client_id"),
+                node_id=match.get("node_id"),
+                connection_id=match.get("connection_id"),
+                remaining=match.get("times"),
                 **action,
             )
         )
 
-    def inject(
-        self,
-        *,
-        api: str | int,
-        error: int,
-        times: int | None = None,
-        client_id: str | None = None,
-        node_id: int | None = None,
-        connection_id: int | None = None,
-    ) -> FaultRule:
+    def inject(self, *, api: str | int, error: int, **match: Unpack[RuleMatch]) -> FaultRule:
         """Answer matching requests with error code ``error`` instead of serving them.
 
         Raises:
-            ValueError: unknown API, or a forwarded API whose response has no top-level error code.
+            ValueError: a forwarded API whose response has no top-level error code.
 
         """
         key = _resolve_api(api)
@@ -195,61 +195,26 @@ class Faults:
                 response_has_field(key, v, "error_code") for v in range(versions[0], versions[1] + 1)
             ):
                 raise ValueError(f"cannot inject an error into {api_name(key)}: no top-level error_code")
-        return self._rule("error", key, times, client_id, node_id, connection_id, error_code=error)
+        return self._rule("error", key, match, error_code=error)
 
-    def delay(
-        self,
-        *,
-        ms: int,
-        api: str | int | None = None,
-        times: int | None = None,
-        client_id: str | None = None,
-        node_id: int | None = None,
-        connection_id: int | None = None,
-    ) -> FaultRule:
+    def delay(self, *, ms: int, api: str | int | None = None, **match: Unpack[RuleMatch]) -> FaultRule:
         """Hold matching requests ``ms`` milliseconds before processing them.
 
         Raises:
-            ValueError: negative ``ms`` or unknown API.
+            ValueError: negative ``ms``.
 
         """
         if ms < 0:
             raise ValueError(f"ms must be >= 0, got {ms}")
-        return self._rule("delay", _resolve_api(api), times, client_id, node_id, connection_id, delay_ms=ms)
+        return self._rule("delay", api, match, delay_ms=ms)
 
-    def drop(
-        self,
-        *,
-        api: str | int | None = None,
-        times: int | None = None,
-        client_id: str | None = None,
-        node_id: int | None = None,
-        connection_id: int | None = None,
-    ) -> FaultRule:
-        """Read matching requests and never answer them (later responses on the connection wait too).
+    def drop(self, *, api: str | int | None = None, **match: Unpack[RuleMatch]) -> FaultRule:
+        """Read matching requests and never answer them (later responses on the connection wait too)."""
+        return self._rule("drop", api, match)
 
-        Raises:
-            ValueError: unknown API.
-
-        """
-        return self._rule("drop", _resolve_api(api), times, client_id, node_id, connection_id)
-
-    def close_connection(
-        self,
-        *,
-        api: str | int | None = None,
-        times: int | None = None,
-        client_id: str | None = None,
-        node_id: int | None = None,
-        connection_id: int | None = None,
-    ) -> FaultRule:
-        """Close the client's connection when a matching request arrives (it is not answered).
-
-        Raises:
-            ValueError: unknown API.
-
-        """
-        return self._rule("close", _resolve_api(api), times, client_id, node_id, connection_id)
+    def close_connection(self, *, api: str | int | None = None, **match: Unpack[RuleMatch]) -> FaultRule:
+        """Close the client's connection when a matching request arrives (it is not answered)."""
+        return self._rule("close", api, match)
 
     def black_hole(self, seconds: float, *, node_id: int | None = None) -> BlackHole:
         """Make listeners (all, or ``node_id``'s) silent for ``seconds`` from now.

@@ -20,7 +20,9 @@ import pytest
 
 import kgroup
 from kgroup._error_codes import NONE, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
+from kgroup._io.transport import offset_fetch_request
 from kgroup.admin import GroupAdmin
+from kgroup.protocol.group_api import OffsetFetchRequest
 from kgroup.types import Generation, TopicPartition
 from tests.integration.harness import all_partitions, poll_until, topic_of_records, wait_until
 
@@ -82,9 +84,9 @@ def test_offset_fetch_carries_the_member_epoch_and_the_broker_checks_it(
         sent: list[Generation | None] = []
         fetch = transport.offset_fetch
 
-        def recorded(*args: Any, member: Generation | None = None) -> Any:
-            sent.append(member)
-            return fetch(*args, member=member)
+        def recorded(request: OffsetFetchRequest, *args: Any) -> Any:
+            sent.append(None if request.member_id is None else Generation(request.member_epoch, request.member_id))
+            return fetch(request, *args)
 
         transport.offset_fetch = recorded  # type: ignore[method-assign, assignment]
         try:
@@ -99,7 +101,7 @@ def test_offset_fetch_carries_the_member_epoch_and_the_broker_checks_it(
         node = admin.find_coordinator(group).node_id
 
         def answer(member: Generation | None) -> tuple[int, int | None]:
-            result = transport.offset_fetch(group, [tp], node, 10000, member=member).result(20)
+            result = transport.offset_fetch(offset_fetch_request(group, [tp], member=member), node, 10000).result(20)
             committed = result.partitions.get(tp)
             return result.error_code, committed.offset if committed is not None and not result.error_code else None
 

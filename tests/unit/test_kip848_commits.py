@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from kgroup.config import ConsumerConfig
 from kgroup.errors import CommitFailedError, RetriableCommitFailedError
 from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.states import MemberState
+from kgroup.protocol.group_api import OffsetCommitRequest
 from kgroup.testing import FakeClock
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
 
@@ -70,12 +71,12 @@ class Transport:
         self.codes = list(codes)
         self.sent: list[Generation] = []
 
-    def offset_commit(self, group_id: str, generation: Generation, instance_id: str | None,
-                      offsets: Mapping[TopicPartition, OffsetAndMetadata], node: int,
+    def offset_commit(self, request: OffsetCommitRequest, node: int,
                       timeout_ms: int) -> concurrent.futures.Future[dict[TopicPartition, int]]:
-        self.sent.append(generation)
+        self.sent.append(Generation(request.generation_id, request.member_id))
         future: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
-        future.set_result({tp: self.codes.pop(0) for tp in offsets})
+        future.set_result({TopicPartition(t.name, p.partition_index): self.codes.pop(0)
+                           for t in request.topics for p in t.partitions})
         return future
 
 

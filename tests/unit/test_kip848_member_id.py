@@ -14,7 +14,7 @@ consumer sent for its positions, which carries the member id and epoch (OffsetFe
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,12 +24,13 @@ from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
 from kgroup.config import ConsumerConfig
 from kgroup.membership.consumer_group import ConsumerGroupMachine
+from kgroup.protocol.group_api import OffsetFetchRequest
 from kgroup.testing import FakeClock
 from kgroup.testing.coordinator import ConsumerGroupConfig, CoordinatorConfig
 from kgroup.testing.simulation import SimulatedGroup
 from kgroup.testing.simulation._cluster import SimCluster
 from kgroup.testing.simulation._group import _Member
-from kgroup.types import Generation, TopicPartition
+from kgroup.types import Generation
 
 TOPIC = "events"
 PARTITIONS = 4
@@ -59,10 +60,10 @@ class ConsumerProtocolGroup:
         self.group.members[name] = member
         sent, fetches = member.transport.offset_fetch, self.fetches
 
-        def recorded(group_id: str, partitions: Iterable[TopicPartition], node_id: int, timeout_ms: int, *,
-                     member: Generation | None = None) -> concurrent.futures.Future[Any]:
-            fetches.append(member)
-            return sent(group_id, partitions, node_id, timeout_ms, member=member)
+        def recorded(request: OffsetFetchRequest, node_id: int, timeout_ms: int) -> concurrent.futures.Future[Any]:
+            member = request.member_id
+            fetches.append(None if member is None else Generation(request.member_epoch, member))
+            return sent(request, node_id, timeout_ms)
 
         member.transport.offset_fetch = recorded  # type: ignore[method-assign]
         return member.consumer

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
@@ -127,12 +127,14 @@ class Transport:
         #: what happens to the member while a fetch is out (before its answer is read)
         self.in_flight = in_flight
 
-    def offset_fetch(self, group_id: str, partitions: Iterable[TopicPartition], node: int, timeout_ms: int, *,
-                     member: Generation | None = None) -> concurrent.futures.Future[OffsetFetchResult]:
-        self.sent.append(member)
+    def offset_fetch(self, request: OffsetFetchRequest, node: int,
+                     timeout_ms: int) -> concurrent.futures.Future[OffsetFetchResult]:
+        member = request.member_id
+        self.sent.append(None if member is None else Generation(request.member_epoch, member))
         self.in_flight()
         code = self.codes.pop(0)
         future: concurrent.futures.Future[OffsetFetchResult] = concurrent.futures.Future()
+        partitions = [TopicPartition(t.name, p) for t in request.topics or () for p in t.partition_indexes]
         committed = {} if code else {tp: CommittedOffset(42, "", None, NONE) for tp in partitions}
         future.set_result(OffsetFetchResult(code, committed))
         return future

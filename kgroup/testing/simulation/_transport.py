@@ -24,19 +24,16 @@ from kgroup._driver.group_thread import GroupThread
 from kgroup._driver.mailbox import Mailbox
 from kgroup._error_codes import NONE, error_name
 from kgroup._io.transport import (
-    GroupRequest,
     OffsetFetchResult,
     commit_results,
     fetch_result,
-    offset_commit_request,
-    offset_fetch_request,
 )
 from kgroup.errors import KGroupError
 from kgroup.membership import commands as cmd
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from kgroup.protocol.group_api import DescribeGroupsRequest
+from kgroup.protocol.group_api import DescribeGroupsRequest, OffsetCommitRequest, OffsetFetchRequest
 from kgroup.testing.simulation._cluster import (
     Connection,
     SimCluster,
@@ -46,7 +43,7 @@ from kgroup.testing.simulation._cluster import (
     topic_id,
 )
 from kgroup.testing.simulation._scheduler import Scheduler
-from kgroup.types import ConsumerRecord, Generation, OffsetAndMetadata, PartitionInfo, TopicPartition
+from kgroup.types import ConsumerRecord, Generation, PartitionInfo, TopicPartition
 
 __all__ = ["SimFetcher", "SimMailbox", "SimRuntime", "SimTransport"]
 
@@ -180,7 +177,7 @@ class SimTransport:
         self._conn().send(_Pending(api, run, answer, fail, timeout_ms / 1000, cluster.scheduler.now))
 
     # ------------------------------------------------------------------ group requests
-    def send(self, command: GroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
+    def send(self, command: cmd.SendGroupRequest, group_id: str) -> concurrent.futures.Future[ev.Event]:
         """A group request; the future yields its response event (``RequestFailed`` on failure)."""
         future: concurrent.futures.Future[ev.Event] = concurrent.futures.Future()
         cluster = self._cluster
@@ -341,22 +338,18 @@ class SimTransport:
         return future
 
     def offset_commit(
-        self,
-        group_id: str,
-        generation: Generation,
-        group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        node_id: int,
-        timeout_ms: int,
+        self, request: OffsetCommitRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
         """OffsetCommit v9 on the coordinator connection."""
         future: concurrent.futures.Future[dict[TopicPartition, int]] = concurrent.futures.Future()
-        request = offset_commit_request(group_id, generation, group_instance_id, offsets)
+        generation = Generation(request.generation_id, request.member_id)
+        offsets = {TopicPartition(t.name, p.partition_index): p.committed_offset
+                   for t in request.topics for p in t.partitions}
         if self.on_commit_sent is not None:
             self.on_commit_sent(generation, frozenset(offsets))
 
         trace = self._cluster.trace
-        brief = ", ".join(f"{tp}={om.offset}" for tp, om in sorted(offsets.items()))
+        brief = ", ".join(f"{tp}={offset}" for tp, offset in sorted(offsets.items()))
         trace(f"{self.owner}: OffsetCommit -> gen {generation.generation_id} {brief}")
 
         def answer(response: Any) -> None:
@@ -368,17 +361,10 @@ class SimTransport:
         return future
 
     def offset_fetch(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition],
-        node_id: int,
-        timeout_ms: int,
-        *,
-        member: Generation | None = None,
+        self, request: OffsetFetchRequest, node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[OffsetFetchResult]:
-        """OffsetFetch v9 on the coordinator connection (with ``member``'s id and epoch, KIP-848)."""
+        """OffsetFetch v9 on the coordinator connection (with the member's id and epoch, KIP-848)."""
         future: concurrent.futures.Future[OffsetFetchResult] = concurrent.futures.Future()
-        request = offset_fetch_request(group_id, partitions, member=member)
 
         def answer(response: Any) -> None:
             result = fetch_result(response)
