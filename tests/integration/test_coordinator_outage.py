@@ -1,4 +1,4 @@
-"""A coordinator outage longer than the session timeout costs a consumer-protocol member nothing.
+"""A coordinator outage longer than the session timeout costs a member nothing, under both protocols.
 
 One Apache Kafka node of its own (``test_kip848_session_timer.session_broker``, a module-scoped
 fixture, so started for this module: the consumer protocol's minimum session timeout lowered to
@@ -23,8 +23,9 @@ Checked (docs/kip848.md, "Beyond Java: the session timer"):
 
 Before, each member gave its partitions up as lost when its session timer ran out with the
 coordinator unknown and rejoined: callbacks, a new epoch and records handed out again. The
-classic protocol keeps that rule (docs/protocol.md, "Liveness: the session timer": a classic
-Heartbeat is answered with no error while the group loads). Skipped with one line when Java or
+classic member (its own ``session_timeout_ms`` 6 s, 1 s heartbeats) asks the coordinator found
+again with a SyncGroup of its generation, not a Heartbeat: Kafka answers a Heartbeat with no
+error while the group loads (docs/protocol.md, "Liveness: the session timer"). Skipped with one line when Java or
 the Apache Kafka jars are missing. 36-56 s on the loaded 2-core development machine, the
 broker's start included (``-s`` prints the times).
 """
@@ -63,6 +64,19 @@ def _session_timeout_known(worker: Worker) -> bool:
 def test_a_consumer_protocol_group_rides_out_a_coordinator_restart_longer_than_the_session(
     request: pytest.FixtureRequest
 ) -> None:
+    _rides_out(request, "consumer")
+
+
+def test_a_classic_group_rides_out_a_coordinator_restart_longer_than_the_session(
+    request: pytest.FixtureRequest
+) -> None:
+    """The classic protocol: past the session timeout with the coordinator gone, each member keeps
+    its partitions (held); once the node is back, a SyncGroup of its generation (not a Heartbeat,
+    which a loading coordinator answers blindly) confirms it is still in: no rebalance."""
+    _rides_out(request, "classic")
+
+
+def _rides_out(request: pytest.FixtureRequest, group_protocol: str) -> None:
     started = time.monotonic()
     broker: BrokerHandle = request.getfixturevalue("session_broker")
     boot = broker.bootstrap_servers
@@ -74,8 +88,9 @@ def test_a_consumer_protocol_group_rides_out_a_coordinator_restart_longer_than_t
     producer = Producer(boot, topic).start()
     workers = []
     for name in ("w1", "w2"):
-        w = Worker(name, boot, group, topic, group_protocol="consumer", session_timeout_ms=None,
-                   heartbeat_interval_ms=None)
+        timers = {"session_timeout_ms": None, "heartbeat_interval_ms": None} if group_protocol == "consumer" else {
+            "session_timeout_ms": ST, "heartbeat_interval_ms": 1000}
+        w = Worker(name, boot, group, topic, group_protocol=group_protocol, **timers)
         w.listener = RecordingListener(name, log, lambda w=w: w.consumer)
         workers.append(w.start())
 
@@ -92,7 +107,8 @@ def test_a_consumer_protocol_group_rides_out_a_coordinator_restart_longer_than_t
 
     try:
         wait_until(split, FORM_S, f"the two members to split the partitions: {describe()}")
-        wait_until(lambda: all(w.commits for w in workers) and all(map(_session_timeout_known, workers)),
+        known = _session_timeout_known if group_protocol == "consumer" else (lambda w: True)  # classic: its own
+        wait_until(lambda: all(w.commits for w in workers) and all(map(known, workers)),
                    FORM_S, f"both members to commit and to know the session timeout: {describe()}")
         formed_at = time.monotonic()
         callbacks_before = len(log.events)
