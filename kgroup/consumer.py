@@ -18,17 +18,17 @@ is reached through ``kgroup._driver.port.GroupPort``.
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import logging
 import math
 import random
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
 from kgroup._lazy import lazy_getattr
+from kgroup._observability_api import ObservabilityAPI
 from kgroup._positions_api import PositionsAPI
 from kgroup._typevars import K, V
 from kgroup.errors import (
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from kgroup.columns import RecordColumns
     from kgroup.config import ConsumerArgs, ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
     from kgroup.deserializers import DeserializerLike, as_function
-    from kgroup.health import HealthReport, HealthServer
+    from kgroup.health import HealthServer
     from kgroup.listener import RebalanceListener
     from kgroup.membership.commands import RebalanceStep
     from kgroup.membership.consumer_group_states import MemberState as ConsumerMemberState
@@ -112,7 +112,7 @@ def _import_deferred() -> None:
         getattr(this, name)
 
 
-class Consumer(PositionsAPI, Generic[K, V]):
+class Consumer(PositionsAPI, ObservabilityAPI, Generic[K, V]):
     """A member of a Kafka consumer group (the Java ``KafkaConsumer``'s group semantics).
 
     ``Consumer(bootstrap_servers="host:9092", group_id="billing", **config)`` or
@@ -785,79 +785,6 @@ class Consumer(PositionsAPI, Generic[K, V]):
         fetcher = self._fetcher
         if fetcher is not None:
             fetcher.wakeup()
-
-    # ------------------------------------------------------------------ observability
-    def metrics(self) -> dict[str, float]:
-        """A snapshot of the consumer's metrics, keyed by the Java consumer's metric names.
-
-        Returns:
-            ``{name: value}`` for every name of ``kgroup.metrics.METRICS`` (its table gives
-            each metric's unit: latencies in ms, ``*-seconds-ago`` in s, rates per second or
-            per hour; NaN for a windowed statistic with no sample in the last 60 s), plus
-            ``records-lag{topic=T,partition=P}`` for each assigned partition whose lag is known.
-
-        Safe from any thread (a probe's or a metrics exporter's). Never blocks on the network.
-
-        """
-        return self._metrics.snapshot(len(self._assignment), self._lags())
-
-    def health(self) -> HealthReport:
-        """Liveness and readiness verdicts for probes (``kgroup.health`` explains each).
-
-        Returns:
-            A ``HealthReport``: ``state``, ``live``, ``ready``, ``reasons`` (why not).
-
-        Safe from any thread; never blocks.
-
-        """
-        from kgroup.health import HealthInputs, assess
-
-        snap = self._snapshot()
-        fatal = self._fatal or (snap.fatal if snap is not None else None)
-        crashed = self._group.crashed if self._group is not None else None
-        return assess(
-            HealthInputs(
-                closed=self._closed,
-                manual=self._manual,
-                snapshot=snap,
-                fatal=fatal if fatal is not None else crashed,
-                last_poll=self._metrics.last_poll(),
-                subscribed_at=self._subscribed_at,
-                max_poll_interval_ms=self._config.max_poll_interval_ms,
-                session_timeout_ms=self._config.session_timeout_ms,
-                last_group_ok=self._metrics.last_group_ok,
-                assigned_partitions=len(self._assignment),
-            ),
-            self._clock.monotonic(),
-        )
-
-    def serve_health(self, port: int = 8080, host: str = "0.0.0.0") -> HealthServer:
-        """Serve ``/livez``, ``/readyz`` and ``/metrics`` over HTTP until ``close()``.
-
-        Args:
-            port: TCP port (0: any free one; read ``HealthServer.port``).
-            host: the address to bind (default all interfaces, as probes come from the kubelet).
-
-        Returns:
-            The running ``HealthServer`` (``kgroup.health`` documents the answers).
-
-        Raises:
-            OSError: the port is taken.
-            ConsumerClosedError: after ``close()``.
-
-        """
-        if self._closed:
-            raise ConsumerClosedError("the consumer is closed")
-        metrics: Callable[[], tuple[str, str]] | None = None
-        try:
-            from kgroup.prometheus import exposition
-        except ImportError:  # /metrics answers 404: prometheus-client is not installed
-            pass
-        else:
-            metrics = functools.partial(exposition, self)
-        server = HealthServer(self.health, host, port, metrics)
-        self._health_servers.append(server)
-        return server
 
     # ------------------------------------------------------------------ close
     def _leave(
