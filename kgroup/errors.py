@@ -36,16 +36,16 @@ FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and O
 handlers) and, for the consumer protocol's ConsumerGroupHeartbeat (KIP-848), from
 ``AbstractHeartbeatRequestManager`` and ``ConsumerHeartbeatRequestManager`` (``onErrorResponse``,
 ``handleSpecificExceptionInResponse``), and for share groups' ShareGroupHeartbeat (KIP-932),
-from the same handler as ``ShareHeartbeatRequestManager`` uses it. The membership machines and the commit path act on the
-returned ``Disposition``;
-nothing else interprets error codes. An error code missing from an API's row takes that API's
-``UNLISTED`` disposition, as the Java handlers' final ``else`` does: OffsetCommit and OffsetFetch
+from the same handler as ``ShareHeartbeatRequestManager`` uses it. The membership machines and
+the commit path act on the returned ``Disposition``; nothing else interprets error codes. An
+error code missing from an API's row takes that API's ``UNLISTED`` disposition, as the Java
+handlers' final ``else`` does: OffsetCommit and OffsetFetch
 fail that one call (``"Unexpected error in commit"``), a Heartbeat is retried after backoff
 (``HeartbeatResponseHandler``: ``failHeartbeat``), LeaveGroup is ignored, and an unexpected
 FindCoordinator, JoinGroup or SyncGroup code is raised from ``poll()`` once while the member
 tries again after backoff (``"Unexpected error in join group response"``,
-``"Unexpected error from SyncGroup"``); an unexpected ConsumerGroupHeartbeat or ShareGroupHeartbeat code is fatal
-(Java's ``default`` case). Only the codes a row marks FATAL stop the member.
+``"Unexpected error from SyncGroup"``); an unexpected ConsumerGroupHeartbeat or
+ShareGroupHeartbeat code is fatal (Java's ``default`` case). Only the codes a row marks FATAL stop the member.
 """
 
 from __future__ import annotations
@@ -396,6 +396,26 @@ _IN_GENERATION = {
     GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
 }
 
+#: what Java's ``AbstractHeartbeatRequestManager.onErrorResponse`` does for every heartbeat of the
+#: broker-assigned protocols (ConsumerGroupHeartbeat, KIP-848; ShareGroupHeartbeat, KIP-932).
+#: REDISCOVER: find the coordinator again and heartbeat at once; RETRY: back off, then heartbeat;
+#: RESET_GENERATION: fenced, the epoch is gone (the member id stays, KIP-1082), the partitions are
+#: lost, rejoin with epoch 0; RAISE: report to the application and carry on (missing topic ACLs
+#: may be added later).
+_GROUP_HEARTBEAT = {
+    NONE: Disposition.OK,
+    **_COORDINATOR_MOVED,
+    COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
+    FENCED_MEMBER_EPOCH: Disposition.RESET_GENERATION,
+    UNKNOWN_MEMBER_ID: Disposition.RESET_GENERATION,
+    TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+    GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+    INVALID_REQUEST: Disposition.FATAL,
+    GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
+    UNSUPPORTED_ASSIGNOR: Disposition.FATAL,
+    UNSUPPORTED_VERSION: Disposition.FATAL,
+}
+
 #: The table. Rows: API -> {error code -> disposition}. Sources are Java's response handlers
 #: (``AbstractCoordinator.FindCoordinatorResponseHandler``, ``JoinGroupResponseHandler``,
 #: ``SyncGroupResponseHandler``, ``HeartbeatResponseHandler``, ``LeaveGroupResponseHandler``;
@@ -474,41 +494,15 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
         FENCED_INSTANCE_ID: Disposition.FATAL,
     },
-    # The consumer protocol's member (KIP-848). REDISCOVER: find the coordinator again and
-    # heartbeat at once; RETRY: back off, then heartbeat; RESET_GENERATION: fenced, the epoch is
-    # gone (the member id stays, KIP-1082), the partitions are lost, rejoin with epoch 0; RAISE:
-    # report to the application and carry on (missing topic ACLs may be added later).
+    # The consumer protocol's member (KIP-848): the heartbeat row above, and static membership's codes.
     Api.CONSUMER_GROUP_HEARTBEAT: {
-        NONE: Disposition.OK,
-        **_COORDINATOR_MOVED,
-        COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
-        FENCED_MEMBER_EPOCH: Disposition.RESET_GENERATION,
-        UNKNOWN_MEMBER_ID: Disposition.RESET_GENERATION,
-        TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
-        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
-        INVALID_REQUEST: Disposition.FATAL,
-        GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
-        UNSUPPORTED_ASSIGNOR: Disposition.FATAL,
-        UNSUPPORTED_VERSION: Disposition.FATAL,
+        **_GROUP_HEARTBEAT,
         UNRELEASED_INSTANCE_ID: Disposition.FATAL,
         FENCED_INSTANCE_ID: Disposition.FATAL,
     },
-    # A share group's member (KIP-932): Java's ``AbstractHeartbeatRequestManager.onErrorResponse``
-    # as ``ShareHeartbeatRequestManager`` uses it (the consumer protocol's row without the codes
-    # of static membership and server assignors, which share groups do not have;
-    # UNSUPPORTED_VERSION: the cluster has no share groups, ``handleSpecificExceptionInResponse``).
-    Api.SHARE_GROUP_HEARTBEAT: {
-        NONE: Disposition.OK,
-        **_COORDINATOR_MOVED,
-        COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
-        FENCED_MEMBER_EPOCH: Disposition.RESET_GENERATION,
-        UNKNOWN_MEMBER_ID: Disposition.RESET_GENERATION,
-        TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
-        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
-        INVALID_REQUEST: Disposition.FATAL,
-        GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
-        UNSUPPORTED_VERSION: Disposition.FATAL,
-    },
+    # A share group's member (KIP-932): the same handler as ``ShareHeartbeatRequestManager`` uses
+    # it (UNSUPPORTED_VERSION: the cluster has no share groups, ``handleSpecificExceptionInResponse``).
+    Api.SHARE_GROUP_HEARTBEAT: _GROUP_HEARTBEAT,
     # a topic's error code in a Metadata answer (Java's ``Metadata``: an unauthorized topic is
     # thrown from poll() as ``TopicAuthorizationException``, checkUnauthorizedTopics; the
     # others, e.g. UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE, leave the topic out of

@@ -40,6 +40,7 @@ import attrs
 from kgroup.protocol.consumer_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatResponse,
     TopicIdPartitions,
 )
 
@@ -92,27 +93,13 @@ class ShareGroupHeartbeatRequest:
 
 
 @attrs.frozen(kw_only=True)
-class ShareGroupHeartbeatResponse:
-    """A ShareGroupHeartbeat response.
+class ShareGroupHeartbeatResponse(ConsumerGroupHeartbeatResponse):
+    """A ShareGroupHeartbeat response: the fields of a ConsumerGroupHeartbeat response, field for field.
 
-    Attributes:
-        error_code: the top-level error code (0: none).
-        error_message: the coordinator's explanation, if any.
-        member_id: the member id (the one the member sent).
-        member_epoch: the member's epoch from now on.
-        heartbeat_interval_ms: how often to heartbeat (the broker's
-            ``group.share.heartbeat.interval.ms`` or the group's override).
-        assignment: the member's new assignment, or ``None`` when it did not change.
-        throttle_time_ms: quota throttling.
-
+    Kafka's two response schemas are alike: the error, the member id (here the one the member
+    sent), the member epoch, the heartbeat interval (the broker's
+    ``group.share.heartbeat.interval.ms`` or the group's override) and the new assignment by topic
+    id (``None``: unchanged). Only the API key differs.
     """
-
-    error_code: int
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: tuple[TopicIdPartitions, ...] | None = attrs.field(default=None, converter=_optional_tuple)
-    throttle_time_ms: int = 0
 
     API_KEY: ClassVar[int] = SHARE_GROUP_HEARTBEAT

@@ -178,6 +178,7 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "GROUP_AUTHORIZATION_FAILED": D.FATAL,
         "INVALID_REQUEST": D.FATAL,
         "GROUP_MAX_SIZE_REACHED": D.FATAL,
+        "UNSUPPORTED_ASSIGNOR": D.FATAL,  # the handler's shared case; a share coordinator never sends it
         "UNSUPPORTED_VERSION": D.FATAL,
     },
     # a topic's error in a Metadata answer: Java's Metadata throws TopicAuthorizationException

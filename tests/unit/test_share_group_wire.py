@@ -50,7 +50,11 @@ GOLDEN_REQUESTS = (
     (LEAVE, "0267026dffffffff000000"),
 )
 GOLDEN_RESPONSES = (
-    (ASSIGNED, "00000007000000026d000000050000138801020102030405060708090a0b0c0d0e0f1004000000000000000100000002000000"),
+    (
+        ASSIGNED,
+        "00000007000000026d000000050000138801020102030405060708090a0b0c0d0e0f10"
+        "04000000000000000100000002000000",
+    ),
     (FENCED, "00000000006e0766656e636564000000000000000000ff00"),
 )
 
@@ -111,7 +115,7 @@ def test_responses_round_trip(value: ShareGroupHeartbeatResponse) -> None:
 
 
 def test_only_v1_is_sent() -> None:
-    """Kafka 4.0's early-access v0 is not spoken: a broker without v1 fails the send (Java's message, kgroup's error)."""
+    """Kafka 4.0's early-access v0 is not spoken: a broker without v1 fails the send, as Java's does."""
     message = wire.share_heartbeat_request_message(LEAVE)
     assert BrokerVersionData(api_versions={SHARE_GROUP_HEARTBEAT: (1, 1)}).api_version(message) == 1
     assert BrokerVersionData(api_versions={SHARE_GROUP_HEARTBEAT: (1, 3)}).api_version(message) == NEWEST_VERSION
