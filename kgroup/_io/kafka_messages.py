@@ -57,7 +57,10 @@ Share groups' membership API (KIP-932), ShareGroupHeartbeat (76), is built the s
 (``share_heartbeat_*``, the values of :mod:`kgroup.protocol.share_group_heartbeat`): one
 version, 1 (Apache Kafka 4.1+), which a request also sets as its ``min_version``, so a broker
 that serves only Kafka 4.0's early-access v0, or no share groups at all, fails the send
-(``IncompatibleBrokerVersion``), as Java's ``ShareHeartbeatRequestManager`` fails.
+(``IncompatibleBrokerVersion``), as Java's ``ShareHeartbeatRequestManager`` fails. ShareFetch (78)
+and ShareAcknowledge (79), versions 1-2 (2: Kafka 4.4's ``ShareAcquireMode``, ``IsRenewAck`` and
+ShareAcknowledge's ``AcquisitionLockTimeoutMs``), have their message classes here too, used as
+kafka-python's own are (keyword fields, nested struct classes); no values map to them yet.
 """
 
 from __future__ import annotations
@@ -102,6 +105,10 @@ __all__ = [
     "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
+    "ShareAcknowledgeRequest",
+    "ShareAcknowledgeResponse",
+    "ShareFetchRequest",
+    "ShareFetchResponse",
     "ShareGroupHeartbeatRequest",
     "ShareGroupHeartbeatResponse",
     "build_message",
@@ -703,3 +710,18 @@ def share_heartbeat_response_value(message: Any) -> sgh.ShareGroupHeartbeatRespo
         sgh.ShareGroupHeartbeatResponse, message, _SHARE_HEARTBEAT_RESPONSE
     )
     return value
+
+
+with quiet_schema_loading():
+
+    class ShareFetchRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareFetch request (its schema: the JSON beside here)."""
+
+    class ShareFetchResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareFetch response (registered with its parser)."""
+
+    class ShareAcknowledgeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareAcknowledge request (its schema: the JSON beside here)."""
+
+    class ShareAcknowledgeResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareAcknowledge response (registered with its parser)."""
