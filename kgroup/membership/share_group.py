@@ -61,7 +61,7 @@ from kgroup.errors import (
     broker_error,
     classify,
 )
-from kgroup.membership import states
+from kgroup.membership import consumer_group, states
 from kgroup.membership.commands import (
     Command,
     DeliverStep,
@@ -183,22 +183,11 @@ class ShareMemberState(enum.Enum):
 
 
 _S = ShareMemberState
-_C = states.MemberState
 
-#: each state as the poll thread reads it (``MemberSnapshot.state``); ``state_name`` keeps the member's own
+#: each state as the poll thread reads it (``MemberSnapshot.state``): the consumer protocol's
+#: reading of the state of the same name; ``state_name`` keeps the member's own
 STATES: Final[Mapping[ShareMemberState, states.MemberState]] = MappingProxyType(
-    {
-        _S.UNSUBSCRIBED: _C.UNJOINED,
-        _S.JOINING: _C.JOINING,
-        _S.RECONCILING: _C.RECONCILING,
-        _S.ACKNOWLEDGING: _C.RECONCILING,
-        _S.STABLE: _C.STABLE,
-        _S.FENCED: _C.UNJOINED,
-        _S.PREPARE_LEAVING: _C.LEAVING,
-        _S.LEAVING: _C.LEAVING,
-        _S.FATAL: _C.FATAL,
-        _S.CLOSED: _C.CLOSED,
-    }
+    {state: consumer_group.STATES[consumer_group.MemberState[state.name]] for state in ShareMemberState}
 )
 
 #: states in which the member is in the group and heartbeats
@@ -686,13 +675,10 @@ class ShareGroupMachine:
 
     def _on_find_coordinator(self, event: FindCoordinatorResponded, now: float, out: list[Any]) -> None:
         self._find_rid = None
-        disposition = classify(Api.FIND_COORDINATOR, event.error_code)
-        if disposition is Disposition.OK:
-            self._coordinator = self._coordinator.found(event.node_id, now + self._backoff(1))
-        elif disposition is Disposition.FATAL:
+        self._coordinator, disposition = self._coordinator.answered(event.error_code, event.node_id, now, self._backoff)
+        if disposition is Disposition.FATAL:
             self._to_fatal(broker_error(Api.FIND_COORDINATOR, event.error_code, self._context()), out)
-        else:
-            self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
+        elif disposition is not Disposition.OK:
             log.info("share group %s: FindCoordinator failed: %s", self._group_id, error_name(event.error_code))
 
     def _on_heartbeat(self, event: ShareGroupHeartbeatResponded, now: float, out: list[Any]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kgroup._error_codes import (
+    COORDINATOR_NOT_AVAILABLE,
     FENCED_MEMBER_EPOCH,
     GROUP_AUTHORIZATION_FAILED,
     NOT_COORDINATOR,
@@ -28,6 +29,7 @@ from kgroup.errors import (
 )
 from kgroup.membership import events as ev
 from kgroup.membership.commands import DeliverStep, Fail, Notify, RequestMetadata, SendFindCoordinator
+from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.core import Member
 from kgroup.membership.share_group import (
     EVENT_TABLE,
@@ -426,3 +428,14 @@ def test_which_cells_see_a_live_answer() -> None:
     assert m._find_rid is not None and m.state is S.JOINING
     m.handle(ev.FindCoordinatorResponded(request_id=m._find_rid, node_id=NODE), 0.0)
     assert m.snapshot().coordinator == NODE
+
+
+def test_coordinator_state_takes_a_find_coordinator_answer() -> None:
+    """``CoordinatorState.answered``: the core's one reading of a FindCoordinator answer, which the machine uses."""
+    backoff = {1: 0.1, 2: 0.2}.__getitem__
+    found, disposition = CoordinatorState().answered(0, 3, 10.0, backoff)
+    assert (found.node_id, found.lookup.at, disposition.name) == (3, pytest.approx(10.1), "OK")
+    failed, disposition = CoordinatorState().answered(COORDINATOR_NOT_AVAILABLE, -1, 10.0, backoff)
+    assert (failed.node_id, failed.lookup.at, failed.lookup.attempts, disposition.name) == (None, 10.1, 1, "RETRY")
+    same, disposition = failed.answered(GROUP_AUTHORIZATION_FAILED, -1, 11.0, backoff)
+    assert same is failed and disposition.name == "FATAL"
