@@ -479,8 +479,14 @@ class ShareGroupMachine:
         self._heartbeat_rid = None  # its answer, from the old coordinator, no longer counts
         self._sent_topics = None
 
-    def _heartbeat_failed(self, now: float) -> None:
-        self._retry = self._retry.failed(now, self._backoff)
+    def _heartbeat_failed(self, now: float, *, back_off: bool = True) -> None:
+        """Java's ``onFailedAttempt``: the next heartbeat waits for the backoff, not the interval.
+
+        ``back_off=False``: Java's ``heartbeatRequestState.reset()`` as well (the coordinator moved,
+        or the member was fenced): the next heartbeat goes as soon as it can.
+        """
+        self._next_heartbeat_at = now
+        self._retry = self._retry.failed(now, self._backoff) if back_off else RetryTimer()
         self._sent_topics = None  # Java: after an error the next heartbeat carries every field
 
     # ---------------------------------------------------------------- the drive loop
@@ -700,6 +706,7 @@ class ShareGroupMachine:
                 self._take_assignment(event.assignment)
             return
         message = event.error_message or ""
+        self._heartbeat_failed(now, back_off=disposition not in (Disposition.REDISCOVER, Disposition.RESET_GENERATION))
         if disposition is Disposition.REDISCOVER:
             self._mark_coordinator_unknown(error_name(event.error_code), now)
         elif disposition is Disposition.RESET_GENERATION:
@@ -710,10 +717,8 @@ class ShareGroupMachine:
                 self._leave_unneeded = True
         elif disposition is Disposition.FATAL:
             self._to_fatal(broker_error(_HEARTBEAT, event.error_code, message, self._context()), out)
-        else:  # RETRY, RAISE: back off and heartbeat again (RAISE: tell the application too)
-            if disposition is Disposition.RAISE:
-                out.append(Notify(broker_error(_HEARTBEAT, event.error_code, message, self._context())))
-            self._heartbeat_failed(now)
+        elif disposition is Disposition.RAISE:  # and RETRY: back off, heartbeat again; RAISE tells the application
+            out.append(Notify(broker_error(_HEARTBEAT, event.error_code, message, self._context())))
 
     def _on_request_failed(self, event: RequestFailed, now: float, out: list[Any]) -> None:
         if event.request_id == self._find_rid:

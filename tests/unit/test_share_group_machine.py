@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kgroup._error_codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     FENCED_MEMBER_EPOCH,
     GROUP_AUTHORIZATION_FAILED,
@@ -439,3 +440,41 @@ def test_coordinator_state_takes_a_find_coordinator_answer() -> None:
     assert (failed.node_id, failed.lookup.at, failed.lookup.attempts, disposition.name) == (None, 10.1, 1, "RETRY")
     same, disposition = failed.answered(GROUP_AUTHORIZATION_FAILED, -1, 11.0, backoff)
     assert same is failed and disposition.name == "FATAL"
+
+
+def test_a_changed_subscription_goes_in_the_next_heartbeat_and_every_field_after_an_error() -> None:
+    m = machine()
+    stable_with(m)
+    m.handle(ev.Subscribe({"queue", "more"}), 1.0)
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)
+    assert beat.subscribed_topic_names == ("more", "queue")
+    m.handle(answer(beat), 5.1)
+    beat = only(m.tick(10.1), SendShareGroupHeartbeat)
+    assert beat.subscribed_topic_names is None  # unchanged since
+    find = only(m.handle(ev.RequestFailed(beat.request_id, "timeout"), 10.2), SendFindCoordinator)  # looked up again
+    again = only(m.handle(ev.FindCoordinatorResponded(request_id=find.request_id, node_id=NODE), 11.0),
+                 SendShareGroupHeartbeat)
+    assert again.subscribed_topic_names == ("more", "queue")  # Java: after an error, every field again
+
+
+def test_a_failed_leave_heartbeat_still_ends_the_membership() -> None:
+    m = machine()
+    stable_with(m)
+    step = only(m.handle(ev.Leave(), 1.0), DeliverStep).step
+    leave = only(m.handle(ev.StepCompleted(step.step_id), 1.1), SendShareGroupHeartbeat)
+    assert m.handle(ev.RequestFailed(leave.request_id, "disconnected"), 1.2) == []
+    assert m.state is S.CLOSED
+
+
+def test_after_an_error_the_next_heartbeat_waits_for_the_backoff_not_the_interval() -> None:
+    """Java's ``onFailedAttempt`` resets the interval timer; a moved coordinator resets the backoff too."""
+    m = machine()
+    stable_with(m)
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)
+    assert m.handle(answer(beat, error=COORDINATOR_LOAD_IN_PROGRESS), 5.1) == []
+    assert 5.1 < m.next_deadline(5.1) < 5.1 + 0.2  # retry_backoff_ms 100, jitter: not the 5 s interval
+    beat = only(m.tick(m.next_deadline(5.1)), SendShareGroupHeartbeat)
+    find = only(m.handle(answer(beat, error=NOT_COORDINATOR), 5.3), SendFindCoordinator)
+    again = only(m.handle(ev.FindCoordinatorResponded(request_id=find.request_id, node_id=2), 5.4),
+                 SendShareGroupHeartbeat)  # at once
+    assert (again.node_id, again.member_epoch, again.subscribed_topic_names) == (2, 1, ("queue",))
