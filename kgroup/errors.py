@@ -35,16 +35,17 @@ Apache Kafka's Java client (``AbstractCoordinator`` and ``ConsumerCoordinator``:
 FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch
 handlers) and, for the consumer protocol's ConsumerGroupHeartbeat (KIP-848), from
 ``AbstractHeartbeatRequestManager`` and ``ConsumerHeartbeatRequestManager`` (``onErrorResponse``,
-``handleSpecificExceptionInResponse``). The membership machines and the commit path act on the
-returned ``Disposition``;
-nothing else interprets error codes. An error code missing from an API's row takes that API's
-``UNLISTED`` disposition, as the Java handlers' final ``else`` does: OffsetCommit and OffsetFetch
+``handleSpecificExceptionInResponse``), and for share groups' ShareGroupHeartbeat (KIP-932),
+from the same handler as ``ShareHeartbeatRequestManager`` uses it. The membership machines and
+the commit path act on the returned ``Disposition``; nothing else interprets error codes. An
+error code missing from an API's row takes that API's ``UNLISTED`` disposition, as the Java
+handlers' final ``else`` does: OffsetCommit and OffsetFetch
 fail that one call (``"Unexpected error in commit"``), a Heartbeat is retried after backoff
 (``HeartbeatResponseHandler``: ``failHeartbeat``), LeaveGroup is ignored, and an unexpected
 FindCoordinator, JoinGroup or SyncGroup code is raised from ``poll()`` once while the member
 tries again after backoff (``"Unexpected error in join group response"``,
-``"Unexpected error from SyncGroup"``); an unexpected ConsumerGroupHeartbeat code is fatal
-(Java's ``default`` case). Only the codes a row marks FATAL stop the member.
+``"Unexpected error from SyncGroup"``); an unexpected ConsumerGroupHeartbeat or
+ShareGroupHeartbeat code is fatal (Java's ``default`` case). Only the codes a row marks FATAL stop the member.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ from kgroup._error_codes import (
 
 __all__ = [
     "CONSUMER_PROTOCOL_NOT_SUPPORTED",
+    "SHARE_GROUPS_NOT_SUPPORTED",
     "Api",
     "AssignmentError",
     "AuthenticationFailedError",
@@ -348,6 +350,8 @@ class Api(enum.Enum):
     OFFSET_FETCH = "OffsetFetch"
     #: the consumer protocol's one membership API (KIP-848)
     CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
+    #: share groups' membership API (KIP-932)
+    SHARE_GROUP_HEARTBEAT = "ShareGroupHeartbeat"
     #: a topic's error in a Metadata answer (the consumer's subscribed or assigned topics)
     METADATA = "Metadata"
 
@@ -390,6 +394,26 @@ _IN_GENERATION = {
     UNKNOWN_MEMBER_ID: Disposition.RESET_MEMBER,
     FENCED_INSTANCE_ID: Disposition.FATAL,
     GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+}
+
+#: what Java's ``AbstractHeartbeatRequestManager.onErrorResponse`` does for every heartbeat of the
+#: broker-assigned protocols (ConsumerGroupHeartbeat, KIP-848; ShareGroupHeartbeat, KIP-932).
+#: REDISCOVER: find the coordinator again and heartbeat at once; RETRY: back off, then heartbeat;
+#: RESET_GENERATION: fenced, the epoch is gone (the member id stays, KIP-1082), the partitions are
+#: lost, rejoin with epoch 0; RAISE: report to the application and carry on (missing topic ACLs
+#: may be added later).
+_GROUP_HEARTBEAT = {
+    NONE: Disposition.OK,
+    **_COORDINATOR_MOVED,
+    COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
+    FENCED_MEMBER_EPOCH: Disposition.RESET_GENERATION,
+    UNKNOWN_MEMBER_ID: Disposition.RESET_GENERATION,
+    TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+    GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+    INVALID_REQUEST: Disposition.FATAL,
+    GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
+    UNSUPPORTED_ASSIGNOR: Disposition.FATAL,
+    UNSUPPORTED_VERSION: Disposition.FATAL,
 }
 
 #: The table. Rows: API -> {error code -> disposition}. Sources are Java's response handlers
@@ -470,25 +494,15 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         ILLEGAL_GENERATION: Disposition.RESET_GENERATION,
         FENCED_INSTANCE_ID: Disposition.FATAL,
     },
-    # The consumer protocol's member (KIP-848). REDISCOVER: find the coordinator again and
-    # heartbeat at once; RETRY: back off, then heartbeat; RESET_GENERATION: fenced, the epoch is
-    # gone (the member id stays, KIP-1082), the partitions are lost, rejoin with epoch 0; RAISE:
-    # report to the application and carry on (missing topic ACLs may be added later).
+    # The consumer protocol's member (KIP-848): the heartbeat row above, and static membership's codes.
     Api.CONSUMER_GROUP_HEARTBEAT: {
-        NONE: Disposition.OK,
-        **_COORDINATOR_MOVED,
-        COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
-        FENCED_MEMBER_EPOCH: Disposition.RESET_GENERATION,
-        UNKNOWN_MEMBER_ID: Disposition.RESET_GENERATION,
-        TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
-        GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
-        INVALID_REQUEST: Disposition.FATAL,
-        GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
-        UNSUPPORTED_ASSIGNOR: Disposition.FATAL,
-        UNSUPPORTED_VERSION: Disposition.FATAL,
+        **_GROUP_HEARTBEAT,
         UNRELEASED_INSTANCE_ID: Disposition.FATAL,
         FENCED_INSTANCE_ID: Disposition.FATAL,
     },
+    # A share group's member (KIP-932): the same handler as ``ShareHeartbeatRequestManager`` uses
+    # it (UNSUPPORTED_VERSION: the cluster has no share groups, ``handleSpecificExceptionInResponse``).
+    Api.SHARE_GROUP_HEARTBEAT: _GROUP_HEARTBEAT,
     # a topic's error code in a Metadata answer (Java's ``Metadata``: an unauthorized topic is
     # thrown from poll() as ``TopicAuthorizationException``, checkUnauthorizedTopics; the
     # others, e.g. UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE, leave the topic out of
@@ -510,6 +524,7 @@ UNLISTED: Mapping[Api, Disposition] = {
     Api.OFFSET_COMMIT: Disposition.RAISE,
     Api.OFFSET_FETCH: Disposition.RAISE,
     Api.CONSUMER_GROUP_HEARTBEAT: Disposition.FATAL,  # INVALID_REGULAR_EXPRESSION among them
+    Api.SHARE_GROUP_HEARTBEAT: Disposition.FATAL,  # Java's ``default`` case, as above
     Api.METADATA: Disposition.IGNORE,
 }
 
@@ -518,6 +533,13 @@ UNLISTED: Mapping[Api, Disposition] = {
 CONSUMER_PROTOCOL_NOT_SUPPORTED = (
     "the cluster does not support the consumer group protocol (KIP-848; Apache Kafka 4.0+ serves it "
     "by default): use the classic protocol until the cluster is upgraded"
+)
+
+#: the message of the fatal error when the cluster does not serve share groups (Java's
+#: ``ShareHeartbeatRequestManager.SHARE_PROTOCOL_NOT_SUPPORTED_MSG``, in other words)
+SHARE_GROUPS_NOT_SUPPORTED = (
+    "the cluster does not support share groups (KIP-932): ShareGroupHeartbeat v1 needs Apache Kafka 4.1+ "
+    "with the share.version feature enabled (docs/share-groups.md)"
 )
 
 #: what a broker error's message adds, by API and code
@@ -534,6 +556,10 @@ HINTS: Mapping[tuple[Api, int], str] = {
     ),
     (Api.CONSUMER_GROUP_HEARTBEAT, GROUP_MAX_SIZE_REACHED): (
         "the group has as many members as the broker allows (group.consumer.max.size)"
+    ),
+    (Api.SHARE_GROUP_HEARTBEAT, UNSUPPORTED_VERSION): SHARE_GROUPS_NOT_SUPPORTED,
+    (Api.SHARE_GROUP_HEARTBEAT, GROUP_MAX_SIZE_REACHED): (
+        "the share group has as many members as the broker allows (group.share.max.size)"
     ),
     (Api.CONSUMER_GROUP_HEARTBEAT, UNSUPPORTED_ASSIGNOR): (
         "the broker has no server-side assignor of that name (group.consumer.assignors)"

@@ -52,6 +52,15 @@ connection (the highest both sides serve, at most the value's ``api_version``); 
 (kafka-python's ``IncompatibleBrokerVersion``) instead of dropping the pattern silently, as Java's
 ``ConsumerHeartbeatRequestManager`` fails (an ``UnsupportedVersionException``). A
 ConsumerGroupDescribe v0 answer carries no ``member_type``: it reads as ``MEMBER_TYPE_UNKNOWN``.
+
+Share groups' membership API (KIP-932), ShareGroupHeartbeat (76), is built the same way
+(``share_heartbeat_*``, the values of :mod:`kgroup.protocol.share_group_heartbeat`): one
+version, 1 (Apache Kafka 4.1+), which a request also sets as its ``min_version``, so a broker
+that serves only Kafka 4.0's early-access v0, or no share groups at all, fails the send
+(``IncompatibleBrokerVersion``), as Java's ``ShareHeartbeatRequestManager`` fails. ShareFetch (78)
+and ShareAcknowledge (79), versions 1-2 (2: Kafka 4.4's ``ShareAcquireMode``, ``IsRenewAck`` and
+ShareAcknowledge's ``AcquisitionLockTimeoutMs``), have their message classes here too, used as
+kafka-python's own are (keyword fields, nested struct classes); no values map to them yet.
 """
 
 from __future__ import annotations
@@ -75,6 +84,7 @@ from kgroup._io import quiet_schema_loading
 from kgroup.protocol import consumer_group_describe as cgd
 from kgroup.protocol import consumer_group_heartbeat as cgh
 from kgroup.protocol import group_api
+from kgroup.protocol import share_group_heartbeat as sgh
 from kgroup.protocol.group_api import (
     FIND_COORDINATOR,
     JOIN_GROUP,
@@ -95,6 +105,12 @@ __all__ = [
     "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
+    "ShareAcknowledgeRequest",
+    "ShareAcknowledgeResponse",
+    "ShareFetchRequest",
+    "ShareFetchResponse",
+    "ShareGroupHeartbeatRequest",
+    "ShareGroupHeartbeatResponse",
     "build_message",
     "describe_request_message",
     "describe_request_value",
@@ -111,6 +127,10 @@ __all__ = [
     "response_body",
     "response_values",
     "responses_from_body",
+    "share_heartbeat_request_message",
+    "share_heartbeat_request_value",
+    "share_heartbeat_response_message",
+    "share_heartbeat_response_value",
 ]
 
 KAFKA_CLASSES: Final[Mapping[int, tuple[Any, Any]]] = types.MappingProxyType(
@@ -517,24 +537,36 @@ def heartbeat_request_value(message: Any) -> cgh.ConsumerGroupHeartbeatRequest:
     )
 
 
-def heartbeat_response_message(value: cgh.ConsumerGroupHeartbeatResponse) -> Any:
-    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
-    message_class: Any = ConsumerGroupHeartbeatResponse
+def _assignment_response_message(message_class: Any, value: Any, scalars: tuple[str, ...]) -> Any:
+    """A heartbeat response (Consumer- or ShareGroupHeartbeat: the same shape) for ``value``."""
     assignment_class = message_class.Assignment
     topics = _heartbeat_partitions(assignment_class.TopicPartitions, value.assignment)
     return message_class(
-        **_copy(value, _HEARTBEAT_RESPONSE),
+        **_copy(value, scalars),
         assignment=None if topics is None else assignment_class(topic_partitions=topics),
     )
 
 
-def heartbeat_response_value(message: Any) -> cgh.ConsumerGroupHeartbeatResponse:
-    """The value of a kafka-python response."""
+def _assignment_response_value(value_class: Any, message: Any, scalars: tuple[str, ...]) -> Any:
+    """The ``value_class`` value of a heartbeat response (Consumer- or ShareGroupHeartbeat)."""
     assignment = message.assignment
-    return cgh.ConsumerGroupHeartbeatResponse(
-        **_copy(message, _HEARTBEAT_RESPONSE),
+    return value_class(
+        **_copy(message, scalars),
         assignment=None if assignment is None else _heartbeat_topics(assignment.topic_partitions),
     )
+
+
+def heartbeat_response_message(value: cgh.ConsumerGroupHeartbeatResponse) -> Any:
+    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
+    return _assignment_response_message(ConsumerGroupHeartbeatResponse, value, _HEARTBEAT_RESPONSE)
+
+
+def heartbeat_response_value(message: Any) -> cgh.ConsumerGroupHeartbeatResponse:
+    """The value of a kafka-python response."""
+    value: cgh.ConsumerGroupHeartbeatResponse = _assignment_response_value(
+        cgh.ConsumerGroupHeartbeatResponse, message, _HEARTBEAT_RESPONSE
+    )
+    return value
 
 
 with quiet_schema_loading():
@@ -629,3 +661,67 @@ def _describe_assignment(message: Any) -> tuple[cgd.NamedTopicPartitions, ...]:
     return tuple(
         cgd.NamedTopicPartitions(t.topic_id, t.topic_name, tuple(t.partitions)) for t in message.topic_partitions
     )
+
+
+# ----------------------------------------------------------------------------- share groups (KIP-932)
+
+
+with quiet_schema_loading():
+
+    class ShareGroupHeartbeatRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareGroupHeartbeat request (its schema: the JSON beside here)."""
+
+    class ShareGroupHeartbeatResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareGroupHeartbeat response (registered with its parser)."""
+
+
+_SHARE_HEARTBEAT_REQUEST: Final = _scalars(sgh.ShareGroupHeartbeatRequest, "subscribed_topic_names", "api_version")
+_SHARE_HEARTBEAT_RESPONSE: Final = _scalars(sgh.ShareGroupHeartbeatResponse, "assignment")
+
+
+def share_heartbeat_request_message(value: sgh.ShareGroupHeartbeatRequest) -> Any:
+    """The kafka-python request for ``value``, at ``value.api_version`` and no lower than v1."""
+    message_class: Any = ShareGroupHeartbeatRequest
+    return message_class(
+        **_copy(value, _SHARE_HEARTBEAT_REQUEST),
+        subscribed_topic_names=_optional_list(value.subscribed_topic_names),
+        max_version=value.api_version,
+        min_version=sgh.OLDEST_VERSION,
+    )
+
+
+def share_heartbeat_request_value(message: Any) -> sgh.ShareGroupHeartbeatRequest:
+    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
+    return sgh.ShareGroupHeartbeatRequest(
+        **_copy(message, _SHARE_HEARTBEAT_REQUEST),
+        subscribed_topic_names=_optional_tuple(message.subscribed_topic_names),
+        api_version=message.API_VERSION,
+    )
+
+
+def share_heartbeat_response_message(value: sgh.ShareGroupHeartbeatResponse) -> Any:
+    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
+    return _assignment_response_message(ShareGroupHeartbeatResponse, value, _SHARE_HEARTBEAT_RESPONSE)
+
+
+def share_heartbeat_response_value(message: Any) -> sgh.ShareGroupHeartbeatResponse:
+    """The value of a kafka-python response."""
+    value: sgh.ShareGroupHeartbeatResponse = _assignment_response_value(
+        sgh.ShareGroupHeartbeatResponse, message, _SHARE_HEARTBEAT_RESPONSE
+    )
+    return value
+
+
+with quiet_schema_loading():
+
+    class ShareFetchRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareFetch request (its schema: the JSON beside here)."""
+
+    class ShareFetchResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareFetch response (registered with its parser)."""
+
+    class ShareAcknowledgeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareAcknowledge request (its schema: the JSON beside here)."""
+
+    class ShareAcknowledgeResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
+        """kafka-python's message class for the ShareAcknowledge response (registered with its parser)."""

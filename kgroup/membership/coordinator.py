@@ -14,7 +14,10 @@ passes ``now`` and its backoff (``kgroup.membership.timers.next_backoff_s``).
   it loads is not asked again in a tight loop);
 * ``lookup_failed(now, backoff)``: the lookup failed, the next one backs off exponentially;
 * ``lost(not_before)``: the coordinator failed (NOT_COORDINATOR, a disconnect, a commit's error);
-  look again from ``not_before``.
+  look again from ``not_before``;
+* ``answered(error_code, node_id, now, backoff)``: a FindCoordinator answer as a whole: what its
+  code means (``kgroup.errors.classify``) and the state after it (used by the share-group
+  machine; the same steps the other machines spell out).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable
 
 import attrs
 
+from kgroup.errors import Api, Disposition, classify
 from kgroup.membership.timers import RetryTimer
 
 __all__ = ["CoordinatorState"]
@@ -52,3 +56,20 @@ class CoordinatorState:
     def lost(self, not_before: float) -> CoordinatorState:
         """The coordinator is unknown from now on; look for it again from ``not_before``."""
         return CoordinatorState(None, self.lookup.allow_from(max(self.lookup.at, not_before)))
+
+    def answered(
+        self, error_code: int, node_id: int, now: float, backoff: Callable[[int], float]
+    ) -> tuple[CoordinatorState, Disposition]:
+        """A FindCoordinator answer at ``now``: the state after it, and what its code means.
+
+        OK: ``node_id`` is the coordinator, and the next lookup waits ``backoff(1)`` even so
+        (Java's ``RequestState.onSuccessfulAttempt``: a coordinator that answers NOT_COORDINATOR
+        while it loads is not asked again in a tight loop); FATAL: unchanged, the caller fails;
+        any other code: the lookup failed and the next backs off.
+        """
+        disposition = classify(Api.FIND_COORDINATOR, error_code)
+        if disposition is Disposition.OK:
+            return self.found(node_id, now + backoff(1)), disposition
+        if disposition is Disposition.FATAL:
+            return self, disposition
+        return self.lookup_failed(now, backoff), disposition

@@ -44,6 +44,9 @@ Every setting is Kafka's default except those in :func:`node_properties` (listen
 ``127.0.0.1`` ports, the quorum, the data directory, and internal topics' replication factor
 capped at the node count) and the caller's ``overrides``. ``group.initial.rebalance.delay.ms``
 stays at Kafka's 3000 ms unless overridden, so the first join of a new group takes about 3 s.
+Share groups (KIP-932) need nothing more: a cluster formatted at Kafka 4.4's default metadata
+version has the ``share.version`` feature on, so it serves ShareGroupHeartbeat v1 and the other
+share-group APIs (docs/share-groups.md, "The broker").
 
 A secured node
 --------------

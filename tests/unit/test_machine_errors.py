@@ -166,6 +166,21 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "UNRELEASED_INSTANCE_ID": D.FATAL,
         "FENCED_INSTANCE_ID": D.FATAL,
     },
+    # share groups (KIP-932): Java's AbstractHeartbeatRequestManager as ShareHeartbeatRequestManager uses it
+    Api.SHARE_GROUP_HEARTBEAT: {
+        "NONE": D.OK,
+        "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
+        "NOT_COORDINATOR": D.REDISCOVER,
+        "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
+        "FENCED_MEMBER_EPOCH": D.RESET_GENERATION,
+        "UNKNOWN_MEMBER_ID": D.RESET_GENERATION,
+        "TOPIC_AUTHORIZATION_FAILED": D.RAISE,
+        "GROUP_AUTHORIZATION_FAILED": D.FATAL,
+        "INVALID_REQUEST": D.FATAL,
+        "GROUP_MAX_SIZE_REACHED": D.FATAL,
+        "UNSUPPORTED_ASSIGNOR": D.FATAL,  # the handler's shared case; a share coordinator never sends it
+        "UNSUPPORTED_VERSION": D.FATAL,
+    },
     # a topic's error in a Metadata answer: Java's Metadata throws TopicAuthorizationException
     # from poll() (checkUnauthorizedTopics); other topic errors leave the topic out until later
     Api.METADATA: {
@@ -213,6 +228,7 @@ EXPECTED_UNLISTED = {
     Api.OFFSET_COMMIT: D.RAISE,
     Api.OFFSET_FETCH: D.RAISE,
     Api.CONSUMER_GROUP_HEARTBEAT: D.FATAL,  # Java's default case
+    Api.SHARE_GROUP_HEARTBEAT: D.FATAL,  # Java's default case
     Api.METADATA: D.IGNORE,
 }
 

@@ -1,0 +1,480 @@
+"""ShareGroupMachine (KIP-932): joining, the assignment by topic id, the heartbeat interval, fencing, leaving,
+fatal errors, and the (state, event) table, on plain numbers for time."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kgroup._error_codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_MEMBER_EPOCH,
+    GROUP_AUTHORIZATION_FAILED,
+    NOT_COORDINATOR,
+    TOPIC_AUTHORIZATION_FAILED,
+    UNKNOWN_MEMBER_ID,
+    UNSUPPORTED_VERSION,
+)
+from kgroup.config import ConsumerConfig
+from kgroup.errors import (
+    SHARE_GROUPS_NOT_SUPPORTED,
+    FatalGroupError,
+    GroupAuthorizationFailedError,
+    ProtocolViolation,
+    TopicAuthorizationFailedError,
+)
+from kgroup.membership import events as ev
+from kgroup.membership.commands import DeliverStep, Fail, Notify, RequestMetadata, SendFindCoordinator
+from kgroup.membership.coordinator import CoordinatorState
+from kgroup.membership.core import Member
+from kgroup.membership.share_group import (
+    EVENT_TABLE,
+    STATES,
+    SendShareGroupHeartbeat,
+    ShareGroupHeartbeatResponded,
+    ShareGroupMachine,
+    ShareMemberState,
+)
+from kgroup.membership.states import MemberState, Verdict
+from kgroup.protocol.share_group_heartbeat import TopicIdPartitions
+from kgroup.types import TopicPartition
+
+S = ShareMemberState
+TOPIC_ID = uuid.UUID("5f1c0a43-bb3a-4f63-9c1e-2b9b7a6f0e11")
+NAMES = {TOPIC_ID: "queue"}
+ALL = (TopicIdPartitions(TOPIC_ID, (0, 1, 2)),)
+NODE = 1
+
+
+def config(**overrides: Any) -> ConsumerConfig:
+    return ConsumerConfig(bootstrap_servers="localhost:9092", group_id="share", client_rack="az-1", **overrides)
+
+
+def machine() -> ShareGroupMachine:
+    return ShareGroupMachine(config(), rng=random.Random(7))
+
+
+def only(commands: list[Any], kind: type) -> Any:
+    found = [c for c in commands if isinstance(c, kind)]
+    assert len(found) == 1, commands
+    return found[0]
+
+
+def answer(beat: SendShareGroupHeartbeat, *, error: int = 0, epoch: int = 1, assignment: Any = None,
+           interval_ms: int = 5000) -> ShareGroupHeartbeatResponded:
+    return ShareGroupHeartbeatResponded(
+        request_id=beat.request_id, error_code=error, member_id=beat.member_id, member_epoch=epoch,
+        heartbeat_interval_ms=interval_ms, assignment=assignment,
+    )
+
+
+def joining(m: ShareGroupMachine, now: float = 0.0) -> SendShareGroupHeartbeat:
+    """Subscribe, poll, find the coordinator: the joining heartbeat."""
+    assert m.handle(ev.Subscribe({"queue"}), now) == []  # Java joins inside poll()
+    find = only(m.handle(ev.Polled(), now), SendFindCoordinator)
+    assert find.key == "share"
+    beat: SendShareGroupHeartbeat = only(
+        m.handle(ev.FindCoordinatorResponded(request_id=find.request_id, node_id=NODE), now), SendShareGroupHeartbeat
+    )
+    return beat
+
+
+def stable_with(m: ShareGroupMachine, assignment: Any = ALL, now: float = 0.0) -> SendShareGroupHeartbeat:
+    """Joined, the assignment handed to the poll thread; returns the acknowledging heartbeat."""
+    m.handle(ev.MetadataUpdated(NAMES), now)
+    beat = joining(m, now)
+    step = only(m.handle(answer(beat, assignment=assignment), now), DeliverStep).step
+    ack: SendShareGroupHeartbeat = only(m.handle(ev.StepCompleted(step.step_id), now), SendShareGroupHeartbeat)
+    m.handle(answer(ack), now)
+    assert m.state is S.STABLE
+    return ack
+
+
+def tps(*partitions: int) -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition("queue", p) for p in partitions)
+
+
+# ------------------------------------------------------------------ joining and the assignment
+def test_the_machine_is_a_member_of_the_core() -> None:
+    m: Member = machine()
+    assert m.state_name == "UNSUBSCRIBED"
+    assert m.session_timeout_ms is None
+    assert m.snapshot().state is MemberState.UNJOINED
+
+
+def test_the_member_id_is_a_uuid_generated_by_the_member_and_kept() -> None:
+    """KIP-932 and KIP-1082: the member makes its id (Java: ``Uuid.randomUuid().toString()``)."""
+    m = machine()
+    beat = joining(m)
+    assert beat.member_id == m.member_id and len(m.member_id) == 22
+    assert beat.member_id != ShareGroupMachine(config(), rng=random.Random(8)).member_id
+    fenced = m.handle(answer(beat, error=UNKNOWN_MEMBER_ID), 1.0)
+    assert only(fenced, SendShareGroupHeartbeat).member_id == beat.member_id
+
+
+def test_joining_sends_epoch_0_with_every_field() -> None:
+    beat = joining(machine())
+    assert (beat.member_epoch, beat.subscribed_topic_names, beat.rack_id, beat.node_id) == (0, ("queue",), "az-1", NODE)
+    assert beat.request().api_version == 1
+
+
+def test_the_assignment_by_topic_id_is_resolved_to_names_then_handed_out() -> None:
+    m = machine()
+    beat = joining(m)
+    out = m.handle(answer(beat, epoch=3, assignment=ALL), 0.1)
+    assert only(out, RequestMetadata).topic_ids == {TOPIC_ID}
+    assert m.state is S.RECONCILING and not any(isinstance(c, DeliverStep) for c in out)
+    step = only(m.handle(ev.MetadataUpdated(NAMES), 0.2), DeliverStep).step
+    assert (step.assigned, step.revoked, step.owned, step.commit, step.invoke_assigned) == (
+        tps(0, 1, 2), frozenset(), tps(0, 1, 2), False, False
+    )
+    assert step.generation.generation_id == 3 and step.generation.member_id == m.member_id
+    ack = only(m.handle(ev.StepCompleted(step.step_id), 0.3), SendShareGroupHeartbeat)  # at once: ACKNOWLEDGING
+    assert ack.member_epoch == 3 and ack.subscribed_topic_names is None  # nothing changed
+    assert m.state is S.STABLE and m.owned == tps(0, 1, 2)
+    assert m.snapshot().owned == tps(0, 1, 2) and m.snapshot().generation.generation_id == 3
+
+
+def test_a_new_assignment_revokes_without_commit_or_callbacks() -> None:
+    m = machine()
+    stable_with(m)
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)
+    step = only(m.handle(answer(beat, epoch=2, assignment=(TopicIdPartitions(TOPIC_ID, (2,)),)), 5.1), DeliverStep).step
+    assert (step.revoked, step.assigned, step.owned, step.commit) == (tps(0, 1), frozenset(), tps(2), False)
+
+
+def test_heartbeats_follow_the_brokers_interval() -> None:
+    m = machine()
+    stable_with(m)  # answered at 0.0 with 5000 ms
+    assert m.heartbeat_interval_ms == 5000
+    assert m.next_deadline(1.0) == pytest.approx(5.0)
+    assert m.tick(4.9) == []
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)
+    assert beat.subscribed_topic_names is None and beat.rack_id is None
+    m.handle(answer(beat, interval_ms=2000), 5.5)
+    assert m.next_deadline(5.5) == pytest.approx(7.5)
+
+
+# ------------------------------------------------------------------ fencing
+@pytest.mark.parametrize("code", [FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID])
+def test_fenced_releases_the_partitions_as_lost_and_rejoins_at_epoch_0(code: int) -> None:
+    m = machine()
+    stable_with(m)
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)
+    out = m.handle(answer(beat, error=code), 5.1)
+    step = only(out, DeliverStep).step
+    assert (step.lost, step.owned, step.commit) == (tps(0, 1, 2), frozenset(), False)
+    assert m.state is S.FENCED and m.member_epoch == 0
+    assert not any(isinstance(c, SendShareGroupHeartbeat) for c in out)
+    rejoin = only(m.handle(ev.StepCompleted(step.step_id), 5.2), SendShareGroupHeartbeat)  # no backoff
+    assert (rejoin.member_epoch, rejoin.subscribed_topic_names, rejoin.member_id) == (0, ("queue",), m.member_id)
+    assert m.state is S.JOINING and m.owned == frozenset()
+
+
+# ------------------------------------------------------------------ leaving
+def test_leave_releases_then_sends_epoch_minus_1_then_closes() -> None:
+    m = machine()
+    stable_with(m)
+    step = only(m.handle(ev.Leave(), 1.0), DeliverStep).step
+    assert (step.revoked, step.owned, step.commit) == (tps(0, 1, 2), frozenset(), False)
+    assert m.state is S.PREPARE_LEAVING
+    leave = only(m.handle(ev.StepCompleted(step.step_id), 1.1), SendShareGroupHeartbeat)
+    assert leave.member_epoch == -1 and m.state is S.LEAVING
+    assert m.handle(answer(leave, epoch=-1), 1.2) == [] and m.state is S.CLOSED
+    assert m.next_deadline(2.0) == float("inf")
+
+
+def test_unsubscribe_leaves_and_a_new_subscription_joins_again() -> None:
+    m = machine()
+    stable_with(m)
+    step = only(m.handle(ev.Unsubscribe(), 1.0), DeliverStep).step
+    leave = only(m.handle(ev.StepCompleted(step.step_id), 1.1), SendShareGroupHeartbeat)
+    m.handle(ShareGroupHeartbeatResponded(request_id=leave.request_id, error_code=0, member_epoch=-1), 1.2)
+    assert m.state is S.UNSUBSCRIBED
+    m.handle(ev.Subscribe({"queue"}), 2.0)
+    beat = only(m.handle(ev.Polled(), 2.0), SendShareGroupHeartbeat)  # the coordinator is still known
+    assert beat.member_epoch == 0 and beat.member_id == leave.member_id
+
+
+def test_a_leave_without_a_coordinator_is_not_sent() -> None:
+    m = machine()
+    stable_with(m)
+    m.handle(ev.CoordinatorDead("disconnected"), 1.0)
+    step = only(m.handle(ev.Leave(), 1.0), DeliverStep).step
+    assert m.handle(ev.StepCompleted(step.step_id), 1.1) == []
+    assert m.state is S.CLOSED
+
+
+# ------------------------------------------------------------------ errors
+def test_not_coordinator_finds_the_coordinator_again() -> None:
+    m = machine()
+    beat = joining(m)
+    assert m.handle(answer(beat, error=NOT_COORDINATOR), 0.1) == []
+    assert m.snapshot().coordinator is None
+    find = only(m.tick(10.0), SendFindCoordinator)
+    again = only(m.handle(ev.FindCoordinatorResponded(request_id=find.request_id, node_id=2), 10.0),
+                 SendShareGroupHeartbeat)
+    assert (again.node_id, again.member_epoch) == (2, 0)
+
+
+def test_topic_authorization_failed_is_reported_and_the_member_carries_on() -> None:
+    m = machine()
+    beat = joining(m)
+    out = m.handle(answer(beat, error=TOPIC_AUTHORIZATION_FAILED), 0.1)
+    assert isinstance(only(out, Notify).error, TopicAuthorizationFailedError)
+    assert m.state is S.JOINING
+    assert only(m.tick(m.next_deadline(0.1)), SendShareGroupHeartbeat).member_epoch == 0  # after the backoff
+
+
+def test_group_authorization_failed_is_fatal_and_the_partitions_are_lost() -> None:
+    m = machine()
+    stable_with(m)
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)
+    out = m.handle(answer(beat, error=GROUP_AUTHORIZATION_FAILED), 5.1)
+    assert isinstance(only(out, Fail).error, GroupAuthorizationFailedError)
+    assert only(out, DeliverStep).step.lost == tps(0, 1, 2)
+    assert m.state is S.FATAL and m.snapshot().fatal is m.fatal_error
+    assert m.tick(100.0) == [] and m.next_deadline(100.0) == float("inf")
+
+
+def test_a_cluster_without_share_groups_is_fatal() -> None:
+    m = machine()
+    beat = joining(m)
+    out = m.handle(ev.RequestFailed(beat.request_id, "no version", unsupported_version=True), 0.1)
+    error = only(out, Fail).error
+    assert isinstance(error, FatalGroupError) and error.code == UNSUPPORTED_VERSION
+    assert SHARE_GROUPS_NOT_SUPPORTED in str(error)
+
+
+def test_a_stale_answer_is_dropped() -> None:
+    m = machine()
+    beat = joining(m)
+    m.handle(ev.CoordinatorDead("moved"), 0.1)  # the heartbeat in flight no longer counts
+    assert m.handle(answer(beat, assignment=ALL), 0.2) == []
+    assert m.state is S.JOINING and m.member_epoch == 0
+
+
+# ------------------------------------------------------------------ the (state, event) table
+def _unsubscribed() -> ShareGroupMachine:
+    return machine()
+
+
+def _joining() -> ShareGroupMachine:
+    m = machine()
+    joining(m)
+    return m
+
+
+def _reconciling() -> ShareGroupMachine:
+    m = machine()
+    m.handle(ev.MetadataUpdated(NAMES), 0.0)
+    m.handle(answer(joining(m), assignment=ALL), 0.0)  # the step is out
+    return m
+
+
+def _acknowledging() -> ShareGroupMachine:
+    m = _reconciling()
+    step = m._step[0]
+    only(m.tick(5.0), SendShareGroupHeartbeat)  # RECONCILING heartbeats at the interval
+    m.handle(ev.StepCompleted(step.step_id), 5.1)  # a heartbeat is in flight: it stays ACKNOWLEDGING
+    return m
+
+
+def _stable() -> ShareGroupMachine:
+    m = machine()
+    stable_with(m)
+    return m
+
+
+def _fenced() -> ShareGroupMachine:
+    m = _stable()
+    m.handle(answer(only(m.tick(5.0), SendShareGroupHeartbeat), error=FENCED_MEMBER_EPOCH), 5.1)
+    return m
+
+
+def _prepare_leaving() -> ShareGroupMachine:
+    m = _stable()
+    m.handle(ev.Unsubscribe(), 1.0)  # not Leave: a closing consumer may not subscribe (test_no_subscribe_after_leave)
+    return m
+
+
+def _leaving() -> ShareGroupMachine:
+    m = _prepare_leaving()
+    m.handle(ev.StepCompleted(m._step[0].step_id), 1.1)
+    return m
+
+
+def _fatal() -> ShareGroupMachine:
+    m = _stable()
+    m.handle(answer(only(m.tick(5.0), SendShareGroupHeartbeat), error=GROUP_AUTHORIZATION_FAILED), 5.1)
+    return m
+
+
+def _closed() -> ShareGroupMachine:
+    m = machine()
+    m.handle(ev.Leave(), 0.0)
+    return m
+
+
+REACH: dict[ShareMemberState, Callable[[], ShareGroupMachine]] = {
+    S.UNSUBSCRIBED: _unsubscribed, S.JOINING: _joining, S.RECONCILING: _reconciling,
+    S.ACKNOWLEDGING: _acknowledging, S.STABLE: _stable, S.FENCED: _fenced, S.PREPARE_LEAVING: _prepare_leaving,
+    S.LEAVING: _leaving, S.FATAL: _fatal, S.CLOSED: _closed,
+}
+
+
+def _event(m: ShareGroupMachine, kind: type) -> Any:
+    """An event of ``kind`` that names what is in flight or out (so the table, not staleness, decides)."""
+    beat = m._heartbeat_rid or m._leave_rid or 999
+    find = m._find_rid or 999
+    step_id = m._step[0].step_id if m._step is not None else 999
+    return {
+        ev.Subscribe: ev.Subscribe({"queue", "other"}),
+        ev.Unsubscribe: ev.Unsubscribe(),
+        ev.Polled: ev.Polled(),
+        ev.Leave: ev.Leave(),
+        ev.MetadataUpdated: ev.MetadataUpdated(NAMES),
+        ev.CoordinatorDead: ev.CoordinatorDead("gone"),
+        ev.StepCompleted: ev.StepCompleted(step_id),
+        ev.FindCoordinatorResponded: ev.FindCoordinatorResponded(request_id=find, node_id=NODE),
+        ShareGroupHeartbeatResponded: ShareGroupHeartbeatResponded(request_id=beat, error_code=0, member_epoch=1),
+        ev.RequestFailed: ev.RequestFailed(min(beat, find), "timeout"),
+    }[kind]
+
+
+def test_every_state_is_reached_and_read_by_the_poll_thread() -> None:
+    for state, reach in REACH.items():
+        assert reach().state is state
+        assert state in STATES
+    assert STATES[S.FATAL] is MemberState.FATAL and STATES[S.ACKNOWLEDGING] is MemberState.RECONCILING
+
+
+def test_the_table_has_every_state_and_event() -> None:
+    kinds = {ev.Subscribe, ev.Unsubscribe, ev.Polled, ev.Leave, ev.MetadataUpdated, ev.CoordinatorDead,
+             ev.StepCompleted, ev.FindCoordinatorResponded, ShareGroupHeartbeatResponded, ev.RequestFailed}
+    assert set(EVENT_TABLE) == set(S)
+    assert all(set(row) == kinds for row in EVENT_TABLE.values())
+    # written out independently: the cells that carry the rules
+    assert EVENT_TABLE[S.STABLE][ev.StepCompleted] is Verdict.ILLEGAL  # no step out
+    assert EVENT_TABLE[S.CLOSED][ev.Subscribe] is Verdict.ILLEGAL  # a closed consumer cannot subscribe
+    assert EVENT_TABLE[S.FATAL][ev.Leave] is Verdict.HANDLE  # closing a failed consumer
+    assert EVENT_TABLE[S.UNSUBSCRIBED][ShareGroupHeartbeatResponded] is Verdict.ILLEGAL  # none in flight
+    assert EVENT_TABLE[S.FENCED][ShareGroupHeartbeatResponded] is Verdict.ILLEGAL
+    assert EVENT_TABLE[S.LEAVING][ShareGroupHeartbeatResponded] is Verdict.HANDLE  # the leave's answer
+    assert EVENT_TABLE[S.LEAVING][ev.FindCoordinatorResponded] is Verdict.ILLEGAL
+
+
+CELLS = [(state, kind) for state in S for kind in EVENT_TABLE[state]]
+
+
+@pytest.mark.parametrize(("state", "kind"), CELLS, ids=[f"{s.name}-{k.__name__}" for s, k in CELLS])
+def test_each_cell_does_what_the_table_says(state: ShareMemberState, kind: type) -> None:
+    m = REACH[state]()
+    event = _event(m, kind)
+    in_flight = {m._heartbeat_rid, m._leave_rid, m._find_rid} - {None}
+    stale = isinstance(event, (ev.FindCoordinatorResponded, ShareGroupHeartbeatResponded, ev.RequestFailed)) and (
+        event.request_id not in in_flight
+    )
+    verdict = EVENT_TABLE[state][kind]
+    if stale:
+        assert m.handle(event, 6.0) == [] and m.state is state  # dropped before the table
+    elif verdict is Verdict.ILLEGAL:
+        with pytest.raises(ProtocolViolation):
+            m.handle(event, 6.0)
+        assert m.state is state  # nothing changed
+        with pytest.raises(ProtocolViolation):  # poisoned
+            m.tick(7.0)
+    elif verdict is Verdict.IGNORE:
+        before = m.snapshot()
+        assert m.handle(event, 6.0) == []
+        assert m.snapshot() == before
+    else:
+        m.handle(event, 6.0)
+
+
+@pytest.mark.parametrize("state", [S.PREPARE_LEAVING, S.LEAVING, S.CLOSED])
+def test_no_subscribe_after_leave(state: ShareMemberState) -> None:
+    m = _stable()
+    step = only(m.handle(ev.Leave(), 1.0), DeliverStep).step
+    if state is not S.PREPARE_LEAVING:
+        leave = only(m.handle(ev.StepCompleted(step.step_id), 1.1), SendShareGroupHeartbeat)
+        if state is S.CLOSED:
+            m.handle(answer(leave, epoch=-1), 1.2)
+    assert m.state is state
+    with pytest.raises(ProtocolViolation):
+        m.handle(ev.Subscribe({"queue"}), 2.0)
+    assert m.state is state
+    with pytest.raises(ProtocolViolation):
+        m.tick(3.0)
+
+
+def test_an_answer_of_the_wrong_kind_is_illegal() -> None:
+    m = _joining()  # a heartbeat in flight, no FindCoordinator
+    with pytest.raises(ProtocolViolation):
+        m.handle(ev.FindCoordinatorResponded(request_id=m._heartbeat_rid or 0, node_id=NODE), 1.0)
+
+
+def test_which_cells_see_a_live_answer() -> None:
+    """The table test above feeds answers to what is in flight: these states have one."""
+    assert _joining()._heartbeat_rid is not None
+    assert _leaving()._leave_rid is not None
+    m = machine()
+    m.handle(ev.Subscribe({"queue"}), 0.0)
+    m.handle(ev.Polled(), 0.0)
+    assert m._find_rid is not None and m.state is S.JOINING
+    m.handle(ev.FindCoordinatorResponded(request_id=m._find_rid, node_id=NODE), 0.0)
+    assert m.snapshot().coordinator == NODE
+
+
+def test_coordinator_state_takes_a_find_coordinator_answer() -> None:
+    """``CoordinatorState.answered``: the core's one reading of a FindCoordinator answer, which the machine uses."""
+    backoff = {1: 0.1, 2: 0.2}.__getitem__
+    found, disposition = CoordinatorState().answered(0, 3, 10.0, backoff)
+    assert (found.node_id, found.lookup.at, disposition.name) == (3, pytest.approx(10.1), "OK")
+    failed, disposition = CoordinatorState().answered(COORDINATOR_NOT_AVAILABLE, -1, 10.0, backoff)
+    assert (failed.node_id, failed.lookup.at, failed.lookup.attempts, disposition.name) == (None, 10.1, 1, "RETRY")
+    same, disposition = failed.answered(GROUP_AUTHORIZATION_FAILED, -1, 11.0, backoff)
+    assert same is failed and disposition.name == "FATAL"
+
+
+def test_a_changed_subscription_goes_in_the_next_heartbeat_and_every_field_after_an_error() -> None:
+    m = machine()
+    stable_with(m)
+    m.handle(ev.Subscribe({"queue", "more"}), 1.0)
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)
+    assert beat.subscribed_topic_names == ("more", "queue")
+    m.handle(answer(beat), 5.1)
+    beat = only(m.tick(10.1), SendShareGroupHeartbeat)
+    assert beat.subscribed_topic_names is None  # unchanged since
+    find = only(m.handle(ev.RequestFailed(beat.request_id, "timeout"), 10.2), SendFindCoordinator)  # looked up again
+    again = only(m.handle(ev.FindCoordinatorResponded(request_id=find.request_id, node_id=NODE), 11.0),
+                 SendShareGroupHeartbeat)
+    assert again.subscribed_topic_names == ("more", "queue")  # Java: after an error, every field again
+
+
+def test_a_failed_leave_heartbeat_still_ends_the_membership() -> None:
+    m = machine()
+    stable_with(m)
+    step = only(m.handle(ev.Leave(), 1.0), DeliverStep).step
+    leave = only(m.handle(ev.StepCompleted(step.step_id), 1.1), SendShareGroupHeartbeat)
+    assert m.handle(ev.RequestFailed(leave.request_id, "disconnected"), 1.2) == []
+    assert m.state is S.CLOSED
+
+
+def test_after_an_error_the_next_heartbeat_waits_for_the_backoff_not_the_interval() -> None:
+    """Java's ``onFailedAttempt`` resets the interval timer; a moved coordinator resets the backoff too."""
+    m = machine()
+    stable_with(m)
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)
+    assert m.handle(answer(beat, error=COORDINATOR_LOAD_IN_PROGRESS), 5.1) == []
+    assert 5.1 < m.next_deadline(5.1) < 5.1 + 0.2  # retry_backoff_ms 100, jitter: not the 5 s interval
+    beat = only(m.tick(m.next_deadline(5.1)), SendShareGroupHeartbeat)
+    find = only(m.handle(answer(beat, error=NOT_COORDINATOR), 5.3), SendFindCoordinator)
+    again = only(m.handle(ev.FindCoordinatorResponded(request_id=find.request_id, node_id=2), 5.4),
+                 SendShareGroupHeartbeat)  # at once
+    assert (again.node_id, again.member_epoch, again.subscribed_topic_names) == (2, 1, ("queue",))
