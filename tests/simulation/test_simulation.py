@@ -314,3 +314,18 @@ def test_a_topic_created_after_the_group_formed_is_assigned(monkeypatch: pytest.
     monkeypatch.setattr(GroupThread, "_group_topics", own_topics_only)
     violations = [str(v) for v in run_seed(62).violations]
     assert any("liveness: t2-" in v for v in violations), violations
+
+
+def test_a_zombie_told_it_is_out_explains_the_redelivery_of_what_it_had_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 8023 (version 2, outside CI's budget): m2 takes t0-2@209 and gets stuck in processing
+    (a zombie fault); its heartbeats vanish in a black hole, its session runs out, and the
+    coordinator found again answers its SyncGroup probe UNKNOWN_MEMBER_ID: its generation is
+    reset and t0-2 is lost, but the callback waits for its application's next poll(), after the
+    run. The next owner re-reads from the last commit, 209: at-least-once redelivery explained by
+    that pending loss, as under the consumer protocol. Without it the run reports the duplicate."""
+    assert run_seed(8023, version=2).violations == []
+    monkeypatch.setattr(sim_run.Simulation, "_pending_losses", lambda self: None)
+    violations = [str(v) for v in run_seed(8023, version=2).violations]
+    assert any("unexplained duplicate: t0-2@209" in v for v in violations), violations

@@ -961,17 +961,16 @@ class Simulation:
         )
 
     def _pending_losses(self) -> None:
-        """Partitions a live consumer-protocol member still holds after its group thread left the group.
+        """Partitions a live member still holds after its group thread lost or left its generation.
 
-        A member stuck in processing past ``max_poll_interval_ms`` (a "zombie" fault) leaves the
-        group (epoch -1, or -2 if static) and its partitions are released as lost once its
-        application calls ``poll()`` again, which may be after the run ended (it ends as soon as
-        liveness holds). Its uncommitted hand-outs are handed out again by the next owner then, as
-        they are when the callback has run: the same at-least-once redelivery, explained by that
-        loss.
+        A member stuck in processing (a "zombie" fault) leaves the group past
+        ``max_poll_interval_ms`` (consumer protocol: epoch -1, or -2 if static), or is told it is
+        out (classic: UNKNOWN_MEMBER_ID after its session ran out in a black hole, generation
+        reset); its partitions are released as lost once its application calls ``poll()`` again,
+        which may be after the run ended (it ends as soon as liveness holds). Its uncommitted
+        hand-outs are handed out again by the next owner then, as they are when the callback has
+        run: the same at-least-once redelivery, explained by that loss.
         """
-        if not self._consumer:
-            return
         for inc in self._live():
             thread = inc.consumer._group
             held = inc.consumer.assignment()
