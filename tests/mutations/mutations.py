@@ -136,7 +136,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="leader-watches-own-topics-only",
-        path="kgroup/_driver/group_thread.py",
+        path="kgroup/_driver/leader_watch.py",
         original="            topics = topics | frozenset(self._assigned[1]) | self._assigned[2]",
         replacement="            topics = topics | frozenset(self._assigned[1])",
         caught_by="classic",

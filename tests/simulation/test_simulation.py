@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from kgroup._driver.commits import OffsetsClient, Retriable
-from kgroup._driver.group_thread import GroupThread
+from kgroup._driver.leader_watch import LeaderWatch
 from kgroup._driver.partitions import PartitionState
 from kgroup.errors import RetriableCommitFailedError
 from kgroup.testing.simulation import _run as sim_run
@@ -152,7 +152,7 @@ def test_a_returning_static_leader_makes_sure_every_partition_has_an_owner(
     monkeypatch.setattr(sim_run.Simulation, "_static_subscription_gap", lambda self, tp, owned: False)
     monkeypatch.setattr(sim_run.Simulation, "_java_gap", lambda self, tp, owned: False)
     assert run_seed(seed, version=1).violations == []
-    monkeypatch.setattr(GroupThread, "_check_ownership", lambda self, command: None)
+    monkeypatch.setattr(LeaderWatch, "_check_ownership", lambda self, command: None)
     violations = [str(v) for v in run_seed(seed, version=1).violations]
     assert violations and all("liveness" in v for v in violations), violations
 
@@ -227,7 +227,7 @@ def test_a_returning_static_leaders_ownership_check_asks_again_when_describe_gro
     monkeypatch.setattr(sim_run.Simulation, "_static_subscription_gap", lambda self, tp, owned: False)
     monkeypatch.setattr(sim_run.Simulation, "_java_gap", lambda self, tp, owned: False)
     assert run_seed(2366, version=1).violations == []
-    monkeypatch.setattr(GroupThread, "_maybe_retry_ownership", lambda self: None)
+    monkeypatch.setattr(LeaderWatch, "_maybe_retry_ownership", lambda self: None)
     violations = [str(v) for v in run_seed(2366, version=1).violations]
     assert violations and all("liveness" in v for v in violations), violations
 
@@ -305,13 +305,13 @@ def test_a_topic_created_after_the_group_formed_is_assigned(monkeypatch: pytest.
     assert result.violations == []
     assert any("topic t2 created" in line for line in result.trace)
 
-    def own_topics_only(self: GroupThread) -> frozenset[str]:
-        topics = self._snapshot.subscription
-        if self._assigned is not None and self._assigned[0] == self._snapshot.generation.generation_id:
+    def own_topics_only(self: LeaderWatch) -> frozenset[str]:
+        topics = self._published().subscription
+        if self._assigned is not None and self._assigned[0] == self._published().generation.generation_id:
             topics = topics | frozenset(self._assigned[1])
         return topics
 
-    monkeypatch.setattr(GroupThread, "_group_topics", own_topics_only)
+    monkeypatch.setattr(LeaderWatch, "group_topics", own_topics_only)
     violations = [str(v) for v in run_seed(62).violations]
     assert any("liveness: t2-" in v for v in violations), violations
 
