@@ -11,6 +11,18 @@ stops before the coordinator can have expired it (``session_deadline``). A rebal
 never heard of (its heartbeats lost) removes it after ``rebalance_timeout_ms``, which may be the
 shorter: that clock starts at the send time of the last Heartbeat answered without
 REBALANCE_IN_PROGRESS. ``session_verdict`` says what the member does then.
+
+The probe (``GroupMachine._maybe_probe``): past the session timeout with the coordinator unknown,
+the member keeps its partitions on hold and, once the coordinator is found, sends a SyncGroup of
+its generation without assignments: a question Kafka's coordinator cannot answer blindly. While it
+loads the group it says COORDINATOR_LOAD_IN_PROGRESS (a Heartbeat gets no error then, for any
+member); once loaded it validates member and generation (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION)
+and in a Stable group returns the member's assignment without changing anything
+(``GroupMetadataManager.classicGroupSyncToClassicGroup``); REBALANCE_IN_PROGRESS also says the
+member is still in. A SyncGroup renews no session, so the heartbeat timer goes on deciding the
+hold: a Heartbeat sent at T and answered (blindly or not) means the coordinator expires the
+member no earlier than T + ``session_timeout_ms``, since a loading coordinator starts every
+session timer afresh once the group is loaded.
 docs/protocol.md ("Liveness: the session timer").
 """
 

@@ -10,6 +10,8 @@ clock's time.
 
 from __future__ import annotations
 
+import logging
+
 __all__ = ["LogThrottle"]
 
 
@@ -42,6 +44,14 @@ class LogThrottle:
             return None
         self._seen[cause] = (now, 0)
         return 0 if last is None else last[1]
+
+    def log(self, logger: logging.Logger, cause: object, now: float, msg: str, *args: object) -> None:
+        """``msg % args`` at INFO if ``admit`` lets it through (with the count held back), else at DEBUG."""
+        held = self.admit(cause, now)
+        if held is None:
+            logger.debug(msg, *args)
+        else:
+            logger.info(msg + (f" ({held} more since it was last logged)" if held else ""), *args)
 
     def forget(self) -> None:
         """Start afresh (a success: the next failure is news again)."""

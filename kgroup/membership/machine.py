@@ -496,31 +496,15 @@ class GroupMachine:
         self._maybe_heartbeat(now, out)
 
     def _maybe_probe(self, now: float, out: list[Command]) -> None:
-        """After an outage past the session timeout: ask the coordinator with a SyncGroup.
-
-        A SyncGroup of the current generation, without assignments, is a question Kafka's
-        coordinator cannot answer blindly: while it loads the group it says
-        COORDINATOR_LOAD_IN_PROGRESS (a Heartbeat gets no error then, for any member), and once
-        loaded it validates member and generation (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION) and
-        in a Stable group returns the member's assignment without changing anything
-        (``GroupMetadataManager.classicGroupSyncToClassicGroup``); REBALANCE_IN_PROGRESS also
-        says the member is still in. Sent in STABLE with the coordinator known.
-        """
-        probe = self._probe
-        if (
-            probe is None
-            or now < probe[1]
-            or self._state is not MemberState.STABLE
-            or probe[0] != self._generation.generation_id
-            or self._awaiting(Request.SYNC_PROBE)
-        ):
+        """After an outage past the session timeout: a SyncGroup asks (``classic_session``'s docstring)."""
+        probe, generation = self._probe, self._generation
+        if probe is None or now < probe[1] or self._state is not MemberState.STABLE:
             return
-        rid = self._request_id(Request.SYNC_PROBE, now)
-        log.info(
-            "group %s member %r: asking the coordinator whether generation %d still holds (SyncGroup)",
-            self._config.group_id, self._generation.member_id, self._generation.generation_id,
-        )
-        out.append(wire.sync_group(self._config, rid, self._coordinator_id(), self._generation, ()))
+        if probe[0] == generation.generation_id and not self._awaiting(Request.SYNC_PROBE):
+            log.info("group %s member %r: asking the coordinator whether generation %d still holds (SyncGroup)",
+                     self._config.group_id, generation.member_id, generation.generation_id)
+            rid = self._request_id(Request.SYNC_PROBE, now)
+            out.append(wire.sync_group(self._config, rid, self._coordinator_id(), generation, ()))
 
     def _on_probe(self, event: ev.SyncGroupResponded, now: float, out: list[Command]) -> None:
         """The coordinator's answer to ``_maybe_probe``'s SyncGroup."""
@@ -533,15 +517,9 @@ class GroupMachine:
             return
         disposition = classify(Api.SYNC_GROUP, code)
         if disposition in (Disposition.OK, Disposition.REJOIN):
-            log.info(
-                "group %s member %r: the coordinator still has the member in generation %d (SyncGroup %s)",
-                self._config.group_id, self._generation.member_id,
-                sent.generation_id, name,
-            )
-            # the member is in the loaded group. A SyncGroup renews no session: the heartbeat
-            # timer decides as before (its last success, sent at T and answered, blindly or not,
-            # means the coordinator expires the member no earlier than T + session_timeout_ms:
-            # a loading coordinator starts every session timer afresh once loaded)
+            # in the loaded group; a SyncGroup renews no session: the heartbeat timer goes on
+            log.info("group %s member %r: the coordinator still has the member in generation %d (SyncGroup %s)",
+                     self._config.group_id, self._generation.member_id, sent.generation_id, name)
             self._probe = None
             if disposition is Disposition.REJOIN:
                 self._request_rejoin(f"SyncGroup returned {name}")
@@ -664,11 +642,7 @@ class GroupMachine:
                 self._config.group_id, self._generation.member_id, self._config.session_timeout_ms,
                 "a Heartbeat" if self._heartbeats_enabled() else "its JoinGroup or SyncGroup",
             )
-        elif verdict is SessionVerdict.LOST and self._probe is None:
-            # the coordinator is unknown (a broker restart, a partition): nothing can be asked yet.
-            # Keep the partitions, hand nothing out, and once it is found ask it with a SyncGroup
-            # probe: only its word (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID) or
-            # the poll timeout gives them up, as Java's HeartbeatThread only marks it unknown
+        elif verdict is SessionVerdict.LOST and self._probe is None:  # keep, hold, probe once found
             log.warning(
                 "group %s member %r: no successful heartbeat within session_timeout_ms (%d ms) and the "
                 "coordinator unknown: holding back records, keeping the partitions, until the "
@@ -971,14 +945,8 @@ class GroupMachine:
     def _on_request_failed(self, event: ev.RequestFailed, now: float, out: list[Command]) -> None:
         sent = self._answered(event.request_id)
         request = sent.request
-        held = self._failure_log.admit((request, event.reason), now)
-        if held is None:
-            log.debug("group %s: %s request failed: %s", self._config.group_id, request.value, event.reason)
-        else:
-            log.info(
-                "group %s: %s request failed: %s%s", self._config.group_id, request.value, event.reason,
-                f" ({held} more since it was last logged)" if held else "",
-            )
+        self._failure_log.log(log, (request, event.reason), now, "group %s: %s request failed: %s",
+                              self._config.group_id, request.value, event.reason)
         if request is Request.FIND_COORDINATOR:
             self._coordinator = self._coordinator.lookup_failed(now, self._backoff)
         elif request is Request.LEAVE_GROUP:
