@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[ConsumerRecord[K, V]], object]
 DeadLetterHook = Callable[[ConsumerRecord[K, V], BaseException], object]
+_Pattern = re.Pattern[str] | str | None
+_Listener = RebalanceListener
 
 
 class ProcessingError(KGroupError):
@@ -213,11 +215,7 @@ class ParallelProcessor(Generic[K, V]):
 
     # ------------------------------------------------------------------ lifecycle
     def subscribe(
-        self,
-        topics: Iterable[str] | None = None,
-        listener: RebalanceListener | None = None,
-        *,
-        pattern: re.Pattern[str] | str | None = None,
+        self, topics: Iterable[str] | None = None, listener: _Listener | None = None, *, pattern: _Pattern = None
     ) -> None:
         """``Consumer.subscribe`` with the processor's listener in front of ``listener``.
 
@@ -229,7 +227,7 @@ class ParallelProcessor(Generic[K, V]):
         processor's skip list: do not seek there.
         """
         self._user_listener = listener
-        self._consumer.subscribe(topics, _Listener(self), pattern=pattern)
+        self._consumer.subscribe(topics, _ProcessorListener(self), pattern=pattern)
 
     def run(self, *, until: Callable[[], bool] | None = None) -> None:
         """Poll, dispatch and commit until ``stop()`` (or ``until()`` returns True).
@@ -556,7 +554,7 @@ class ParallelProcessor(Generic[K, V]):
                 self._last_commit[tp] = (om.offset, om.metadata)
 
 
-class _Listener(RebalanceListener):
+class _ProcessorListener(RebalanceListener):
     """The processor's part of a rebalance, then the user's listener (inside ``poll()``)."""
 
     def __init__(self, processor: ParallelProcessor[K, V]) -> None:

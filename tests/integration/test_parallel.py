@@ -21,6 +21,7 @@ from kgroup._parallel.offsets import decode_completed
 from kgroup.testing import produce
 
 from .harness import BOTH, HEARTBEAT_MS, SESSION_TIMEOUT_MS, wait_until
+from .test_examples import report, run_example
 
 pytestmark = BOTH
 
@@ -180,3 +181,17 @@ def test_the_next_owner_skips_what_the_last_one_completed_above_its_committed_of
     wait_until(lambda: b.processor.metrics()["parallel-records-skipped-total"] == total - 11, 60, "the rest skipped")
     b.stop()
     assert second == [10]
+
+
+def test_the_parallel_service_example_runs(group_coordinator, kafka_bootstrap, topic_factory, group_id_factory):
+    """examples/parallel_service.py on the session's broker: every record processed or dead-lettered."""
+    topic = topic_factory(partitions=4)
+    values = [b"poison" if i == 7 else b"order %d" % i for i in range(600)]
+    produce(kafka_bootstrap, topic, [(b"customer-%d" % (i % 50), v) for i, v in enumerate(values)])
+    result = run_example(
+        "parallel_service.py", timeout_s=120, KGROUP_BOOTSTRAP_SERVERS=group_coordinator.bootstrap_servers,
+        TOPIC=topic, GROUP=group_id_factory(), RECORDS="600",
+    )
+    lines = result.stdout.strip().splitlines()
+    assert result.returncode == 0, report(result)
+    assert lines and lines[-1].startswith("stopped: 599 records processed, 1 dead-lettered"), report(result)
