@@ -12,8 +12,13 @@ not keep an OffsetCommit's metadata (an OffsetFetch answers it empty), which the
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import kgroup
 from kgroup import ParallelProcessor, TopicPartition
@@ -21,6 +26,7 @@ from kgroup._parallel.offsets import decode_completed
 from kgroup.testing import produce
 
 from .harness import BOTH, HEARTBEAT_MS, SESSION_TIMEOUT_MS, wait_until
+from .parallel_worker import COMMIT_INTERVAL_MS, MAX_CONCURRENCY
 from .test_examples import report, run_example
 
 pytestmark = BOTH
@@ -195,3 +201,63 @@ def test_the_parallel_service_example_runs(group_coordinator, kafka_bootstrap, t
     lines = result.stdout.strip().splitlines()
     assert result.returncode == 0, report(result)
     assert lines and lines[-1].startswith("stopped: 599 records processed, 1 dead-lettered"), report(result)
+
+
+def test_after_a_kill_9_only_records_not_covered_by_the_last_commit_are_redone(
+    kafka_bootstrap, group_coordinator, topic_factory, group_id_factory, tmp_path: Path
+):
+    """A member killed mid-processing: the next one skips every record its last commit covered.
+
+    Covered: below the committed offset, or completed above it per the metadata. What is redone
+    is printed next to the bound (the records in flight, ``max_concurrency``, plus those
+    completed since the last commit landed, ``commit_interval_ms`` ago at most).
+    """
+    topic = topic_factory(partitions=2)
+    total = 4000
+    produce(kafka_bootstrap, topic, [(i % 2, b"k%d" % (i % 300), b"%d" % i) for i in range(total)])
+    group = group_id_factory()
+    bootstrap = group_coordinator.bootstrap_servers
+    out = tmp_path / "first.txt"
+    out.touch()
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+    worker = subprocess.Popen(
+        [sys.executable, str(root / "tests" / "integration" / "parallel_worker.py"), bootstrap, topic, group, str(out)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until(lambda: len(out.read_text().splitlines()) >= total // 3, 90, "a third processed")
+    finally:
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(30)
+    first = {tuple(map(int, line.split())) for line in out.read_text().splitlines() if line.count(" ") == 1}
+    tps = [TopicPartition(topic, p) for p in (0, 1)]
+    with make_consumer(bootstrap, group) as probe:
+        probe.assign(tps)
+        committed = probe.committed(tps)
+    covered: set[tuple[int, int]] = set()
+    for tp in tps:
+        om = committed[tp]
+        if om is not None:
+            covered |= {(tp.partition, o) for o in range(om.offset)}
+            covered |= {(tp.partition, o) for o in decode_completed(om.metadata, om.offset)}
+    assert covered <= first  # a commit never covers a record not completed
+
+    lock = threading.Lock()
+    second: set[tuple[int, int]] = set()
+
+    def handler(record):
+        with lock:
+            second.add((record.partition, record.offset))
+
+    b = Runner(ParallelProcessor(make_consumer(bootstrap, group), handler), topic)
+    b.start()
+    wait_until(lambda: len(second) >= total - len(covered), 90, "the rest processed")
+    b.stop()
+    everything = {(p, o) for p in (0, 1) for o in range(total // 2)}
+    assert second == everything - covered  # nothing covered redone, nothing skipped
+    redone = first & second
+    print(
+        f"\nkill -9 after {len(first)} records: {len(redone)} redone "
+        f"(max_concurrency={MAX_CONCURRENCY}, commit_interval_ms={COMMIT_INTERVAL_MS})"
+    )
