@@ -244,18 +244,26 @@ class ParallelProcessor(Generic[K, V]):
         """One turn of the loop: finished records, new dispatches, back-pressure, commit, ``poll()``."""
         self._raise_failure()
         now = self._clock.monotonic()
-        busy = bool(self._running) or self._scheduler.waiting() or self._scheduler.retrying()
-        at_capacity = len(self._running) >= self._max_concurrency or not self._scheduler.ready(now)
-        # wait a little for a completion when nothing else can happen until one comes
-        self._drain(0.005 if self._running and at_capacity else 0.0)
+        # wait a little for a completion when nothing else can start until one comes
+        nothing_to_start = len(self._running) >= self._max_concurrency or not self._scheduler.ready(now)
+        self._drain(0.005 if self._running and nothing_to_start else 0.0)
         self._dispatch()
         self._backpressure()
         self._maybe_commit(force=False)
-        records = self._consumer.poll(0 if busy else poll_timeout_ms)
+        records = self._consumer.poll(self._poll_timeout_ms(poll_timeout_ms))
         for record in records:
             self._take(record)
         if records:
             self._dispatch()
+
+    def _poll_timeout_ms(self, idle_ms: int) -> int:
+        """0 while records run or can start; until the next retry is due; else ``idle_ms``."""
+        if self._running or self._scheduler.ready(self._clock.monotonic()):
+            return 0
+        due = self._scheduler.next_retry()
+        if due is None:
+            return idle_ms
+        return max(0, min(idle_ms, int((due - self._clock.monotonic()) * 1000) + 1))
 
     def stop(self) -> None:
         """Make ``run()`` return after its current turn. Safe from any thread (a signal handler)."""

@@ -314,3 +314,24 @@ def test_a_stuck_handler_is_reported_by_health_and_metrics():
     run_until(processor, lambda: processor.metrics()["parallel-records-in-flight"] == 0)
     assert processor.health().live
     processor.close()
+
+
+def test_a_retry_waiting_for_its_time_does_not_spin_the_loop():
+    clock = FakeClock()
+    consumer = FakeConsumer({TP0: [(b"k", b"")]})
+    polls: list[int] = []
+    poll = consumer.poll
+    consumer.poll = lambda timeout_ms=0: polls.append(timeout_ms) or poll(timeout_ms)
+
+    def handler(record):
+        raise RuntimeError("later")
+
+    processor = ParallelProcessor(consumer, handler, retries=1, retry_backoff_ms=5000, clock=clock)
+    processor.subscribe(["t"])
+    run_until(processor, lambda: processor.metrics()["parallel-records-retried-total"] == 1)
+    processor.run_once(poll_timeout_ms=100)
+    assert polls[-1] == 100  # the retry is 5 s away: an idle poll, not poll(0) in a loop
+    clock.advance(4.99)
+    processor.run_once(poll_timeout_ms=100)
+    assert 0 < polls[-1] <= 11
+    processor.close()
