@@ -32,7 +32,7 @@ from kgroup._parallel.offsets import DEFAULT_MAX_METADATA_CHARS, PartitionOffset
 from kgroup._parallel.scheduler import ORDERINGS, Lane, Ordering, Scheduler
 from kgroup._typevars import K, V
 from kgroup.consumer import Consumer
-from kgroup.errors import ConfigError, KGroupError
+from kgroup.errors import ConfigError, IllegalStateError, KGroupError
 from kgroup.health import HealthReport
 from kgroup.listener import RebalanceListener
 from kgroup.types import ConsumerRecord, OffsetAndMetadata, TopicPartition
@@ -278,12 +278,19 @@ class ParallelProcessor(Generic[K, V]):
         """
         if self._closed:
             return
-        self._closed = True
         self._stop.set()
         try:
             self._consumer.close(timeout_ms)
-        finally:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        except IllegalStateError:
+            raise  # close() inside a rebalance callback (kgroup.listener): nothing was closed
+        except BaseException:
+            self._shut_down()
+            raise
+        self._shut_down()
+
+    def _shut_down(self) -> None:
+        self._closed = True
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> ParallelProcessor[K, V]:
         return self

@@ -335,3 +335,29 @@ def test_a_retry_waiting_for_its_time_does_not_spin_the_loop():
     processor.run_once(poll_timeout_ms=100)
     assert 0 < polls[-1] <= 11
     processor.close()
+
+
+def test_the_users_listener_runs_after_the_processors_part():
+    logs = {TP0: [(b"k%d" % i, b"") for i in range(10)], TP1: [(b"k", b"")]}
+    consumer = FakeConsumer(logs)
+    seen: list = []
+
+    class Listener(kgroup.RebalanceListener):
+        def on_partitions_assigned(self, partitions):
+            seen.append(("assigned", partitions, {tp: processor._offsets.get(tp) is not None for tp in partitions}))
+
+        def on_partitions_revoked(self, partitions):
+            # the completed work is committed, and nothing of the partitions runs any more
+            seen.append(("revoked", partitions, consumer.committed_offsets[TP0].offset,
+                         processor.metrics()["parallel-records-in-flight"]))
+
+    processor = ParallelProcessor(consumer, lambda record: None)
+    processor.subscribe(["t"], Listener())
+    run_until(processor, lambda: processor.metrics()["parallel-records-completed-total"] == 11)
+    consumer.events.append(("revoked", frozenset({TP0})))
+    processor.run_once(poll_timeout_ms=0)
+    assert seen == [
+        ("assigned", frozenset({TP0, TP1}), {TP0: True, TP1: True}),
+        ("revoked", frozenset({TP0}), 10, 0.0),
+    ]
+    processor.close()
