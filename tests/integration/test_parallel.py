@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 import kgroup
 from kgroup import ParallelProcessor, TopicPartition
 from kgroup._parallel.offsets import decode_completed
@@ -115,9 +117,13 @@ def test_key_order_holds_with_many_records_in_flight(kafka_bootstrap, topic_fact
     )
 
 
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
 def test_a_rebalance_mid_processing_hands_over_with_no_record_processed_twice(
-    kafka_bootstrap, group_coordinator, topic_factory, group_id_factory
+    kafka_bootstrap, group_coordinator, topic_factory, group_id_factory, broker_kind, group_protocol
 ):
+    """Eager (classic, range) or incremental (KIP-848) revocation while a processes: none twice."""
+    if group_protocol == "consumer" and broker_kind == "tansu":
+        pytest.skip("the consumer group protocol (KIP-848) needs Apache Kafka")
     topic = topic_factory(partitions=2)
     total = 3000  # at about 400 records/s: b joins while a is at work
     produce(kafka_bootstrap, topic, [(i % 2, b"k%d" % (i % 40), b"%d" % i) for i in range(total)])
@@ -134,10 +140,17 @@ def test_a_rebalance_mid_processing_hands_over_with_no_record_processed_twice(
         return handler
 
     bootstrap = group_coordinator.bootstrap_servers
-    a = Runner(ParallelProcessor(make_consumer(bootstrap, group), handler_for("a"), max_concurrency=4), topic)
+    protocol = {"group_protocol": group_protocol}
+    if group_protocol == "consumer":  # the broker runs the session timeout and heartbeats
+        protocol.update(session_timeout_ms=None, heartbeat_interval_ms=None)
+    def member(name: str) -> Runner:
+        consumer = make_consumer(bootstrap, group, **protocol)
+        return Runner(ParallelProcessor(consumer, handler_for(name), max_concurrency=4), topic)
+
+    a = member("a")
     a.start()
     wait_until(lambda: len(processed) >= 100, 60, "member a under way")
-    b = Runner(ParallelProcessor(make_consumer(bootstrap, group), handler_for("b"), max_concurrency=4), topic)
+    b = member("b")
     b.start()
     wait_until(lambda: len({(p, o) for _, p, o in processed}) >= total, 120, "every record processed")
     a.stop()
