@@ -40,6 +40,7 @@ def make_consumer(bootstrap: str, group_id: str, **overrides: object) -> kgroup.
         "enable_auto_commit": False, "session_timeout_ms": SESSION_TIMEOUT_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
     }
     settings.update(overrides)
+    settings = {name: value for name, value in settings.items() if value is not None}  # None: the default
     return kgroup.Consumer(**settings)
 
 
