@@ -195,6 +195,8 @@ class ParallelProcessor(Generic[K, V]):
         #: partitions being revoked: a failure of theirs is not retried
         self._revoking: frozenset[TopicPartition] = frozenset()
         self._paused_by_us: set[TopicPartition] = set()
+        #: partitions whose commit metadata no longer fits: paused until it does again
+        self._held: set[TopicPartition] = set()
         self._buffered_records = 0
         self._buffered_bytes = 0
         self._failure: ProcessingError | None = None
@@ -248,8 +250,8 @@ class ParallelProcessor(Generic[K, V]):
         nothing_to_start = len(self._running) >= self._max_concurrency or not self._scheduler.ready(now)
         self._drain(0.005 if self._running and nothing_to_start else 0.0)
         self._dispatch()
-        self._backpressure()
         self._maybe_commit(force=False)
+        self._backpressure()
         records = self._consumer.poll(self._poll_timeout_ms(poll_timeout_ms))
         for record in records:
             self._take(record)
@@ -314,6 +316,7 @@ class ParallelProcessor(Generic[K, V]):
         out["parallel-records-buffered"] = float(self._buffered_records)
         out["parallel-bytes-buffered"] = float(self._buffered_bytes)
         out["parallel-partitions-paused"] = float(len(self._paused_by_us))
+        out["parallel-partitions-held"] = float(len(self._held))
         for name, value in list(self._counts.items()):
             out[_METRIC_NAMES[name]] = float(value)
         return out
@@ -449,26 +452,38 @@ class ParallelProcessor(Generic[K, V]):
             self._failure = failure
 
     def _backpressure(self) -> None:
+        """Pause every partition past the buffer limits (resume below 3/4), and those held for their metadata."""
         assigned = self._consumer.assignment()
         self._paused_by_us &= assigned
-        over = self._buffered_records >= self._max_records or self._buffered_bytes >= self._max_bytes
-        if over:
-            fresh = assigned - self._paused_by_us
-            if fresh:
-                self._consumer.pause(fresh)
-                self._paused_by_us |= fresh
-                self._counts["pauses"] += 1
-        elif self._paused_by_us and (
-            self._buffered_records < self._max_records * 3 // 4 and self._buffered_bytes < self._max_bytes * 3 // 4
-        ):
-            self._consumer.resume(self._paused_by_us)
-            self._paused_by_us.clear()
+        self._held &= assigned
+        if self._buffered_records >= self._max_records or self._buffered_bytes >= self._max_bytes:
+            wanted = set(assigned)
+        elif self._buffered_records < self._max_records * 3 // 4 and self._buffered_bytes < self._max_bytes * 3 // 4:
+            wanted = set(self._held)
+        else:
+            wanted = self._paused_by_us | self._held
+        pause, resume = wanted - self._paused_by_us, self._paused_by_us - wanted
+        if pause:
+            self._consumer.pause(pause)
+            self._counts["pauses"] += 1
+        if resume:
+            self._consumer.resume(resume)
+        self._paused_by_us = wanted
 
     def _commit_points(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
         out: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp in partitions:
             offsets = self._offsets.get(tp)
             point = offsets.commit_point(self._max_metadata_chars) if offsets is not None else None
+            if offsets is not None and offsets.truncated != (tp in self._held):
+                if offsets.truncated:
+                    log.warning(
+                        "%s: the completions above offset %s no longer fit the commit metadata (%d chars):"
+                        " the partition is paused until they do", tp, offsets.commit_offset(), self._max_metadata_chars,
+                    )
+                    self._held.add(tp)
+                else:
+                    self._held.discard(tp)
             if point is not None and self._last_commit.get(tp) != point:
                 out[tp] = OffsetAndMetadata(point[0], point[1])
         return out
@@ -523,6 +538,7 @@ class ParallelProcessor(Generic[K, V]):
         for tp in partitions:
             self._offsets.pop(tp, None)
             self._paused_by_us.discard(tp)
+            self._held.discard(tp)
             self._last_commit.pop(tp, None)
 
     def _revoked(self, partitions: frozenset[TopicPartition]) -> None:

@@ -128,14 +128,19 @@ def encode_completed(base: int, completed: Iterable[int], max_chars: int = DEFAU
         ValueError: a completed offset not above ``base``.
 
     """
+    return _encode_fitting(base, completed, max_chars)[0]
+
+
+def _encode_fitting(base: int, completed: Iterable[int], max_chars: int) -> tuple[str, bool]:
+    """``encode_completed``, and whether completions were left out to fit."""
     relative = sorted({offset - base for offset in completed})
     if not relative:
-        return ""
+        return "", False
     if relative[0] < 1:
         raise ValueError(f"completed offset {relative[0] + base} is not above the committed offset {base}")
     text = _encode_all(base, relative)
     if len(text) <= max_chars:
-        return text
+        return text, False
     # the longest prefix that fits (the length grows with the prefix: bisect)
     low, high = 0, len(relative) - 1  # prefix length low fits (0: ""), high does not... yet
     while low < high:
@@ -144,7 +149,7 @@ def encode_completed(base: int, completed: Iterable[int], max_chars: int = DEFAU
             low = middle
         else:
             high = middle - 1
-    return _encode_all(base, relative[:low]) if low else ""
+    return (_encode_all(base, relative[:low]) if low else ""), True
 
 
 def decode_completed(metadata: str, base: int) -> frozenset[int]:
@@ -204,6 +209,8 @@ class PartitionOffsets:
         self._next: int | None = committed
         #: the previous owner's completions not taken yet, ascending
         self._inherited: deque[int] = deque(sorted(o for o in inherited if committed is None or o > committed))
+        #: the last ``commit_point()`` left completions out of the metadata to fit
+        self.truncated = False
 
     def take(self, offset: int) -> bool:
         """Record ``offset`` as handed to the processor; False when it was completed already (skip it).
@@ -268,4 +275,5 @@ class PartitionOffsets:
         offset = self.commit_offset()
         if offset is None:
             return None
-        return offset, encode_completed(offset, self.completed_above(), max_chars)
+        metadata, self.truncated = _encode_fitting(offset, self.completed_above(), max_chars)
+        return offset, metadata

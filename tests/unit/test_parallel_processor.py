@@ -361,3 +361,26 @@ def test_the_users_listener_runs_after_the_processors_part():
         ("revoked", frozenset({TP0}), 10, 0.0),
     ]
     processor.close()
+
+
+def test_a_partition_whose_metadata_no_longer_fits_is_held_until_it_does():
+    # offset 0 never finishes while its key's later records wait: scattered incompletes pile up
+    logs = {TP0: [(b"slow" if i % 2 == 0 else b"k%d" % i, b"") for i in range(400)]}
+    consumer = FakeConsumer(logs, max_poll_records=50)
+    release = threading.Event()
+
+    def handler(record):
+        if record.offset == 0:
+            release.wait(30)  # held until the test lets go: not synchronisation with sleep
+
+    processor = ParallelProcessor(consumer, handler, max_concurrency=4, max_metadata_chars=40, commit_interval_ms=1)
+    processor.subscribe(["t"])
+    run_until(processor, lambda: processor.metrics()["parallel-partitions-held"] == 1)
+    assert TP0 in consumer.paused_set
+    om = consumer.committed_offsets[TP0]
+    assert om.offset == 0 and len(om.metadata) <= 40  # the lowest completions only
+    release.set()
+    run_until(processor, lambda: consumer.committed_offsets[TP0].offset == 400)
+    assert processor.metrics()["parallel-partitions-held"] == 0
+    assert TP0 not in consumer.paused_set
+    processor.close()
