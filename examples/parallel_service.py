@@ -92,6 +92,7 @@ def main() -> int:
         with lock:
             done[1] += 1
 
+    assert bootstrap is not None
     consumer = kgroup.Consumer(
         bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest"
     )
