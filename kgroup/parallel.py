@@ -358,6 +358,7 @@ class ParallelProcessor(Generic[K, V]):
         except ValueError:
             # the position moved back (an offset reset): start the partition's bookkeeping over
             log.warning("%s: offset %d below the last taken one; tracking the partition anew", tp, record.offset)
+            self._drop_waiting([tp])  # the old bookkeeping's records and lanes go; running ones are discarded
             offsets = self._offsets[tp] = PartitionOffsets()
             fresh = offsets.take(record.offset)
         if not fresh:

@@ -384,3 +384,24 @@ def test_a_partition_whose_metadata_no_longer_fits_is_held_until_it_does():
     assert processor.metrics()["parallel-partitions-held"] == 0
     assert TP0 not in consumer.paused_set
     processor.close()
+
+
+def test_a_position_moved_back_starts_the_partitions_bookkeeping_over():
+    consumer = FakeConsumer({TP0: [(b"k%d" % (i % 2), b"") for i in range(5)]}, max_poll_records=2)
+    seen: list[int] = []
+    gate = threading.Event()
+
+    def handler(record):
+        if record.offset == 1 and not gate.is_set():
+            gate.wait(30)  # the first attempt runs across the reset: not synchronisation with sleep
+        seen.append(record.offset)
+
+    processor = ParallelProcessor(consumer, handler)
+    processor.subscribe(["t"])
+    run_until(processor, lambda: 0 in seen)
+    consumer.positions[TP0] = 0  # an offset reset (auto_offset_reset after OFFSET_OUT_OF_RANGE)
+    run_until(processor, lambda: seen.count(0) == 2)
+    gate.set()  # the old record 1 ends: discarded, and its key's lane is the new bookkeeping's
+    run_until(processor, lambda: len(seen) >= 6 and sorted(set(seen)) == [0, 1, 2, 3, 4])
+    run_until(processor, lambda: TP0 in consumer.committed_offsets and consumer.committed_offsets[TP0].offset == 5)
+    processor.close()
