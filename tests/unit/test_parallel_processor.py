@@ -405,3 +405,35 @@ def test_a_position_moved_back_starts_the_partitions_bookkeeping_over():
     run_until(processor, lambda: len(seen) >= 6 and sorted(set(seen)) == [0, 1, 2, 3, 4])
     run_until(processor, lambda: TP0 in consumer.committed_offsets and consumer.committed_offsets[TP0].offset == 5)
     processor.close()
+
+
+def test_a_dead_letter_hook_that_raises_stops_run():
+    consumer = FakeConsumer({TP0: [(b"a", b"bad")]})
+
+    def handler(record):
+        raise RuntimeError("boom")
+
+    def hook(record, error):
+        raise OSError("dead-letter topic unreachable")
+
+    processor = ParallelProcessor(consumer, handler, retries=0, on_dead_letter=hook)
+    processor.subscribe(["t"])
+    with pytest.raises(ProcessingError, match="dead-letter hook raised") as raised:
+        processor.run()
+    assert isinstance(raised.value.__cause__, OSError)
+    assert raised.value.record.offset == 0
+    processor.close()
+    assert TP0 not in consumer.committed_offsets or consumer.committed_offsets[TP0].offset == 0
+
+
+def test_the_byte_limit_pauses_too():
+    logs = {TP0: [(b"k%d" % i, b"x" * 1000) for i in range(50)]}
+    consumer = FakeConsumer(logs, max_poll_records=5)
+    gate = threading.Event()
+    processor = ParallelProcessor(consumer, lambda record: gate.wait(30), max_concurrency=2, max_buffered_bytes=10_000)
+    processor.subscribe(["t"])
+    run_until(processor, lambda: consumer.paused_set == {TP0})
+    assert processor.metrics()["parallel-bytes-buffered"] <= 10_000 + 5 * 1002
+    gate.set()
+    run_until(processor, lambda: processor.metrics()["parallel-records-completed-total"] == 50)
+    processor.close()
