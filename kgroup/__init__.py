@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from kgroup.instance_id import UnstableInstanceIdWarning, instance_id_from_env
     from kgroup.listener import RebalanceListener
     from kgroup.membership.states import MemberState
+    from kgroup.parallel import ParallelProcessor, ProcessingError
     from kgroup.types import (
         ConsumerRecord,
         GroupMetadata,
@@ -116,6 +117,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kgroup.instance_id": ("UnstableInstanceIdWarning", "instance_id_from_env"),
     "kgroup.listener": ("RebalanceListener",),
     "kgroup.membership.states": ("MemberState",),
+    "kgroup.parallel": ("ParallelProcessor", "ProcessingError"),
     "kgroup.types": (
         "ConsumerRecord",
         "GroupMetadata",
@@ -160,7 +162,9 @@ __all__ = [
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
+    "ParallelProcessor",
     "PartitionInfo",
+    "ProcessingError",
     "ProtocolViolation",
     "RangeAssignor",
     "RebalanceInProgressError",

@@ -1,0 +1,7 @@
+"""``kgroup.ParallelProcessor``'s pure parts: no IO, no threads, no clock (time is passed in).
+
+* ``offsets``: one partition's offset tracker (the committed offset is the first record not yet
+  completed) and the commit-metadata encoding of the completions above it.
+* ``scheduler``: which record runs next under ``ordering`` = "key", "partition" or "unordered",
+  with retries held back until their time.
+"""
