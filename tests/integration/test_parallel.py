@@ -118,13 +118,14 @@ def test_key_order_holds_with_many_records_in_flight(kafka_bootstrap, topic_fact
     )
 
 
-@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
+@pytest.mark.parametrize(
+    "group_protocol",
+    ["classic", pytest.param("consumer", marks=pytest.mark.broker_kinds("apache-kafka"))],  # KIP-848: Kafka's
+)
 def test_a_rebalance_mid_processing_hands_over_with_no_record_processed_twice(
     kafka_bootstrap, group_coordinator, topic_factory, group_id_factory, broker_kind, group_protocol
 ):
     """Eager (classic, range) or incremental (KIP-848) revocation while a processes: none twice."""
-    if group_protocol == "consumer" and broker_kind == "tansu":
-        pytest.skip("the consumer group protocol (KIP-848) needs Apache Kafka")
     topic = topic_factory(partitions=2)
     total = 3000  # at about 400 records/s: b joins while a is at work
     produce(kafka_bootstrap, topic, [(i % 2, b"k%d" % (i % 40), b"%d" % i) for i in range(total)])
