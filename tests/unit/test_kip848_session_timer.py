@@ -45,6 +45,7 @@ from kgroup.membership.events import (
 from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.testing import FakeClock
 from kgroup.types import Generation
+from tests.unit.group_thread_transport import ImmediateTransport
 from tests.unit.test_kip848_machine import NAMES, ORDERS, Member, assignment, none_of, only, tps
 
 SESSION_MS = 10_000
@@ -441,7 +442,7 @@ def test_the_consumer_group_machine_publishes_the_hold_in_its_snapshot() -> None
 # ==================================================================== the group thread's DescribeConfigs
 
 
-class Transport:
+class Transport(ImmediateTransport):
     """FindCoordinator and ConsumerGroupHeartbeat answered at once; DescribeConfigs as scripted."""
 
     def __init__(self, configs: list[object]) -> None:
@@ -450,33 +451,16 @@ class Transport:
         self.described: list[tuple[str, tuple[str, ...], float]] = []
         self.clock: FakeClock | None = None
 
-    @staticmethod
-    def _done(value: object) -> concurrent.futures.Future[Any]:
-        f: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        if isinstance(value, BaseException):
-            f.set_exception(value)
-        else:
-            f.set_result(value)
-        return f
-
-    def send(self, command: object, group_id: str) -> concurrent.futures.Future[Any]:
-        assert isinstance(command, SendFindCoordinator)
-        return self._done(ev.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE, node_id=1,
-                                                      host="h", port=9092))
-
     def consumer_group_heartbeat(self, command: SendConsumerGroupHeartbeat) -> concurrent.futures.Future[Any]:
-        return self._done(ev.ConsumerGroupHeartbeatResponded(
+        return self.done(ev.ConsumerGroupHeartbeatResponded(
             request_id=command.request_id, error_code=NONE, member_id=None, member_epoch=2,
             heartbeat_interval_ms=5000, assignment=() if command.member_epoch == 0 else None,
         ))
 
-    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[Any]:
-        return self._done({ORDERS: "orders"})
-
     def describe_group_configs(self, group_id: str, names: Any, timeout_ms: int) -> concurrent.futures.Future[Any]:
         assert self.clock is not None
         self.described.append((group_id, tuple(names), self.clock.monotonic()))
-        return self._done(self.configs.pop(0) if len(self.configs) > 1 else self.configs[0])
+        return self.done(self.configs.pop(0) if len(self.configs) > 1 else self.configs[0])
 
 
 def run(thread: GroupThread, mailbox: Mailbox, clock: FakeClock, seconds: float, tick: float = 0.5) -> None:
