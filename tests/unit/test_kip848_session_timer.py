@@ -179,6 +179,18 @@ def test_a_retriable_error_keeps_the_hold_and_asks_again_after_the_backoff() -> 
     assert not on_hold(member)
 
 
+def assert_fenced_loses_both_and_rejoins(member: Member, hb: SendConsumerGroupHeartbeat, code: int,
+                                         member_id: str | None) -> None:
+    """The coordinator's fencing ``code`` for ``hb``: orders-0 and orders-1 released as lost, FENCED,
+    then the rejoin at epoch 0 under the same member id, no longer on hold."""
+    lost = only(member.respond(hb, code), DeliverStep).step
+    assert lost.lost == tps("orders", 0, 1) and lost.owned == frozenset()
+    assert member.state is MemberState.FENCED
+    join = only(member.complete(lost), SendConsumerGroupHeartbeat)
+    assert (join.member_epoch, join.member_id) == (0, member_id)
+    assert not on_hold(member)
+
+
 def test_a_fencing_answer_while_held_releases_the_partitions_as_lost_and_rejoins() -> None:
     member = Member()
     stable(member, 0, 1)
@@ -186,12 +198,7 @@ def test_a_fencing_answer_while_held_releases_the_partitions_as_lost_and_rejoins
     member.now += SESSION_MS / 1000
     hb = only(member.tick(), SendConsumerGroupHeartbeat)
     assert on_hold(member)
-    lost = only(member.respond(hb, UNKNOWN_MEMBER_ID), DeliverStep).step
-    assert lost.lost == tps("orders", 0, 1) and lost.owned == frozenset()
-    assert member.state is MemberState.FENCED
-    join = only(member.complete(lost), SendConsumerGroupHeartbeat)
-    assert (join.member_epoch, join.member_id) == (0, member_id)
-    assert not on_hold(member)
+    assert_fenced_loses_both_and_rejoins(member, hb, UNKNOWN_MEMBER_ID, member_id)
 
 
 def held_with_the_coordinator_unknown(member: Member) -> list[object]:
@@ -237,12 +244,7 @@ def test_with_the_coordinator_unknown_the_partitions_are_lost_on_the_coordinator
     member_id = member.machine.member_id
     find = held_with_the_coordinator_unknown(member)
     hb = only(member.find_coordinator(find), SendConsumerGroupHeartbeat)
-    lost = only(member.respond(hb, code), DeliverStep).step
-    assert lost.lost == tps("orders", 0, 1) and lost.owned == frozenset()
-    assert member.state is MemberState.FENCED
-    join = only(member.complete(lost), SendConsumerGroupHeartbeat)
-    assert (join.member_epoch, join.member_id) == (0, member_id)
-    assert not on_hold(member)
+    assert_fenced_loses_both_and_rejoins(member, hb, code, member_id)
 
 
 def test_with_the_coordinator_unknown_the_poll_timeout_still_loses_the_partitions() -> None:
