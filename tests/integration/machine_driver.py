@@ -85,8 +85,7 @@ class HeartbeatWire:
 
     command: type  # the machine's heartbeat command (SendConsumerGroupHeartbeat, SendShareGroupHeartbeat)
     request_message: Callable[[Any], Any]  # value -> kafka-python request
-    response_value: Callable[[Any], Any]  # kafka-python response -> value
-    response: type  # the response value class (its attrs fields become the event's)
+    response_value: Callable[[Any], Any]  # kafka-python response -> value (its attrs fields become the event's)
     responded: type  # the machine's response event
     closed: Any  # the machine's CLOSED state
 
@@ -162,7 +161,7 @@ class Driver:
             self.in_flight.remove(entry)
             if future.succeeded():
                 value = self.wire.response_value(future.value)
-                fields = {f.name: getattr(value, f.name) for f in attrs.fields(self.wire.response)}
+                fields = {f.name: getattr(value, f.name) for f in attrs.fields(type(value))}
                 self.feed(member, self.wire.responded(request_id=request_id, **fields))
             else:
                 self.feed(member, ev.RequestFailed(

@@ -63,7 +63,6 @@ CONSUMER_WIRE = HeartbeatWire(
     command=cmd.SendConsumerGroupHeartbeat,
     request_message=wire.heartbeat_request_message,
     response_value=wire.heartbeat_response_value,
-    response=ConsumerGroupHeartbeatResponse,
     responded=ev.ConsumerGroupHeartbeatResponded,
     closed=cg.MemberState.CLOSED,
 )

@@ -32,7 +32,7 @@ from kgroup.membership.share_group import (
     ShareGroupMachine,
     ShareMemberState,
 )
-from kgroup.protocol.share_group_heartbeat import SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatResponse
+from kgroup.protocol.share_group_heartbeat import SHARE_GROUP_HEARTBEAT
 from kgroup.types import TopicPartition
 from tests.integration.machine_driver import Driver, HeartbeatWire, Member, numbers
 
@@ -63,7 +63,6 @@ SHARE_WIRE = HeartbeatWire(
     command=SendShareGroupHeartbeat,
     request_message=wire.share_heartbeat_request_message,
     response_value=wire.share_heartbeat_response_value,
-    response=ShareGroupHeartbeatResponse,
     responded=ShareGroupHeartbeatResponded,
     closed=ShareMemberState.CLOSED,
 )
