@@ -9,10 +9,10 @@ are missing: ``python -m kgroup.testing.apache_kafka fetch``).
    heartbeat interval and an assignment of the topic it subscribed to; acknowledges it; a stale
    epoch and an unknown member get FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID; the member leaves
    with epoch -1.
-2. The machine: two :class:`ConsumerGroupMachine` members, run by the small driver loop below
-   (it executes their commands with the same client and plays the poll thread), share a
-   4-partition topic; one leaves, the other gets every partition. No partition is ever owned by
-   both.
+2. The machine: two :class:`ConsumerGroupMachine` members, run by the driver loop of
+   ``tests/integration/machine_driver.py`` (it executes their commands with the same client
+   and plays the poll thread), share a 4-partition topic; one leaves, the other gets every
+   partition. No partition is ever owned by both.
 
 Run with ``-s`` to see the figures (time to the first assignment, the heartbeat interval the
 broker gave, the time each rebalance took).
@@ -24,25 +24,13 @@ import base64
 import os
 import random
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
-import attrs
 import pytest
-from kafka.errors import IncompatibleBrokerVersion
 from kafka.net.compat import KafkaNetClient
-from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
-from kgroup._error_codes import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    COORDINATOR_NOT_AVAILABLE,
-    FENCED_MEMBER_EPOCH,
-    NONE,
-    NOT_COORDINATOR,
-    UNKNOWN_MEMBER_ID,
-    UNRELEASED_INSTANCE_ID,
-)
+from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID, UNRELEASED_INSTANCE_ID
 from kgroup._io import kafka_messages as wire
 from kgroup.config import ConsumerConfig
 from kgroup.membership import commands as cmd
@@ -55,24 +43,29 @@ from kgroup.protocol.consumer_group_heartbeat import (
     TopicIdPartitions,
 )
 from kgroup.types import TopicPartition
+from tests.integration.machine_driver import (
+    COORDINATOR_ERRORS,
+    DEADLINE_S,
+    Driver,
+    HeartbeatWire,
+    Member,
+    find_coordinator,
+    numbers,
+    topic_ids,
+    wait_for,
+)
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
-DEADLINE_S = 60.0
 #: Apache Kafka's default ``group.consumer.heartbeat.interval.ms`` (kgroup.testing does not change it)
 BROKER_HEARTBEAT_INTERVAL_MS = 5000
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = DEADLINE_S) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = probe()
-        if result is not None:
-            return result
-        if time.monotonic() >= deadline:
-            pytest.fail(f"{what}: not true after {timeout_s} s")
-        time.sleep(0.1)
+CONSUMER_WIRE = HeartbeatWire(
+    command=cmd.SendConsumerGroupHeartbeat,
+    request_message=wire.heartbeat_request_message,
+    response_value=wire.heartbeat_response_value,
+    responded=ev.ConsumerGroupHeartbeatResponded,
+    closed=cg.MemberState.CLOSED,
+)
 
 
 @pytest.fixture
@@ -88,40 +81,10 @@ def client(kafka_bootstrap: str) -> Iterator[KafkaNetClient]:
         net.close()
 
 
-def any_node(client: KafkaNetClient) -> Any:
-    return wait_for("a broker", client._manager.least_loaded_node)
-
-
-def find_coordinator(client: KafkaNetClient, group_id: str) -> int:
-    """FindCoordinator until the group's coordinator is up (the offsets topic is created on first use)."""
-
-    def probe() -> int | None:
-        response = client.send_and_receive(
-            any_node(client), FindCoordinatorRequest(key=group_id, key_type=0, coordinator_keys=[group_id])
-        )
-        found = response.coordinators[0] if getattr(response, "coordinators", None) else response
-        if found.error_code in COORDINATOR_ERRORS:
-            return None
-        assert found.error_code == NONE, found
-        return int(found.node_id)
-
-    return wait_for(f"the coordinator of {group_id}", probe)
-
-
-def topic_ids(client: KafkaNetClient, topics: list[str]) -> dict[uuid.UUID, str]:
-    """Topic id -> name from a Metadata response (v10+ carries topic ids)."""
-    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics])
-    response = client.send_and_receive(any_node(client), request)
-    return {t.topic_id: t.name for t in response.topics if t.error_code == NONE}
-
-
 def heartbeat(
     client: KafkaNetClient, node: int, request: ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupHeartbeatResponse:
     return wire.heartbeat_response_value(client.send_and_receive(node, wire.heartbeat_request_message(request)))
-
-
-COORDINATOR_ERRORS = (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR)
 
 
 def first_heartbeat(
@@ -250,106 +213,9 @@ def test_static_membership_on_apache_kafka(client: KafkaNetClient, topic_factory
 # ==================================================================== 2. the machine
 
 
-def numbers(partitions: frozenset[TopicPartition]) -> list[int]:
-    return sorted(tp.partition for tp in partitions)
-
-
-class Member:
-    """One machine, what its poll thread owns, and the steps it ran."""
-
-    def __init__(self, name: str, group_id: str, seed: int) -> None:
-        self.name = name
-        self.group_id = group_id
-        config = ConsumerConfig(bootstrap_servers="unused:9092", group_id=group_id, max_poll_interval_ms=60000)
-        self.machine = cg.ConsumerGroupMachine(config, rng=random.Random(seed))
-        self.steps: list[cmd.RebalanceStep] = []
-        self.waiting: cmd.RebalanceStep | None = None
-        self.errors: list[Exception] = []
-
-    @property
-    def owned(self) -> frozenset[TopicPartition]:
-        return self.machine.owned
-
-
-class Driver:
-    """Executes the machines' commands with kafka-python's client on this thread and plays their poll threads.
-
-    A step is completed one loop turn after it was delivered (the poll thread runs callbacks
-    between two calls); every turn the application "polls".
-    """
-
-    def __init__(self, client: KafkaNetClient, topics: list[str]) -> None:
-        self.client = client
-        self.topics = topics
-        self.in_flight: list[tuple[Member, int, Any, bool]] = []
-        self.started = time.monotonic()
-        self.names = topic_ids(client, topics)
-
-    def now(self) -> float:
-        return time.monotonic() - self.started
-
-    def feed(self, member: Member, event: Any) -> None:
-        self.execute(member, member.machine.handle(event, self.now()))
-
-    def execute(self, member: Member, commands: list[Any]) -> None:
-        for command in commands:
-            if isinstance(command, cmd.SendFindCoordinator):
-                node = find_coordinator(self.client, member.group_id)
-                self.client.await_ready(node)
-                self.feed(member, ev.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE,
-                                                               node_id=node))
-            elif isinstance(command, cmd.SendConsumerGroupHeartbeat):
-                self.client.await_ready(command.node_id)
-                future = self.client.send(command.node_id, wire.heartbeat_request_message(command.request()))
-                self.in_flight.append((member, command.request_id, future, command.member_epoch < 0))
-            elif isinstance(command, cmd.RequestMetadata):
-                self.names = topic_ids(self.client, self.topics)
-                self.feed(member, ev.MetadataUpdated(self.names))
-            elif isinstance(command, cmd.DeliverStep):
-                assert member.waiting is None
-                member.waiting = command.step
-                member.steps.append(command.step)
-            elif isinstance(command, (cmd.Notify, cmd.Fail)):
-                member.errors.append(command.error)
-            else:
-                raise AssertionError(f"unexpected command {command!r}")
-
-    def turn(self, members: list[Member]) -> None:
-        self.client.poll(timeout_ms=50)
-        for entry in list(self.in_flight):
-            member, request_id, future, _ = entry
-            if not future.is_done:
-                continue
-            self.in_flight.remove(entry)
-            if future.succeeded():
-                value = wire.heartbeat_response_value(future.value)
-                fields = {f.name: getattr(value, f.name) for f in attrs.fields(ConsumerGroupHeartbeatResponse)}
-                self.feed(member, ev.ConsumerGroupHeartbeatResponded(request_id=request_id, **fields))
-            else:
-                self.feed(member, ev.RequestFailed(
-                    request_id=request_id, reason=repr(future.exception),
-                    unsupported_version=isinstance(future.exception, IncompatibleBrokerVersion)))
-        for member in members:
-            if member.waiting is not None:
-                step, member.waiting = member.waiting, None
-                self.feed(member, ev.StepCompleted(step.step_id))
-            if member.machine.state is not cg.MemberState.CLOSED:
-                self.feed(member, ev.Polled())
-                self.execute(member, member.machine.tick(self.now()))
-        for a in members:
-            for b in members:
-                if a is not b:
-                    assert not a.owned & b.owned, f"{a.name} and {b.name} both own {sorted(a.owned & b.owned)}"
-        assert not [e for m in members for e in m.errors], [e for m in members for e in m.errors]
-
-    def run_until(self, what: str, members: list[Member], done: Callable[[], bool]) -> float:
-        started = time.monotonic()
-        while not done():
-            if time.monotonic() - started > DEADLINE_S:
-                states = {m.name: (m.machine.state.name, sorted(m.owned)) for m in members}
-                pytest.fail(f"{what}: not after {DEADLINE_S} s; {states}")
-            self.turn(members)
-        return time.monotonic() - started
+def member(name: str, group_id: str, seed: int) -> Member:
+    config = ConsumerConfig(bootstrap_servers="unused:9092", group_id=group_id, max_poll_interval_ms=60000)
+    return Member(name, group_id, cg.ConsumerGroupMachine(config, rng=random.Random(seed)))
 
 
 def test_two_members_share_a_topic_then_one_leaves(client: KafkaNetClient, topic_factory: Any,
@@ -357,8 +223,8 @@ def test_two_members_share_a_topic_then_one_leaves(client: KafkaNetClient, topic
     topic = topic_factory(4)
     group_id = group_id_factory()
     everything = frozenset(TopicPartition(topic, p) for p in range(4))
-    driver = Driver(client, [topic])
-    a, b = Member("a", group_id, seed=1), Member("b", group_id, seed=2)
+    driver = Driver(client, [topic], CONSUMER_WIRE, exclusive=True)  # no partition ever owned by both
+    a, b = member("a", group_id, seed=1), member("b", group_id, seed=2)
 
     driver.feed(a, ev.Subscribe(frozenset({topic})))
     took = driver.run_until("a owns every partition", [a],

@@ -5,8 +5,8 @@ they are: a cluster formatted at 4.4's metadata version has the ``share.version`
 (docs/share-groups.md), so the test runs on ``broker_kinds("apache-kafka")`` (skipped with one
 line when Java or the jars are missing: ``python -m kgroup.testing.apache_kafka fetch``).
 
-Two :class:`ShareGroupMachine` members, run by the small driver loop below (it executes their
-commands with kafka-python's client and plays their poll threads), join one share group on a
+Two :class:`ShareGroupMachine` members, run by the driver loop of ``tests/integration/machine_driver.py`` (it
+executes their commands with kafka-python's client and plays their poll threads), join one share group on a
 3-partition topic: both get assignments by topic id that together cover every partition (a
 share group may give a partition to several members); one leaves with epoch -1 and the other
 ends up with every partition.
@@ -17,19 +17,14 @@ Run with ``-s`` to see the figures.
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import attrs
 import pytest
-from kafka.errors import IncompatibleBrokerVersion
 from kafka.net.compat import KafkaNetClient
 
-from kgroup._error_codes import NONE
 from kgroup._io import kafka_messages as wire
 from kgroup.config import ConsumerConfig
-from kgroup.membership import commands as cmd
 from kgroup.membership import events as ev
 from kgroup.membership.share_group import (
     SendShareGroupHeartbeat,
@@ -37,13 +32,12 @@ from kgroup.membership.share_group import (
     ShareGroupMachine,
     ShareMemberState,
 )
-from kgroup.protocol.share_group_heartbeat import SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatResponse
+from kgroup.protocol.share_group_heartbeat import SHARE_GROUP_HEARTBEAT
 from kgroup.types import TopicPartition
-from tests.integration.test_kip848_apache_kafka import find_coordinator, topic_ids
+from tests.integration.machine_driver import Driver, HeartbeatWire, Member, numbers
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
-DEADLINE_S = 60.0
 #: Apache Kafka's default ``group.share.heartbeat.interval.ms`` (kgroup.testing does not change it)
 BROKER_HEARTBEAT_INTERVAL_MS = 5000
 
@@ -65,98 +59,18 @@ def share_client(kafka_bootstrap: str, broker_kind: str) -> Iterator[KafkaNetCli
         net.close()
 
 
-class Member:
-    """One machine and what its poll thread has."""
-
-    def __init__(self, name: str, group_id: str, seed: int) -> None:
-        self.name = name
-        self.group_id = group_id
-        config = ConsumerConfig(bootstrap_servers="unused:9092", group_id=group_id)
-        self.machine = ShareGroupMachine(config, rng=random.Random(seed))
-        self.steps: list[cmd.RebalanceStep] = []
-        self.waiting: cmd.RebalanceStep | None = None
-        self.errors: list[Exception] = []
-        self.sent: list[SendShareGroupHeartbeat] = []
-
-    @property
-    def owned(self) -> frozenset[TopicPartition]:
-        return self.machine.owned
+SHARE_WIRE = HeartbeatWire(
+    command=SendShareGroupHeartbeat,
+    request_message=wire.share_heartbeat_request_message,
+    response_value=wire.share_heartbeat_response_value,
+    responded=ShareGroupHeartbeatResponded,
+    closed=ShareMemberState.CLOSED,
+)
 
 
-class Driver:
-    """Executes the machines' commands with kafka-python's client on this thread and plays their poll threads."""
-
-    def __init__(self, client: KafkaNetClient, topics: list[str]) -> None:
-        self.client = client
-        self.topics = topics
-        self.in_flight: list[tuple[Member, int, Any]] = []
-        self.started = time.monotonic()
-
-    def now(self) -> float:
-        return time.monotonic() - self.started
-
-    def feed(self, member: Member, event: Any) -> None:
-        self.execute(member, member.machine.handle(event, self.now()))
-
-    def execute(self, member: Member, commands: list[Any]) -> None:
-        for command in commands:
-            if isinstance(command, cmd.SendFindCoordinator):
-                node = find_coordinator(self.client, member.group_id)  # key_type 0: share groups are groups
-                self.client.await_ready(node)
-                self.feed(member, ev.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE,
-                                                               node_id=node))
-            elif isinstance(command, SendShareGroupHeartbeat):
-                member.sent.append(command)
-                self.client.await_ready(command.node_id)
-                request = wire.share_heartbeat_request_message(command.request())
-                self.in_flight.append((member, command.request_id, self.client.send(command.node_id, request)))
-            elif isinstance(command, cmd.RequestMetadata):
-                self.feed(member, ev.MetadataUpdated(topic_ids(self.client, self.topics)))
-            elif isinstance(command, cmd.DeliverStep):
-                assert member.waiting is None
-                member.waiting = command.step
-                member.steps.append(command.step)
-            elif isinstance(command, (cmd.Notify, cmd.Fail)):
-                member.errors.append(command.error)
-            else:
-                raise AssertionError(f"unexpected command {command!r}")
-
-    def turn(self, members: list[Member]) -> None:
-        self.client.poll(timeout_ms=50)
-        for entry in list(self.in_flight):
-            member, request_id, future = entry
-            if not future.is_done:
-                continue
-            self.in_flight.remove(entry)
-            if future.succeeded():
-                value = wire.share_heartbeat_response_value(future.value)
-                fields = {f.name: getattr(value, f.name) for f in attrs.fields(ShareGroupHeartbeatResponse)}
-                self.feed(member, ShareGroupHeartbeatResponded(request_id=request_id, **fields))
-            else:
-                self.feed(member, ev.RequestFailed(
-                    request_id=request_id, reason=repr(future.exception),
-                    unsupported_version=isinstance(future.exception, IncompatibleBrokerVersion)))
-        for member in members:
-            if member.waiting is not None:  # the poll thread: no listener to run, the step completes
-                step, member.waiting = member.waiting, None
-                self.feed(member, ev.StepCompleted(step.step_id))
-            if member.machine.state is not ShareMemberState.CLOSED:
-                self.feed(member, ev.Polled())
-                self.execute(member, member.machine.tick(self.now()))
-        assert not [e for m in members for e in m.errors], [e for m in members for e in m.errors]
-
-    def run_until(self, what: str, members: list[Member], done: Callable[[], bool]) -> float:
-        started = time.monotonic()
-        while not done():
-            if time.monotonic() - started > DEADLINE_S:
-                states = {m.name: (m.machine.state.name, sorted(m.owned)) for m in members}
-                pytest.fail(f"{what}: not after {DEADLINE_S} s; {states}")
-            self.turn(members)
-        return time.monotonic() - started
-
-
-def numbers(partitions: frozenset[TopicPartition]) -> list[int]:
-    return sorted(tp.partition for tp in partitions)
+def member(name: str, group_id: str, seed: int) -> Member:
+    config = ConsumerConfig(bootstrap_servers="unused:9092", group_id=group_id)
+    return Member(name, group_id, ShareGroupMachine(config, rng=random.Random(seed)))
 
 
 def test_two_members_share_a_topic_then_one_leaves(share_client: KafkaNetClient, topic_factory: Any,
@@ -164,8 +78,8 @@ def test_two_members_share_a_topic_then_one_leaves(share_client: KafkaNetClient,
     topic = topic_factory(3)
     group_id = group_id_factory()
     everything = frozenset(TopicPartition(topic, p) for p in range(3))
-    driver = Driver(share_client, [topic])
-    a, b = Member("a", group_id, seed=1), Member("b", group_id, seed=2)
+    driver = Driver(share_client, [topic], SHARE_WIRE, exclusive=False)  # a share group may give a partition to several
+    a, b = member("a", group_id, seed=1), member("b", group_id, seed=2)
     stable = ShareMemberState.STABLE
 
     driver.feed(a, ev.Subscribe(frozenset({topic})))

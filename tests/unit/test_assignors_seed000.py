@@ -53,20 +53,21 @@ ROUNDROBIN_TABLES = {
 }
 
 
+def _assert_table(assignor, table, consumers):
+    members = _members(consumers)
+    plan = assignor.assign(PARTITIONS, members)
+    assert dict(plan) == table
+    validate_plan(plan, members, PARTITIONS, RebalanceProtocol.EAGER)
+
+
 @pytest.mark.parametrize("consumers", [1, 2, 3, 4])
 def test_range_seed000_table_matches(consumers):
-    members = _members(consumers)
-    plan = RangeAssignor().assign(PARTITIONS, members)
-    assert dict(plan) == RANGE_TABLES[consumers]
-    validate_plan(plan, members, PARTITIONS, RebalanceProtocol.EAGER)
+    _assert_table(RangeAssignor(), RANGE_TABLES[consumers], consumers)
 
 
 @pytest.mark.parametrize("consumers", [1, 2, 3, 4])
 def test_roundrobin_seed000_table_matches(consumers):
-    members = _members(consumers)
-    plan = RoundRobinAssignor().assign(PARTITIONS, members)
-    assert dict(plan) == ROUNDROBIN_TABLES[consumers]
-    validate_plan(plan, members, PARTITIONS, RebalanceProtocol.EAGER)
+    _assert_table(RoundRobinAssignor(), ROUNDROBIN_TABLES[consumers], consumers)
 
 
 @pytest.mark.parametrize(("grow", "moves"), [((1, 2), 4), ((2, 3), 3), ((3, 4), 5)])

@@ -45,6 +45,7 @@ from kgroup.membership.events import (
 from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.testing import FakeClock
 from kgroup.types import Generation
+from tests.unit.group_thread_transport import ImmediateTransport
 from tests.unit.test_kip848_machine import NAMES, ORDERS, Member, assignment, none_of, only, tps
 
 SESSION_MS = 10_000
@@ -178,6 +179,18 @@ def test_a_retriable_error_keeps_the_hold_and_asks_again_after_the_backoff() -> 
     assert not on_hold(member)
 
 
+def assert_fenced_loses_both_and_rejoins(member: Member, hb: SendConsumerGroupHeartbeat, code: int,
+                                         member_id: str | None) -> None:
+    """The coordinator's fencing ``code`` for ``hb``: orders-0 and orders-1 released as lost, FENCED,
+    then the rejoin at epoch 0 under the same member id, no longer on hold."""
+    lost = only(member.respond(hb, code), DeliverStep).step
+    assert lost.lost == tps("orders", 0, 1) and lost.owned == frozenset()
+    assert member.state is MemberState.FENCED
+    join = only(member.complete(lost), SendConsumerGroupHeartbeat)
+    assert (join.member_epoch, join.member_id) == (0, member_id)
+    assert not on_hold(member)
+
+
 def test_a_fencing_answer_while_held_releases_the_partitions_as_lost_and_rejoins() -> None:
     member = Member()
     stable(member, 0, 1)
@@ -185,12 +198,7 @@ def test_a_fencing_answer_while_held_releases_the_partitions_as_lost_and_rejoins
     member.now += SESSION_MS / 1000
     hb = only(member.tick(), SendConsumerGroupHeartbeat)
     assert on_hold(member)
-    lost = only(member.respond(hb, UNKNOWN_MEMBER_ID), DeliverStep).step
-    assert lost.lost == tps("orders", 0, 1) and lost.owned == frozenset()
-    assert member.state is MemberState.FENCED
-    join = only(member.complete(lost), SendConsumerGroupHeartbeat)
-    assert (join.member_epoch, join.member_id) == (0, member_id)
-    assert not on_hold(member)
+    assert_fenced_loses_both_and_rejoins(member, hb, UNKNOWN_MEMBER_ID, member_id)
 
 
 def held_with_the_coordinator_unknown(member: Member) -> list[object]:
@@ -236,12 +244,7 @@ def test_with_the_coordinator_unknown_the_partitions_are_lost_on_the_coordinator
     member_id = member.machine.member_id
     find = held_with_the_coordinator_unknown(member)
     hb = only(member.find_coordinator(find), SendConsumerGroupHeartbeat)
-    lost = only(member.respond(hb, code), DeliverStep).step
-    assert lost.lost == tps("orders", 0, 1) and lost.owned == frozenset()
-    assert member.state is MemberState.FENCED
-    join = only(member.complete(lost), SendConsumerGroupHeartbeat)
-    assert (join.member_epoch, join.member_id) == (0, member_id)
-    assert not on_hold(member)
+    assert_fenced_loses_both_and_rejoins(member, hb, code, member_id)
 
 
 def test_with_the_coordinator_unknown_the_poll_timeout_still_loses_the_partitions() -> None:
@@ -441,7 +444,7 @@ def test_the_consumer_group_machine_publishes_the_hold_in_its_snapshot() -> None
 # ==================================================================== the group thread's DescribeConfigs
 
 
-class Transport:
+class Transport(ImmediateTransport):
     """FindCoordinator and ConsumerGroupHeartbeat answered at once; DescribeConfigs as scripted."""
 
     def __init__(self, configs: list[object]) -> None:
@@ -450,33 +453,16 @@ class Transport:
         self.described: list[tuple[str, tuple[str, ...], float]] = []
         self.clock: FakeClock | None = None
 
-    @staticmethod
-    def _done(value: object) -> concurrent.futures.Future[Any]:
-        f: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        if isinstance(value, BaseException):
-            f.set_exception(value)
-        else:
-            f.set_result(value)
-        return f
-
-    def send(self, command: object, group_id: str) -> concurrent.futures.Future[Any]:
-        assert isinstance(command, SendFindCoordinator)
-        return self._done(ev.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE, node_id=1,
-                                                      host="h", port=9092))
-
     def consumer_group_heartbeat(self, command: SendConsumerGroupHeartbeat) -> concurrent.futures.Future[Any]:
-        return self._done(ev.ConsumerGroupHeartbeatResponded(
+        return self.done(ev.ConsumerGroupHeartbeatResponded(
             request_id=command.request_id, error_code=NONE, member_id=None, member_epoch=2,
             heartbeat_interval_ms=5000, assignment=() if command.member_epoch == 0 else None,
         ))
 
-    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[Any]:
-        return self._done({ORDERS: "orders"})
-
     def describe_group_configs(self, group_id: str, names: Any, timeout_ms: int) -> concurrent.futures.Future[Any]:
         assert self.clock is not None
         self.described.append((group_id, tuple(names), self.clock.monotonic()))
-        return self._done(self.configs.pop(0) if len(self.configs) > 1 else self.configs[0])
+        return self.done(self.configs.pop(0) if len(self.configs) > 1 else self.configs[0])
 
 
 def run(thread: GroupThread, mailbox: Mailbox, clock: FakeClock, seconds: float, tick: float = 0.5) -> None:

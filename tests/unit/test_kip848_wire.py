@@ -10,6 +10,8 @@ fields, the UUID, the nullable ``Assignment`` struct and the tagged-field sectio
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
 import pytest
@@ -28,6 +30,7 @@ from kgroup.protocol.consumer_group_heartbeat import (
 )
 
 TOPIC_ID = uuid.UUID("01020304-0506-0708-090a-0b0c0d0e0f10")
+R = TypeVar("R")
 
 
 def full_request(version: int) -> ConsumerGroupHeartbeatRequest:
@@ -46,15 +49,21 @@ def full_request(version: int) -> ConsumerGroupHeartbeatRequest:
 
 
 LEAVE = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=-1)
-ASSIGNED = ConsumerGroupHeartbeatResponse(
-    throttle_time_ms=7,
-    error_code=0,
-    member_id="m",
-    member_epoch=5,
-    heartbeat_interval_ms=5000,
-    assignment=(TopicIdPartitions(TOPIC_ID, (1, 3)),),
-)
-FENCED = ConsumerGroupHeartbeatResponse(error_code=FENCED_MEMBER_EPOCH, error_message="fenced", member_epoch=0)
+
+
+def assigned(response: Callable[..., R], assignment: tuple[Any, ...]) -> R:
+    """A heartbeat answer with an assignment, as the golden response frames of KIP-848 and KIP-932 have it."""
+    return response(throttle_time_ms=7, error_code=0, member_id="m", member_epoch=5, heartbeat_interval_ms=5000,
+                    assignment=assignment)
+
+
+def fenced(response: Callable[..., R]) -> R:
+    """A heartbeat answer with FENCED_MEMBER_EPOCH (the same bytes in both protocols)."""
+    return response(error_code=FENCED_MEMBER_EPOCH, error_message="fenced", member_epoch=0)
+
+
+ASSIGNED = assigned(ConsumerGroupHeartbeatResponse, (TopicIdPartitions(TOPIC_ID, (1, 3)),))
+FENCED = fenced(ConsumerGroupHeartbeatResponse)
 
 #: (version, value) -> the bytes Apache Kafka's generated classes write
 GOLDEN_REQUESTS = {

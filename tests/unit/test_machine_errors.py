@@ -43,6 +43,23 @@ OWNED = frozenset({tp("a", 0), tp("a", 1)})
 NEW = frozenset({tp("a", 2)})
 INSTANCE_ID = "inst-1"
 T = 5.0  # when the response under test arrives
+
+#: the rows Java's AbstractHeartbeatRequestManager gives both the consumer protocol (KIP-848)
+#: and share groups (KIP-932)
+HEARTBEAT_848 = {
+    "NONE": D.OK,
+    "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
+    "NOT_COORDINATOR": D.REDISCOVER,
+    "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
+    "FENCED_MEMBER_EPOCH": D.RESET_GENERATION,
+    "UNKNOWN_MEMBER_ID": D.RESET_GENERATION,
+    "TOPIC_AUTHORIZATION_FAILED": D.RAISE,
+    "GROUP_AUTHORIZATION_FAILED": D.FATAL,
+    "INVALID_REQUEST": D.FATAL,
+    "GROUP_MAX_SIZE_REACHED": D.FATAL,
+    "UNSUPPORTED_ASSIGNOR": D.FATAL,
+    "UNSUPPORTED_VERSION": D.FATAL,
+}
 AFTER_BACKOFF = T + 1.3  # retry_backoff_max_ms=1000 with +20% jitter is 1.2 s
 UNKNOWN_CODE = 9999
 
@@ -151,36 +168,13 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
     },
     # the consumer protocol (KIP-848): Java's ConsumerHeartbeatRequestManager
     Api.CONSUMER_GROUP_HEARTBEAT: {
-        "NONE": D.OK,
-        "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
-        "NOT_COORDINATOR": D.REDISCOVER,
-        "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
-        "FENCED_MEMBER_EPOCH": D.RESET_GENERATION,
-        "UNKNOWN_MEMBER_ID": D.RESET_GENERATION,
-        "TOPIC_AUTHORIZATION_FAILED": D.RAISE,
-        "GROUP_AUTHORIZATION_FAILED": D.FATAL,
-        "INVALID_REQUEST": D.FATAL,
-        "GROUP_MAX_SIZE_REACHED": D.FATAL,
-        "UNSUPPORTED_ASSIGNOR": D.FATAL,
-        "UNSUPPORTED_VERSION": D.FATAL,
+        **HEARTBEAT_848,
         "UNRELEASED_INSTANCE_ID": D.FATAL,
         "FENCED_INSTANCE_ID": D.FATAL,
     },
     # share groups (KIP-932): Java's AbstractHeartbeatRequestManager as ShareHeartbeatRequestManager uses it
-    Api.SHARE_GROUP_HEARTBEAT: {
-        "NONE": D.OK,
-        "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
-        "NOT_COORDINATOR": D.REDISCOVER,
-        "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
-        "FENCED_MEMBER_EPOCH": D.RESET_GENERATION,
-        "UNKNOWN_MEMBER_ID": D.RESET_GENERATION,
-        "TOPIC_AUTHORIZATION_FAILED": D.RAISE,
-        "GROUP_AUTHORIZATION_FAILED": D.FATAL,
-        "INVALID_REQUEST": D.FATAL,
-        "GROUP_MAX_SIZE_REACHED": D.FATAL,
-        "UNSUPPORTED_ASSIGNOR": D.FATAL,  # the handler's shared case; a share coordinator never sends it
-        "UNSUPPORTED_VERSION": D.FATAL,
-    },
+    # (UNSUPPORTED_ASSIGNOR is the handler's shared case; a share coordinator never sends it)
+    Api.SHARE_GROUP_HEARTBEAT: HEARTBEAT_848,
     # a topic's error in a Metadata answer: Java's Metadata throws TopicAuthorizationException
     # from poll() (checkUnauthorizedTopics); other topic errors leave the topic out until later
     Api.METADATA: {

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
-import uuid
 from typing import Any
 
 import pytest
@@ -25,14 +24,13 @@ from kgroup._error_codes import FENCED_MEMBER_EPOCH, NONE, NOT_COORDINATOR
 from kgroup.config import ConsumerConfig
 from kgroup.membership import commands as cmd
 from kgroup.membership import events as ev
-from kgroup.membership.commands import RebalanceStep, SendFindCoordinator
+from kgroup.membership.commands import RebalanceStep
 from kgroup.membership.states import MemberState
 from kgroup.metrics import CLASSIC_ONLY, METRICS, Recorder
 from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 from kgroup.testing import FakeClock
 from kgroup.types import TopicPartition
-
-ORDERS = uuid.UUID(int=1)
+from tests.unit.group_thread_transport import ORDERS, ImmediateTransport
 
 
 # ------------------------------------------------------------------ the Recorder
@@ -142,31 +140,17 @@ def test_the_prometheus_collector_skips_names_the_protocol_does_not_report() -> 
 
 
 # ------------------------------------------------------------------ the group thread
-class Transport:
+class Transport(ImmediateTransport):
     """FindCoordinator, ConsumerGroupHeartbeat (scripted answers) and topic ids, answered at once."""
 
     def __init__(self, answers: list[dict[str, Any]]) -> None:
         self.answers = answers
         self.heartbeats: list[cmd.SendConsumerGroupHeartbeat] = []
 
-    @staticmethod
-    def _done(value: object) -> concurrent.futures.Future[Any]:
-        f: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        f.set_result(value)
-        return f
-
-    def send(self, command: object, group_id: str) -> concurrent.futures.Future[Any]:
-        assert isinstance(command, SendFindCoordinator)
-        return self._done(ev.FindCoordinatorResponded(request_id=command.request_id, error_code=NONE, node_id=1,
-                                                      host="h", port=9092))
-
     def consumer_group_heartbeat(self, command: cmd.SendConsumerGroupHeartbeat) -> concurrent.futures.Future[Any]:
         self.heartbeats.append(command)
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-        return self._done(ev.ConsumerGroupHeartbeatResponded(request_id=command.request_id, **answer))
-
-    def topic_ids(self, timeout_ms: int) -> concurrent.futures.Future[Any]:
-        return self._done({ORDERS: "orders"})
+        return self.done(ev.ConsumerGroupHeartbeatResponded(request_id=command.request_id, **answer))
 
 
 def pump(thread: GroupThread, mailbox: Mailbox, clock: FakeClock, rounds: int = 30,

@@ -291,10 +291,19 @@ def _stable() -> ShareGroupMachine:
     return m
 
 
-def _fenced() -> ShareGroupMachine:
-    m = _stable()
-    m.handle(answer(only(m.tick(5.0), SendShareGroupHeartbeat), error=FENCED_MEMBER_EPOCH), 5.1)
-    return m
+def _stable_then_heartbeat_error(error: int) -> Callable[[], ShareGroupMachine]:
+    """Reaches the state a STABLE member's next heartbeat, answered with ``error``, leads to."""
+
+    def reach() -> ShareGroupMachine:
+        m = _stable()
+        m.handle(answer(only(m.tick(5.0), SendShareGroupHeartbeat), error=error), 5.1)
+        return m
+
+    return reach
+
+
+_fenced = _stable_then_heartbeat_error(FENCED_MEMBER_EPOCH)
+_fatal = _stable_then_heartbeat_error(GROUP_AUTHORIZATION_FAILED)
 
 
 def _prepare_leaving() -> ShareGroupMachine:
@@ -306,12 +315,6 @@ def _prepare_leaving() -> ShareGroupMachine:
 def _leaving() -> ShareGroupMachine:
     m = _prepare_leaving()
     m.handle(ev.StepCompleted(m._step[0].step_id), 1.1)
-    return m
-
-
-def _fatal() -> ShareGroupMachine:
-    m = _stable()
-    m.handle(answer(only(m.tick(5.0), SendShareGroupHeartbeat), error=GROUP_AUTHORIZATION_FAILED), 5.1)
     return m
 
 

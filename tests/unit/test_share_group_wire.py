@@ -18,7 +18,7 @@ from kafka.errors import IncompatibleBrokerVersion
 from kafka.protocol.api_header import RequestHeader, ResponseClassRegistry
 from kafka.protocol.broker_version_data import BrokerVersionData
 
-from kgroup._error_codes import FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
+from kgroup._error_codes import UNKNOWN_MEMBER_ID
 from kgroup._io import kafka_messages as wire
 from kgroup.protocol.share_group_heartbeat import (
     NEWEST_VERSION,
@@ -27,22 +27,14 @@ from kgroup.protocol.share_group_heartbeat import (
     ShareGroupHeartbeatResponse,
     TopicIdPartitions,
 )
-
-TOPIC_ID = uuid.UUID("01020304-0506-0708-090a-0b0c0d0e0f10")
+from tests.unit.test_kip848_wire import TOPIC_ID, assigned, fenced
 
 JOIN = ShareGroupHeartbeatRequest(
     group_id="g", member_id="m", member_epoch=0, rack_id="r", subscribed_topic_names=("t1", "t2")
 )
 LEAVE = ShareGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=-1)
-ASSIGNED = ShareGroupHeartbeatResponse(
-    throttle_time_ms=7,
-    error_code=0,
-    member_id="m",
-    member_epoch=5,
-    heartbeat_interval_ms=5000,
-    assignment=(TopicIdPartitions(TOPIC_ID, (0, 1, 2)),),
-)
-FENCED = ShareGroupHeartbeatResponse(error_code=FENCED_MEMBER_EPOCH, error_message="fenced", member_epoch=0)
+ASSIGNED = assigned(ShareGroupHeartbeatResponse, (TopicIdPartitions(TOPIC_ID, (0, 1, 2)),))
+FENCED = fenced(ShareGroupHeartbeatResponse)
 
 #: value -> the bytes Apache Kafka 4.4's generated classes write at version 1
 GOLDEN_REQUESTS = (

@@ -26,21 +26,16 @@ def test_describe_stable_group_reports_protocol_and_member_details():
         protocol_type="consumer",
         protocol_data="range",
         members=(
-            DescribedMember(
-                member_id=a,
-                group_instance_id=None,
-                client_id="m0",
-                client_host="/10.0.0.2",
-                member_metadata=b"R",
-                member_assignment=f"a-{a}".encode(),
-            ),
-            DescribedMember(
-                member_id=b,
-                group_instance_id=None,
-                client_id="m1",
-                client_host="/10.0.0.2",
-                member_metadata=b"R",
-                member_assignment=f"a-{b}".encode(),
+            *(
+                DescribedMember(
+                    member_id=member_id,
+                    group_instance_id=None,
+                    client_id=client_id,
+                    client_host="/10.0.0.2",
+                    member_metadata=b"R",
+                    member_assignment=f"a-{member_id}".encode(),
+                )
+                for member_id, client_id in ((a, "m0"), (b, "m1"))
             ),
         ),
     )

@@ -77,13 +77,21 @@ def test_expiry_of_the_last_member_empties_the_group_with_a_generation_bump():
     assert h.model.next_deadline() is None
 
 
-def test_heartbeat_in_preparing_rebalance_renews_the_session():
+def _b_rejoins_while_a_heartbeats(heartbeats: int):
+    """Two members (10 s sessions); b rejoins (the group prepares a rebalance) and waits parked
+    in JoinGroup while a heartbeats every 5 s, ``heartbeats`` times, each answered
+    REBALANCE_IN_PROGRESS."""
     h = Harness()
     (a, b), gen = h.form_group(2, session=10_000, rebalance=60_000)
     b_join = h.join(b, client_id="m1", session=10_000, rebalance=60_000, protocols=(("range", b"x"),))
-    for _ in range(5):
+    for _ in range(heartbeats):
         h.advance(5)
         assert h.heartbeat(a, gen) == codes.REBALANCE_IN_PROGRESS
+    return h, a, b, gen, b_join
+
+
+def test_heartbeat_in_preparing_rebalance_renews_the_session():
+    h, a, _b, gen, b_join = _b_rejoins_while_a_heartbeats(5)
     assert a in h.members()  # 25 s later, still a member
     assert not b_join.done
     h.join(a, client_id="m0", session=10_000, rebalance=60_000)
@@ -91,21 +99,14 @@ def test_heartbeat_in_preparing_rebalance_renews_the_session():
 
 
 def test_members_parked_in_join_do_not_expire():
-    h = Harness()
-    (a, b), gen = h.form_group(2, session=10_000, rebalance=60_000)
-    b_join = h.join(b, client_id="m1", session=10_000, rebalance=60_000, protocols=(("range", b"x"),))
-    for _ in range(10):
-        h.advance(5)
-        assert h.heartbeat(a, gen) == codes.REBALANCE_IN_PROGRESS
+    h, a, b, _gen, b_join = _b_rejoins_while_a_heartbeats(10)
     assert h.members() == [a, b]  # b is silent for 50 s but parked: its session is "satisfied"
     a_join = h.join(a, client_id="m0", session=10_000, rebalance=60_000)
     assert a_join.done and b_join.done
 
 
 def test_parked_join_of_a_member_does_not_protect_the_others():
-    h = Harness()
-    (a, b), gen = h.form_group(2, session=10_000, rebalance=60_000)
-    b_join = h.join(b, client_id="m1", session=10_000, rebalance=60_000, protocols=(("range", b"x"),))
+    h, a, b, gen, b_join = _b_rejoins_while_a_heartbeats(0)
     h.advance(10)  # a is silent: it expires and the barrier completes without it
     assert (a, "session timeout") in h.kinds(ev.MEMBER_REMOVED)
     assert b_join.done
