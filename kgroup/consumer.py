@@ -94,7 +94,7 @@ _DEFERRED: dict[str, tuple[str, ...]] = {
     "kgroup._io.transport": ("Transport",),  # the port: loaded now, not at subscribe()
     "kgroup.config": ("ConsumerConfig", "resolve_bootstrap_servers"),
     "kgroup.deserializers": ("as_function",),
-    "kgroup.health": ("HealthReport", "HealthServer"),
+    "kgroup.health": ("HealthServer",),
     "kgroup.membership.events": ("RequestRejoin", "Subscribe"),
     "kgroup.membership.states": ("MemberState",),
     "kgroup.metrics": ("Recorder",),
