@@ -48,8 +48,6 @@ from types import MappingProxyType
 from typing import Any, Final
 from uuid import UUID
 
-import attrs
-
 from kgroup._error_codes import NONE, UNSUPPORTED_VERSION, error_name
 from kgroup.config import ConsumerConfig
 from kgroup.errors import (
@@ -70,6 +68,7 @@ from kgroup.membership.commands import (
     RebalanceStep,
     RequestMetadata,
     SendFindCoordinator,
+    SendShareGroupHeartbeat,
 )
 from kgroup.membership.consumer_group import generate_member_id
 from kgroup.membership.coordinator import CoordinatorState
@@ -81,6 +80,7 @@ from kgroup.membership.events import (
     MetadataUpdated,
     Polled,
     RequestFailed,
+    ShareGroupHeartbeatResponded,
     StepCompleted,
     Subscribe,
     Unsubscribe,
@@ -90,8 +90,6 @@ from kgroup.membership.timers import RetryTimer, next_backoff_s
 from kgroup.protocol.share_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
-    ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse,
     TopicIdPartitions,
 )
 from kgroup.types import Generation, TopicPartition
@@ -109,31 +107,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _HEARTBEAT: Final = Api.SHARE_GROUP_HEARTBEAT
-
-
-# ==================================================================== the share group's request and answer
-
-
-@attrs.frozen(kw_only=True)
-class SendShareGroupHeartbeat(ShareGroupHeartbeatRequest):
-    """A ShareGroupHeartbeat to the coordinator ``node_id``; answered by ``ShareGroupHeartbeatResponded``."""
-
-    request_id: int
-    node_id: int
-    timeout_ms: int
-
-    def request(self) -> ShareGroupHeartbeatRequest:
-        """The request part, without the routing fields."""
-        return ShareGroupHeartbeatRequest(
-            **{f.name: getattr(self, f.name) for f in attrs.fields(ShareGroupHeartbeatRequest)}
-        )
-
-
-@attrs.frozen(kw_only=True)
-class ShareGroupHeartbeatResponded(ShareGroupHeartbeatResponse):
-    """A ShareGroupHeartbeat response (share groups, KIP-932)."""
-
-    request_id: int
 
 
 #: what the share-group machine takes
@@ -513,17 +486,12 @@ class ShareGroupMachine:
 
     def _send_heartbeat(self, now: float, out: list[Any]) -> None:
         """Only what changed since the last heartbeat (Java's ``ShareHeartbeatRequestManager.HeartbeatState``)."""
-        assert self._coordinator.node_id is not None
         joining = self._state is _S.JOINING
         send_topics = joining or self._sent_topics != self._topics
         self._heartbeat_rid = self._rid()
-        out.append(SendShareGroupHeartbeat(
-            request_id=self._heartbeat_rid,
-            node_id=self._coordinator.node_id,
-            timeout_ms=self._config.request_timeout_ms,
-            group_id=self._group_id,
-            member_id=self._member_id,
-            member_epoch=self._epoch,
+        out.append(self._heartbeat(
+            self._heartbeat_rid,
+            self._epoch,
             rack_id=self._config.client_rack if joining else None,
             subscribed_topic_names=tuple(sorted(self._topics)) if send_topics else None,
         ))
@@ -533,17 +501,30 @@ class ShareGroupMachine:
             self._transition(_S.STABLE if self._reconciled() else _S.RECONCILING)
 
     def _send_leave(self, out: list[Any]) -> None:
-        assert self._coordinator.node_id is not None
         self._leave_rid = self._rid()
         self._heartbeat_rid = None
-        out.append(SendShareGroupHeartbeat(
-            request_id=self._leave_rid,
+        out.append(self._heartbeat(self._leave_rid, LEAVE_GROUP_MEMBER_EPOCH))
+
+    def _heartbeat(
+        self,
+        request_id: int,
+        epoch: int,
+        *,
+        rack_id: str | None = None,
+        subscribed_topic_names: tuple[str, ...] | None = None,
+    ) -> SendShareGroupHeartbeat:
+        """A ShareGroupHeartbeat of this member with ``epoch`` to its coordinator (the leave's: no other field)."""
+        assert self._coordinator.node_id is not None
+        return SendShareGroupHeartbeat(
+            request_id=request_id,
             node_id=self._coordinator.node_id,
             timeout_ms=self._config.request_timeout_ms,
             group_id=self._group_id,
             member_id=self._member_id,
-            member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-        ))
+            member_epoch=epoch,
+            rack_id=rack_id,
+            subscribed_topic_names=subscribed_topic_names,
+        )
 
     # ---------------------------------------------------------------- reconciling
     def _reconciled(self) -> bool:
