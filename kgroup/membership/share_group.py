@@ -59,7 +59,7 @@ from kgroup.errors import (
     broker_error,
     classify,
 )
-from kgroup.membership import consumer_group, states
+from kgroup.membership import consumer_group
 from kgroup.membership.commands import (
     Command,
     DeliverStep,
@@ -71,6 +71,7 @@ from kgroup.membership.commands import (
     SendShareGroupHeartbeat,
 )
 from kgroup.membership.consumer_group import generate_member_id
+from kgroup.membership.consumer_group_states import MemberState
 from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.core import MemberSnapshot
 from kgroup.membership.events import (
@@ -96,6 +97,7 @@ from kgroup.types import Generation, TopicPartition
 
 __all__ = [
     "EVENT_TABLE",
+    "SHARE_STATES",
     "STATES",
     "SendShareGroupHeartbeat",
     "ShareGroupEvent",
@@ -127,41 +129,18 @@ ShareGroupEvent = (
 # ==================================================================== states
 
 
-class ShareMemberState(enum.Enum):
-    """Where a member of a share group stands (Java's ``MemberState``, as ``ShareMembershipManager`` uses it; CLOSED).
+#: Where a member of a share group stands: Java's ``MemberState``, which ``ShareMembershipManager``
+#: shares with the consumer protocol's ``ConsumerMembershipManager`` (and CLOSED); a share member is
+#: never STALE: this increment has no poll watchdog (docs/share-groups.md)
+ShareMemberState = MemberState
+_S = MemberState
 
-    No STALE: this increment has no poll watchdog (docs/share-groups.md).
-    """
-
-    #: not in the group: no subscription yet, or it left; no heartbeats
-    UNSUBSCRIBED = "unsubscribed"
-    #: heartbeating with epoch 0 (at once) until the broker gives an epoch
-    JOINING = "joining"
-    #: the assignment differs from the partitions the poll thread has: resolving names, or a step is out
-    RECONCILING = "reconciling"
-    #: a reconciliation completed: the next heartbeat goes at once
-    ACKNOWLEDGING = "acknowledging"
-    #: in the group, the assignment reconciled; heartbeats at the interval
-    STABLE = "stable"
-    #: the broker fenced the member: its partitions are being released as lost, then it rejoins
-    FENCED = "fenced"
-    #: leaving: the partitions are being released
-    PREPARE_LEAVING = "prepare_leaving"
-    #: the heartbeat with epoch -1 goes out next (at once), or is in flight
-    LEAVING = "leaving"
-    #: a fatal error; no more requests
-    FATAL = "fatal"
-    #: closed (the consumer closed)
-    CLOSED = "closed"
-
-
-_S = ShareMemberState
+#: the states a share member takes (``EVENT_TABLE``'s): every state but STALE
+SHARE_STATES: Final = frozenset(MemberState) - {MemberState.STALE}
 
 #: each state as the poll thread reads it (``MemberSnapshot.state``): the consumer protocol's
-#: reading of the state of the same name; ``state_name`` keeps the member's own
-STATES: Final[Mapping[ShareMemberState, states.MemberState]] = MappingProxyType(
-    {state: consumer_group.STATES[consumer_group.MemberState[state.name]] for state in ShareMemberState}
-)
+#: reading; ``state_name`` keeps the member's own
+STATES: Final = consumer_group.STATES
 
 #: states in which the member is in the group and heartbeats
 _HEARTBEATING: Final = frozenset({_S.JOINING, _S.RECONCILING, _S.ACKNOWLEDGING, _S.STABLE, _S.PREPARE_LEAVING})
@@ -193,7 +172,7 @@ def _table() -> Mapping[ShareMemberState, Mapping[type, Verdict]]:
       not sent). ``RequestFailed`` answers either. None is in flight in UNSUBSCRIBED (the leave
       ends them all).
     """
-    live = frozenset(_S) - {_S.CLOSED, _S.FATAL}
+    live = SHARE_STATES - {_S.CLOSED, _S.FATAL}
     responses = {
         FindCoordinatorResponded: _LOOKS_UP,
         ShareGroupHeartbeatResponded: _SENDS_HEARTBEATS,
@@ -224,9 +203,8 @@ def _table() -> Mapping[ShareMemberState, Mapping[type, Verdict]]:
             return Verdict.HANDLE
         return Verdict.IGNORE if state in ignored.get(kind, frozenset()) else Verdict.ILLEGAL
 
-    return MappingProxyType(
-        {state: MappingProxyType({kind: verdict(state, kind) for kind in handled}) for state in _S}
-    )
+    rows = {state: MappingProxyType({kind: verdict(state, kind) for kind in handled}) for state in SHARE_STATES}
+    return MappingProxyType({state: rows[state] for state in _S if state in rows})  # in the enum's order
 
 
 #: state -> event type -> ``Verdict``, every pair
