@@ -503,8 +503,79 @@ def _optional_tuple(value: Any) -> tuple[Any, ...] | None:
     return None if value is None else tuple(value)
 
 
-_HEARTBEAT_REQUEST: Final = _scalars(
-    cgh.ConsumerGroupHeartbeatRequest, "subscribed_topic_names", "topic_partitions", "api_version"
+_Request = typing.TypeVar("_Request", bound="_Versioned")
+
+
+class _Versioned(typing.Protocol):
+    @property
+    def api_version(self) -> int: ...
+
+
+def _any_version(value: object) -> None:
+    return None
+
+
+@attrs.frozen
+class _Requests(typing.Generic[_Request]):
+    """A request (ConsumerGroupHeartbeat, ConsumerGroupDescribe, ShareGroupHeartbeat), both ways.
+
+    Fields are copied one to one but ``sequences`` (tuples in the value, lists in the message,
+    None kept) and the ones a caller maps itself (``fields``); the message's version is the
+    connection's choice, at most ``value.api_version`` and at least ``min_version(value)``.
+    """
+
+    #: kafka-python's message class
+    message_class: Any
+    #: kgroup's value class
+    value_class: typing.Callable[..., _Request]
+    scalars: tuple[str, ...]
+    sequences: tuple[str, ...]
+    min_version: typing.Callable[[_Request], int | None] = _any_version
+
+    @classmethod
+    def of(
+        cls,
+        message_class: Any,
+        value_class: type[_Request],
+        sequences: tuple[str, ...],
+        *,
+        special: tuple[str, ...] = (),
+        min_version: typing.Callable[[_Request], int | None] = _any_version,
+    ) -> _Requests[_Request]:
+        """The mapping between ``message_class`` and ``value_class``; ``special`` fields are the caller's."""
+        scalars = _scalars(value_class, *sequences, *special, "api_version")
+        return cls(message_class, value_class, scalars, sequences, min_version)
+
+    def message(self, value: _Request, **fields: Any) -> Any:
+        """The kafka-python request for ``value``, its version the connection's (at most ``value.api_version``)."""
+        return self.message_class(
+            **_copy(value, self.scalars),
+            **{name: _optional_list(getattr(value, name)) for name in self.sequences},
+            **fields,
+            max_version=value.api_version,
+            min_version=self.min_version(value),
+        )
+
+    def value(self, message: Any, **fields: Any) -> _Request:
+        """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
+        return self.value_class(
+            **_copy(message, self.scalars),
+            **{name: _optional_tuple(getattr(message, name)) for name in self.sequences},
+            **fields,
+            api_version=message.API_VERSION,
+        )
+
+
+def _regex_version(value: cgh.ConsumerGroupHeartbeatRequest) -> int | None:
+    return cgh.REGEX_VERSION if value.subscribed_topic_regex is not None else None
+
+
+_HEARTBEAT_REQUESTS: Final = _Requests.of(
+    ConsumerGroupHeartbeatRequest,
+    cgh.ConsumerGroupHeartbeatRequest,
+    ("subscribed_topic_names",),
+    special=("topic_partitions",),
+    min_version=_regex_version,
 )
 
 
@@ -522,24 +593,13 @@ def _heartbeat_topics(structs: Any) -> tuple[cgh.TopicIdPartitions, ...] | None:
 
 def heartbeat_request_message(value: cgh.ConsumerGroupHeartbeatRequest) -> Any:
     """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
-    message_class: Any = ConsumerGroupHeartbeatRequest
-    return message_class(
-        **_copy(value, _HEARTBEAT_REQUEST),
-        subscribed_topic_names=_optional_list(value.subscribed_topic_names),
-        topic_partitions=_heartbeat_partitions(message_class.TopicPartitions, value.topic_partitions),
-        max_version=value.api_version,
-        min_version=cgh.REGEX_VERSION if value.subscribed_topic_regex is not None else None,
-    )
+    partitions = _heartbeat_partitions(ConsumerGroupHeartbeatRequest.TopicPartitions, value.topic_partitions)
+    return _HEARTBEAT_REQUESTS.message(value, topic_partitions=partitions)
 
 
 def heartbeat_request_value(message: Any) -> cgh.ConsumerGroupHeartbeatRequest:
     """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
-    return cgh.ConsumerGroupHeartbeatRequest(
-        **_copy(message, _HEARTBEAT_REQUEST),
-        subscribed_topic_names=_optional_tuple(message.subscribed_topic_names),
-        topic_partitions=_heartbeat_topics(message.topic_partitions),
-        api_version=message.API_VERSION,
-    )
+    return _HEARTBEAT_REQUESTS.value(message, topic_partitions=_heartbeat_topics(message.topic_partitions))
 
 
 class _WithAssignment(typing.Protocol):
@@ -597,23 +657,13 @@ ConsumerGroupDescribeRequest: Final = _message_class("ConsumerGroupDescribeReque
 ConsumerGroupDescribeResponse: Final = _message_class("ConsumerGroupDescribeResponse")
 
 
-def describe_request_message(value: cgd.ConsumerGroupDescribeRequest) -> Any:
-    """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
-    message_class: Any = ConsumerGroupDescribeRequest
-    return message_class(
-        group_ids=list(value.group_ids),
-        include_authorized_operations=value.include_authorized_operations,
-        max_version=value.api_version,
-    )
-
-
-def describe_request_value(message: Any) -> cgd.ConsumerGroupDescribeRequest:
-    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
-    return cgd.ConsumerGroupDescribeRequest(
-        group_ids=tuple(message.group_ids),
-        include_authorized_operations=message.include_authorized_operations,
-        api_version=message.API_VERSION,
-    )
+_DESCRIBE_REQUESTS: Final = _Requests.of(
+    ConsumerGroupDescribeRequest, cgd.ConsumerGroupDescribeRequest, ("group_ids",)
+)
+#: the kafka-python request for a ConsumerGroupDescribe request value, at most at its ``api_version``
+describe_request_message: Final = _DESCRIBE_REQUESTS.message
+#: the value of a decoded kafka-python ConsumerGroupDescribe request (``api_version``: the version it was decoded at)
+describe_request_value: Final = _DESCRIBE_REQUESTS.value
 
 
 _DESCRIBED_GROUP: Final = _scalars(cgd.DescribedConsumerGroup, "members")
@@ -689,27 +739,16 @@ ShareGroupHeartbeatRequest: Final = _message_class("ShareGroupHeartbeatRequest")
 ShareGroupHeartbeatResponse: Final = _message_class("ShareGroupHeartbeatResponse")
 
 
-_SHARE_HEARTBEAT_REQUEST: Final = _scalars(sgh.ShareGroupHeartbeatRequest, "subscribed_topic_names", "api_version")
-
-
-def share_heartbeat_request_message(value: sgh.ShareGroupHeartbeatRequest) -> Any:
-    """The kafka-python request for ``value``, at ``value.api_version`` and no lower than v1."""
-    message_class: Any = ShareGroupHeartbeatRequest
-    return message_class(
-        **_copy(value, _SHARE_HEARTBEAT_REQUEST),
-        subscribed_topic_names=_optional_list(value.subscribed_topic_names),
-        max_version=value.api_version,
-        min_version=sgh.OLDEST_VERSION,
-    )
-
-
-def share_heartbeat_request_value(message: Any) -> sgh.ShareGroupHeartbeatRequest:
-    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
-    return sgh.ShareGroupHeartbeatRequest(
-        **_copy(message, _SHARE_HEARTBEAT_REQUEST),
-        subscribed_topic_names=_optional_tuple(message.subscribed_topic_names),
-        api_version=message.API_VERSION,
-    )
+_SHARE_HEARTBEAT_REQUESTS: Final = _Requests.of(
+    ShareGroupHeartbeatRequest,
+    sgh.ShareGroupHeartbeatRequest,
+    ("subscribed_topic_names",),
+    min_version=lambda value: sgh.OLDEST_VERSION,
+)
+#: the kafka-python request for a ShareGroupHeartbeat request value, at its ``api_version`` and no lower than v1
+share_heartbeat_request_message: Final = _SHARE_HEARTBEAT_REQUESTS.message
+#: the value of a decoded kafka-python ShareGroupHeartbeat request (``api_version``: the version it was decoded at)
+share_heartbeat_request_value: Final = _SHARE_HEARTBEAT_REQUESTS.value
 
 
 _SHARE_HEARTBEAT_RESPONSES: Final = _AssignmentResponses.of(
