@@ -21,15 +21,19 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
-from typing import Any, Generic, NoReturn, Protocol, TypeVar, overload
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, overload
 
 import attrs
 
 from kgroup.membership.states import MemberState
 from kgroup.types import Generation, TopicPartition
 
-__all__ = ["Member", "MemberSnapshot", "View"]
+if TYPE_CHECKING:
+    from kgroup.config import ConsumerConfig
+    from kgroup.membership.coordinator import CoordinatorState
+
+__all__ = ["BrokerAssignedMember", "Member", "MemberSnapshot", "View"]
 
 _T = TypeVar("_T")
 
@@ -128,3 +132,34 @@ class View(Generic[_T]):
 
     def __set__(self, machine: object, value: object) -> NoReturn:
         raise AttributeError("a machine's view is read-only")
+
+
+_Heartbeat = TypeVar("_Heartbeat")
+
+
+class BrokerAssignedMember:
+    """What the machines of the broker-assigned protocols share (KIP-848's consumer protocol, KIP-932's share groups).
+
+    Java's ``AbstractHeartbeatRequestManager``: a heartbeat goes to the coordinator with the
+    member's group, member id and epoch.
+    """
+
+    _config: ConsumerConfig
+    _group_id: str
+    _member_id: str
+    _coordinator: CoordinatorState
+
+    def _heartbeat_to_coordinator(
+        self, command: Callable[..., _Heartbeat], request_id: int, epoch: int, fields: Mapping[str, Any]
+    ) -> _Heartbeat:
+        """``command`` (a ``Send*Heartbeat``) to the coordinator: the member's identity, ``epoch`` and ``fields``."""
+        assert self._coordinator.node_id is not None
+        return command(
+            request_id=request_id,
+            node_id=self._coordinator.node_id,
+            timeout_ms=self._config.request_timeout_ms,
+            group_id=self._group_id,
+            member_id=self._member_id,
+            member_epoch=epoch,
+            **fields,
+        )

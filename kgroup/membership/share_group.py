@@ -73,7 +73,7 @@ from kgroup.membership.commands import (
 from kgroup.membership.consumer_group import generate_member_id
 from kgroup.membership.consumer_group_states import MemberState
 from kgroup.membership.coordinator import CoordinatorState
-from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.core import BrokerAssignedMember, MemberSnapshot
 from kgroup.membership.events import (
     CoordinatorDead,
     FindCoordinatorResponded,
@@ -224,7 +224,7 @@ class _Step(enum.Enum):
 # ==================================================================== the machine
 
 
-class ShareGroupMachine:
+class ShareGroupMachine(BrokerAssignedMember):
     """The member of a share group. Not thread-safe: one owner (the group thread).
 
     Args:
@@ -483,26 +483,9 @@ class ShareGroupMachine:
         self._heartbeat_rid = None
         out.append(self._heartbeat(self._leave_rid, LEAVE_GROUP_MEMBER_EPOCH))
 
-    def _heartbeat(
-        self,
-        request_id: int,
-        epoch: int,
-        *,
-        rack_id: str | None = None,
-        subscribed_topic_names: tuple[str, ...] | None = None,
-    ) -> SendShareGroupHeartbeat:
-        """A ShareGroupHeartbeat of this member with ``epoch`` to its coordinator (the leave's: no other field)."""
-        assert self._coordinator.node_id is not None
-        return SendShareGroupHeartbeat(
-            request_id=request_id,
-            node_id=self._coordinator.node_id,
-            timeout_ms=self._config.request_timeout_ms,
-            group_id=self._group_id,
-            member_id=self._member_id,
-            member_epoch=epoch,
-            rack_id=rack_id,
-            subscribed_topic_names=subscribed_topic_names,
-        )
+    def _heartbeat(self, request_id: int, epoch: int, **fields: Any) -> SendShareGroupHeartbeat:
+        """A ShareGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
+        return self._heartbeat_to_coordinator(SendShareGroupHeartbeat, request_id, epoch, fields)
 
     # ---------------------------------------------------------------- reconciling
     def _reconciled(self) -> bool:
