@@ -45,7 +45,7 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 from uuid import UUID
 
 from kgroup._error_codes import NONE, UNSUPPORTED_VERSION, error_name
@@ -67,10 +67,8 @@ from kgroup.membership.commands import (
     Notify,
     RebalanceStep,
     RequestMetadata,
-    SendFindCoordinator,
     SendShareGroupHeartbeat,
 )
-from kgroup.membership.consumer_group import generate_member_id
 from kgroup.membership.consumer_group_states import MemberState
 from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.core import BrokerAssignedMember, MemberSnapshot
@@ -238,15 +236,12 @@ class ShareGroupMachine(BrokerAssignedMember):
 
     """
 
+    _group_kind: ClassVar[str] = "share group"
+
     def __init__(
         self, config: ConsumerConfig, *, rng: random.Random | None = None, member_id: str | None = None
     ) -> None:
-        self._config = config
-        self._group_id = config.group_id
-        self._rng = rng or random.Random()
-        self._member_id = member_id if member_id is not None else generate_member_id(self._rng)
-        self._epoch = JOIN_GROUP_MEMBER_EPOCH
-        self._state = _S.UNSUBSCRIBED
+        super().__init__(config, rng, member_id)
         self._fatal: Exception | None = None
         self._poisoned: ProtocolViolation | None = None
         self._topics: frozenset[str] = frozenset()
@@ -441,19 +436,17 @@ class ShareGroupMachine(BrokerAssignedMember):
         self._sent_topics = None  # Java: after an error the next heartbeat carries every field
 
     # ---------------------------------------------------------------- the drive loop
-    def _drive(self, now: float, out: list[Any]) -> None:
-        if self._state in (_S.CLOSED, _S.FATAL):
-            return
-        if self._coordinator.node_id is None:
-            if self._state is _S.LEAVING:
-                log.warning("share group %s: no coordinator; the leave heartbeat is not sent", self._group_id)
-                self._finish_leave()
-            elif self._find_rid is None and self._state in _LOOKS_UP and self._coordinator.due(now):
-                self._find_rid = self._rid()
-                out.append(SendFindCoordinator(
-                    request_id=self._find_rid, key=self._group_id, timeout_ms=self._config.request_timeout_ms
-                ))
-            return
+    def _leave_not_sent(self) -> None:
+        self._finish_leave()
+
+    def _looks_for_coordinator(self, now: float) -> bool:
+        return self._find_rid is None and self._state in _LOOKS_UP and self._coordinator.due(now)
+
+    def _find_coordinator_sent(self) -> int:
+        self._find_rid = self._rid()
+        return self._find_rid
+
+    def _drive_with_coordinator(self, now: float, out: list[Any]) -> None:
         self._maybe_reconcile(out)
         if self._state is _S.LEAVING:
             if self._leave_rid is None:
