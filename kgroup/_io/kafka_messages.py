@@ -470,14 +470,20 @@ def response_values(api_key: int, message: Any) -> tuple[GroupResponse, ...]:
 # ----------------------------------------------------------------------------- the consumer protocol (KIP-848)
 
 
-# kafka-python loads a message's schema by the class's name: ``<name>.json`` in ``load_json``'s package
-with quiet_schema_loading():
+def _message_class(name: str) -> Any:
+    """kafka-python's message class ``name``, its schema the JSON ``<name>.json`` beside here.
 
-    class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ConsumerGroupHeartbeat request (its schema: the JSON beside here)."""
+    kafka-python loads a message's schema by the class's name when the class is defined (as
+    ``class <name>(ApiMessage, load_json=...)`` would) and registers a response's class with
+    its parser.
+    """
+    with quiet_schema_loading():
+        namespace = {"__module__": __name__, "__qualname__": name}
+        return types.new_class(name, (ApiMessage,), {"load_json": __package__}, lambda ns: ns.update(namespace))
 
-    class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ConsumerGroupHeartbeat response (registered with its parser)."""
+
+ConsumerGroupHeartbeatRequest: Final = _message_class("ConsumerGroupHeartbeatRequest")
+ConsumerGroupHeartbeatResponse: Final = _message_class("ConsumerGroupHeartbeatResponse")
 
 
 def _scalars(cls: type, *special: str) -> tuple[str, ...]:
@@ -497,10 +503,80 @@ def _optional_tuple(value: Any) -> tuple[Any, ...] | None:
     return None if value is None else tuple(value)
 
 
-_HEARTBEAT_REQUEST: Final = _scalars(
-    cgh.ConsumerGroupHeartbeatRequest, "subscribed_topic_names", "topic_partitions", "api_version"
+_Request = typing.TypeVar("_Request", bound="_Versioned")
+
+
+class _Versioned(typing.Protocol):
+    @property
+    def api_version(self) -> int: ...
+
+
+def _any_version(value: object) -> None:
+    return None
+
+
+@attrs.frozen
+class _Requests(typing.Generic[_Request]):
+    """A request (ConsumerGroupHeartbeat, ConsumerGroupDescribe, ShareGroupHeartbeat), both ways.
+
+    Fields are copied one to one but ``sequences`` (tuples in the value, lists in the message,
+    None kept) and the ones a caller maps itself (``fields``); the message's version is the
+    connection's choice, at most ``value.api_version`` and at least ``min_version(value)``.
+    """
+
+    #: kafka-python's message class
+    message_class: Any
+    #: kgroup's value class
+    value_class: typing.Callable[..., _Request]
+    scalars: tuple[str, ...]
+    sequences: tuple[str, ...]
+    min_version: typing.Callable[[_Request], int | None] = _any_version
+
+    @classmethod
+    def of(
+        cls,
+        message_class: Any,
+        value_class: type[_Request],
+        sequences: tuple[str, ...],
+        *,
+        special: tuple[str, ...] = (),
+        min_version: typing.Callable[[_Request], int | None] = _any_version,
+    ) -> _Requests[_Request]:
+        """The mapping between ``message_class`` and ``value_class``; ``special`` fields are the caller's."""
+        scalars = _scalars(value_class, *sequences, *special, "api_version")
+        return cls(message_class, value_class, scalars, sequences, min_version)
+
+    def message(self, value: _Request, **fields: Any) -> Any:
+        """The kafka-python request for ``value``, its version the connection's (at most ``value.api_version``)."""
+        return self.message_class(
+            **_copy(value, self.scalars),
+            **{name: _optional_list(getattr(value, name)) for name in self.sequences},
+            **fields,
+            max_version=value.api_version,
+            min_version=self.min_version(value),
+        )
+
+    def value(self, message: Any, **fields: Any) -> _Request:
+        """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
+        return self.value_class(
+            **_copy(message, self.scalars),
+            **{name: _optional_tuple(getattr(message, name)) for name in self.sequences},
+            **fields,
+            api_version=message.API_VERSION,
+        )
+
+
+def _regex_version(value: cgh.ConsumerGroupHeartbeatRequest) -> int | None:
+    return cgh.REGEX_VERSION if value.subscribed_topic_regex is not None else None
+
+
+_HEARTBEAT_REQUESTS: Final = _Requests.of(
+    ConsumerGroupHeartbeatRequest,
+    cgh.ConsumerGroupHeartbeatRequest,
+    ("subscribed_topic_names",),
+    special=("topic_partitions",),
+    min_version=_regex_version,
 )
-_HEARTBEAT_RESPONSE: Final = _scalars(cgh.ConsumerGroupHeartbeatResponse, "assignment")
 
 
 def _heartbeat_partitions(struct_class: Any, topics: tuple[cgh.TopicIdPartitions, ...] | None) -> list[Any] | None:
@@ -517,84 +593,77 @@ def _heartbeat_topics(structs: Any) -> tuple[cgh.TopicIdPartitions, ...] | None:
 
 def heartbeat_request_message(value: cgh.ConsumerGroupHeartbeatRequest) -> Any:
     """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
-    message_class: Any = ConsumerGroupHeartbeatRequest
-    return message_class(
-        **_copy(value, _HEARTBEAT_REQUEST),
-        subscribed_topic_names=_optional_list(value.subscribed_topic_names),
-        topic_partitions=_heartbeat_partitions(message_class.TopicPartitions, value.topic_partitions),
-        max_version=value.api_version,
-        min_version=cgh.REGEX_VERSION if value.subscribed_topic_regex is not None else None,
-    )
+    partitions = _heartbeat_partitions(ConsumerGroupHeartbeatRequest.TopicPartitions, value.topic_partitions)
+    return _HEARTBEAT_REQUESTS.message(value, topic_partitions=partitions)
 
 
 def heartbeat_request_value(message: Any) -> cgh.ConsumerGroupHeartbeatRequest:
     """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
-    return cgh.ConsumerGroupHeartbeatRequest(
-        **_copy(message, _HEARTBEAT_REQUEST),
-        subscribed_topic_names=_optional_tuple(message.subscribed_topic_names),
-        topic_partitions=_heartbeat_topics(message.topic_partitions),
-        api_version=message.API_VERSION,
-    )
+    return _HEARTBEAT_REQUESTS.value(message, topic_partitions=_heartbeat_topics(message.topic_partitions))
 
 
-def _assignment_response_message(message_class: Any, value: Any, scalars: tuple[str, ...]) -> Any:
-    """A heartbeat response (Consumer- or ShareGroupHeartbeat: the same shape) for ``value``."""
-    assignment_class = message_class.Assignment
-    topics = _heartbeat_partitions(assignment_class.TopicPartitions, value.assignment)
-    return message_class(
-        **_copy(value, scalars),
-        assignment=None if topics is None else assignment_class(topic_partitions=topics),
-    )
+class _WithAssignment(typing.Protocol):
+    @property
+    def assignment(self) -> tuple[cgh.TopicIdPartitions, ...] | None: ...
 
 
-def _assignment_response_value(value_class: Any, message: Any, scalars: tuple[str, ...]) -> Any:
-    """The ``value_class`` value of a heartbeat response (Consumer- or ShareGroupHeartbeat)."""
-    assignment = message.assignment
-    return value_class(
-        **_copy(message, scalars),
-        assignment=None if assignment is None else _heartbeat_topics(assignment.topic_partitions),
-    )
+_Response = typing.TypeVar("_Response", bound=_WithAssignment)
 
 
-def heartbeat_response_message(value: cgh.ConsumerGroupHeartbeatResponse) -> Any:
-    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
-    return _assignment_response_message(ConsumerGroupHeartbeatResponse, value, _HEARTBEAT_RESPONSE)
+@attrs.frozen
+class _AssignmentResponses(typing.Generic[_Response]):
+    """A heartbeat response with an assignment (Consumer- or ShareGroupHeartbeat: the same shape), both ways."""
+
+    #: kafka-python's message class
+    message_class: Any
+    #: kgroup's value class
+    value_class: typing.Callable[..., _Response]
+    #: the fields that map one to one
+    scalars: tuple[str, ...]
+
+    @classmethod
+    def of(cls, message_class: Any, value_class: type[_Response]) -> _AssignmentResponses[_Response]:
+        """The mapping between ``message_class`` and ``value_class``."""
+        return cls(message_class, value_class, _scalars(value_class, "assignment"))
+
+    def message(self, value: _Response) -> Any:
+        """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
+        assignment_class = self.message_class.Assignment
+        topics = _heartbeat_partitions(assignment_class.TopicPartitions, value.assignment)
+        return self.message_class(
+            **_copy(value, self.scalars),
+            assignment=None if topics is None else assignment_class(topic_partitions=topics),
+        )
+
+    def value(self, message: Any) -> _Response:
+        """The value of a kafka-python response."""
+        assignment = message.assignment
+        return self.value_class(
+            **_copy(message, self.scalars),
+            assignment=None if assignment is None else _heartbeat_topics(assignment.topic_partitions),
+        )
 
 
-def heartbeat_response_value(message: Any) -> cgh.ConsumerGroupHeartbeatResponse:
-    """The value of a kafka-python response."""
-    value: cgh.ConsumerGroupHeartbeatResponse = _assignment_response_value(
-        cgh.ConsumerGroupHeartbeatResponse, message, _HEARTBEAT_RESPONSE
-    )
-    return value
+_HEARTBEAT_RESPONSES: Final = _AssignmentResponses.of(
+    ConsumerGroupHeartbeatResponse, cgh.ConsumerGroupHeartbeatResponse
+)
+#: the kafka-python response for a ConsumerGroupHeartbeat response value (for a coordinator model or a test peer)
+heartbeat_response_message: Final = _HEARTBEAT_RESPONSES.message
+#: the value of a kafka-python ConsumerGroupHeartbeat response
+heartbeat_response_value: Final = _HEARTBEAT_RESPONSES.value
 
 
-with quiet_schema_loading():
-
-    class ConsumerGroupDescribeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ConsumerGroupDescribe request (its schema: the JSON beside here)."""
-
-    class ConsumerGroupDescribeResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ConsumerGroupDescribe response (registered with its parser)."""
+ConsumerGroupDescribeRequest: Final = _message_class("ConsumerGroupDescribeRequest")
+ConsumerGroupDescribeResponse: Final = _message_class("ConsumerGroupDescribeResponse")
 
 
-def describe_request_message(value: cgd.ConsumerGroupDescribeRequest) -> Any:
-    """The kafka-python request for ``value``, its version left to the connection (at most ``value.api_version``)."""
-    message_class: Any = ConsumerGroupDescribeRequest
-    return message_class(
-        group_ids=list(value.group_ids),
-        include_authorized_operations=value.include_authorized_operations,
-        max_version=value.api_version,
-    )
-
-
-def describe_request_value(message: Any) -> cgd.ConsumerGroupDescribeRequest:
-    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
-    return cgd.ConsumerGroupDescribeRequest(
-        group_ids=tuple(message.group_ids),
-        include_authorized_operations=message.include_authorized_operations,
-        api_version=message.API_VERSION,
-    )
+_DESCRIBE_REQUESTS: Final = _Requests.of(
+    ConsumerGroupDescribeRequest, cgd.ConsumerGroupDescribeRequest, ("group_ids",)
+)
+#: the kafka-python request for a ConsumerGroupDescribe request value, at most at its ``api_version``
+describe_request_message: Final = _DESCRIBE_REQUESTS.message
+#: the value of a decoded kafka-python ConsumerGroupDescribe request (``api_version``: the version it was decoded at)
+describe_request_value: Final = _DESCRIBE_REQUESTS.value
 
 
 _DESCRIBED_GROUP: Final = _scalars(cgd.DescribedConsumerGroup, "members")
@@ -666,62 +735,32 @@ def _describe_assignment(message: Any) -> tuple[cgd.NamedTopicPartitions, ...]:
 # ----------------------------------------------------------------------------- share groups (KIP-932)
 
 
-with quiet_schema_loading():
-
-    class ShareGroupHeartbeatRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ShareGroupHeartbeat request (its schema: the JSON beside here)."""
-
-    class ShareGroupHeartbeatResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ShareGroupHeartbeat response (registered with its parser)."""
+ShareGroupHeartbeatRequest: Final = _message_class("ShareGroupHeartbeatRequest")
+ShareGroupHeartbeatResponse: Final = _message_class("ShareGroupHeartbeatResponse")
 
 
-_SHARE_HEARTBEAT_REQUEST: Final = _scalars(sgh.ShareGroupHeartbeatRequest, "subscribed_topic_names", "api_version")
-_SHARE_HEARTBEAT_RESPONSE: Final = _scalars(sgh.ShareGroupHeartbeatResponse, "assignment")
+_SHARE_HEARTBEAT_REQUESTS: Final = _Requests.of(
+    ShareGroupHeartbeatRequest,
+    sgh.ShareGroupHeartbeatRequest,
+    ("subscribed_topic_names",),
+    min_version=lambda value: sgh.OLDEST_VERSION,
+)
+#: the kafka-python request for a ShareGroupHeartbeat request value, at its ``api_version`` and no lower than v1
+share_heartbeat_request_message: Final = _SHARE_HEARTBEAT_REQUESTS.message
+#: the value of a decoded kafka-python ShareGroupHeartbeat request (``api_version``: the version it was decoded at)
+share_heartbeat_request_value: Final = _SHARE_HEARTBEAT_REQUESTS.value
 
 
-def share_heartbeat_request_message(value: sgh.ShareGroupHeartbeatRequest) -> Any:
-    """The kafka-python request for ``value``, at ``value.api_version`` and no lower than v1."""
-    message_class: Any = ShareGroupHeartbeatRequest
-    return message_class(
-        **_copy(value, _SHARE_HEARTBEAT_REQUEST),
-        subscribed_topic_names=_optional_list(value.subscribed_topic_names),
-        max_version=value.api_version,
-        min_version=sgh.OLDEST_VERSION,
-    )
+_SHARE_HEARTBEAT_RESPONSES: Final = _AssignmentResponses.of(
+    ShareGroupHeartbeatResponse, sgh.ShareGroupHeartbeatResponse
+)
+#: the kafka-python response for a ShareGroupHeartbeat response value (for a coordinator model or a test peer)
+share_heartbeat_response_message: Final = _SHARE_HEARTBEAT_RESPONSES.message
+#: the value of a kafka-python ShareGroupHeartbeat response
+share_heartbeat_response_value: Final = _SHARE_HEARTBEAT_RESPONSES.value
 
 
-def share_heartbeat_request_value(message: Any) -> sgh.ShareGroupHeartbeatRequest:
-    """The value of a decoded kafka-python request (``api_version``: the version it was decoded at)."""
-    return sgh.ShareGroupHeartbeatRequest(
-        **_copy(message, _SHARE_HEARTBEAT_REQUEST),
-        subscribed_topic_names=_optional_tuple(message.subscribed_topic_names),
-        api_version=message.API_VERSION,
-    )
-
-
-def share_heartbeat_response_message(value: sgh.ShareGroupHeartbeatResponse) -> Any:
-    """The kafka-python response for ``value`` (for a coordinator model or a test peer)."""
-    return _assignment_response_message(ShareGroupHeartbeatResponse, value, _SHARE_HEARTBEAT_RESPONSE)
-
-
-def share_heartbeat_response_value(message: Any) -> sgh.ShareGroupHeartbeatResponse:
-    """The value of a kafka-python response."""
-    value: sgh.ShareGroupHeartbeatResponse = _assignment_response_value(
-        sgh.ShareGroupHeartbeatResponse, message, _SHARE_HEARTBEAT_RESPONSE
-    )
-    return value
-
-
-with quiet_schema_loading():
-
-    class ShareFetchRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ShareFetch request (its schema: the JSON beside here)."""
-
-    class ShareFetchResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ShareFetch response (registered with its parser)."""
-
-    class ShareAcknowledgeRequest(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ShareAcknowledge request (its schema: the JSON beside here)."""
-
-    class ShareAcknowledgeResponse(ApiMessage, load_json=__package__):  # type: ignore[misc,call-arg]
-        """kafka-python's message class for the ShareAcknowledge response (registered with its parser)."""
+ShareFetchRequest: Final = _message_class("ShareFetchRequest")
+ShareFetchResponse: Final = _message_class("ShareFetchResponse")
+ShareAcknowledgeRequest: Final = _message_class("ShareAcknowledgeRequest")
+ShareAcknowledgeResponse: Final = _message_class("ShareAcknowledgeResponse")

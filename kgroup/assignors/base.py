@@ -26,7 +26,6 @@ __all__ = [
     "Assignor",
     "MemberSubscription",
     "Plan",
-    "RackAwareAssignor",
     "member_sort_key",
     "ordered_items",
     "partition_infos",
@@ -98,7 +97,8 @@ class Assignor(abc.ABC):
     with other clients: "range", "roundrobin", "sticky", "cooperative-sticky") and
     ``supported_protocols``, and implement ``assign``. An assignor that needs more of the
     cluster than partition counts (replica racks, KIP-881) overrides ``assign_partitions``
-    instead, as Java's ``AbstractPartitionAssignor.assignPartitions``. See
+    instead, as Java's ``AbstractPartitionAssignor.assignPartitions``; each default calls the
+    other, and a concrete subclass must override one of them. See
     ``examples/custom_assignor.py``.
     """
 
@@ -129,6 +129,18 @@ class Assignor(abc.ABC):
         """
         return None
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Refuse a concrete assignor that computes no plan: it overrides ``assign`` or ``assign_partitions``.
+
+        Each of the two defaults calls the other; an abstract intermediate class (one that
+        declares an abstract method) may leave both to its subclasses.
+        """
+        super().__init_subclass__(**kwargs)
+        overrides = cls.assign is not Assignor.assign or cls.assign_partitions is not Assignor.assign_partitions
+        declares_abstract = any(getattr(v, "__isabstractmethod__", False) for v in vars(cls).values())
+        if not overrides and not declares_abstract:
+            raise TypeError(f"{cls.__name__} must override assign or assign_partitions")
+
     def assign_partitions(
         self,
         partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
@@ -150,13 +162,16 @@ class Assignor(abc.ABC):
         """
         return self.assign({topic: len(parts) for topic, parts in partitions_per_topic.items()}, members)
 
-    @abc.abstractmethod
     def assign(
         self,
         partitions_per_topic: Mapping[str, int],
         members: Mapping[str, MemberSubscription],
     ) -> Plan:
         """Compute the plan.
+
+        The default is ``assign_partitions`` for partitions without leaders or racks
+        (``partition_infos``), as Java's rack-aware assignors (``RangeAssignor``,
+        ``AbstractStickyAssignor``) compute their plan in ``assignPartitions`` either way.
 
         Args:
             partitions_per_topic: partition count of every topic some member subscribes to
@@ -168,42 +183,7 @@ class Assignor(abc.ABC):
             only for a member subscribed to its topic.
 
         """
+        return self.assign_partitions(partition_infos(partitions_per_topic), members)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-
-
-class RackAwareAssignor(Assignor):
-    """An assignor whose plan is made from full partition metadata (replica racks, KIP-881).
-
-    Subclasses implement ``assign_partitions``; ``assign`` is the same plan for partitions
-    without leaders or racks, as Java's rack-aware assignors (``RangeAssignor``,
-    ``AbstractStickyAssignor``) compute their plan in ``assignPartitions`` either way.
-    """
-
-    def assign(
-        self,
-        partitions_per_topic: Mapping[str, int],
-        members: Mapping[str, MemberSubscription],
-    ) -> Plan:
-        """``assign_partitions`` for partitions without leaders or racks (``partition_infos``).
-
-        Args:
-            partitions_per_topic: topic -> partition count (int); topics missing here are
-                skipped (they do not exist).
-            members: member id -> ``MemberSubscription``.
-
-        Returns:
-            As ``assign_partitions``: member id -> frozenset[TopicPartition], every member of
-            ``members`` appearing, possibly with an empty set.
-
-        """
-        return self.assign_partitions(partition_infos(partitions_per_topic), members)
-
-    @abc.abstractmethod
-    def assign_partitions(
-        self,
-        partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
-        members: Mapping[str, MemberSubscription],
-    ) -> Plan:
-        """Compute the plan; replica racks are used, and a member's ``rack`` (its ``client_rack``)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from kgroup.assignors.base import MemberSubscription, Plan, RackAwareAssignor, ordered_items
+from kgroup.assignors.base import Assignor, MemberSubscription, Plan, ordered_items
 from kgroup.types import PartitionInfo, RebalanceProtocol, TopicPartition
 
 __all__ = ["RangeAssignor"]
@@ -66,7 +66,7 @@ class _TopicState:
             self.unassigned = [tp for tp in self.unassigned if tp not in taken]
 
 
-class RangeAssignor(RackAwareAssignor):
+class RangeAssignor(Assignor):
     """Java's ``RangeAssignor`` (protocol name ``"range"``), EAGER only, rack-aware (KIP-881).
 
     Example: one topic with 8 partitions and members C0, C1, C2 gives

@@ -21,6 +21,7 @@ algorithm and where kgroup departs from Java.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
@@ -31,7 +32,7 @@ from kgroup.assignors._sticky_user_data import (
     encode_cooperative_user_data,
     encode_sticky_user_data,
 )
-from kgroup.assignors.base import MemberSubscription, Plan, RackAwareAssignor
+from kgroup.assignors.base import Assignor, MemberSubscription, Plan
 from kgroup.types import NO_GENERATION, PartitionInfo, RebalanceProtocol, TopicPartition
 from kgroup.types import tp_key as _tp_key
 
@@ -57,7 +58,24 @@ def _sticky(
     return sticky_assign(counts, members, {member_id: member_data(m) for member_id, m in members.items()}, racks)
 
 
-class StickyAssignor(RackAwareAssignor):
+class _AbstractStickyAssignor(Assignor):
+    """What both sticky assignors share (Java's ``AbstractStickyAssignor``): ``user_data`` from the last assignment."""
+
+    def subscription_user_data(
+        self,
+        topics: frozenset[str],
+        generation_id: int,
+        owned: frozenset[TopicPartition],
+    ) -> bytes | None:
+        """The assignor's ``user_data`` for the member's last assignment (``_user_data``); ``topics`` is unused."""
+        return self._user_data(generation_id, owned)
+
+    @abc.abstractmethod
+    def _user_data(self, generation_id: int, owned: frozenset[TopicPartition]) -> bytes | None:
+        """The encoded ``user_data`` for ``owned`` assigned in ``generation_id`` (-1 before the first)."""
+
+
+class StickyAssignor(_AbstractStickyAssignor):
     """Java's ``StickyAssignor`` (protocol name ``"sticky"``), EAGER only.
 
     ``user_data`` is Java's StickyAssignorUserData v1: the member's previous assignment and its
@@ -76,18 +94,12 @@ class StickyAssignor(RackAwareAssignor):
     name: ClassVar[str] = "sticky"
     supported_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
 
-    def subscription_user_data(
-        self,
-        topics: frozenset[str],
-        generation_id: int,
-        owned: frozenset[TopicPartition],
-    ) -> bytes | None:
+    def _user_data(self, generation_id: int, owned: frozenset[TopicPartition]) -> bytes | None:
         """StickyAssignorUserData v1 for ``owned`` at ``generation_id``.
 
         Source: Java ``StickyAssignor.subscriptionUserData``.
 
         Args:
-            topics: the subscribed topics (unused).
             generation_id: the generation ``owned`` was assigned in.
             owned: the partitions the member was assigned last (its previous assignment).
 
@@ -129,7 +141,7 @@ class StickyAssignor(RackAwareAssignor):
         return _plan(_sticky(partitions_per_topic, members, self.member_data).plan)
 
 
-class CooperativeStickyAssignor(RackAwareAssignor):
+class CooperativeStickyAssignor(_AbstractStickyAssignor):
     """Java's ``CooperativeStickyAssignor`` (``"cooperative-sticky"``), COOPERATIVE and EAGER.
 
     Same plan as ``StickyAssignor``, then KIP-429's rule: a partition that the balanced plan gives
@@ -154,16 +166,10 @@ class CooperativeStickyAssignor(RackAwareAssignor):
         RebalanceProtocol.EAGER,
     )
 
-    def subscription_user_data(
-        self,
-        topics: frozenset[str],
-        generation_id: int,
-        owned: frozenset[TopicPartition],
-    ) -> bytes | None:
+    def _user_data(self, generation_id: int, owned: frozenset[TopicPartition]) -> bytes | None:
         """The generation as one big-endian int32 (Java ``CooperativeStickyAssignor``).
 
         Args:
-            topics: the subscribed topics (unused).
             generation_id: the member's last generation (-1 before its first).
             owned: the partitions it owns (unused: they travel in the Subscription).
 

@@ -8,14 +8,17 @@ run the leader's assignor (it needs cluster metadata, which is IO). ``DeliverSte
 the poll thread, which runs the listener callbacks and answers with ``StepCompleted``.
 ``Notify`` carries a non-fatal error to the next ``poll()``; ``Fail`` a fatal one. The
 consumer protocol's machine (KIP-848) sends ``SendConsumerGroupHeartbeat`` and asks for topic
-names with ``RequestMetadata``; every other command is shared.
+names with ``RequestMetadata``; the share-group machine (KIP-932) sends ``SendShareGroupHeartbeat``
+and asks the same; every other command is shared.
 """
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
 from uuid import UUID
 
 import attrs
+from attrs import AttrsInstance
 
 from kgroup.assignors.base import MemberSubscription
 from kgroup.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -26,6 +29,7 @@ from kgroup.protocol.group_api import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from kgroup.protocol.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kgroup.types import Generation, TopicPartition
 
 __all__ = [
@@ -36,12 +40,14 @@ __all__ = [
     "Notify",
     "RebalanceStep",
     "RequestMetadata",
+    "RequestPart",
     "SendConsumerGroupHeartbeat",
     "SendFindCoordinator",
     "SendGroupRequest",
     "SendHeartbeat",
     "SendJoinGroup",
     "SendLeaveGroup",
+    "SendShareGroupHeartbeat",
     "SendSyncGroup",
     "WatchGroupTopics",
 ]
@@ -153,18 +159,37 @@ class SendLeaveGroup(LeaveGroupRequest):
     timeout_ms: int
 
 
+_Request = TypeVar("_Request", bound=AttrsInstance)
+
+
+class RequestPart(Generic[_Request]):
+    """A ``Send*`` command's ``request()``: the request it extends (its first base), without the routing fields."""
+
+    __slots__ = ()
+
+    def request(self) -> _Request:
+        """The request part, without the routing fields."""
+        request_type = type(self).__mro__[1]
+        request: _Request = request_type(**{f.name: getattr(self, f.name) for f in attrs.fields(request_type)})
+        return request
+
+
 @attrs.frozen(kw_only=True)
-class SendConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest):
+class SendConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest, RequestPart[ConsumerGroupHeartbeatRequest]):
     """A ConsumerGroupHeartbeat to the coordinator ``node_id``; answered by ``ConsumerGroupHeartbeatResponded``."""
 
     request_id: int
     node_id: int
     timeout_ms: int
 
-    def request(self) -> ConsumerGroupHeartbeatRequest:
-        """The request part, without the routing fields."""
-        fields = {f.name: getattr(self, f.name) for f in attrs.fields(ConsumerGroupHeartbeatRequest)}
-        return ConsumerGroupHeartbeatRequest(**fields)
+
+@attrs.frozen(kw_only=True)
+class SendShareGroupHeartbeat(ShareGroupHeartbeatRequest, RequestPart[ShareGroupHeartbeatRequest]):
+    """A ShareGroupHeartbeat (share groups, KIP-932) to ``node_id``; answered by ``ShareGroupHeartbeatResponded``."""
+
+    request_id: int
+    node_id: int
+    timeout_ms: int
 
 
 @attrs.frozen

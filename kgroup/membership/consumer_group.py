@@ -69,7 +69,6 @@ machine inherits, as Java's ``ConsumerHeartbeatRequestManager`` calls its member
 
 from __future__ import annotations
 
-import base64
 import logging
 import math
 import random
@@ -94,7 +93,6 @@ from kgroup.membership.commands import (
     Fail,
     RebalanceStep,
     RequestMetadata,
-    SendFindCoordinator,
 )
 from kgroup.membership.consumer_group_exchange import HeartbeatExchange
 from kgroup.membership.consumer_group_heartbeat import NO_ASSIGNMENT, HeartbeatRequestState, LocalAssignment
@@ -114,7 +112,7 @@ from kgroup.membership.consumer_group_states import (
     Subscription,
 )
 from kgroup.membership.coordinator import CoordinatorState
-from kgroup.membership.core import MemberSnapshot, View
+from kgroup.membership.core import MemberSnapshot, View, generate_member_id
 from kgroup.membership.events import (
     CommitErrorObserved,
     ConsumerGroupEvent,
@@ -167,18 +165,6 @@ def generation_of(member_id: str, member_epoch: int) -> Generation:
     return Generation(member_epoch, member_id) if member_epoch > 0 else Generation()
 
 
-def generate_member_id(rng: random.Random) -> str:
-    """A member id as Java's consumer makes one (``Uuid.randomUuid().toString()``: URL-safe base64, 22 characters).
-
-    Like Java's ``Uuid``, an id that would start with ``-`` is drawn again (it would read as an
-    option on a command line).
-    """
-    while True:
-        text = base64.urlsafe_b64encode(rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
-
-
 class ConsumerGroupMachine(HeartbeatExchange):
     """The member of a consumer-protocol group. Not thread-safe: one owner.
 
@@ -206,15 +192,10 @@ class ConsumerGroupMachine(HeartbeatExchange):
         rng: random.Random | None = None,
         member_id: str | None = None,
     ) -> None:
-        self._config = config
-        self._group_id = config.group_id
+        super().__init__(config, rng, member_id)
         self._instance_id = config.group_instance_id
         self._server_assignor = server_assignor
         self._rebalance_timeout_ms = config.effective_rebalance_timeout_ms
-        self._rng = rng or random.Random()
-        self._member_id = member_id if member_id is not None else generate_member_id(self._rng)
-        self._epoch = JOIN_GROUP_MEMBER_EPOCH
-        self._state = MemberState.UNSUBSCRIBED
         self._fatal: Exception | None = None
         self._poisoned: KGroupError | None = None
         #: the commands of the call in progress (``handle``/``tick`` return them)
@@ -415,23 +396,20 @@ class ConsumerGroupMachine(HeartbeatExchange):
         return not (operation is LeaveOperation.REMAIN_IN_GROUP and self._instance_id is None)
 
     # ---------------------------------------------------------------- the drive loop
-    def _drive(self, now: float, out: list[Command]) -> None:
-        """Issue whatever the state calls for: find the coordinator, reconcile, heartbeat."""
-        if self._state in (MemberState.CLOSED, MemberState.FATAL):
-            return
-        if self._coordinator.node_id is None:
-            if self._state is MemberState.LEAVING:
-                # Java ``onHeartbeatRequestSkipped``: no coordinator, the leave is not sent
-                log.warning("group %s: no coordinator; the leave heartbeat is not sent", self._group_id)
-                self._after_leave_sent()
-                self._finish_leave()
-                return
-            if self._requests.find is None and self._coordinator.due(now) and self._wants_coordinator():
-                rid = self._request_id()
-                self._requests = attrs.evolve(self._requests, find=rid)
-                out.append(SendFindCoordinator(request_id=rid, key=self._group_id,
-                                               timeout_ms=self._config.request_timeout_ms))
-            return
+    def _leave_not_sent(self) -> None:
+        self._after_leave_sent()
+        self._finish_leave()
+
+    def _looks_for_coordinator(self, now: float) -> bool:
+        return self._requests.find is None and self._coordinator.due(now) and self._wants_coordinator()
+
+    def _find_coordinator_sent(self) -> int:
+        rid = self._request_id()
+        self._requests = attrs.evolve(self._requests, find=rid)
+        return rid
+
+    def _drive_with_coordinator(self, now: float, out: list[Command]) -> None:
+        """Reconcile, heartbeat."""
         self._maybe_reconcile(now, out)
         if not self._heartbeats():
             return

@@ -32,6 +32,7 @@ from kgroup.membership.consumer_group_reconcile import Reconciliation, Steps
 from kgroup.membership.consumer_group_session import SessionTimer
 from kgroup.membership.consumer_group_states import HOLDING, NOT_IN_GROUP, MemberState, Requests, Subscription
 from kgroup.membership.coordinator import CoordinatorState
+from kgroup.membership.core import BrokerAssignedMember
 from kgroup.membership.events import ConsumerGroupHeartbeatResponded, FindCoordinatorResponded, RequestFailed
 from kgroup.membership.timers import next_backoff_s
 from kgroup.protocol.consumer_group_heartbeat import LEAVE_GROUP_STATIC_MEMBER_EPOCH
@@ -44,7 +45,7 @@ log = logging.getLogger("kgroup.membership.consumer_group")
 _HEARTBEAT: Final = Api.CONSUMER_GROUP_HEARTBEAT
 
 
-class HeartbeatExchange:
+class HeartbeatExchange(BrokerAssignedMember):
     """The heartbeat half of ``ConsumerGroupMachine``: requests out, answers in (Java's heartbeat request manager).
 
     The machine's state it reads and replaces is declared here; the membership's side of each
@@ -146,17 +147,9 @@ class HeartbeatExchange:
         self._on_heartbeat_sent()
 
     def _heartbeat_command(self, rid: int, epoch: int, fields: Mapping[str, Any]) -> SendConsumerGroupHeartbeat:
-        """A ConsumerGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
-        assert self._coordinator.node_id is not None
-        return SendConsumerGroupHeartbeat(
-            request_id=rid,
-            node_id=self._coordinator.node_id,
-            timeout_ms=self._config.request_timeout_ms,
-            group_id=self._group_id,
-            member_id=self._member_id,
-            member_epoch=epoch,
-            instance_id=self._instance_id,
-            **fields,
+        """A ConsumerGroupHeartbeat to the coordinator: the member's identity and instance id, ``epoch``, ``fields``."""
+        return self._heartbeat_to_coordinator(
+            SendConsumerGroupHeartbeat, rid, epoch, {"instance_id": self._instance_id, **fields}
         )
 
     def _send_instance_release(self, now: float, out: list[Command]) -> None:

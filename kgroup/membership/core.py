@@ -19,17 +19,28 @@ ShareGroupHeartbeat) joins the same way (docs/protocol.md, "The membership core"
 
 from __future__ import annotations
 
+import abc
+import base64
+import logging
 import math
 import operator
-from collections.abc import Sequence
-from typing import Any, Generic, NoReturn, Protocol, TypeVar, overload
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar, overload
 
 import attrs
 
+from kgroup.membership import consumer_group_states as broker_assigned
+from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.states import MemberState
+from kgroup.protocol.consumer_group_heartbeat import JOIN_GROUP_MEMBER_EPOCH
 from kgroup.types import Generation, TopicPartition
 
-__all__ = ["Member", "MemberSnapshot", "View"]
+if TYPE_CHECKING:
+    from kgroup.config import ConsumerConfig
+    from kgroup.membership.coordinator import CoordinatorState
+
+__all__ = ["BrokerAssignedMember", "Member", "MemberSnapshot", "View", "generate_member_id"]
 
 _T = TypeVar("_T")
 
@@ -128,3 +139,95 @@ class View(Generic[_T]):
 
     def __set__(self, machine: object, value: object) -> NoReturn:
         raise AttributeError("a machine's view is read-only")
+
+
+_Heartbeat = TypeVar("_Heartbeat")
+
+
+def generate_member_id(rng: random.Random) -> str:
+    """A member id as Java's consumer makes one (``Uuid.randomUuid().toString()``: URL-safe base64, 22 characters).
+
+    Like Java's ``Uuid``, an id that would start with ``-`` is drawn again (it would read as an
+    option on a command line).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+class BrokerAssignedMember(abc.ABC):
+    """What the machines of the broker-assigned protocols share (KIP-848's consumer protocol, KIP-932's share groups).
+
+    Java's ``AbstractHeartbeatRequestManager``: the drive loop (``poll``) looks for the
+    coordinator or, with one, lets the machine reconcile and heartbeat; a heartbeat goes to the
+    coordinator with the member's group, member id and epoch.
+    """
+
+    #: what the logs call the group ("group", "share group")
+    _group_kind: ClassVar[str] = "group"
+
+    _coordinator: CoordinatorState
+
+    def __init__(self, config: ConsumerConfig, rng: random.Random | None, member_id: str | None) -> None:
+        """The member's identity: its group, its member id (``member_id``, else one it generates, KIP-1082)."""
+        self._config = config
+        self._group_id = config.group_id
+        self._rng = rng or random.Random()
+        self._member_id = member_id if member_id is not None else generate_member_id(self._rng)
+        self._epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._state = broker_assigned.MemberState.UNSUBSCRIBED
+
+    def _drive(self, now: float, out: list[Any]) -> None:
+        """Issue whatever the state calls for: find the coordinator, or the machine's ``_drive_with_coordinator``.
+
+        Without a coordinator the leave heartbeat is not sent (Java's ``onHeartbeatRequestSkipped``:
+        the member leaves all the same, ``_leave_not_sent``), and a FindCoordinator goes when the
+        machine looks for one (``_looks_for_coordinator``).
+        """
+        state = self._state
+        if state in (broker_assigned.MemberState.CLOSED, broker_assigned.MemberState.FATAL):
+            return
+        if self._coordinator.node_id is not None:
+            self._drive_with_coordinator(now, out)
+        elif state is broker_assigned.MemberState.LEAVING:
+            logging.getLogger(type(self).__module__).warning(
+                "%s %s: no coordinator; the leave heartbeat is not sent", self._group_kind, self._group_id
+            )
+            self._leave_not_sent()
+        elif self._looks_for_coordinator(now):
+            request_id = self._find_coordinator_sent()
+            out.append(SendFindCoordinator(
+                request_id=request_id, key=self._group_id, timeout_ms=self._config.request_timeout_ms
+            ))
+
+    @abc.abstractmethod
+    def _drive_with_coordinator(self, now: float, out: list[Any]) -> None:
+        """Reconcile and heartbeat, as the state calls for (the coordinator is known)."""
+
+    @abc.abstractmethod
+    def _leave_not_sent(self) -> None:
+        """The leave heartbeat cannot go (no coordinator): end the membership without it."""
+
+    @abc.abstractmethod
+    def _looks_for_coordinator(self, now: float) -> bool:
+        """Whether a FindCoordinator goes at ``now``: none in flight, the state wants one, the lookup is due."""
+
+    @abc.abstractmethod
+    def _find_coordinator_sent(self) -> int:
+        """Record a FindCoordinator as in flight; its request id."""
+
+    def _heartbeat_to_coordinator(
+        self, command: Callable[..., _Heartbeat], request_id: int, epoch: int, fields: Mapping[str, Any]
+    ) -> _Heartbeat:
+        """``command`` (a ``Send*Heartbeat``) to the coordinator: the member's identity, ``epoch`` and ``fields``."""
+        assert self._coordinator.node_id is not None
+        return command(
+            request_id=request_id,
+            node_id=self._coordinator.node_id,
+            timeout_ms=self._config.request_timeout_ms,
+            group_id=self._group_id,
+            member_id=self._member_id,
+            member_epoch=epoch,
+            **fields,
+        )

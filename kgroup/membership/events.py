@@ -11,8 +11,9 @@ response of :mod:`kgroup.protocol` (``JoinGroupResponded`` is a ``JoinGroupRespo
 Both machines take the shared events (``ClassicEvent`` and ``ConsumerGroupEvent`` say which):
 the classic one (:mod:`kgroup.membership.machine`) also the JoinGroup/SyncGroup round's
 answers, the consumer protocol's (:mod:`kgroup.membership.consumer_group`, KIP-848) also
-``ConsumerGroupHeartbeatResponded``, ``MetadataUpdated`` and ``SessionTimeoutDescribed``. A
-machine for another group type (KIP-932's share groups) adds its own responses the same way.
+``ConsumerGroupHeartbeatResponded``, ``MetadataUpdated`` and ``SessionTimeoutDescribed``; the
+share-group machine (:mod:`kgroup.membership.share_group`, KIP-932) also
+``ShareGroupHeartbeatResponded``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from kgroup.protocol.group_api import (
     LeaveGroupResponse,
     SyncGroupResponse,
 )
+from kgroup.protocol.share_group_heartbeat import ShareGroupHeartbeatResponse
 from kgroup.types import Generation
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "RequestFailed",
     "RequestRejoin",
     "SessionTimeoutDescribed",
+    "ShareGroupHeartbeatResponded",
     "StepCompleted",
     "Subscribe",
     "SyncGroupResponded",
@@ -225,6 +228,13 @@ class LeaveGroupResponded(LeaveGroupResponse):
 @attrs.frozen(kw_only=True)
 class ConsumerGroupHeartbeatResponded(ConsumerGroupHeartbeatResponse):
     """A ConsumerGroupHeartbeat response (the consumer protocol, KIP-848)."""
+
+    request_id: int
+
+
+@attrs.frozen(kw_only=True)
+class ShareGroupHeartbeatResponded(ShareGroupHeartbeatResponse):
+    """A ShareGroupHeartbeat response (share groups, KIP-932)."""
 
     request_id: int
 

@@ -45,10 +45,8 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 from uuid import UUID
-
-import attrs
 
 from kgroup._error_codes import NONE, UNSUPPORTED_VERSION, error_name
 from kgroup.config import ConsumerConfig
@@ -61,7 +59,7 @@ from kgroup.errors import (
     broker_error,
     classify,
 )
-from kgroup.membership import consumer_group, states
+from kgroup.membership import consumer_group
 from kgroup.membership.commands import (
     Command,
     DeliverStep,
@@ -69,11 +67,11 @@ from kgroup.membership.commands import (
     Notify,
     RebalanceStep,
     RequestMetadata,
-    SendFindCoordinator,
+    SendShareGroupHeartbeat,
 )
-from kgroup.membership.consumer_group import generate_member_id
+from kgroup.membership.consumer_group_states import MemberState
 from kgroup.membership.coordinator import CoordinatorState
-from kgroup.membership.core import MemberSnapshot
+from kgroup.membership.core import BrokerAssignedMember, MemberSnapshot
 from kgroup.membership.events import (
     CoordinatorDead,
     FindCoordinatorResponded,
@@ -81,6 +79,7 @@ from kgroup.membership.events import (
     MetadataUpdated,
     Polled,
     RequestFailed,
+    ShareGroupHeartbeatResponded,
     StepCompleted,
     Subscribe,
     Unsubscribe,
@@ -90,14 +89,13 @@ from kgroup.membership.timers import RetryTimer, next_backoff_s
 from kgroup.protocol.share_group_heartbeat import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
-    ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse,
     TopicIdPartitions,
 )
 from kgroup.types import Generation, TopicPartition
 
 __all__ = [
     "EVENT_TABLE",
+    "SHARE_STATES",
     "STATES",
     "SendShareGroupHeartbeat",
     "ShareGroupEvent",
@@ -109,31 +107,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _HEARTBEAT: Final = Api.SHARE_GROUP_HEARTBEAT
-
-
-# ==================================================================== the share group's request and answer
-
-
-@attrs.frozen(kw_only=True)
-class SendShareGroupHeartbeat(ShareGroupHeartbeatRequest):
-    """A ShareGroupHeartbeat to the coordinator ``node_id``; answered by ``ShareGroupHeartbeatResponded``."""
-
-    request_id: int
-    node_id: int
-    timeout_ms: int
-
-    def request(self) -> ShareGroupHeartbeatRequest:
-        """The request part, without the routing fields."""
-        return ShareGroupHeartbeatRequest(
-            **{f.name: getattr(self, f.name) for f in attrs.fields(ShareGroupHeartbeatRequest)}
-        )
-
-
-@attrs.frozen(kw_only=True)
-class ShareGroupHeartbeatResponded(ShareGroupHeartbeatResponse):
-    """A ShareGroupHeartbeat response (share groups, KIP-932)."""
-
-    request_id: int
 
 
 #: what the share-group machine takes
@@ -154,41 +127,18 @@ ShareGroupEvent = (
 # ==================================================================== states
 
 
-class ShareMemberState(enum.Enum):
-    """Where a member of a share group stands (Java's ``MemberState``, as ``ShareMembershipManager`` uses it; CLOSED).
+#: Where a member of a share group stands: Java's ``MemberState``, which ``ShareMembershipManager``
+#: shares with the consumer protocol's ``ConsumerMembershipManager`` (and CLOSED); a share member is
+#: never STALE: this increment has no poll watchdog (docs/share-groups.md)
+ShareMemberState = MemberState
+_S = MemberState
 
-    No STALE: this increment has no poll watchdog (docs/share-groups.md).
-    """
-
-    #: not in the group: no subscription yet, or it left; no heartbeats
-    UNSUBSCRIBED = "unsubscribed"
-    #: heartbeating with epoch 0 (at once) until the broker gives an epoch
-    JOINING = "joining"
-    #: the assignment differs from the partitions the poll thread has: resolving names, or a step is out
-    RECONCILING = "reconciling"
-    #: a reconciliation completed: the next heartbeat goes at once
-    ACKNOWLEDGING = "acknowledging"
-    #: in the group, the assignment reconciled; heartbeats at the interval
-    STABLE = "stable"
-    #: the broker fenced the member: its partitions are being released as lost, then it rejoins
-    FENCED = "fenced"
-    #: leaving: the partitions are being released
-    PREPARE_LEAVING = "prepare_leaving"
-    #: the heartbeat with epoch -1 goes out next (at once), or is in flight
-    LEAVING = "leaving"
-    #: a fatal error; no more requests
-    FATAL = "fatal"
-    #: closed (the consumer closed)
-    CLOSED = "closed"
-
-
-_S = ShareMemberState
+#: the states a share member takes (``EVENT_TABLE``'s): every state but STALE
+SHARE_STATES: Final = frozenset(MemberState) - {MemberState.STALE}
 
 #: each state as the poll thread reads it (``MemberSnapshot.state``): the consumer protocol's
-#: reading of the state of the same name; ``state_name`` keeps the member's own
-STATES: Final[Mapping[ShareMemberState, states.MemberState]] = MappingProxyType(
-    {state: consumer_group.STATES[consumer_group.MemberState[state.name]] for state in ShareMemberState}
-)
+#: reading; ``state_name`` keeps the member's own
+STATES: Final = consumer_group.STATES
 
 #: states in which the member is in the group and heartbeats
 _HEARTBEATING: Final = frozenset({_S.JOINING, _S.RECONCILING, _S.ACKNOWLEDGING, _S.STABLE, _S.PREPARE_LEAVING})
@@ -220,7 +170,7 @@ def _table() -> Mapping[ShareMemberState, Mapping[type, Verdict]]:
       not sent). ``RequestFailed`` answers either. None is in flight in UNSUBSCRIBED (the leave
       ends them all).
     """
-    live = frozenset(_S) - {_S.CLOSED, _S.FATAL}
+    live = SHARE_STATES - {_S.CLOSED, _S.FATAL}
     responses = {
         FindCoordinatorResponded: _LOOKS_UP,
         ShareGroupHeartbeatResponded: _SENDS_HEARTBEATS,
@@ -251,9 +201,8 @@ def _table() -> Mapping[ShareMemberState, Mapping[type, Verdict]]:
             return Verdict.HANDLE
         return Verdict.IGNORE if state in ignored.get(kind, frozenset()) else Verdict.ILLEGAL
 
-    return MappingProxyType(
-        {state: MappingProxyType({kind: verdict(state, kind) for kind in handled}) for state in _S}
-    )
+    rows = {state: MappingProxyType({kind: verdict(state, kind) for kind in handled}) for state in SHARE_STATES}
+    return MappingProxyType({state: rows[state] for state in _S if state in rows})  # in the enum's order
 
 
 #: state -> event type -> ``Verdict``, every pair
@@ -273,7 +222,7 @@ class _Step(enum.Enum):
 # ==================================================================== the machine
 
 
-class ShareGroupMachine:
+class ShareGroupMachine(BrokerAssignedMember):
     """The member of a share group. Not thread-safe: one owner (the group thread).
 
     Args:
@@ -287,15 +236,12 @@ class ShareGroupMachine:
 
     """
 
+    _group_kind: ClassVar[str] = "share group"
+
     def __init__(
         self, config: ConsumerConfig, *, rng: random.Random | None = None, member_id: str | None = None
     ) -> None:
-        self._config = config
-        self._group_id = config.group_id
-        self._rng = rng or random.Random()
-        self._member_id = member_id if member_id is not None else generate_member_id(self._rng)
-        self._epoch = JOIN_GROUP_MEMBER_EPOCH
-        self._state = _S.UNSUBSCRIBED
+        super().__init__(config, rng, member_id)
         self._fatal: Exception | None = None
         self._poisoned: ProtocolViolation | None = None
         self._topics: frozenset[str] = frozenset()
@@ -490,19 +436,17 @@ class ShareGroupMachine:
         self._sent_topics = None  # Java: after an error the next heartbeat carries every field
 
     # ---------------------------------------------------------------- the drive loop
-    def _drive(self, now: float, out: list[Any]) -> None:
-        if self._state in (_S.CLOSED, _S.FATAL):
-            return
-        if self._coordinator.node_id is None:
-            if self._state is _S.LEAVING:
-                log.warning("share group %s: no coordinator; the leave heartbeat is not sent", self._group_id)
-                self._finish_leave()
-            elif self._find_rid is None and self._state in _LOOKS_UP and self._coordinator.due(now):
-                self._find_rid = self._rid()
-                out.append(SendFindCoordinator(
-                    request_id=self._find_rid, key=self._group_id, timeout_ms=self._config.request_timeout_ms
-                ))
-            return
+    def _leave_not_sent(self) -> None:
+        self._finish_leave()
+
+    def _looks_for_coordinator(self, now: float) -> bool:
+        return self._find_rid is None and self._state in _LOOKS_UP and self._coordinator.due(now)
+
+    def _find_coordinator_sent(self) -> int:
+        self._find_rid = self._rid()
+        return self._find_rid
+
+    def _drive_with_coordinator(self, now: float, out: list[Any]) -> None:
         self._maybe_reconcile(out)
         if self._state is _S.LEAVING:
             if self._leave_rid is None:
@@ -513,17 +457,12 @@ class ShareGroupMachine:
 
     def _send_heartbeat(self, now: float, out: list[Any]) -> None:
         """Only what changed since the last heartbeat (Java's ``ShareHeartbeatRequestManager.HeartbeatState``)."""
-        assert self._coordinator.node_id is not None
         joining = self._state is _S.JOINING
         send_topics = joining or self._sent_topics != self._topics
         self._heartbeat_rid = self._rid()
-        out.append(SendShareGroupHeartbeat(
-            request_id=self._heartbeat_rid,
-            node_id=self._coordinator.node_id,
-            timeout_ms=self._config.request_timeout_ms,
-            group_id=self._group_id,
-            member_id=self._member_id,
-            member_epoch=self._epoch,
+        out.append(self._heartbeat(
+            self._heartbeat_rid,
+            self._epoch,
             rack_id=self._config.client_rack if joining else None,
             subscribed_topic_names=tuple(sorted(self._topics)) if send_topics else None,
         ))
@@ -533,17 +472,13 @@ class ShareGroupMachine:
             self._transition(_S.STABLE if self._reconciled() else _S.RECONCILING)
 
     def _send_leave(self, out: list[Any]) -> None:
-        assert self._coordinator.node_id is not None
         self._leave_rid = self._rid()
         self._heartbeat_rid = None
-        out.append(SendShareGroupHeartbeat(
-            request_id=self._leave_rid,
-            node_id=self._coordinator.node_id,
-            timeout_ms=self._config.request_timeout_ms,
-            group_id=self._group_id,
-            member_id=self._member_id,
-            member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-        ))
+        out.append(self._heartbeat(self._leave_rid, LEAVE_GROUP_MEMBER_EPOCH))
+
+    def _heartbeat(self, request_id: int, epoch: int, **fields: Any) -> SendShareGroupHeartbeat:
+        """A ShareGroupHeartbeat to the coordinator: the member's identity, ``epoch`` and ``fields``."""
+        return self._heartbeat_to_coordinator(SendShareGroupHeartbeat, request_id, epoch, fields)
 
     # ---------------------------------------------------------------- reconciling
     def _reconciled(self) -> bool:
