@@ -59,22 +59,27 @@ class ProcessingError(KGroupError):
         self.record = record
 
 
+class _Tries:
+    """A job's attempts so far, and once every attempt failed the last error (the poll thread's)."""
+
+    __slots__ = ("count", "dead_letter")
+
+    def __init__(self) -> None:
+        self.count = 0
+        #: set (by the poll thread) once every attempt failed: the dead-letter hook's turn
+        self.dead_letter: BaseException | None = None
+
+
+@attrs.frozen(eq=False)
 class _Job(Generic[K, V]):
     """One record on its way through the processor (poll thread's; the worker reads it)."""
 
-    __slots__ = ("attempts", "dead_letter", "lane", "offsets", "record", "size", "tp")
-
-    def __init__(
-        self, record: ConsumerRecord[K, V], tp: TopicPartition, lane: Lane, offsets: PartitionOffsets, size: int
-    ) -> None:
-        self.record = record
-        self.tp = tp
-        self.lane = lane
-        self.offsets = offsets
-        self.size = size
-        self.attempts = 0
-        #: set (by the poll thread) once every attempt failed: the dead-letter hook's turn
-        self.dead_letter: BaseException | None = None
+    record: ConsumerRecord[K, V]
+    tp: TopicPartition
+    lane: Lane
+    offsets: PartitionOffsets
+    size: int
+    tries: _Tries = attrs.field(factory=_Tries)
 
 
 class _Failed(Generic[K, V]):
@@ -376,8 +381,8 @@ class ParallelProcessor(Generic[K, V]):
             if taken is None:
                 return
             job = taken[1]
-            if job.dead_letter is None:
-                job.attempts += 1
+            if job.tries.dead_letter is None:
+                job.tries.count += 1
             with self._lock:
                 self._running[id(job)] = (job, now)
             self._counts["max-in-flight"] = max(self._counts["max-in-flight"], len(self._running))
@@ -386,8 +391,8 @@ class ParallelProcessor(Generic[K, V]):
     def _work(self, job: _Job[K, V]) -> None:
         """On a pool thread: the handler (or the dead-letter hook), then report back."""
         try:
-            if job.dead_letter is not None and self._on_dead_letter is not None:
-                self._on_dead_letter(job.record, job.dead_letter)
+            if job.tries.dead_letter is not None and self._on_dead_letter is not None:
+                self._on_dead_letter(job.record, job.tries.dead_letter)
             else:
                 self._handler(job.record)
         except BaseException as exc:  # every failure is the record's, reported back
@@ -430,19 +435,19 @@ class ParallelProcessor(Generic[K, V]):
     def _failed(self, job: _Job[K, V], error: BaseException) -> bool:
         """A failed attempt: True when it is retried or dead-lettered (the job lives on)."""
         self._counts["failed"] += 1
-        if job.dead_letter is not None:  # the dead-letter hook itself raised
+        if job.tries.dead_letter is not None:  # the dead-letter hook itself raised
             self._fail(job, f"the dead-letter hook raised {error!r}", error)
             return False
-        if job.attempts <= self._retries:
-            delay = min(self._backoff_max_s, self._backoff_s * 2 ** (job.attempts - 1))
+        if job.tries.count <= self._retries:
+            delay = min(self._backoff_max_s, self._backoff_s * 2 ** (job.tries.count - 1))
             self._counts["retried"] += 1
             self._scheduler.retry(job.lane, job, self._clock.monotonic() + delay)
             return True
         if self._on_dead_letter is None:
-            self._fail(job, f"failed {job.attempts} times: {error!r}", error)
+            self._fail(job, f"failed {job.tries.count} times: {error!r}", error)
             return False
         self._counts["dead-lettered"] += 1
-        job.dead_letter = error
+        job.tries.dead_letter = error
         self._scheduler.retry(job.lane, job, self._clock.monotonic())  # the hook runs next, in its lane
         return True
 

@@ -26,7 +26,7 @@ from uuid import UUID
 import attrs
 
 from kgroup._clock import Clock
-from kgroup._driver.leader_watch import LeaderWatch
+from kgroup._driver.leader_watch import LeaderWatch, ThreadView
 from kgroup._driver.mailbox import Mailbox
 from kgroup._driver.metadata import MetadataCache, MetadataFuture
 from kgroup._io.transport import ConsumerGroupTransport, Transport
@@ -147,8 +147,9 @@ class GroupThread:
         self._crashed: Exception | None = None
         #: the classic leader's metadata watch and ownership check (None: the consumer protocol,
         #: whose coordinator watches the metadata)
-        self._leader: LeaderWatch | None = None if self._consumer_protocol else LeaderWatch(
-            config, transport, self._metadata, clock, self.post, lambda: self._snapshot, self._machine.snapshot
+        view = ThreadView(self.post, lambda: self._snapshot, self._machine.snapshot)
+        self._leader: LeaderWatch | None = (
+            None if self._consumer_protocol else LeaderWatch(config, transport, self._metadata, clock, view)
         )
         #: ident of the thread the assignor last ran on (tests assert it is this loop's thread)
         self.assignor_thread: int | None = None

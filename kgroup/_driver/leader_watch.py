@@ -31,7 +31,7 @@ from kgroup.membership.states import MemberState
 from kgroup.protocol.consumer_protocol import decode_assignment
 from kgroup.types import TopicPartition, tp_key
 
-__all__ = ["LeaderWatch"]
+__all__ = ["LeaderWatch", "ThreadView"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,18 @@ class _Coverage:
     metadata: MetadataFuture
 
 
+@attrs.frozen
+class ThreadView:
+    """What the watch sees of its group thread: its inbox and the machine's snapshots."""
+
+    #: puts an item in the group thread's inbox (any thread)
+    post: Callable[[object], None]
+    #: the snapshot the group thread last published
+    published: Callable[[], MemberSnapshot]
+    #: the machine's snapshot now
+    current: Callable[[], MemberSnapshot]
+
+
 class LeaderWatch:
     """The leader's metadata watch and the returning static leader's ownership check (group thread only).
 
@@ -82,9 +94,7 @@ class LeaderWatch:
         transport: for DescribeGroups.
         metadata: the group thread's metadata cache.
         clock: the group thread's clock.
-        post: puts an item in the group thread's inbox (any thread).
-        published: the snapshot the group thread last published.
-        current: the machine's snapshot now.
+        thread: the group thread's inbox and snapshots.
 
     """
 
@@ -94,17 +104,10 @@ class LeaderWatch:
         transport: Transport,
         metadata: MetadataCache,
         clock: Clock,
-        post: Callable[[object], None],
-        published: Callable[[], MemberSnapshot],
-        current: Callable[[], MemberSnapshot],
+        thread: ThreadView,
     ) -> None:
-        self._config = config
-        self._transport = transport
-        self._metadata = metadata
-        self._clock = clock
-        self._post = post
-        self._published = published
-        self._current = current
+        self._config, self._transport, self._metadata, self._clock = config, transport, metadata, clock
+        self._post, self._published, self._current = thread.post, thread.published, thread.current
         #: (generation id, partition counts, the group's subscribed topics) of the last
         #: assignment this member made as leader: a subscribed topic missing then has no count
         self._assigned: tuple[int, dict[str, int], frozenset[str]] | None = None
