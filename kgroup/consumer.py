@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
 from kgroup._lazy import lazy_getattr
+from kgroup._leaving_api import LeavingAPI
 from kgroup._observability_api import ObservabilityAPI
 from kgroup._positions_api import PositionsAPI
 from kgroup._typevars import K, V
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     # (tests/unit/test_import_time.py): ``_DEFERRED`` below names the ones read at run time.
     from kgroup._clock import Clock, MonotonicClock
     from kgroup._driver.autocommit import AutoCommit, prepare_offsets
-    from kgroup._driver.closing import close_policy, leave_group, raise_close_failures
     from kgroup._driver.commits import OffsetsClient
     from kgroup._driver.group_thread import GroupThread
     from kgroup._driver.lookups import OffsetLookups
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from kgroup._driver.steps import ListenerSteps
     from kgroup._io.transport import Transport
     from kgroup.columns import RecordColumns
-    from kgroup.config import ConsumerArgs, ConsumerConfig, GroupMembershipOperation, resolve_bootstrap_servers
+    from kgroup.config import ConsumerArgs, ConsumerConfig, resolve_bootstrap_servers
     from kgroup.deserializers import DeserializerLike, as_function
     from kgroup.health import HealthServer
     from kgroup.listener import RebalanceListener
@@ -73,9 +73,6 @@ __all__ = ["Consumer"]
 
 log = logging.getLogger(__name__)
 
-#: how long close() waits for the group thread to stop once the member left, in seconds
-_GROUP_STOP_S = 5.0
-
 #: the names this module reads at run time that ``from kgroup import Consumer`` must not import
 #: (about 80 attrs classes, and attrs): module -> names.
 #: The first ``Consumer(...)`` binds them all as globals (``_import_deferred``), before any method
@@ -85,7 +82,6 @@ _GROUP_STOP_S = 5.0
 _DEFERRED: dict[str, tuple[str, ...]] = {
     "kgroup._clock": ("MonotonicClock",),
     "kgroup._driver.autocommit": ("AutoCommit", "prepare_offsets"),
-    "kgroup._driver.closing": ("close_policy", "leave_group", "raise_close_failures"),
     "kgroup._driver.lookups": ("OffsetLookups",),
     "kgroup._driver.patterns": ("PatternSubscription", "compile_pattern"),
     "kgroup._driver.poll_loop": ("PollLoop",),
@@ -112,7 +108,7 @@ def _import_deferred() -> None:
         getattr(this, name)
 
 
-class Consumer(PositionsAPI, ObservabilityAPI, Generic[K, V]):
+class Consumer(PositionsAPI, ObservabilityAPI, LeavingAPI, Generic[K, V]):
     """A member of a Kafka consumer group (the Java ``KafkaConsumer``'s group semantics).
 
     ``Consumer(bootstrap_servers="host:9092", group_id="billing", **config)`` or
@@ -785,149 +781,3 @@ class Consumer(PositionsAPI, ObservabilityAPI, Generic[K, V]):
         fetcher = self._fetcher
         if fetcher is not None:
             fetcher.wakeup()
-
-    # ------------------------------------------------------------------ close
-    def _leave(
-        self, thread: GroupThread, deadline: float, send_leave_group: bool | None, reason: str, what: str,
-        timeout_ms: int,
-    ) -> None:
-        """Revoke (callbacks, commit) and leave or remain as ``send_leave_group`` says (``kgroup._driver.closing``)."""
-        assert self._offsets is not None
-        leave_group(
-            thread, self._offsets, config=self._config, clock=self._clock, mailbox=self._mailbox,
-            drain=lambda: self._drain_mailbox(None), deadline=deadline, send_leave_group=send_leave_group,
-            reason=reason, what=what, timeout_ms=timeout_ms,
-        )
-
-    def unsubscribe(self, timeout_ms: int | None = None) -> None:
-        """Stop consuming: revoke the partitions (with callbacks) and leave the group (Java ``unsubscribe``).
-
-        ``on_partitions_revoked`` runs for the owned partitions (``on_partitions_lost`` if the
-        generation is gone), after the auto-commit if enabled; a dynamic member then sends
-        LeaveGroup, a static one does not (as Java, KIP-345: its session keeps the partitions
-        until it subscribes again or the session expires). A later ``subscribe()`` joins the
-        group again: under ``group_protocol="classic"`` as a new member for a dynamic consumer;
-        under ``"consumer"`` with the same member id, which the consumer keeps for its lifetime
-        (KIP-1082), at epoch 0. A no-op when not subscribed.
-
-        Args:
-            timeout_ms: the longest to wait for the commit, the callbacks and LeaveGroup, in ms
-                (default: default_api_timeout_ms).
-
-        Raises:
-            IllegalStateError: called from inside a listener callback.
-            ListenerError: a callback raised (the consumer is unsubscribed all the same).
-            ConsumerClosedError: after ``close()``.
-
-        """
-        self._check_open()
-        if self._steps.in_callback:
-            raise IllegalStateError("unsubscribe() must not be called from a rebalance listener callback")
-        thread = self._group_thread
-        if self._manual:
-            self._drop_manual_assignment(timeout_ms)
-            return
-        if thread is None or self._subscribed_at is None:
-            return
-        timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
-        deadline = self._clock.monotonic() + timeout / 1000
-        try:
-            with self._auto_commit.bounded_by(deadline):
-                reason = "the consumer unsubscribed from all topics"
-                self._leave(thread, deadline, None, reason, "unsubscribe()", timeout)
-        finally:
-            self._runtime.stop(thread, _GROUP_STOP_S)
-            self._group = self._group_thread = None
-            self._offsets = None
-            self._subscribed_at = None
-            self._patterns.stop()
-            if self._parts is not None:
-                self._set_assignment(frozenset())
-            self._auto_commit.stop()
-        self._raise_pending()
-
-    def _drop_manual_assignment(self, timeout_ms: int | None) -> None:
-        """End a manual assignment: the auto-commit, if enabled, then nothing is assigned."""
-        if self._config.enable_auto_commit and self._assignment:
-            timeout = timeout_ms if timeout_ms is not None else self._config.default_api_timeout_ms
-            with self._auto_commit.bounded_by(self._clock.monotonic() + timeout / 1000):
-                self._auto_commit_sync()
-        self._set_assignment(frozenset())
-        self._manual = False
-        self._group = None
-        self._offsets = None
-        self._auto_commit.stop()
-
-    def close(
-        self,
-        timeout_ms: int = 30000,
-        *,
-        group_membership: GroupMembershipOperation = "default",
-        reason: str = "the consumer is being closed",
-    ) -> None:
-        """Leave the group (or not) and release resources, within ``timeout_ms``.
-
-        Waits for pending async commits, then runs ``on_partitions_revoked`` for owned
-        partitions (after the auto-commit, if enabled; ``on_partitions_lost`` if the
-        generation is no longer valid), then, depending on ``group_membership`` (KIP-1092's
-        ``CloseOptions.GroupMembershipOperation``):
-
-        * ``"default"``: a dynamic member sends LeaveGroup, a static member (``group_instance_id``
-          set) does not and stays in the group until its session timeout, so a restart within
-          ``session_timeout_ms`` gets its partitions back without a rebalance (KIP-345);
-        * ``"remain"``: no LeaveGroup, also for a dynamic member (the coordinator expires it
-          after ``session_timeout_ms``);
-        * ``"leave"``: LeaveGroup (v3+, with the instance id for a static member): use it when
-          scaling a static deployment down, so its partitions move at once.
-
-        Every wait (async commits, the revoke commit, the callbacks' step, LeaveGroup) is
-        bounded by ``timeout_ms``; then the group thread gets up to 5 s to stop (it is idle by
-        then: milliseconds) and the network client closes. A listener's own work is not bounded
-        (as in Java). When the member is still in a rebalance at the deadline, ``close()`` logs a
-        warning and returns: the coordinator removes the member after ``session_timeout_ms``. A
-        LeaveGroup does not wait behind a JoinGroup parked at the coordinator (it takes the
-        broker's other connection). ``wakeup()`` does not interrupt ``close()``. Idempotent.
-        docs/production.md explains how to size ``timeout_ms`` against a platform's grace
-        period.
-
-        Args:
-            timeout_ms: the longest close waits for commits, callbacks and LeaveGroup, in ms.
-            group_membership: ``"default"``, ``"remain"`` or ``"leave"``.
-            reason: the KIP-800 reason sent with LeaveGroup (cut to 255 characters).
-
-        Raises:
-            IllegalStateError: called from inside a listener callback.
-            ConfigError: ``group_membership`` is not one of the three values.
-            KGroupError: a listener callback raised during close (``__cause__`` is its
-                ``ListenerError``); the consumer is closed all the same (Java
-                ``KafkaConsumer.close``: "Failed to close kafka consumer").
-
-        """
-        send_leave_group = close_policy(group_membership)
-        if self._steps.in_callback:
-            raise IllegalStateError("close() must not be called from a rebalance listener callback")
-        if self._closed or self._closing:
-            return
-        # not yet _closed: commit() must keep working inside the close revoke callback
-        self._closing = True
-        self._mailbox.disable_wakeups()  # wakeup() does not interrupt close() (Java: disableWakeups)
-        thread = self._group_thread
-        deadline = self._clock.monotonic() + timeout_ms / 1000
-        errors_before = len(self._errors)
-        try:
-            with self._auto_commit.bounded_by(deadline):
-                if self._manual and self._fatal is None:
-                    if self._config.enable_auto_commit and self._assignment:
-                        self._auto_commit_sync()  # Java's close: maybeAutoCommitOffsetsSync, no group to leave
-                elif thread is not None and self._fatal is None:
-                    self._leave(thread, deadline, send_leave_group, reason, "close()", timeout_ms)
-        finally:
-            self._closed = True
-            for server in self._health_servers:
-                server.close()
-            if thread is not None:
-                self._runtime.stop(thread, _GROUP_STOP_S)
-            if self._transport is not None and self._transport_arg is None:
-                self._transport.close()
-            log.info("group %s: consumer closed", self._config.group_id)
-        raise_close_failures(self._config, self._errors[errors_before:])

@@ -52,6 +52,7 @@ ALLOWED_KGROUP = {
     "kgroup",
     "kgroup._error_codes",
     "kgroup._lazy",
+    "kgroup._leaving_api",
     "kgroup._observability_api",
     "kgroup._positions_api",
     "kgroup._typevars",
