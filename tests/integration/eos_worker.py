@@ -1,10 +1,12 @@
 """A worker of ``examples/exactly_once.py`` (its ``--serve``, unchanged) that can freeze itself
 in the middle of a transaction, for ``test_exactly_once.py``.
 
-``python tests/integration/eos_worker.py``, with the example's environment and ``STOP_FILE``:
-once that file exists, the next transaction sends its records, flushes them to the broker (an
-open transaction with data in it), prints ``<name>: stopping itself in transaction <n>`` and
-sends itself SIGSTOP. After SIGCONT it goes on as the example does: it sends the offsets with
+``python tests/integration/eos_worker.py``, with the example's environment and
+``STOP_IN_TRANSACTION`` (a transaction number, counted from 1): that transaction sends its
+records, flushes them to the broker (an open transaction with data in it), prints
+``<name>: stopping itself in transaction <n>`` and sends itself SIGSTOP. (A number, not a signal
+from the test: on a loaded machine a worker may have consumed its whole share before the test
+gets to send one.) After SIGCONT it goes on as the example does: it sends the offsets with
 the group metadata it had, which the group coordinator must fence.
 """
 
@@ -30,12 +32,12 @@ def load_example() -> Any:
 
 def main() -> int:
     example = load_example()
-    stop_file = os.environ.get("STOP_FILE")
+    stop_at = int(os.environ.get("STOP_IN_TRANSACTION", "0"))
     name = os.environ.get("WORKER", "worker")
     stopped: list[int] = []
 
     def before_offsets(txn: int, producer: Any) -> None:
-        if stop_file and not stopped and os.path.exists(stop_file):
+        if stop_at and not stopped and txn >= stop_at:
             stopped.append(txn)
             producer.flush()
             print(f"{name}: stopping itself in transaction {txn}", flush=True)

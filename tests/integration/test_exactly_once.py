@@ -14,8 +14,8 @@ member epoch in ``group_metadata()``'s generation.
 * ``crashed`` is killed with SIGKILL (an open transaction left to the transaction timeout, its
   partitions' next owner waiting for it: the OffsetFetch of a read_committed consumer asks for
   stable offsets);
-* ``zombie`` sends a batch's records in a transaction, flushes them to the broker and stops
-  itself (SIGSTOP) before its offsets; it stays stopped until the group coordinator removed it
+* ``zombie`` commits one transaction, then in its second sends a batch's records, flushes them
+  to the broker and stops itself (SIGSTOP) before its offsets; it stays stopped until the group coordinator removed it
   (its session timeout passed) and ``survivor`` owns every partition, then gets SIGCONT and
   goes on with the generation it had: the coordinator must refuse its offsets (the member is
   gone: UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION, kafka-python's ``CommitFailedError``), and the
@@ -119,7 +119,6 @@ def test_every_order_once_through_a_crash_and_a_zombie(
         marks.append(f"{time.monotonic() - started:6.1f} s  {what}")
 
     mark(f"{ORDERS} orders in {topic_in} ({group_protocol} protocol)")
-    stop_file = tmp_path / "stop-now"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
@@ -130,7 +129,8 @@ def test_every_order_once_through_a_crash_and_a_zombie(
     workers = {
         "crashed": Worker("crashed", tmp_path, env),
         # its transaction must outlive its stop, so that the group's fencing is what refuses it
-        "zombie": Worker("zombie", tmp_path, {**env, "STOP_FILE": str(stop_file),
+        # it stops itself in its second transaction: after one commit, with work left
+        "zombie": Worker("zombie", tmp_path, {**env, "STOP_IN_TRANSACTION": "2",
                                               "TRANSACTION_TIMEOUT_MS": "300000"}),
         "survivor": Worker("survivor", tmp_path, env),
     }
@@ -143,7 +143,6 @@ def test_every_order_once_through_a_crash_and_a_zombie(
         crashed.proc.wait(30)
         mark("crashed: SIGKILL")
 
-        stop_file.touch()
         wait_until(lambda: "zombie: stopping itself" in zombie.log() and zombie.stopped(), 120,
                    "the zombie stopped in the middle of a transaction")
         mark("zombie: SIGSTOP with its records flushed, before its offsets")
