@@ -101,6 +101,15 @@ if not TYPE_CHECKING:  # type checkers see the imports above; a module __getattr
     __getattr__ = lazy_getattr(__name__, _MODULE_OF)
 
 
+def _held(generation: Generation, group_protocol: str) -> bool:
+    """Whether ``generation`` is one the member holds: a classic generation (0 and up: a broker
+    may start at 0), or a member epoch above 0 (0 is joining, below 0 left; KIP-848).
+    """
+    if group_protocol == "consumer":
+        return generation.generation_id > 0
+    return generation.generation_id >= 0
+
+
 def _import_deferred() -> None:
     """Bind every name of ``_DEFERRED`` (the module ``__getattr__`` imports each once)."""
     this = sys.modules[__name__]
@@ -511,7 +520,7 @@ class Consumer(PositionsAPI, ObservabilityAPI, LeavingAPI, Generic[K, V]):
 
     def _run_step(self, step: RebalanceStep) -> None:
         """Run one rebalance step's callbacks, then ``StepCompleted`` (the simulator times these)."""
-        if step.generation.generation_id > 0:
+        if _held(step.generation, self._config.group_protocol):
             self._held_generation = step.generation  # group_metadata() after the generation is gone
         self._steps.run(self, step)
 
@@ -745,9 +754,8 @@ class Consumer(PositionsAPI, ObservabilityAPI, LeavingAPI, Generic[K, V]):
         from kgroup._io.kafka_transactions import consumer_group_metadata
 
         snap = self._snapshot()
-        # a generation or member epoch > 0 is one the member holds (epoch 0: joining; < 0: left)
         generation = None if self._manual else self._held_generation  # assign(): no membership
-        if snap is not None and snap.generation.generation_id > 0:
+        if snap is not None and _held(snap.generation, self._config.group_protocol):
             generation = snap.generation
         generation_id, member_id = (generation.generation_id, generation.member_id) if generation else (-1, "")
         return consumer_group_metadata(
