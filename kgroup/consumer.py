@@ -102,8 +102,10 @@ if not TYPE_CHECKING:  # type checkers see the imports above; a module __getattr
 
 
 def _held(generation: Generation, group_protocol: str) -> bool:
-    """Whether ``generation`` is one the member holds: a classic generation (0 and up: a broker
-    may start at 0), or a member epoch above 0 (0 is joining, below 0 left; KIP-848).
+    """Whether ``generation`` is one the member holds.
+
+    A classic generation from 0 up (a broker may start at 0), a member epoch above 0 (0 is
+    joining, below 0 left; KIP-848).
     """
     if group_protocol == "consumer":
         return generation.generation_id > 0
