@@ -324,6 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kill-at", type=float, default=0.5, help="fraction of --records done at the kill")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-kill", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true", help="only the kill scenario")
     # a member of the kill scenario (the benchmark runs itself)
     parser.add_argument("--member", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -342,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   startup_timeout_s=180)
             stack.append(broker)
             bootstrap = broker.bootstrap_servers
-            label = f"{broker.version} (one KRaft node)"
+            label = str(broker.version)
         else:
             from kgroup.testing.coordinator import CoordinatorConfig
             from kgroup.testing.proxy import CoordinatorProxy
@@ -368,14 +369,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         loads: list[float] = [os.getloadavg()[0]]
         run_dir = Path(tempfile.mkdtemp(prefix="bench-parallel-"))
         for round_ in range(args.repeat):
-            rates.setdefault("plain", []).append(plain(bootstrap, topic, args.plain_records, handler_s))
-            rates.setdefault("aiokafka", []).append(
-                aiokafka_per_partition(bootstrap, topic, args.peer_records, handler_s))
-            for ordering in ORDERINGS:
-                count = args.peer_records if ordering == "partition" else args.records
-                span = parallel(bootstrap, topic, count, handler_s, concurrency, ordering)
-                rates.setdefault(ordering, []).append(span.rate())
-            loads.append(os.getloadavg()[0])
+            if not args.skip_throughput:
+                rates.setdefault("plain", []).append(plain(bootstrap, topic, args.plain_records, handler_s))
+                rates.setdefault("aiokafka", []).append(
+                    aiokafka_per_partition(bootstrap, topic, args.peer_records, handler_s))
+                for ordering in ORDERINGS:
+                    count = args.peer_records if ordering == "partition" else args.records
+                    span = parallel(bootstrap, topic, count, handler_s, concurrency, ordering)
+                    rates.setdefault(ordering, []).append(span.rate())
+                loads.append(os.getloadavg()[0])
             if not args.skip_kill:
                 for metadata in ("on", "off"):
                     kills[metadata].append(kill_run(bootstrap, topic, args, metadata, run_dir))
@@ -387,18 +389,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         for item in reversed(stack):
             item.stop()
 
-    base, peer = _median(rates["plain"]), _median(rates["aiokafka"])
     print(f"\n{label}; load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs; "
           f"{args.records:,} records of 100 B, {args.keys:,} keys, {args.partitions} partitions, "
           f"{args.handler_ms:g} ms handler; medians over {args.repeat} rounds [min-max]")
-    print("\n| loop | records/s | [min-max] | x plain | x aiokafka |")
-    print("|---|---:|---:|---:|---:|")
-    rows = [("plain", "plain `poll()` loop (kgroup), one record at a time"),
-            ("aiokafka", f"aiokafka, one asyncio task per partition ({args.partitions})")]
-    rows += [(o, f"`ParallelProcessor(ordering={o!r}, max_concurrency={concurrency})`") for o in ORDERINGS]
-    for name, title in rows:
-        rate = _median(rates[name])
-        print(f"| {title} | {rate:,.0f} | {_spread(rates[name])} | {rate / base:.1f} | {rate / peer:.2f} |")
+    if not args.skip_throughput:
+        base, peer = _median(rates["plain"]), _median(rates["aiokafka"])
+        print("\n| loop | records/s | [min-max] | x plain | x aiokafka |")
+        print("|---|---:|---:|---:|---:|")
+        rows = [("plain", "plain `poll()` loop (kgroup), one record at a time"),
+                ("aiokafka", f"aiokafka, one asyncio task per partition ({args.partitions})")]
+        rows += [(o, f"`ParallelProcessor(ordering={o!r}, max_concurrency={concurrency})`") for o in ORDERINGS]
+        for name, title in rows:
+            rate = _median(rates[name])
+            print(f"| {title} | {rate:,.0f} | {_spread(rates[name])} | {rate / base:.1f} | {rate / peer:.2f} |")
     if not args.skip_kill:
         print(f"\nSIGKILL of a member (`ordering='key'`, `max_concurrency={concurrency}`, "
               f"`commit_interval_ms={args.commit_interval_ms}`) after {args.kill_at:.0%} of the records; "
