@@ -218,11 +218,8 @@ def _read_log(path: Path) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
         data = path.read_bytes()
     except FileNotFoundError:
         return started, ended
-    for line in data.splitlines():
-        fields = line.split()
-        if len(fields) != 3 or not data.endswith(b"\n") and line is data.splitlines()[-1]:
-            continue  # a line being written
-        kind, partition, offset = fields
+    for line in data[: data.rfind(b"\n") + 1].splitlines():  # not a last line being written
+        kind, partition, offset = line.split()
         (started if kind == b"S" else ended).add((int(partition), int(offset)))
     return started, ended
 
