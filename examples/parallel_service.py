@@ -4,10 +4,14 @@ Run it::
 
     KGROUP_BOOTSTRAP_SERVERS=broker:9092 TOPIC=orders GROUP=billing python examples/parallel_service.py
 
-Without ``KGROUP_BOOTSTRAP_SERVERS`` it starts the embedded test broker (with the coordinator
-proxy in front of it, which keeps commit metadata as Apache Kafka does), writes ``RECORDS``
-records over ``KEYS`` keys and stops once all are processed, so ``python
-examples/parallel_service.py`` shows it working on any machine.
+Without ``KGROUP_BOOTSTRAP_SERVERS`` (or with ``DEMO=1``, on that cluster) it is a demo with a
+self-check: it starts the embedded test broker (with the coordinator proxy in front of it,
+which keeps commit metadata as Apache Kafka does; on a cluster of ``KGROUP_BOOTSTRAP_SERVERS``,
+that cluster's own coordinator), writes ``RECORDS`` records over ``KEYS`` keys to a new topic,
+processes them and checks that every record was processed (or dead-lettered), that the records
+of each key ran one at a time in offset order, and that none was lost. Its last line is
+``PASS: ...`` or ``FAIL: ...`` (exit code 1), so ``python examples/parallel_service.py`` shows
+it working on any machine.
 
 What it shows (``docs/parallel.md`` is the guide):
 
@@ -23,10 +27,11 @@ What it shows (``docs/parallel.md`` is the guide):
   lets in-flight records finish (``revoke_timeout_ms``), commits and leaves the group.
 * **Health**: ``processor.health()`` is not live while a handler runs past ``stuck_after_ms``.
 
-Environment: ``TOPIC`` (``parallel-orders``), ``GROUP`` (``parallel-example``), ``RECORDS``
-(demo mode: how many to write, 2000; else, when set: stop once that many are processed or
-dead-lettered), ``KEYS`` (500), ``MAX_CONCURRENCY`` (64). The last line is ``stopped: ...``
-with the totals; exit code 0 on a clean stop.
+Environment: ``TOPIC`` (``parallel-orders``; a new ``parallel-orders-<random>`` in the demo),
+``GROUP`` (``parallel-example``; likewise), ``RECORDS`` (demo mode: how many to write, 2000;
+else, when set: stop once that many are processed or dead-lettered), ``KEYS`` (500),
+``MAX_CONCURRENCY`` (64), ``TIMEOUT_S`` (demo mode: give up after that long, 300). The service
+mode's last line is ``stopped: ...`` with the totals; exit code 0 on a clean stop.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from typing import Any
 
 import kgroup
@@ -47,50 +53,79 @@ log = logging.getLogger("parallel-service")
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
-    topic = os.environ.get("TOPIC", "parallel-orders")
-    group = os.environ.get("GROUP", "parallel-example")
+    bootstrap = os.environ.get("KGROUP_BOOTSTRAP_SERVERS")
+    demo = not bootstrap or os.environ.get("DEMO") == "1"
+    suffix = f"-{uuid.uuid4().hex[:8]}" if demo else ""
+    topic = os.environ.get("TOPIC", "parallel-orders" + suffix)
+    group = os.environ.get("GROUP", "parallel-example" + suffix)
     records = int(os.environ.get("RECORDS", "2000"))
-    stop_after = records if "RECORDS" in os.environ or not os.environ.get("KGROUP_BOOTSTRAP_SERVERS") else None
+    stop_after = records if "RECORDS" in os.environ or demo else None
     keys = int(os.environ.get("KEYS", "500"))
     max_concurrency = int(os.environ.get("MAX_CONCURRENCY", "64"))
+    timeout_s = float(os.environ.get("TIMEOUT_S", "300"))
 
     stack: list[Any] = []
-    bootstrap = os.environ.get("KGROUP_BOOTSTRAP_SERVERS")
-    demo = not bootstrap
-    if demo:  # the embedded broker behind the coordinator proxy, and the records to process
+    if demo:  # a broker (the embedded one behind the coordinator proxy), and the records to process
         from kgroup.testing import create_topic, produce, start_broker
         from kgroup.testing.coordinator import CoordinatorConfig
         from kgroup.testing.proxy import CoordinatorProxy
 
-        broker = start_broker()
+        broker = start_broker()  # KGROUP_BOOTSTRAP_SERVERS's cluster when set
         stack.append(broker)
-        config = CoordinatorConfig(group_initial_rebalance_delay_ms=0)
-        proxy = CoordinatorProxy(broker.bootstrap_servers, config=config).start()
-        stack.append(proxy)
-        bootstrap = proxy.bootstrap_servers
+        bootstrap = broker.bootstrap_servers
+        if broker.kind == "tansu":  # Tansu drops commit metadata: the proxy keeps it
+            config = CoordinatorConfig(group_initial_rebalance_delay_ms=0)
+            proxy = CoordinatorProxy(broker.bootstrap_servers, config=config).start()
+            stack.append(proxy)
+            bootstrap = proxy.bootstrap_servers
         create_topic(broker.bootstrap_servers, topic, partitions=4)
         values = [b"poison" if i == 7 else b"order %d" % i for i in range(records)]
-        produce(broker.bootstrap_servers, topic, [(b"customer-%d" % (i % keys), v) for i, v in enumerate(values)])
+        produce(broker.bootstrap_servers, topic, [(b"customer-%d" % (i % keys), v) for i, v in enumerate(values)],
+                timeout_s=120)
+        print(f"kafka broker: {broker.kind} at {broker.bootstrap_servers}; {records} records over {keys} keys"
+              f" in {topic}", flush=True)
 
     lock = threading.Lock()
     last_offset: dict[tuple[int, bytes | None], int] = {}
+    running: set[tuple[int, bytes | None]] = set()  # keys whose handler runs now
+    seen: dict[tuple[int, int], int] = {}  # (partition, offset) -> times processed or dead-lettered
+    values_seen: set[bytes] = set()
+    broken: list[str] = []  # key-order violations (kept, not raised: a raise would be retried)
     done = [0, 0]  # processed, dead-lettered
 
     def handle(record: kgroup.ConsumerRecord) -> None:
         """Your business logic: 10 ms of pretend I/O per record."""
         if record.value == b"poison":
             raise ValueError("cannot parse the order")
+        lane = (record.partition, record.key)
+        with lock:
+            if lane in running or last_offset.get(lane, -1) > record.offset:
+                broken.append(f"{record.key!r}@{record.partition}-{record.offset}")
+            running.add(lane)
         time.sleep(0.01)
         with lock:
-            previous = last_offset.get((record.partition, record.key), -1)
-            assert previous < record.offset, "key order broken"
-            last_offset[(record.partition, record.key)] = record.offset
+            running.discard(lane)
+            last_offset[lane] = record.offset
+            seen[(record.partition, record.offset)] = seen.get((record.partition, record.offset), 0) + 1
+            values_seen.add(record.value)
             done[0] += 1
 
     def dead_letter(record: kgroup.ConsumerRecord, error: BaseException) -> None:
         log.warning("dead letter: %s-%d@%d: %r", record.topic, record.partition, record.offset, error)
         with lock:
+            last_offset[(record.partition, record.key)] = record.offset
+            seen[(record.partition, record.offset)] = seen.get((record.partition, record.offset), 0) + 1
+            values_seen.add(record.value)
             done[1] += 1
+
+    deadline = time.monotonic() + timeout_s
+
+    def finished() -> bool:
+        if stop_after is None:
+            return False
+        if demo:
+            return len(seen) >= stop_after or time.monotonic() > deadline
+        return sum(done) >= stop_after
 
     assert bootstrap is not None
     consumer = kgroup.Consumer(
@@ -111,7 +146,7 @@ def main() -> int:
     try:
         with processor:
             processor.subscribe([topic])
-            processor.run(until=None if stop_after is None else lambda: sum(done) >= stop_after)
+            processor.run(until=finished)
             metrics = processor.metrics()
     finally:
         for item in reversed(stack):
@@ -120,8 +155,26 @@ def main() -> int:
     print(
         f"stopped: {done[0]} records processed, {done[1]} dead-lettered, "
         f"{metrics['parallel-max-in-flight']:.0f} at most in flight, {done[0] / elapsed:.0f} records/s "
-        f"(the group join included)"
+        f"(the group join included)", flush=True,
     )
+    if not demo:
+        return 0
+    expected = {b"poison" if i == 7 else b"order %d" % i for i in range(records)}
+    lost = sorted(expected - values_seen)
+    twice = sum(1 for n in seen.values() if n > 1)
+    problems = []
+    if lost:
+        problems.append(f"{len(lost)} records lost (first {lost[:3]})")
+    if broken:
+        problems.append(f"key order broken {len(broken)} times (first {broken[:3]})")
+    if done[1] != 1:
+        problems.append(f"{done[1]} records dead-lettered, not 1 (the poison record)")
+    if problems:
+        print("FAIL: " + "; ".join(problems))
+        return 1
+    print(f"PASS: {len(seen)}/{records} records processed ({done[1]} dead-lettered), none lost, "
+          f"key order held for {len(last_offset)} keys, {metrics['parallel-max-in-flight']:.0f} at most in flight, "
+          f"{twice} processed twice")
     return 0
 
 

@@ -127,6 +127,10 @@ class ParallelProcessor(Generic[K, V]):
         stuck_after_ms: a record running longer is reported by ``health()`` (not live) and
             the ``parallel-records-stuck`` metric.
         max_metadata_chars: the broker's ``offset.metadata.max.bytes`` (4096 by default).
+        commit_metadata: True (the default) writes the completions above the committed offset
+            into the commit's metadata, so that the next owner skips them; False commits the
+            first record not completed only, with empty metadata (the next owner processes
+            again every completion above it; ``docs/parallel.md``, "Commits").
         clock: a ``Clock`` (tests).
 
     Raises:
@@ -152,6 +156,7 @@ class ParallelProcessor(Generic[K, V]):
         revoke_timeout_ms: int = 10_000,
         stuck_after_ms: int = 60_000,
         max_metadata_chars: int = DEFAULT_MAX_METADATA_CHARS,
+        commit_metadata: bool = True,
         clock: Clock | None = None,
     ) -> None:
         if consumer.config.enable_auto_commit:
@@ -188,6 +193,7 @@ class ParallelProcessor(Generic[K, V]):
         self._revoke_timeout_s = revoke_timeout_ms / 1000
         self._stuck_after_s = stuck_after_ms / 1000
         self._max_metadata_chars = max_metadata_chars
+        self._commit_metadata = bool(commit_metadata)
         self._clock = clock or MonotonicClock()
         # ---- the poll thread's
         self._scheduler: Scheduler[_Job[K, V]] = Scheduler(ordering)
@@ -480,6 +486,11 @@ class ParallelProcessor(Generic[K, V]):
         out: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp in partitions:
             offsets = self._offsets.get(tp)
+            if offsets is not None and not self._commit_metadata:
+                offset = offsets.commit_offset()
+                if offset is not None and self._last_commit.get(tp) != (offset, ""):
+                    out[tp] = OffsetAndMetadata(offset, "")
+                continue
             point = offsets.commit_point(self._max_metadata_chars) if offsets is not None else None
             if offsets is not None and offsets.truncated != (tp in self._held):
                 if offsets.truncated:

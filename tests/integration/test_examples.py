@@ -4,7 +4,7 @@ and exit code, the example itself unchanged.
 On ``[tansu]`` an example starts its own embedded broker (``kgroup.testing.start_broker()``
 with ``KGROUP_BROKER=tansu``); on ``[apache-kafka]`` the quickstart starts its own Apache Kafka
 (``KGROUP_BROKER=apache-kafka python examples/quickstart.py``, as the README says) and the static
-membership and exactly-once examples are pointed at the session's Apache Kafka with
+membership, exactly-once and parallel-service examples are pointed at the session's Apache Kafka with
 ``KGROUP_BOOTSTRAP_SERVERS``, so that Kafka's own coordinator, not the coordinator proxy the example puts in front of an
 embedded broker, serves its group. With ``KGROUP_BOOTSTRAP_SERVERS`` set for the whole run, every
 example uses that cluster (inherited from this environment).
@@ -98,3 +98,22 @@ def test_exactly_once_example_passes(broker_kind, request):
     assert lines and lines[-1].startswith("PASS: 1000/1000 orders copied exactly once"), report(result)
     assert any(line.startswith("worker-0 killed") for line in lines), report(result)
     print(f"\nexactly_once on {broker_kind}: {time.monotonic() - started:.1f} s; {lines[-1]}")
+
+
+@pytest.mark.broker_kinds("apache-kafka")
+def test_parallel_service_example_passes(broker_kind, request):
+    """examples/parallel_service.py's demo on the session's Apache Kafka (its coordinator keeps
+    the commit metadata): 2,000 records over 500 keys, 64 at once, every record processed once
+    (the poison one dead-lettered), key order held, none lost."""
+    env = {**broker_env(broker_kind), "DEMO": "1"}  # the demo and its self-check, on any cluster
+    if broker_kind == "apache-kafka":  # the session's node, rather than one more of its own
+        env[BOOTSTRAP_ENV_VAR] = request.getfixturevalue("kafka_bootstrap")
+    started = time.monotonic()
+    result = run_example("parallel_service.py", timeout_s=400, RECORDS="2000", KEYS="500", TIMEOUT_S="300", **env)
+    lines = result.stdout.strip().splitlines()
+    assert result.returncode == 0, report(result)
+    assert lines and lines[-1].startswith("PASS: 2000/2000 records processed (1 dead-lettered), none lost, "
+                                          "key order held for 500 keys"), report(result)
+    assert "0 processed twice" in lines[-1], report(result)  # one member, no crash: nothing redone
+    assert any(line.startswith("stopped: 1999 records processed, 1 dead-lettered") for line in lines), report(result)
+    print(f"\nparallel_service on {broker_kind}: {time.monotonic() - started:.1f} s; {lines[-1]}")

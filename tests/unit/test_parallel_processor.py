@@ -281,6 +281,38 @@ def test_without_a_dead_letter_hook_run_raises_and_commits_below_the_record():
     assert decode_completed(consumer.committed_offsets[TP0].metadata, 1) == {2}
 
 
+@pytest.mark.parametrize("commit_metadata", [True, False])
+def test_commit_metadata_off_commits_the_first_incomplete_offset_only(commit_metadata):
+    """``commit_metadata=False``: the same committed offset, no completions in the metadata
+    (the next owner redoes them); the default (on) carries them."""
+    logs = {TP0: [(b"k%d" % i, b"") for i in range(20)]}
+    consumer = FakeConsumer(logs)
+    release = threading.Event()
+    done: list[int] = []
+
+    def handler(record):
+        if record.offset == 3:
+            release.wait(30)  # held until the test lets it go
+        done.append(record.offset)
+
+    kwargs = {} if commit_metadata else {"commit_metadata": False}
+    processor = ParallelProcessor(consumer, handler, max_concurrency=4, commit_interval_ms=1, **kwargs)
+    processor.subscribe(["t"])
+    run_until(processor, lambda: len(done) == 19 and TP0 in consumer.committed_offsets
+              and consumer.committed_offsets[TP0].offset == 3
+              and (not commit_metadata or decode_completed(consumer.committed_offsets[TP0].metadata, 3)
+                   == set(range(4, 20))))
+    om = consumer.committed_offsets[TP0]
+    assert om.offset == 3
+    if commit_metadata:
+        assert om.metadata.startswith("kgp1:3:")
+    else:
+        assert om.metadata == ""
+    release.set()
+    run_until(processor, lambda: consumer.committed_offsets[TP0] == OffsetAndMetadata(20, ""))
+    processor.close()
+
+
 def test_back_pressure_pauses_and_resumes():
     logs = keyed_logs(partitions=2, per_partition=100, keys=100)
     consumer = FakeConsumer(logs, max_poll_records=10)
