@@ -455,6 +455,7 @@ def test_reset_offsets_json():
     assert json.loads(result.stdout) == {
         "group_id": "g",
         "state": "Empty",
+        "group_type": "classic",
         "executed": False,
         "target": {"kind": "shift_by", "value": 2},
         "offsets": [
