@@ -20,6 +20,8 @@ Commands:
   (AlterShareGroupOffsets, as ``kafka-share-groups.sh --reset-offsets``), once it is Empty.
 * ``kgroup delete GROUP [GROUP...] [--json]``: delete groups without members (DeleteGroups),
   share groups too.
+* ``kgroup delete-offsets GROUP --topic T [...] [--json]``: delete a share group's start offsets
+  of whole topics (DeleteShareGroupOffsets, KIP-932), once it is Empty.
 * ``kgroup remove-members GROUP --instance-id ID [...] [--reason TEXT] [--json]``: KIP-345
   admin removal of static members (LeaveGroup v3+).
 
@@ -116,6 +118,12 @@ class AdminLike(Protocol):
         self, group_id: str, offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:
         """See :meth:`kgroup.admin.GroupAdmin.alter_share_group_offsets`."""
+        ...
+
+    def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str], timeout_ms: int | None = None
+    ) -> dict[str, int]:
+        """See :meth:`kgroup.admin.GroupAdmin.delete_share_group_offsets`."""
         ...
 
     def close(self) -> None:
@@ -713,6 +721,45 @@ def delete(call: _Call, groups: tuple[str, ...]) -> None:
     if failed:
         detail = "; ".join(f"{d.group_id}: {_deletion_text(d)}" for d in failed)
         raise click.ClickException(f"{len(failed)} of {len(results)} groups not deleted: {detail}")
+
+
+@main.command("delete-offsets")
+@click.argument("group")
+@click.option("--topic", "topics", multiple=True, required=True, metavar="TOPIC",
+              help="A topic whose start offsets to delete (repeatable).")
+@_command_options
+def delete_offsets(call: _Call, group: str, topics: tuple[str, ...]) -> None:
+    """Delete the start offsets of a share group GROUP for whole topics (DeleteShareGroupOffsets, KIP-932).
+
+    As kafka-share-groups.sh --delete-offsets: the group must be Empty (NON_EMPTY_GROUP
+    otherwise, exit 1). Share groups only. Exits 1 if any topic's offsets were not deleted.
+    """
+    if any(not t.strip() for t in topics):
+        raise click.BadParameter("a topic name must not be empty", call.ctx, param_hint="--topic")
+    with call.admin() as (admin, deadline):
+        description = _describe_existing(admin, group, deadline)
+        if description.group_type != "share":
+            raise click.ClickException(
+                f"group {group!r} is a {description.group_type} group: delete-offsets deletes a share group's "
+                "start offsets only"
+            )
+        results = admin.delete_share_group_offsets(group, topics, _remaining_ms(deadline))
+    if call.as_json:
+        _emit_json({
+            "group_id": group,
+            "topics": [
+                {"topic": t, "error_code": code, "error": None if code == 0 else error_name(code)}
+                for t, code in results.items()
+            ],
+        })
+    else:
+        click.echo(_table(("TOPIC", "RESULT"), [
+            [t, "deleted" if code == 0 else f"{error_name(code)} ({code})"] for t, code in results.items()
+        ]))
+    failed = {t: code for t, code in results.items() if code != 0}
+    if failed:
+        detail = ", ".join(f"{t}: {error_name(code)} ({code})" for t, code in failed.items())
+        raise click.ClickException(f"start offsets of {len(failed)} of {len(results)} topics not deleted: {detail}")
 
 
 @main.command("remove-members")

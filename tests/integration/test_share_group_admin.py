@@ -12,6 +12,7 @@ has records. Then, on Kafka's own coordinator:
   requires); once both left and the group is Empty, ``kgroup reset-offsets --to-earliest
   --execute`` sets every start offset to 0 (AlterShareGroupOffsets), and ``share_group_offsets``
   and ``lag`` then show 0 and the records produced;
+* ``kgroup delete-offsets`` deletes its start offsets of the topic (DeleteShareGroupOffsets);
 * ``kgroup delete`` deletes it (DeleteGroups), and it is listed no more.
 
 Runs on ``broker_kinds("apache-kafka")``: kgroup.testing's Apache Kafka 4.4 serves share groups
@@ -163,6 +164,10 @@ def test_a_share_group_is_listed_described_reset_once_empty_and_deleted(
     assert {tp: s.start_offset for tp, s in after.items()} == dict.fromkeys(everything, 0)
     lag = {p.topic_partition: p.lag for p in admin.lag(group_id)}
     assert lag == dict.fromkeys(everything, PER_PARTITION)
+
+    deleted = cli_json(kafka_bootstrap, "delete-offsets", group_id, "--topic", topic)
+    assert deleted["topics"] == [{"topic": topic, "error_code": 0, "error": None}]
+    assert admin.share_group_offsets(group_id) == {}, "DeleteShareGroupOffsets took the start offsets away"
 
     assert cli_json(kafka_bootstrap, "delete", group_id)["groups"] == [
         {"group_id": group_id, "error_code": 0, "error": None}]

@@ -241,3 +241,22 @@ def test_cli_describe_shows_a_share_groups_members_and_start_offsets() -> None:
     result = invoke(share_admin(share_describe=[STABLE], share_offsets=[starts(o0=4)],
                                 list_offsets=[answer({T0: 10, T1: 2, T2: 7})])[0], "describe", "g")
     assert result.exit_code == 0 and "START-OFFSET" in result.output, result.output
+
+
+def test_cli_delete_offsets_of_a_share_group() -> None:
+    deleted = ShareOffsetsDeleted(error_code=0, topics={"orders": 0, "gone": codes.UNKNOWN_TOPIC_OR_PARTITION})
+    admin, t = share_admin(share_describe=[share_group(state="Empty")], delete_share_offsets=[lambda: done(deleted)])
+    result = invoke(admin, "delete-offsets", "g", "--topic", "orders", "--topic", "gone", "--json")
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert doc["topics"] == [{"topic": "orders", "error_code": 0, "error": None},
+                             {"topic": "gone", "error_code": 3, "error": "UNKNOWN_TOPIC_OR_PARTITION"}]
+    assert "gone: UNKNOWN_TOPIC_OR_PARTITION (3)" in result.output
+    assert ("delete_share_offsets", "g", ("orders", "gone"), 1) in t.calls
+    refused = ShareOffsetsDeleted(error_code=codes.NON_EMPTY_GROUP)
+    admin, _ = share_admin(share_describe=[STABLE], delete_share_offsets=[lambda: done(refused)])
+    result = invoke(admin, "delete-offsets", "g", "--topic", "orders")
+    assert result.exit_code == 1 and "NON_EMPTY_GROUP" in result.output and "stop them first" in result.output
+    classic = ScriptedTransport(find=[found()], describe=[group()])
+    result = invoke(GroupAdmin(classic), "delete-offsets", "g", "--topic", "orders")
+    assert result.exit_code == 1 and "share group's start offsets only" in result.output
