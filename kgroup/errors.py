@@ -594,13 +594,17 @@ HINTS: Mapping[tuple[Api, int], str] = {
         "the group has as many members as the broker allows (group.consumer.max.size)"
     ),
     (Api.SHARE_GROUP_HEARTBEAT, UNSUPPORTED_VERSION): SHARE_GROUPS_NOT_SUPPORTED,
-    (Api.ALTER_SHARE_GROUP_OFFSETS, NON_EMPTY_GROUP): (
-        "the share group has members: its start offsets can only be changed while it is empty"
-    ),
-    (Api.DELETE_SHARE_GROUP_OFFSETS, NON_EMPTY_GROUP): (
-        "the share group has members: its start offsets can only be deleted while it is empty"
-    ),
-    (Api.SHARE_GROUP_DESCRIBE, UNSUPPORTED_VERSION): SHARE_GROUPS_NOT_SUPPORTED,
+    **{
+        (api, code): hint
+        for api in (Api.SHARE_GROUP_DESCRIBE, Api.DESCRIBE_SHARE_GROUP_OFFSETS, Api.ALTER_SHARE_GROUP_OFFSETS,
+                    Api.DELETE_SHARE_GROUP_OFFSETS)
+        for code, hint in (
+            (GROUP_ID_NOT_FOUND, "the share group does not exist"),
+            (NON_EMPTY_GROUP, "the share group has members: stop them first (its start offsets change only "
+                              "while it is empty)"),
+            (UNSUPPORTED_VERSION, "the cluster does not serve share groups' admin APIs (Apache Kafka 4.1+)"),
+        )
+    },
     (Api.SHARE_GROUP_HEARTBEAT, GROUP_MAX_SIZE_REACHED): (
         "the share group has as many members as the broker allows (group.share.max.size)"
     ),

@@ -51,7 +51,7 @@ from kgroup.admin._values import (
     MemberRemoval,
     PartitionLag,
 )
-from kgroup.errors import Api, Disposition, KGroupError, classify
+from kgroup.errors import HINTS, Api, Disposition, KGroupError, classify
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.events import FindCoordinatorResponded
@@ -80,13 +80,6 @@ _SHARE_ERRORS: Final[Mapping[int, type[AdminError]]] = {
     codes.NON_EMPTY_GROUP: GroupNotEmptyError,
     codes.UNSUPPORTED_VERSION: UnsupportedVersionError,
 }
-#: what a share-group admin error's message adds
-_SHARE_HINTS: Final[Mapping[int, str]] = {
-    codes.GROUP_ID_NOT_FOUND: "the share group does not exist",
-    codes.NON_EMPTY_GROUP: "the share group has members: stop them first (its offsets change only while it is empty)",
-    codes.UNSUPPORTED_VERSION: "the cluster does not serve share groups' admin APIs (Apache Kafka 4.1+)",
-}
-
 #: a group's coordinator before its first lookup: unknown, FindCoordinator due at once
 _UNKNOWN: Final = CoordinatorState(lookup=RetryTimer(float("-inf")))
 
@@ -384,7 +377,7 @@ class GroupAdmin:
         if disposition is Disposition.REDISCOVER:
             raise _Retry(f"{api.value}: {error_name(code)}")
         text = f"{api.value} for share group {group_id!r} failed with {error_name(code)} ({code})"
-        hint = _SHARE_HINTS.get(code)
+        hint = HINTS.get((api, code))
         text += "".join(f": {part}" for part in (message, hint) if part)
         kind = _SHARE_ERRORS.get(code, AdminError)
         raise kind(text, api=api.value, code=code)
