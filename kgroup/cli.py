@@ -5,17 +5,23 @@ source distribution and repository).
 
 Commands:
 
-* ``kgroup list [--state S,...] [--json]``: every consumer group, with its type, state and
-  protocol type (ListGroups).
+* ``kgroup list [--state S,...] [--json]``: every consumer group and share group, with its type
+  ("classic", "consumer", "share"), state and protocol type (ListGroups).
 * ``kgroup describe GROUP [--json]``: state, protocol, members with their decoded assignments
   and subscriptions, committed offsets, log end offsets and lag; for a group of the consumer
   group protocol (KIP-848, ConsumerGroupDescribe) also the group and assignment epochs and each
-  member's epoch and target assignment.
+  member's epoch and target assignment; for a share group (KIP-932, ShareGroupDescribe) the
+  epochs, each member's epoch, rack and assignment, and per partition the share-partition start
+  offset (DescribeShareGroupOffsets) in place of a committed offset.
 * ``kgroup reset-offsets GROUP (--topic T[:P,P...] ... | --all-topics) (--to-earliest |
   --to-latest | --to-datetime ISO8601 | --to-offset N | --shift-by N) [--execute] [--json]``:
   plan (and with ``--execute`` commit) new offsets for an inactive group, as Kafka's
-  ``kafka-consumer-groups.sh --reset-offsets``.
-* ``kgroup delete GROUP [GROUP...] [--json]``: delete groups without members (DeleteGroups).
+  ``kafka-consumer-groups.sh --reset-offsets``; a share group's start offsets
+  (AlterShareGroupOffsets, as ``kafka-share-groups.sh --reset-offsets``), once it is Empty.
+* ``kgroup delete GROUP [GROUP...] [--json]``: delete groups without members (DeleteGroups),
+  share groups too.
+* ``kgroup delete-offsets GROUP --topic T [...] [--json]``: delete a share group's start offsets
+  of whole topics (DeleteShareGroupOffsets, KIP-932), once it is Empty.
 * ``kgroup remove-members GROUP --instance-id ID [...] [--reason TEXT] [--json]``: KIP-345
   admin removal of static members (LeaveGroup v3+).
 
@@ -106,6 +112,18 @@ class AdminLike(Protocol):
         timeout_ms: int | None = None,
     ) -> dict[TopicPartition, int]:
         """See :meth:`kgroup.admin.GroupAdmin.alter_offsets`."""
+        ...
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """See :meth:`kgroup.admin.GroupAdmin.alter_share_group_offsets`."""
+        ...
+
+    def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str], timeout_ms: int | None = None
+    ) -> dict[str, int]:
+        """See :meth:`kgroup.admin.GroupAdmin.delete_share_group_offsets`."""
         ...
 
     def close(self) -> None:
@@ -281,14 +299,15 @@ def describe_text(description: GroupDescription, offsets: Sequence[PartitionLag]
     c = description.coordinator
     known = [p.lag for p in offsets if p.lag is not None]
     consumer_group = description.group_type == "consumer"
+    share_group = description.group_type == "share"
     rows: list[tuple[str, str]] = [
         ("GROUP", description.group_id),
         ("COORDINATOR", f"{c.node_id} ({c.host}:{c.port})"),
         ("STATE", description.state),
     ]
-    if consumer_group:
+    if consumer_group or share_group:
         rows += [
-            ("GROUP-TYPE", "consumer"),
+            ("GROUP-TYPE", description.group_type),
             ("ASSIGNOR", _dash(description.protocol)),
             ("GROUP-EPOCH", _dash(description.group_epoch)),
             ("ASSIGNMENT-EPOCH", _dash(description.assignment_epoch)),
@@ -303,7 +322,16 @@ def describe_text(description: GroupDescription, offsets: Sequence[PartitionLag]
     head = _table(("", ""), rows)
     head = "\n".join(line.strip() for line in head.splitlines()[1:])
     parts = [head]
-    if description.members and consumer_group:
+    if description.members and share_group:
+        parts.append(_table(
+            ("MEMBER-ID", "CLIENT-ID", "HOST", "RACK", "EPOCH", "TOPICS", "ASSIGNMENT"),
+            [
+                [m.member_id, _dash(m.client_id), _dash(m.client_host), _dash(m.rack_id), _dash(m.member_epoch),
+                 ",".join(m.subscribed_topics or ()) or "-", _partitions_text(m.assignment)]
+                for m in description.members
+            ],
+        ))
+    elif description.members and consumer_group:
         parts.append(_table(
             ("MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "EPOCH", "PROTOCOL", "TOPICS", "ASSIGNMENT",
              "TARGET-ASSIGNMENT"),
@@ -337,7 +365,16 @@ def describe_text(description: GroupDescription, offsets: Sequence[PartitionLag]
         parts.append(
             _table(("MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "TOPICS", "ASSIGNMENT"), member_rows)
         )
-    if offsets:
+    if offsets and share_group:
+        parts.append(_table(
+            ("TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-IDS"),
+            [
+                [p.topic_partition.topic, str(p.topic_partition.partition), _dash(p.committed_offset),
+                 _dash(p.log_end_offset), _dash(p.lag), _dash(p.member_id)]
+                for p in offsets
+            ],
+        ))
+    elif offsets:
         offset_rows = [
             [
                 p.topic_partition.topic,
@@ -378,7 +415,7 @@ def _emit_json(document: Any) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="kgroup")
 def main() -> None:
-    """Inspect and administer Kafka consumer groups (classic and consumer group protocols).
+    """Inspect and administer Kafka consumer groups (classic and consumer protocols) and share groups.
 
     Exit codes: 0 success, 1 the cluster answered with an error or did not answer in time,
     2 usage error. Reference: docs/cli.md in kgroup's source distribution.
@@ -426,11 +463,11 @@ def listing_json(groups: Sequence[GroupListing]) -> dict[str, Any]:
 )
 @_command_options
 def list_(call: _Call, states: str | None) -> None:
-    """List the consumer groups: type, state and protocol type (ListGroups at every broker).
+    """List the consumer and share groups: type, state and protocol type (ListGroups at every broker).
 
-    As Java's Admin.listConsumerGroups: groups of protocol type "consumer" or "" (offsets
-    committed without membership); not Kafka Connect's, nor share groups. TYPE and STATE are "-"
-    where the broker does not say (ListGroups before v5, v4).
+    Groups of protocol type "consumer" or "" (offsets committed without membership), and share
+    groups (TYPE "share", KIP-932); not Kafka Connect's. TYPE and STATE are "-" where the broker
+    does not say (ListGroups before v5, v4).
     """
     wanted: set[str] | None = None
     if states is not None:
@@ -509,6 +546,7 @@ def reset_json(plan: OffsetResetPlan, results: Mapping[TopicPartition, int] | No
     return {
         "group_id": plan.group_id,
         "state": plan.state,
+        "group_type": plan.group_type,
         "executed": results is not None,
         "target": {"kind": plan.target.kind, "value": plan.target.value},
         "offsets": rows,
@@ -577,6 +615,7 @@ def reset_offsets(
     A dry run unless --execute: prints the new offsets and commits nothing. The group must be
     inactive (Empty, or Dead: not known yet), as Kafka's tool requires; a group with members
     is refused (exit 1). --to-offset and --shift-by are clamped to the log start and end offsets.
+    A share group's start offsets are set with AlterShareGroupOffsets (kafka-share-groups.sh).
     """
     chosen = [
         name
@@ -618,7 +657,12 @@ def reset_offsets(
         scope = [item for text in topics for item in _parse_topic(call.ctx, text)]
     with call.admin() as (admin, deadline):
         plan = admin.plan_offset_reset(group, target, scope, _remaining_ms(deadline))
-        results = admin.alter_offsets(group, plan.offsets(), _remaining_ms(deadline)) if execute else None
+        results = None
+        if execute and plan.group_type == "share":
+            starts = {tp: om.offset for tp, om in plan.offsets().items()}
+            results = admin.alter_share_group_offsets(group, starts, _remaining_ms(deadline))
+        elif execute:
+            results = admin.alter_offsets(group, plan.offsets(), _remaining_ms(deadline))
     if call.as_json:
         _emit_json(reset_json(plan, results))
     else:
@@ -677,6 +721,45 @@ def delete(call: _Call, groups: tuple[str, ...]) -> None:
     if failed:
         detail = "; ".join(f"{d.group_id}: {_deletion_text(d)}" for d in failed)
         raise click.ClickException(f"{len(failed)} of {len(results)} groups not deleted: {detail}")
+
+
+@main.command("delete-offsets")
+@click.argument("group")
+@click.option("--topic", "topics", multiple=True, required=True, metavar="TOPIC",
+              help="A topic whose start offsets to delete (repeatable).")
+@_command_options
+def delete_offsets(call: _Call, group: str, topics: tuple[str, ...]) -> None:
+    """Delete the start offsets of a share group GROUP for whole topics (DeleteShareGroupOffsets, KIP-932).
+
+    As kafka-share-groups.sh --delete-offsets: the group must be Empty (NON_EMPTY_GROUP
+    otherwise, exit 1). Share groups only. Exits 1 if any topic's offsets were not deleted.
+    """
+    if any(not t.strip() for t in topics):
+        raise click.BadParameter("a topic name must not be empty", call.ctx, param_hint="--topic")
+    with call.admin() as (admin, deadline):
+        description = _describe_existing(admin, group, deadline)
+        if description.group_type != "share":
+            raise click.ClickException(
+                f"group {group!r} is a {description.group_type} group: delete-offsets deletes a share group's "
+                "start offsets only"
+            )
+        results = admin.delete_share_group_offsets(group, topics, _remaining_ms(deadline))
+    if call.as_json:
+        _emit_json({
+            "group_id": group,
+            "topics": [
+                {"topic": t, "error_code": code, "error": None if code == 0 else error_name(code)}
+                for t, code in results.items()
+            ],
+        })
+    else:
+        click.echo(_table(("TOPIC", "RESULT"), [
+            [t, "deleted" if code == 0 else f"{error_name(code)} ({code})"] for t, code in results.items()
+        ]))
+    failed = {t: code for t, code in results.items() if code != 0}
+    if failed:
+        detail = ", ".join(f"{t}: {error_name(code)} ({code})" for t, code in failed.items())
+        raise click.ClickException(f"start offsets of {len(failed)} of {len(results)} topics not deleted: {detail}")
 
 
 @main.command("remove-members")

@@ -46,6 +46,9 @@ FindCoordinator, JoinGroup or SyncGroup code is raised from ``poll()`` once whil
 tries again after backoff (``"Unexpected error in join group response"``,
 ``"Unexpected error from SyncGroup"``); an unexpected ConsumerGroupHeartbeat or
 ShareGroupHeartbeat code is fatal (Java's ``default`` case). Only the codes a row marks FATAL stop the member.
+Share groups' admin APIs (ShareGroupDescribe, Describe-, Alter- and DeleteShareGroupOffsets) have
+rows too, from Java's admin handlers: a loading coordinator is retried, a moved one found again,
+every other code fails the one call (``kgroup.admin`` raises it as an ``AdminError``).
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from kgroup._error_codes import (
     INVALID_REQUEST,
     INVALID_SESSION_TIMEOUT,
     MEMBER_ID_REQUIRED,
+    NON_EMPTY_GROUP,
     NONE,
     NOT_COORDINATOR,
     OFFSET_METADATA_TOO_LARGE,
@@ -354,6 +358,11 @@ class Api(enum.Enum):
     SHARE_GROUP_HEARTBEAT = "ShareGroupHeartbeat"
     #: a topic's error in a Metadata answer (the consumer's subscribed or assigned topics)
     METADATA = "Metadata"
+    #: share groups' admin APIs (KIP-932), :class:`kgroup.admin.GroupAdmin`'s
+    SHARE_GROUP_DESCRIBE = "ShareGroupDescribe"
+    DESCRIBE_SHARE_GROUP_OFFSETS = "DescribeShareGroupOffsets"
+    ALTER_SHARE_GROUP_OFFSETS = "AlterShareGroupOffsets"
+    DELETE_SHARE_GROUP_OFFSETS = "DeleteShareGroupOffsets"
 
 
 class Disposition(enum.Enum):
@@ -414,6 +423,24 @@ _GROUP_HEARTBEAT = {
     GROUP_MAX_SIZE_REACHED: Disposition.FATAL,
     UNSUPPORTED_ASSIGNOR: Disposition.FATAL,
     UNSUPPORTED_VERSION: Disposition.FATAL,
+}
+
+#: what Java's admin handlers of share groups do (``DescribeShareGroupsHandler``,
+#: ``ListShareGroupOffsetsHandler``, ``AlterShareGroupOffsetsHandler``,
+#: ``DeleteShareGroupOffsetsHandler``): retry a loading coordinator, find a moved one again, and
+#: fail the call on every other code (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, the authorization
+#: failures, UNSUPPORTED_VERSION: a cluster without share groups, ...)
+_SHARE_GROUP_ADMIN = {
+    NONE: Disposition.OK,
+    COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
+    **_COORDINATOR_MOVED,
+    GROUP_ID_NOT_FOUND: Disposition.RAISE,
+    NON_EMPTY_GROUP: Disposition.RAISE,
+    GROUP_AUTHORIZATION_FAILED: Disposition.RAISE,
+    TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+    UNKNOWN_TOPIC_OR_PARTITION: Disposition.RAISE,
+    INVALID_REQUEST: Disposition.RAISE,
+    UNSUPPORTED_VERSION: Disposition.RAISE,
 }
 
 #: The table. Rows: API -> {error code -> disposition}. Sources are Java's response handlers
@@ -511,6 +538,11 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
         NONE: Disposition.OK,
         TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
     },
+    # share groups' admin calls (KIP-932): an admin call fails, it poisons nothing
+    Api.SHARE_GROUP_DESCRIBE: _SHARE_GROUP_ADMIN,
+    Api.DESCRIBE_SHARE_GROUP_OFFSETS: _SHARE_GROUP_ADMIN,
+    Api.ALTER_SHARE_GROUP_OFFSETS: _SHARE_GROUP_ADMIN,
+    Api.DELETE_SHARE_GROUP_OFFSETS: _SHARE_GROUP_ADMIN,
 }
 
 
@@ -526,6 +558,10 @@ UNLISTED: Mapping[Api, Disposition] = {
     Api.CONSUMER_GROUP_HEARTBEAT: Disposition.FATAL,  # INVALID_REGULAR_EXPRESSION among them
     Api.SHARE_GROUP_HEARTBEAT: Disposition.FATAL,  # Java's ``default`` case, as above
     Api.METADATA: Disposition.IGNORE,
+    Api.SHARE_GROUP_DESCRIBE: Disposition.RAISE,
+    Api.DESCRIBE_SHARE_GROUP_OFFSETS: Disposition.RAISE,
+    Api.ALTER_SHARE_GROUP_OFFSETS: Disposition.RAISE,
+    Api.DELETE_SHARE_GROUP_OFFSETS: Disposition.RAISE,
 }
 
 #: the message of the fatal error when the cluster does not serve the consumer protocol (Java's
@@ -558,6 +594,17 @@ HINTS: Mapping[tuple[Api, int], str] = {
         "the group has as many members as the broker allows (group.consumer.max.size)"
     ),
     (Api.SHARE_GROUP_HEARTBEAT, UNSUPPORTED_VERSION): SHARE_GROUPS_NOT_SUPPORTED,
+    **{
+        (api, code): hint
+        for api in (Api.SHARE_GROUP_DESCRIBE, Api.DESCRIBE_SHARE_GROUP_OFFSETS, Api.ALTER_SHARE_GROUP_OFFSETS,
+                    Api.DELETE_SHARE_GROUP_OFFSETS)
+        for code, hint in (
+            (GROUP_ID_NOT_FOUND, "the share group does not exist"),
+            (NON_EMPTY_GROUP, "the share group has members: stop them first (its start offsets change only "
+                              "while it is empty)"),
+            (UNSUPPORTED_VERSION, "the cluster does not serve share groups' admin APIs (Apache Kafka 4.1+)"),
+        )
+    },
     (Api.SHARE_GROUP_HEARTBEAT, GROUP_MAX_SIZE_REACHED): (
         "the share group has as many members as the broker allows (group.share.max.size)"
     ),

@@ -11,7 +11,9 @@ sends them, and the admin's own calls here:
 * DeleteGroups at the group's coordinator;
 * OffsetCommit as an admin (generation -1, member id "", v8 max) at the group's coordinator;
 * OffsetFetch of every committed partition (``topics=null``), ConsumerGroupDescribe (KIP-848)
-  and LeaveGroup removing static members (KIP-345).
+  and LeaveGroup removing static members (KIP-345);
+* share groups' (KIP-932) ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets
+  and DeleteShareGroupOffsets at the group's coordinator (:mod:`kgroup.protocol.share_group_admin`).
 
 Rules:
 
@@ -24,7 +26,7 @@ Rules:
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
@@ -34,6 +36,7 @@ import attrs
 import kafka.errors as KErrors
 
 from kgroup import _error_codes as codes
+from kgroup._io import kafka_messages as wire
 from kgroup._io.kafka_messages import request_message, response_values
 from kgroup._io.kafka_python import KafkaNetwork
 from kgroup._io.transport import OffsetFetchResult, commit_results, fetch_result, offset_commit_request
@@ -48,6 +51,12 @@ from kgroup.protocol.group_api import (
     ListGroupsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+)
+from kgroup.protocol.share_group_admin import (
+    DescribedShareGroup,
+    ShareGroupOffsets,
+    ShareOffsetsAltered,
+    ShareOffsetsDeleted,
 )
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
 
@@ -212,3 +221,55 @@ class KafkaAdminTransport(KafkaNetwork):
         request = admin_offset_commit(group_id, offsets)
         inner = self._coordinator_call(request, node_id, timeout_ms, lambda r: commit_results(r[0]))
         return _unsupported_as(inner, dict.fromkeys(offsets, codes.UNSUPPORTED_VERSION))
+
+    # ------------------------------------------------------------------ share groups (KIP-932)
+    def _share_call(
+        self, build: Callable[[], Any], node_id: int, timeout_ms: int, convert: Callable[[Any], T], fallback: T
+    ) -> concurrent.futures.Future[T]:
+        """One share-group admin request at the coordinator ``node_id``; no version both speak: ``fallback``."""
+        return _unsupported_as(self._bridge(build, self._coordinator_node(node_id), timeout_ms, convert), fallback)
+
+    def share_group_describe(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedShareGroup, ...]]:
+        """ShareGroupDescribe (API 77, v1) at the coordinator ``node_id``: one entry per group.
+
+        A broker without v1 (no share groups, or Kafka 4.0's early access) yields each group
+        with error UNSUPPORTED_VERSION.
+        """
+        ids = tuple(dict.fromkeys(group_ids))
+        unsupported = tuple(DescribedShareGroup(error_code=codes.UNSUPPORTED_VERSION, group_id=g) for g in ids)
+        return self._share_call(
+            lambda: wire.share_describe_request_message(ids), node_id, timeout_ms,
+            wire.share_describe_response_value, unsupported,
+        )
+
+    def describe_share_group_offsets(
+        self, group_id: str, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[ShareGroupOffsets]:
+        """DescribeShareGroupOffsets (API 90, v0-1) of every partition ``group_id`` has a start offset for."""
+        return self._share_call(
+            lambda: wire.share_offsets_request_message(group_id), node_id, timeout_ms,
+            lambda message: wire.share_offsets_response_value(message, group_id),
+            ShareGroupOffsets(error_code=codes.UNSUPPORTED_VERSION),
+        )
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[ShareOffsetsAltered]:
+        """AlterShareGroupOffsets (API 91, v0): set each partition's start offset (an empty group only)."""
+        wanted = dict(offsets)
+        return self._share_call(
+            lambda: wire.alter_share_offsets_request_message(group_id, wanted), node_id, timeout_ms,
+            wire.alter_share_offsets_response_value, ShareOffsetsAltered(error_code=codes.UNSUPPORTED_VERSION),
+        )
+
+    def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[ShareOffsetsDeleted]:
+        """DeleteShareGroupOffsets (API 92, v0): delete the start offsets of whole ``topics`` (an empty group only)."""
+        names = tuple(dict.fromkeys(topics))
+        return self._share_call(
+            lambda: wire.delete_share_offsets_request_message(group_id, names), node_id, timeout_ms,
+            wire.delete_share_offsets_response_value, ShareOffsetsDeleted(error_code=codes.UNSUPPORTED_VERSION),
+        )

@@ -80,10 +80,12 @@ from kafka.protocol import consumer as kafka_consumer
 from kafka.protocol import metadata as kafka_metadata
 from kafka.protocol.api_message import ApiMessage
 
+from kgroup._error_codes import INVALID_REQUEST
 from kgroup._io import quiet_schema_loading
 from kgroup.protocol import consumer_group_describe as cgd
 from kgroup.protocol import consumer_group_heartbeat as cgh
 from kgroup.protocol import group_api
+from kgroup.protocol import share_group_admin as sga
 from kgroup.protocol import share_group_heartbeat as sgh
 from kgroup.protocol.group_api import (
     FIND_COORDINATOR,
@@ -98,20 +100,33 @@ from kgroup.protocol.group_api import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from kgroup.types import TopicPartition
 
 __all__ = [
     "KAFKA_CLASSES",
+    "AlterShareGroupOffsetsRequest",
+    "AlterShareGroupOffsetsResponse",
     "ConsumerGroupDescribeRequest",
     "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
+    "DeleteShareGroupOffsetsRequest",
+    "DeleteShareGroupOffsetsResponse",
+    "DescribeShareGroupOffsetsRequest",
+    "DescribeShareGroupOffsetsResponse",
     "ShareAcknowledgeRequest",
     "ShareAcknowledgeResponse",
     "ShareFetchRequest",
     "ShareFetchResponse",
+    "ShareGroupDescribeRequest",
+    "ShareGroupDescribeResponse",
     "ShareGroupHeartbeatRequest",
     "ShareGroupHeartbeatResponse",
+    "alter_share_offsets_request_message",
+    "alter_share_offsets_response_value",
     "build_message",
+    "delete_share_offsets_request_message",
+    "delete_share_offsets_response_value",
     "describe_request_message",
     "describe_request_value",
     "describe_response_message",
@@ -127,10 +142,14 @@ __all__ = [
     "response_body",
     "response_values",
     "responses_from_body",
+    "share_describe_request_message",
+    "share_describe_response_value",
     "share_heartbeat_request_message",
     "share_heartbeat_request_value",
     "share_heartbeat_response_message",
     "share_heartbeat_response_value",
+    "share_offsets_request_message",
+    "share_offsets_response_value",
 ]
 
 KAFKA_CLASSES: Final[Mapping[int, tuple[Any, Any]]] = types.MappingProxyType(
@@ -764,3 +783,112 @@ ShareFetchRequest: Final = _message_class("ShareFetchRequest")
 ShareFetchResponse: Final = _message_class("ShareFetchResponse")
 ShareAcknowledgeRequest: Final = _message_class("ShareAcknowledgeRequest")
 ShareAcknowledgeResponse: Final = _message_class("ShareAcknowledgeResponse")
+
+
+# ----------------------------------------------------------------------------- share groups' admin APIs (KIP-932)
+
+ShareGroupDescribeRequest: Final = _message_class("ShareGroupDescribeRequest")
+ShareGroupDescribeResponse: Final = _message_class("ShareGroupDescribeResponse")
+DescribeShareGroupOffsetsRequest: Final = _message_class("DescribeShareGroupOffsetsRequest")
+DescribeShareGroupOffsetsResponse: Final = _message_class("DescribeShareGroupOffsetsResponse")
+AlterShareGroupOffsetsRequest: Final = _message_class("AlterShareGroupOffsetsRequest")
+AlterShareGroupOffsetsResponse: Final = _message_class("AlterShareGroupOffsetsResponse")
+DeleteShareGroupOffsetsRequest: Final = _message_class("DeleteShareGroupOffsetsRequest")
+DeleteShareGroupOffsetsResponse: Final = _message_class("DeleteShareGroupOffsetsResponse")
+
+
+def share_describe_request_message(group_ids: Sequence[str]) -> Any:
+    """ShareGroupDescribe v1 for ``group_ids`` (no authorized operations asked for)."""
+    return ShareGroupDescribeRequest(
+        group_ids=list(group_ids), include_authorized_operations=False, min_version=1, max_version=1
+    )
+
+
+def _share_member(m: Any) -> sga.DescribedShareMember:
+    topics = () if m.assignment is None else m.assignment.topic_partitions
+    return sga.DescribedShareMember(
+        member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+        client_host=m.client_host, subscribed_topic_names=tuple(m.subscribed_topic_names),
+        assignment=tuple(cgd.NamedTopicPartitions(t.topic_id, t.topic_name, tuple(t.partitions)) for t in topics),
+    )
+
+
+def share_describe_response_value(message: Any) -> tuple[sga.DescribedShareGroup, ...]:
+    """The groups of a kafka-python ShareGroupDescribe response, in its order."""
+    return tuple(
+        sga.DescribedShareGroup(
+            error_code=g.error_code, error_message=g.error_message, group_id=g.group_id, group_state=g.group_state,
+            group_epoch=g.group_epoch, assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name,
+            members=tuple(_share_member(m) for m in g.members),
+        )
+        for g in message.groups
+    )
+
+
+def share_offsets_request_message(group_id: str, topics: Mapping[str, Sequence[int]] | None = None) -> Any:
+    """DescribeShareGroupOffsets for one group: ``topics`` (name -> partitions), None for all (v0-1)."""
+    request: Any = DescribeShareGroupOffsetsRequest
+    group_class = request.DescribeShareGroupOffsetsRequestGroup
+    wanted = None if topics is None else [
+        group_class.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=list(ps))
+        for t, ps in sorted(topics.items())
+    ]
+    return request(groups=[group_class(group_id=group_id, topics=wanted)], max_version=1)
+
+
+def share_offsets_response_value(message: Any, group_id: str) -> sga.ShareGroupOffsets:
+    """``group_id``'s entry of a DescribeShareGroupOffsets response (INVALID_REQUEST, 42, if it has none)."""
+    version = int(message.API_VERSION)
+    for g in message.groups:
+        if g.group_id == group_id:
+            return sga.ShareGroupOffsets(
+                error_code=g.error_code, error_message=g.error_message,
+                partitions={
+                    TopicPartition(t.topic_name, p.partition_index): sga.SharePartitionOffset(
+                        start_offset=p.start_offset, leader_epoch=p.leader_epoch,
+                        lag=p.lag if version >= 1 else -1, error_code=p.error_code, error_message=p.error_message,
+                    )
+                    for t in g.topics
+                    for p in t.partitions
+                },
+            )
+    return sga.ShareGroupOffsets(error_code=INVALID_REQUEST, error_message=f"no entry for group {group_id!r}")
+
+
+def alter_share_offsets_request_message(group_id: str, offsets: Mapping[TopicPartition, int]) -> Any:
+    """AlterShareGroupOffsets v0: each partition's new start offset, grouped by topic."""
+    request: Any = AlterShareGroupOffsetsRequest
+    topic_class = request.AlterShareGroupOffsetsRequestTopic
+    by_topic: dict[str, list[Any]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            topic_class.AlterShareGroupOffsetsRequestPartition(partition_index=tp.partition, start_offset=offset)
+        )
+    topics = [topic_class(topic_name=t, partitions=ps) for t, ps in by_topic.items()]
+    return request(group_id=group_id, topics=topics, max_version=0)
+
+
+def alter_share_offsets_response_value(message: Any) -> sga.ShareOffsetsAltered:
+    """A kafka-python AlterShareGroupOffsets response as a value."""
+    return sga.ShareOffsetsAltered(
+        error_code=message.error_code, error_message=message.error_message,
+        partitions={
+            TopicPartition(t.topic_name, p.partition_index): p.error_code for t in message.responses
+            for p in t.partitions
+        },
+    )
+
+
+def delete_share_offsets_request_message(group_id: str, topics: Sequence[str]) -> Any:
+    """DeleteShareGroupOffsets v0 of whole ``topics``."""
+    request: Any = DeleteShareGroupOffsetsRequest
+    names = [request.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in dict.fromkeys(topics)]
+    return request(group_id=group_id, topics=names, max_version=0)
+
+
+def delete_share_offsets_response_value(message: Any) -> sga.ShareOffsetsDeleted:
+    """A kafka-python DeleteShareGroupOffsets response as a value."""
+    return sga.ShareOffsetsDeleted(
+        error_code=message.error_code, error_message=message.error_message,
+        topics={t.topic_name: t.error_code for t in message.responses},
+    )

@@ -40,6 +40,12 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from kgroup.protocol.consumer_group_describe import DescribedConsumerGroup
+    from kgroup.protocol.share_group_admin import (
+        DescribedShareGroup,
+        ShareGroupOffsets,
+        ShareOffsetsAltered,
+        ShareOffsetsDeleted,
+    )
 
 __all__ = [
     "AdminTransport",
@@ -382,6 +388,30 @@ class AdminTransport(ClusterPort, Protocol):
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[dict[TopicPartition, int]]:
         """OffsetCommit as an admin (generation -1, member id "") at ``node_id``: each partition's error code."""
+        ...
+
+    def share_group_describe(
+        self, group_ids: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[tuple[DescribedShareGroup, ...]]:
+        """ShareGroupDescribe (API 77, KIP-932): one entry per group (UNSUPPORTED_VERSION: no such API)."""
+        ...
+
+    def describe_share_group_offsets(
+        self, group_id: str, node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[ShareGroupOffsets]:
+        """DescribeShareGroupOffsets (API 90): every partition's start offset (and lag, v1+)."""
+        ...
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[ShareOffsetsAltered]:
+        """AlterShareGroupOffsets (API 91): new start offsets; the request's and each partition's error code."""
+        ...
+
+    def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str], node_id: int, timeout_ms: int
+    ) -> concurrent.futures.Future[ShareOffsetsDeleted]:
+        """DeleteShareGroupOffsets (API 92): delete whole topics' start offsets; the request's and each topic's code."""
         ...
 
     def close(self) -> None:

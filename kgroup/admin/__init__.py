@@ -1,10 +1,12 @@
-"""Consumer-group administration: list, describe, delete groups; offsets, lag and resets; remove static members.
+"""Group administration: list, describe, delete groups; offsets, lag and resets; remove static members; share groups.
 
 ``GroupAdmin`` is a small client over the ``AdminTransport`` port (``kgroup._io.transport``; over
 kafka-python's network client in ``kgroup._io.kafka_admin``), the kgroup counterpart of the group
 parts of Java's ``Admin`` (``describeConsumerGroups``, ``listConsumerGroups``,
 ``listConsumerGroupOffsets``, ``listOffsets``, ``alterConsumerGroupOffsets``,
-``deleteConsumerGroups``, ``removeMembersFromConsumerGroup``). The ``kgroup`` command line
+``deleteConsumerGroups``, ``removeMembersFromConsumerGroup``; for share groups, KIP-932,
+``describeShareGroups``, ``listShareGroupOffsets``, ``alterShareGroupOffsets``,
+``deleteShareGroupOffsets``). The ``kgroup`` command line
 (``kgroup.cli``) is a thin layer over it.
 
 Rules:
@@ -25,6 +27,11 @@ Rules:
    answers for a consumer group (``group_type`` "consumer": group epoch, assignment epoch, and per
    member its epoch, assignment and target assignment); DescribeGroups for a group it does not
    know as a consumer group (a classic group, or none) and against a broker without API 69.
+5. **Share groups** (KIP-932) are listed with ``group_type`` "share" and described by
+   ShareGroupDescribe (API 77) when DescribeGroups finds no classic group; their start offsets
+   (DescribeShareGroupOffsets, API 90) stand for committed offsets in ``lag`` and reset plans,
+   and are set with AlterShareGroupOffsets (API 91) while the group is empty (docs/share-groups.md,
+   "Operations"). Their error codes are classified by ``kgroup.errors.classify``.
 
 The package, by job: ``_client`` (``GroupAdmin``), ``_values`` (the answers), ``_errors``,
 ``_describe`` (described groups to ``GroupDescription``), ``_resets`` (offset reset planning).

@@ -20,7 +20,13 @@ from kgroup._clock import Clock, MonotonicClock
 from kgroup._error_codes import error_name
 from kgroup._io.transport import AdminTransport, OffsetFetchResult
 from kgroup._retry import Deadline, retry_until
-from kgroup.admin._describe import CONSUMER_PROTOCOL_TYPE, describe_classic_group, describe_consumer_group
+from kgroup.admin._describe import (
+    CONSUMER_PROTOCOL_TYPE,
+    SHARE_PROTOCOL_TYPE,
+    describe_classic_group,
+    describe_consumer_group,
+    describe_share_group,
+)
 from kgroup.admin._errors import (
     AdminError,
     AdminTimeoutError,
@@ -45,11 +51,12 @@ from kgroup.admin._values import (
     MemberRemoval,
     PartitionLag,
 )
-from kgroup.errors import KGroupError
+from kgroup.errors import HINTS, Api, Disposition, KGroupError, classify
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.events import FindCoordinatorResponded
 from kgroup.membership.timers import RetryTimer
+from kgroup.protocol.share_group_admin import DescribedShareGroup, SharePartitionOffset
 from kgroup.types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["DEFAULT_REMOVE_REASON", "GroupAdmin"]
@@ -64,6 +71,15 @@ _RETRIABLE: Final = frozenset(
     {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR}
 )
 
+#: the protocol types ``list_groups`` keeps: consumer groups, simple (commit-only) groups, share groups
+_LISTED_PROTOCOL_TYPES: Final = frozenset({CONSUMER_PROTOCOL_TYPE, "", SHARE_PROTOCOL_TYPE})
+
+#: the admin error a share-group admin code raises (else ``AdminError``)
+_SHARE_ERRORS: Final[Mapping[int, type[AdminError]]] = {
+    codes.GROUP_ID_NOT_FOUND: GroupNotFoundError,
+    codes.NON_EMPTY_GROUP: GroupNotEmptyError,
+    codes.UNSUPPORTED_VERSION: UnsupportedVersionError,
+}
 #: a group's coordinator before its first lookup: unknown, FindCoordinator due at once
 _UNKNOWN: Final = CoordinatorState(lookup=RetryTimer(float("-inf")))
 
@@ -337,7 +353,220 @@ class GroupAdmin:
             except KGroupError:
                 return consumer_group
             return classic if classic.members else consumer_group
-        return self._retrying(group_id, "DescribeGroups", deadline, attempt)
+        try:
+            classic = self._retrying(group_id, "DescribeGroups", deadline, attempt)
+        except GroupNotFoundError:
+            share = self._share_described(group_id, deadline)
+            if share is None:
+                raise
+            return share
+        if classic.state == "Dead" and not classic.members:
+            # not a classic group: a share group (KIP-932), or none
+            return self._share_described(group_id, deadline) or classic
+        return classic
+
+    # ------------------------------------------------------------------ share groups (KIP-932)
+    @staticmethod
+    def _share_check(api: Api, group_id: str, code: int, message: str | None) -> None:
+        """Raise for a non-zero share-group admin ``code`` as ``kgroup.errors`` classifies it."""
+        disposition = classify(api, code)
+        if disposition is Disposition.OK:
+            return
+        if disposition is Disposition.RETRY:
+            raise _Retry(f"{api.value}: {error_name(code)}", rediscover=False)
+        if disposition is Disposition.REDISCOVER:
+            raise _Retry(f"{api.value}: {error_name(code)}")
+        text = f"{api.value} for share group {group_id!r} failed with {error_name(code)} ({code})"
+        hint = HINTS.get((api, code))
+        text += "".join(f": {part}" for part in (message, hint) if part)
+        kind = _SHARE_ERRORS.get(code, AdminError)
+        raise kind(text, api=api.value, code=code)
+
+    def _share_described(self, group_id: str, deadline: Deadline) -> GroupDescription | None:
+        """ShareGroupDescribe's description of ``group_id``; None: not a share group, or no such API."""
+
+        def attempt(coordinator: Coordinator) -> GroupDescription | None:
+            groups: tuple[DescribedShareGroup, ...] = self._wait(
+                self._transport.share_group_describe([group_id], coordinator.node_id, _left(deadline)),
+                deadline,
+                "ShareGroupDescribe",
+            )
+            described = next((g for g in groups if g.group_id == group_id), None)
+            if described is None or described.error_code in (codes.GROUP_ID_NOT_FOUND, codes.UNSUPPORTED_VERSION):
+                return None
+            self._share_check(Api.SHARE_GROUP_DESCRIBE, group_id, described.error_code, described.error_message)
+            return describe_share_group(described, coordinator)
+
+        return self._retrying(group_id, "ShareGroupDescribe", deadline, attempt)
+
+    def describe_share_group(self, group_id: str, timeout_ms: int | None = None) -> GroupDescription:
+        """Describe the share group ``group_id`` (ShareGroupDescribe v1, KIP-932; Java ``Admin.describeShareGroups``).
+
+        The description has ``group_type`` and ``protocol_type`` "share", ``protocol`` the
+        broker's share assignor ("simple"), the group and assignment epochs, state "Empty",
+        "Stable" or "Dead", and per member its member epoch, client id, host, rack, subscribed
+        topics and assignment (topic names as the broker gives them; no ``group_instance_id``:
+        share groups have no static members). A group that is not a share group, or none, is
+        returned with state "Dead" and no members, as Java's admin does.
+
+        Raises:
+            UnsupportedVersionError: the coordinator has no ShareGroupDescribe v1 (Kafka 4.1+).
+            AdminError: another group error (GROUP_AUTHORIZATION_FAILED, ...).
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        deadline = self._deadline(timeout_ms)
+
+        def attempt(coordinator: Coordinator) -> GroupDescription:
+            groups: tuple[DescribedShareGroup, ...] = self._wait(
+                self._transport.share_group_describe([group_id], coordinator.node_id, _left(deadline)),
+                deadline,
+                "ShareGroupDescribe",
+            )
+            described = next((g for g in groups if g.group_id == group_id), None)
+            if described is None:
+                raise AdminError(f"ShareGroupDescribe answered no entry for group {group_id!r}",
+                                 api="ShareGroupDescribe")
+            if described.error_code == codes.GROUP_ID_NOT_FOUND:
+                described = DescribedShareGroup(error_code=codes.NONE, group_id=group_id, group_state="Dead")
+            self._share_check(Api.SHARE_GROUP_DESCRIBE, group_id, described.error_code, described.error_message)
+            return describe_share_group(described, coordinator)
+
+        return self._retrying(group_id, "ShareGroupDescribe", deadline, attempt)
+
+    def share_group_offsets(
+        self, group_id: str, timeout_ms: int | None = None
+    ) -> dict[TopicPartition, SharePartitionOffset]:
+        """The share group's start offsets (DescribeShareGroupOffsets; Java ``Admin.listShareGroupOffsets``).
+
+        A share group (KIP-932) commits no offsets: per partition its coordinator keeps the
+        share-partition start offset, the first offset not yet delivered and acknowledged.
+        Partitions without one (start offset -1: never fetched by the group) are absent. From
+        Kafka 4.2 (v1, KIP-1226) each entry carries the partition's lag (else -1).
+
+        Returns:
+            Each partition's ``SharePartitionOffset``, sorted by partition.
+
+        Raises:
+            GroupNotFoundError: GROUP_ID_NOT_FOUND.
+            UnsupportedVersionError: the coordinator has no DescribeShareGroupOffsets.
+            AdminError: another group error, or a partition's error (TOPIC_AUTHORIZATION_FAILED, ...).
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        deadline = self._deadline(timeout_ms)
+        api = Api.DESCRIBE_SHARE_GROUP_OFFSETS
+
+        def attempt(coordinator: Coordinator) -> dict[TopicPartition, SharePartitionOffset]:
+            answer = self._wait(
+                self._transport.describe_share_group_offsets(group_id, coordinator.node_id, _left(deadline)),
+                deadline,
+                api.value,
+            )
+            self._share_check(api, group_id, answer.error_code, answer.error_message)
+            out: dict[TopicPartition, SharePartitionOffset] = {}
+            for tp, found in sorted(answer.partitions.items()):
+                self._share_check(api, group_id, found.error_code, f"{tp}: {found.error_message or ''}".rstrip(": "))
+                if found.start_offset >= 0:
+                    out[tp] = found
+            return out
+
+        return self._retrying(group_id, api.value, deadline, attempt)
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """Set a share group's start offsets (AlterShareGroupOffsets; Java ``Admin.alterShareGroupOffsets``).
+
+        Kafka takes it only while the group has no members (NON_EMPTY_GROUP otherwise, raised
+        as ``GroupNotEmptyError``); the next member to fetch a partition starts delivering at
+        its new start offset. A loading coordinator is retried and a moved one found again;
+        partition codes (UNKNOWN_TOPIC_OR_PARTITION, ...) are results.
+
+        Args:
+            group_id: the share group.
+            offsets: each partition's new start offset (at least 0).
+            timeout_ms: the deadline (ms).
+
+        Returns:
+            Each partition's error code (0: set), sorted by partition.
+
+        Raises:
+            ValueError: a negative offset.
+            GroupNotEmptyError: the group has members.
+            GroupNotFoundError: GROUP_ID_NOT_FOUND.
+            UnsupportedVersionError: the coordinator has no AlterShareGroupOffsets (Kafka 4.1+).
+            AdminError: another error, or an answer that leaves a partition out.
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        wanted = dict(sorted(offsets.items()))
+        if any(offset < 0 for offset in wanted.values()):
+            raise ValueError("a share group's start offset must be at least 0")
+        if not wanted:
+            return {}
+        deadline = self._deadline(timeout_ms)
+        api = Api.ALTER_SHARE_GROUP_OFFSETS
+
+        def attempt(coordinator: Coordinator) -> dict[TopicPartition, int]:
+            answer = self._wait(
+                self._transport.alter_share_group_offsets(group_id, wanted, coordinator.node_id, _left(deadline)),
+                deadline,
+                api.value,
+            )
+            self._share_check(api, group_id, answer.error_code, answer.error_message)
+            missing = [str(tp) for tp in wanted if tp not in answer.partitions]
+            if missing:
+                raise AdminError(
+                    f"{api.value} for group {group_id!r} answered nothing for {', '.join(missing)}", api=api.value
+                )
+            return {tp: answer.partitions[tp] for tp in wanted}
+
+        return self._retrying(group_id, api.value, deadline, attempt)
+
+    def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str], timeout_ms: int | None = None
+    ) -> dict[str, int]:
+        """Delete a share group's start offsets of whole topics (Java ``Admin.deleteShareGroupOffsets``).
+
+        One DeleteShareGroupOffsets (API 92) at the group's coordinator.
+
+        The group must have no members (NON_EMPTY_GROUP: ``GroupNotEmptyError``). A topic's
+        code (UNKNOWN_TOPIC_OR_PARTITION, ...) is a result.
+
+        Returns:
+            Each topic's error code (0: deleted), in the order given (duplicates once).
+
+        Raises:
+            ValueError: no topic, or an empty name.
+            GroupNotEmptyError: the group has members.
+            GroupNotFoundError: GROUP_ID_NOT_FOUND.
+            UnsupportedVersionError: the coordinator has no DeleteShareGroupOffsets (Kafka 4.1+).
+            AdminError: another error, or an answer that leaves a topic out.
+            AdminTimeoutError: no answer before the deadline.
+
+        """
+        names = list(dict.fromkeys(topics))
+        if not names or any(not t for t in names):
+            raise ValueError("at least one non-empty topic name is required")
+        deadline = self._deadline(timeout_ms)
+        api = Api.DELETE_SHARE_GROUP_OFFSETS
+
+        def attempt(coordinator: Coordinator) -> dict[str, int]:
+            answer = self._wait(
+                self._transport.delete_share_group_offsets(group_id, names, coordinator.node_id, _left(deadline)),
+                deadline,
+                api.value,
+            )
+            self._share_check(api, group_id, answer.error_code, answer.error_message)
+            missing = [t for t in names if t not in answer.topics]
+            if missing:
+                raise AdminError(
+                    f"{api.value} for group {group_id!r} answered nothing for {', '.join(missing)}", api=api.value
+                )
+            return {t: answer.topics[t] for t in names}
+
+        return self._retrying(group_id, api.value, deadline, attempt)
 
     def committed_offsets(
         self, group_id: str, timeout_ms: int | None = None
@@ -419,6 +648,8 @@ class GroupAdmin:
         deadline = self._deadline(timeout_ms)
         if description is None:
             description = self.describe_group(group_id, deadline.remaining_ms() or 1)
+        if description.group_type == SHARE_PROTOCOL_TYPE:
+            return self._share_lag(group_id, description, deadline)
         committed = self.committed_offsets(group_id, deadline.remaining_ms() or 1)
         owners: dict[TopicPartition, MemberDescription] = {}
         for member in description.members:
@@ -442,6 +673,34 @@ class GroupAdmin:
                     group_instance_id=None if owner is None else owner.group_instance_id,
                 )
             )
+        return tuple(out)
+
+    def _share_lag(self, group_id: str, description: GroupDescription, deadline: Deadline) -> tuple[PartitionLag, ...]:
+        """A share group's partitions: start offset, log end offset, lag (the broker's from v1, else end - start)."""
+        starts = {} if description.state == "Dead" else self.share_group_offsets(group_id, _left(deadline))
+        owners: dict[TopicPartition, list[MemberDescription]] = {}
+        for member in description.members:
+            for tp in member.assignment:
+                owners.setdefault(tp, []).append(member)  # a share partition can be every member's
+        partitions = sorted(set(starts) | set(owners))
+        ends = self.end_offsets(partitions, _left(deadline)) if partitions else {}
+        out: list[PartitionLag] = []
+        for tp in partitions:
+            start = starts.get(tp)
+            end = ends.get(tp)
+            lag: int | None = None
+            if start is not None and start.lag >= 0:
+                lag = start.lag
+            elif start is not None and end is not None:
+                lag = max(0, end - start.start_offset)
+            holders = owners.get(tp, [])
+            out.append(PartitionLag(
+                topic_partition=tp,
+                committed_offset=None if start is None else start.start_offset,
+                log_end_offset=end,
+                lag=lag,
+                member_id=",".join(m.member_id for m in holders) or None,
+            ))
         return tuple(out)
 
     def remove_members_by_instance_id(
@@ -519,12 +778,14 @@ class GroupAdmin:
 
     # ------------------------------------------------------------------ groups and admin commits
     def list_groups(self, timeout_ms: int | None = None) -> tuple[GroupListing, ...]:
-        """Every consumer group of the cluster, sorted by group id (Java ``Admin.listConsumerGroups``).
+        """Every consumer group and share group of the cluster, sorted by group id (Java ``Admin.listGroups``).
 
-        ListGroups at every broker (each one lists the groups it coordinates). As Java's admin,
-        only groups of protocol type "consumer" or "" (offsets committed without group
-        membership) are kept: not Kafka Connect's, nor share groups. COORDINATOR_LOAD_IN_PROGRESS
-        and COORDINATOR_NOT_AVAILABLE are retried, as Java does.
+        ListGroups at every broker (each one lists the groups it coordinates). Kept: groups of
+        protocol type "consumer" or "" (offsets committed without group membership), as Java's
+        ``Admin.listConsumerGroups``, and share groups (KIP-932: protocol type and
+        ``group_type`` "share", as Java's ``Admin.listShareGroups`` finds them); not Kafka
+        Connect's or other protocols' groups. COORDINATOR_LOAD_IN_PROGRESS and
+        COORDINATOR_NOT_AVAILABLE are retried, as Java does.
 
         Raises:
             UnsupportedVersionError: a broker cannot answer ListGroups.
@@ -545,7 +806,7 @@ class GroupAdmin:
                 raise kind(f"ListGroups failed with {error_name(code)} ({code})", api="ListGroups", code=code)
             unique: dict[str, GroupListing] = {}
             for listed in groups:
-                if listed.protocol_type in (CONSUMER_PROTOCOL_TYPE, ""):
+                if listed.protocol_type in _LISTED_PROTOCOL_TYPES or listed.group_type == SHARE_PROTOCOL_TYPE:
                     unique.setdefault(listed.group_id, GroupListing(
                         group_id=listed.group_id,
                         protocol_type=listed.protocol_type,
@@ -710,8 +971,10 @@ class GroupAdmin:
         if scope is not None and not scope:
             raise ValueError("no topic or partition to reset")
         deadline = self._deadline(timeout_ms)
+        group_type = "classic"
         try:
-            state = self.describe_group(group_id, _left(deadline)).state
+            description = self.describe_group(group_id, _left(deadline))
+            state, group_type = description.state, description.group_type
         except GroupNotFoundError:
             state = "Dead"  # Kafka 4's answer for a group it does not know: GROUP_ID_NOT_FOUND
         if state not in INACTIVE_STATES:
@@ -720,10 +983,15 @@ class GroupAdmin:
                 f"{state}.",
                 api="DescribeGroups",
             )
-        try:
-            committed = self.committed_offsets(group_id, _left(deadline))
-        except GroupNotFoundError:
-            committed = {}
+        committed: Mapping[TopicPartition, OffsetAndMetadata]
+        if group_type == SHARE_PROTOCOL_TYPE:
+            share_starts = self.share_group_offsets(group_id, _left(deadline))
+            committed = {tp: OffsetAndMetadata(found.start_offset) for tp, found in share_starts.items()}
+        else:
+            try:
+                committed = self.committed_offsets(group_id, _left(deadline))
+            except GroupNotFoundError:
+                committed = {}
         partitions = self._reset_scope(group_id, scope, committed, deadline)
         current = {tp: committed[tp].offset for tp in partitions if tp in committed}
         if target.kind == "shift_by":
@@ -745,7 +1013,8 @@ class GroupAdmin:
             target.kind == "timestamp" and any(tp not in found for tp in partitions)
         ):
             ends = complete(self.end_offsets(partitions, _left(deadline)), partitions, "end")
-        return OffsetResetPlan(group_id, state, target, plan_rows(target, partitions, current, starts, ends, found))
+        rows = plan_rows(target, partitions, current, starts, ends, found)
+        return OffsetResetPlan(group_id, state, target, rows, group_type)
 
     def _reset_scope(
         self,

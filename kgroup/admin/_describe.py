@@ -1,4 +1,4 @@
-"""Described groups to ``GroupDescription``: DescribeGroups (the classic protocol) and ConsumerGroupDescribe (KIP-848).
+"""Described groups to ``GroupDescription``: DescribeGroups, ConsumerGroupDescribe (KIP-848) and ShareGroupDescribe.
 
 A classic member's bytes are decoded with kgroup's ConsumerProtocol codec
 (:mod:`kgroup.protocol.consumer_protocol`): its assignment always (empty bytes: no partitions, as
@@ -23,12 +23,21 @@ from kgroup.protocol.consumer_group_describe import (
 )
 from kgroup.protocol.consumer_protocol import decode_assignment, decode_subscription
 from kgroup.protocol.group_api import DescribedGroup, DescribedMember
+from kgroup.protocol.share_group_admin import DescribedShareGroup, DescribedShareMember
 from kgroup.types import TopicPartition
 
-__all__ = ["CONSUMER_PROTOCOL_TYPE", "describe_classic_group", "describe_consumer_group"]
+__all__ = [
+    "CONSUMER_PROTOCOL_TYPE",
+    "SHARE_PROTOCOL_TYPE",
+    "describe_classic_group",
+    "describe_consumer_group",
+    "describe_share_group",
+]
 
 #: the protocol type of consumer groups (Kafka Connect's and others' groups are not described)
 CONSUMER_PROTOCOL_TYPE: Final = "consumer"
+#: the protocol type (and group type) ListGroups answers for a share group (KIP-932)
+SHARE_PROTOCOL_TYPE: Final = "share"
 
 
 def describe_classic_group(described: DescribedGroup, coordinator: Coordinator) -> GroupDescription:
@@ -62,6 +71,35 @@ def describe_consumer_group(described: DescribedConsumerGroup, coordinator: Coor
         group_type="consumer",
         group_epoch=described.group_epoch,
         assignment_epoch=described.assignment_epoch,
+    )
+
+
+def describe_share_group(described: DescribedShareGroup, coordinator: Coordinator) -> GroupDescription:
+    """A ShareGroupDescribe entry as a ``GroupDescription`` (``group_type`` "share", KIP-932)."""
+    return GroupDescription(
+        group_id=described.group_id,
+        state=described.group_state,
+        protocol_type=SHARE_PROTOCOL_TYPE,
+        protocol=described.assignor_name,
+        generation_id=None,
+        coordinator=coordinator,
+        members=tuple(_share_member(m) for m in described.members),
+        group_type=SHARE_PROTOCOL_TYPE,
+        group_epoch=described.group_epoch,
+        assignment_epoch=described.assignment_epoch,
+    )
+
+
+def _share_member(m: DescribedShareMember) -> MemberDescription:
+    return MemberDescription(
+        member_id=m.member_id,
+        group_instance_id=None,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        assignment=_partitions(m.assignment),
+        subscribed_topics=tuple(sorted(m.subscribed_topic_names)),
+        member_epoch=m.member_epoch,
+        rack_id=m.rack_id,
     )
 
 

@@ -28,8 +28,8 @@ class AdminError(KGroupError):
 class GroupNotFoundError(AdminError):
     """The group does not exist.
 
-    State "Dead", GROUP_ID_NOT_FOUND (69), or a whole-request UNKNOWN_MEMBER_ID from
-    LeaveGroup (Kafka's answer for an unknown group).
+    State "Dead", GROUP_ID_NOT_FOUND (69; from the share-group APIs too, KIP-932), or a
+    whole-request UNKNOWN_MEMBER_ID from LeaveGroup (Kafka's answer for an unknown group).
     """
 
 
@@ -37,7 +37,7 @@ class UnsupportedVersionError(AdminError):
     """The coordinator cannot speak the version the call needs.
 
     LeaveGroup v3+ for removal by ``group_instance_id`` (KIP-345, Kafka 2.4+); OffsetFetch v8+
-    for all committed offsets.
+    for all committed offsets; the share-group APIs (KIP-932, Apache Kafka 4.1+).
     """
 
 
@@ -50,5 +50,6 @@ class GroupNotEmptyError(AdminError):
 
     Kafka's ``kafka-consumer-groups.sh`` resets offsets only of an ``Empty`` or ``Dead`` group
     ("Assignments can only be reset if the group ... is inactive"); the coordinator refuses to
-    delete a group with members (NON_EMPTY_GROUP, 68).
+    delete a group with members (NON_EMPTY_GROUP, 68), and to alter or delete a share group's
+    start offsets while it has members (AlterShareGroupOffsets, DeleteShareGroupOffsets; KIP-932).
     """

@@ -103,6 +103,9 @@ class OffsetResetPlan:
             know yet gets its first committed offsets).
         target: the scenario.
         partitions: one row per partition, sorted.
+        group_type: "classic" or "consumer" (committed offsets: :meth:`GroupAdmin.alter_offsets`
+            commits the plan), or "share" (a share group's start offsets, KIP-932:
+            :meth:`GroupAdmin.alter_share_group_offsets` sets them).
 
     """
 
@@ -110,6 +113,7 @@ class OffsetResetPlan:
     state: str
     target: ResetTarget
     partitions: tuple[PlannedOffset, ...]
+    group_type: str = "classic"
 
     def offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """The offsets to commit (no metadata, no leader epoch: as Kafka's tool commits them)."""

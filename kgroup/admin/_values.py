@@ -83,9 +83,11 @@ class GroupDescription:
             group; kept so a source that has it can fill it.
         coordinator: the coordinator that answered.
         members: the members, in the coordinator's order.
-        group_type: "classic" (DescribeGroups answered) or "consumer" (ConsumerGroupDescribe
-            answered: the group runs the consumer group protocol, KIP-848).
-        group_epoch: a consumer group's epoch (bumped by every change of members or
+        group_type: "classic" (DescribeGroups answered), "consumer" (ConsumerGroupDescribe
+            answered: the group runs the consumer group protocol, KIP-848) or "share"
+            (ShareGroupDescribe answered: a share group, KIP-932; states "Empty", "Stable",
+            "Dead"; protocol type "share", ``protocol`` the broker's share assignor).
+        group_epoch: a consumer or share group's epoch (bumped by every change of members or
             subscriptions; Java ``ConsumerGroupDescription.groupEpoch``), else None.
         assignment_epoch: the group epoch its target assignment was computed at (Java
             ``targetAssignmentEpoch``); equal to ``group_epoch`` once the assignor caught up.
@@ -117,12 +119,15 @@ class PartitionLag:
 
     Attributes:
         topic_partition: the partition.
-        committed_offset: the group's committed offset, or None (nothing committed).
+        committed_offset: the group's committed offset, or None (nothing committed); for a
+            share group (KIP-932), its share-partition start offset (None: not initialised yet).
         log_end_offset: the partition's log end offset (ListOffsets LATEST: the high watermark
             under read_uncommitted), or None (unknown: no leader, or the lookup failed).
-        lag: ``log_end_offset - committed_offset`` (at least 0) when both are known, else None.
+        lag: ``log_end_offset - committed_offset`` (at least 0) when both are known, else None;
+            a share group's: the broker's (DescribeShareGroupOffsets v1, KIP-1226) when it says.
         metadata: the commit's metadata string ("" when none).
-        member_id: the member the partition is assigned to, or None.
+        member_id: the member the partition is assigned to, or None; a share group's
+            partition may be assigned to several: their ids, comma-separated.
         group_instance_id: that member's static id, or None.
 
     """
@@ -176,12 +181,13 @@ class GroupListing:
 
     Attributes:
         group_id: the group id.
-        protocol_type: "consumer", or "" for a group that only commits offsets (Java's
-            ``isSimpleConsumerGroup``: ``assign()`` plus ``commitSync``).
+        protocol_type: "consumer", "share" (a share group), or "" for a group that only
+            commits offsets (Java's ``isSimpleConsumerGroup``: ``assign()`` plus ``commitSync``).
         state: the group's state (ListGroups v4+, KIP-518: "Stable", "Empty", ...), or None
             when the broker did not say.
-        group_type: "classic" or "consumer" (ListGroups v5+, KIP-848), or None when the
-            broker did not say.
+        group_type: "classic", "consumer" (ListGroups v5+, KIP-848) or "share" (a share
+            group, KIP-932; its ``protocol_type`` is "share" too), or None when the broker did
+            not say.
 
     """
 

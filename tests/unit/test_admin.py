@@ -31,6 +31,7 @@ from kgroup.protocol.group_api import (
     LeaveMemberResult,
     ListedGroup,
 )
+from kgroup.protocol.share_group_admin import DescribedShareGroup
 from kgroup.testing import FakeClock
 from kgroup.types import OffsetAndMetadata, PartitionInfo, TopicPartition
 
@@ -98,6 +99,25 @@ class ScriptedTransport:
         return done(tuple(DescribedConsumerGroup(error_code=codes.UNSUPPORTED_VERSION, group_id=g, group_state="",
                                                  group_epoch=-1, assignment_epoch=-1, assignor_name="")
                           for g in group_ids))
+
+    def share_group_describe(self, group_ids, node_id, timeout_ms):
+        """A broker without share groups (API 77 unsupported), unless answers are scripted (not logged then)."""
+        if "share_describe" in self.answers:
+            self.calls.append(("share_describe", tuple(group_ids), node_id))
+            return self._next("share_describe")
+        return done(tuple(DescribedShareGroup(error_code=codes.UNSUPPORTED_VERSION, group_id=g) for g in group_ids))
+
+    def describe_share_group_offsets(self, group_id, node_id, timeout_ms):
+        self.calls.append(("share_offsets", group_id, node_id))
+        return self._next("share_offsets")
+
+    def alter_share_group_offsets(self, group_id, offsets, node_id, timeout_ms):
+        self.calls.append(("alter_share_offsets", group_id, dict(offsets), node_id))
+        return self._next("alter_share_offsets")
+
+    def delete_share_group_offsets(self, group_id, topics, node_id, timeout_ms):
+        self.calls.append(("delete_share_offsets", group_id, tuple(topics), node_id))
+        return self._next("delete_share_offsets")
 
     def list_groups(self, timeout_ms):
         self.calls.append(("list_groups",))

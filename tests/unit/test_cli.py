@@ -141,7 +141,7 @@ def run(args, admin=None, env=None, factory_error=None):
 def test_help_lists_commands():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    for command in ("list", "describe", "reset-offsets", "delete", "remove-members"):
+    for command in ("list", "describe", "reset-offsets", "delete", "delete-offsets", "remove-members"):
         assert command in result.output
 
 
@@ -455,6 +455,7 @@ def test_reset_offsets_json():
     assert json.loads(result.stdout) == {
         "group_id": "g",
         "state": "Empty",
+        "group_type": "classic",
         "executed": False,
         "target": {"kind": "shift_by", "value": 2},
         "offsets": [

@@ -181,6 +181,21 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         "NONE": D.OK,
         "TOPIC_AUTHORIZATION_FAILED": D.RAISE,
     },
+    # share groups' admin calls: Java's DescribeShareGroupsHandler and the ShareGroupOffsets
+    # handlers retry a loading coordinator, unmap a moved one, and fail on the rest
+    **dict.fromkeys(
+        (Api.SHARE_GROUP_DESCRIBE, Api.DESCRIBE_SHARE_GROUP_OFFSETS, Api.ALTER_SHARE_GROUP_OFFSETS,
+         Api.DELETE_SHARE_GROUP_OFFSETS),
+        {
+            "NONE": D.OK,
+            "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
+            "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
+            "NOT_COORDINATOR": D.REDISCOVER,
+            **dict.fromkeys(("GROUP_ID_NOT_FOUND", "NON_EMPTY_GROUP", "GROUP_AUTHORIZATION_FAILED",
+                             "TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_REQUEST",
+                             "UNSUPPORTED_VERSION"), D.RAISE),
+        },
+    ),
 }
 
 
@@ -224,6 +239,10 @@ EXPECTED_UNLISTED = {
     Api.CONSUMER_GROUP_HEARTBEAT: D.FATAL,  # Java's default case
     Api.SHARE_GROUP_HEARTBEAT: D.FATAL,  # Java's default case
     Api.METADATA: D.IGNORE,
+    Api.SHARE_GROUP_DESCRIBE: D.RAISE,  # Java's admin handlers: the call fails
+    Api.DESCRIBE_SHARE_GROUP_OFFSETS: D.RAISE,
+    Api.ALTER_SHARE_GROUP_OFFSETS: D.RAISE,
+    Api.DELETE_SHARE_GROUP_OFFSETS: D.RAISE,
 }
 
 
