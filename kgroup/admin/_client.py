@@ -25,14 +25,15 @@ from kgroup.admin._describe import (
     SHARE_PROTOCOL_TYPE,
     describe_classic_group,
     describe_consumer_group,
-    describe_share_group,
 )
 from kgroup.admin._errors import (
     AdminError,
     AdminTimeoutError,
     GroupNotEmptyError,
     GroupNotFoundError,
+    RetryAttempt,
     UnsupportedVersionError,
+    left_ms,
 )
 from kgroup.admin._resets import (
     INACTIVE_STATES,
@@ -42,6 +43,7 @@ from kgroup.admin._resets import (
     plan_rows,
     reset_partitions,
 )
+from kgroup.admin._share import ShareGroupCalls
 from kgroup.admin._values import (
     Coordinator,
     GroupDeletion,
@@ -51,12 +53,11 @@ from kgroup.admin._values import (
     MemberRemoval,
     PartitionLag,
 )
-from kgroup.errors import HINTS, Api, Disposition, KGroupError, classify
+from kgroup.errors import KGroupError
 from kgroup.membership.commands import SendFindCoordinator
 from kgroup.membership.coordinator import CoordinatorState
 from kgroup.membership.events import FindCoordinatorResponded
 from kgroup.membership.timers import RetryTimer
-from kgroup.protocol.share_group_admin import DescribedShareGroup, SharePartitionOffset
 from kgroup.types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["DEFAULT_REMOVE_REASON", "GroupAdmin"]
@@ -74,25 +75,11 @@ _RETRIABLE: Final = frozenset(
 #: the protocol types ``list_groups`` keeps: consumer groups, simple (commit-only) groups, share groups
 _LISTED_PROTOCOL_TYPES: Final = frozenset({CONSUMER_PROTOCOL_TYPE, "", SHARE_PROTOCOL_TYPE})
 
-#: the admin error a share-group admin code raises (else ``AdminError``)
-_SHARE_ERRORS: Final[Mapping[int, type[AdminError]]] = {
-    codes.GROUP_ID_NOT_FOUND: GroupNotFoundError,
-    codes.NON_EMPTY_GROUP: GroupNotEmptyError,
-    codes.UNSUPPORTED_VERSION: UnsupportedVersionError,
-}
 #: a group's coordinator before its first lookup: unknown, FindCoordinator due at once
 _UNKNOWN: Final = CoordinatorState(lookup=RetryTimer(float("-inf")))
 
 
-class _Retry(Exception):
-    """A retriable failure inside an attempt (internal)."""
-
-    def __init__(self, reason: str, *, rediscover: bool = True) -> None:
-        super().__init__(reason)
-        self.rediscover = rediscover
-
-
-class GroupAdmin:
+class GroupAdmin(ShareGroupCalls):
     """Group administration over an ``AdminTransport`` (the rules: :mod:`kgroup.admin`).
 
     Args:
@@ -187,26 +174,26 @@ class GroupAdmin:
         return Deadline.after_ms(self._clock, self.timeout_ms if timeout_ms is None else timeout_ms)
 
     def _wait(self, future: concurrent.futures.Future[T], deadline: Deadline, what: str) -> T:
-        """The future's value; its exception as ``_Retry`` (a lost connection is retriable)."""
+        """The future's value; its exception as ``RetryAttempt`` (a lost connection is retriable)."""
         try:
             return future.result(deadline.remaining_ms() / 1000 + 2.0)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise _Retry(f"{what}: no answer before the deadline") from None
+            raise RetryAttempt(f"{what}: no answer before the deadline") from None
         except KGroupError:
             raise
         except Exception as exc:
-            raise _Retry(f"{what}: {type(exc).__name__}: {exc}") from exc
+            raise RetryAttempt(f"{what}: {type(exc).__name__}: {exc}") from exc
 
     def _retry(self, attempt: Callable[[], T], deadline: Deadline, failed: str) -> T:
-        """Run ``attempt()`` until it returns or raises an AdminError; ``_Retry`` is retried.
+        """Run ``attempt()`` until it returns or raises an AdminError; ``RetryAttempt`` is retried.
 
         Waits ``retry_backoff_ms`` on the admin's clock between attempts; ``AdminTimeoutError``
         (naming ``failed`` and the last failure) once the deadline would pass.
         """
         try:
-            return retry_until(attempt, deadline, retry_on=_Retry, backoff_s=lambda _: self._backoff_s)
-        except _Retry as last:
+            return retry_until(attempt, deadline, retry_on=RetryAttempt, backoff_s=lambda _: self._backoff_s)
+        except RetryAttempt as last:
             raise AdminTimeoutError(f"{failed} did not complete in time; last: {last}") from None
 
     def _ask(self, call: Callable[[int], concurrent.futures.Future[T]], deadline: Deadline, what: str) -> T:
@@ -219,7 +206,7 @@ class GroupAdmin:
         def on_coordinator() -> T:
             try:
                 return attempt(self._coordinator(group_id, deadline))
-            except _Retry as retry:
+            except RetryAttempt as retry:
                 if retry.rediscover:
                     self._lost(group_id)
                 raise
@@ -240,10 +227,10 @@ class GroupAdmin:
             return known
         now = self._clock.monotonic()
         if not state.due(now):
-            raise _Retry("FindCoordinator: backing off after a failed lookup")
+            raise RetryAttempt("FindCoordinator: backing off after a failed lookup")
         try:
             known = self._find_coordinator(group_id, deadline)
-        except _Retry:
+        except RetryAttempt:
             self._discovery[group_id] = state.lookup_failed(now, lambda _: self._backoff_s)
             raise
         self._discovery[group_id] = state.found(known.node_id)
@@ -251,15 +238,15 @@ class GroupAdmin:
         return known
 
     def _find_coordinator(self, group_id: str, deadline: Deadline) -> Coordinator:
-        """One FindCoordinator for ``group_id``: the coordinator, ``_Retry`` (retriable, no answer) or AdminError."""
+        """One FindCoordinator for ``group_id``: the coordinator, ``RetryAttempt`` (no answer) or AdminError."""
         command = SendFindCoordinator(
             request_id=next(self._request_ids), key=group_id, timeout_ms=max(deadline.remaining_ms(), 1)
         )
         event = self._wait(self._transport.send(command, group_id), deadline, "FindCoordinator")
         if not isinstance(event, FindCoordinatorResponded):
-            raise _Retry(f"FindCoordinator: {getattr(event, 'reason', event)}")
+            raise RetryAttempt(f"FindCoordinator: {getattr(event, 'reason', event)}")
         if event.error_code in _RETRIABLE:
-            raise _Retry(f"FindCoordinator: {error_name(event.error_code)}")
+            raise RetryAttempt(f"FindCoordinator: {error_name(event.error_code)}")
         if event.error_code != codes.NONE:
             raise AdminError(
                 f"FindCoordinator for group {group_id!r} failed with {error_name(event.error_code)} "
@@ -271,11 +258,11 @@ class GroupAdmin:
 
     @staticmethod
     def _check(api: str, group_id: str, code: int) -> None:
-        """Raise for a non-zero group-level ``code``: ``_Retry`` for coordinator moves."""
+        """Raise for a non-zero group-level ``code``: ``RetryAttempt`` for coordinator moves."""
         if code == codes.NONE:
             return
         if code in _RETRIABLE:
-            raise _Retry(f"{api}: {error_name(code)}")
+            raise RetryAttempt(f"{api}: {error_name(code)}")
         text = f"{api} for group {group_id!r} failed with {error_name(code)} ({code})"
         if code == codes.GROUP_ID_NOT_FOUND:
             raise GroupNotFoundError(f"{text}: the group does not exist", api=api, code=code)
@@ -365,209 +352,6 @@ class GroupAdmin:
             return self._share_described(group_id, deadline) or classic
         return classic
 
-    # ------------------------------------------------------------------ share groups (KIP-932)
-    @staticmethod
-    def _share_check(api: Api, group_id: str, code: int, message: str | None) -> None:
-        """Raise for a non-zero share-group admin ``code`` as ``kgroup.errors`` classifies it."""
-        disposition = classify(api, code)
-        if disposition is Disposition.OK:
-            return
-        if disposition is Disposition.RETRY:
-            raise _Retry(f"{api.value}: {error_name(code)}", rediscover=False)
-        if disposition is Disposition.REDISCOVER:
-            raise _Retry(f"{api.value}: {error_name(code)}")
-        text = f"{api.value} for share group {group_id!r} failed with {error_name(code)} ({code})"
-        hint = HINTS.get((api, code))
-        text += "".join(f": {part}" for part in (message, hint) if part)
-        kind = _SHARE_ERRORS.get(code, AdminError)
-        raise kind(text, api=api.value, code=code)
-
-    def _share_described(self, group_id: str, deadline: Deadline) -> GroupDescription | None:
-        """ShareGroupDescribe's description of ``group_id``; None: not a share group, or no such API."""
-
-        def attempt(coordinator: Coordinator) -> GroupDescription | None:
-            groups: tuple[DescribedShareGroup, ...] = self._wait(
-                self._transport.share_group_describe([group_id], coordinator.node_id, _left(deadline)),
-                deadline,
-                "ShareGroupDescribe",
-            )
-            described = next((g for g in groups if g.group_id == group_id), None)
-            if described is None or described.error_code in (codes.GROUP_ID_NOT_FOUND, codes.UNSUPPORTED_VERSION):
-                return None
-            self._share_check(Api.SHARE_GROUP_DESCRIBE, group_id, described.error_code, described.error_message)
-            return describe_share_group(described, coordinator)
-
-        return self._retrying(group_id, "ShareGroupDescribe", deadline, attempt)
-
-    def describe_share_group(self, group_id: str, timeout_ms: int | None = None) -> GroupDescription:
-        """Describe the share group ``group_id`` (ShareGroupDescribe v1, KIP-932; Java ``Admin.describeShareGroups``).
-
-        The description has ``group_type`` and ``protocol_type`` "share", ``protocol`` the
-        broker's share assignor ("simple"), the group and assignment epochs, state "Empty",
-        "Stable" or "Dead", and per member its member epoch, client id, host, rack, subscribed
-        topics and assignment (topic names as the broker gives them; no ``group_instance_id``:
-        share groups have no static members). A group that is not a share group, or none, is
-        returned with state "Dead" and no members, as Java's admin does.
-
-        Raises:
-            UnsupportedVersionError: the coordinator has no ShareGroupDescribe v1 (Kafka 4.1+).
-            AdminError: another group error (GROUP_AUTHORIZATION_FAILED, ...).
-            AdminTimeoutError: no answer before the deadline.
-
-        """
-        deadline = self._deadline(timeout_ms)
-
-        def attempt(coordinator: Coordinator) -> GroupDescription:
-            groups: tuple[DescribedShareGroup, ...] = self._wait(
-                self._transport.share_group_describe([group_id], coordinator.node_id, _left(deadline)),
-                deadline,
-                "ShareGroupDescribe",
-            )
-            described = next((g for g in groups if g.group_id == group_id), None)
-            if described is None:
-                raise AdminError(f"ShareGroupDescribe answered no entry for group {group_id!r}",
-                                 api="ShareGroupDescribe")
-            if described.error_code == codes.GROUP_ID_NOT_FOUND:
-                described = DescribedShareGroup(error_code=codes.NONE, group_id=group_id, group_state="Dead")
-            self._share_check(Api.SHARE_GROUP_DESCRIBE, group_id, described.error_code, described.error_message)
-            return describe_share_group(described, coordinator)
-
-        return self._retrying(group_id, "ShareGroupDescribe", deadline, attempt)
-
-    def share_group_offsets(
-        self, group_id: str, timeout_ms: int | None = None
-    ) -> dict[TopicPartition, SharePartitionOffset]:
-        """The share group's start offsets (DescribeShareGroupOffsets; Java ``Admin.listShareGroupOffsets``).
-
-        A share group (KIP-932) commits no offsets: per partition its coordinator keeps the
-        share-partition start offset, the first offset not yet delivered and acknowledged.
-        Partitions without one (start offset -1: never fetched by the group) are absent. From
-        Kafka 4.2 (v1, KIP-1226) each entry carries the partition's lag (else -1).
-
-        Returns:
-            Each partition's ``SharePartitionOffset``, sorted by partition.
-
-        Raises:
-            GroupNotFoundError: GROUP_ID_NOT_FOUND.
-            UnsupportedVersionError: the coordinator has no DescribeShareGroupOffsets.
-            AdminError: another group error, or a partition's error (TOPIC_AUTHORIZATION_FAILED, ...).
-            AdminTimeoutError: no answer before the deadline.
-
-        """
-        deadline = self._deadline(timeout_ms)
-        api = Api.DESCRIBE_SHARE_GROUP_OFFSETS
-
-        def attempt(coordinator: Coordinator) -> dict[TopicPartition, SharePartitionOffset]:
-            answer = self._wait(
-                self._transport.describe_share_group_offsets(group_id, coordinator.node_id, _left(deadline)),
-                deadline,
-                api.value,
-            )
-            self._share_check(api, group_id, answer.error_code, answer.error_message)
-            out: dict[TopicPartition, SharePartitionOffset] = {}
-            for tp, found in sorted(answer.partitions.items()):
-                self._share_check(api, group_id, found.error_code, f"{tp}: {found.error_message or ''}".rstrip(": "))
-                if found.start_offset >= 0:
-                    out[tp] = found
-            return out
-
-        return self._retrying(group_id, api.value, deadline, attempt)
-
-    def alter_share_group_offsets(
-        self, group_id: str, offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None
-    ) -> dict[TopicPartition, int]:
-        """Set a share group's start offsets (AlterShareGroupOffsets; Java ``Admin.alterShareGroupOffsets``).
-
-        Kafka takes it only while the group has no members (NON_EMPTY_GROUP otherwise, raised
-        as ``GroupNotEmptyError``); the next member to fetch a partition starts delivering at
-        its new start offset. A loading coordinator is retried and a moved one found again;
-        partition codes (UNKNOWN_TOPIC_OR_PARTITION, ...) are results.
-
-        Args:
-            group_id: the share group.
-            offsets: each partition's new start offset (at least 0).
-            timeout_ms: the deadline (ms).
-
-        Returns:
-            Each partition's error code (0: set), sorted by partition.
-
-        Raises:
-            ValueError: a negative offset.
-            GroupNotEmptyError: the group has members.
-            GroupNotFoundError: GROUP_ID_NOT_FOUND.
-            UnsupportedVersionError: the coordinator has no AlterShareGroupOffsets (Kafka 4.1+).
-            AdminError: another error, or an answer that leaves a partition out.
-            AdminTimeoutError: no answer before the deadline.
-
-        """
-        wanted = dict(sorted(offsets.items()))
-        if any(offset < 0 for offset in wanted.values()):
-            raise ValueError("a share group's start offset must be at least 0")
-        if not wanted:
-            return {}
-        deadline = self._deadline(timeout_ms)
-        api = Api.ALTER_SHARE_GROUP_OFFSETS
-
-        def attempt(coordinator: Coordinator) -> dict[TopicPartition, int]:
-            answer = self._wait(
-                self._transport.alter_share_group_offsets(group_id, wanted, coordinator.node_id, _left(deadline)),
-                deadline,
-                api.value,
-            )
-            self._share_check(api, group_id, answer.error_code, answer.error_message)
-            missing = [str(tp) for tp in wanted if tp not in answer.partitions]
-            if missing:
-                raise AdminError(
-                    f"{api.value} for group {group_id!r} answered nothing for {', '.join(missing)}", api=api.value
-                )
-            return {tp: answer.partitions[tp] for tp in wanted}
-
-        return self._retrying(group_id, api.value, deadline, attempt)
-
-    def delete_share_group_offsets(
-        self, group_id: str, topics: Iterable[str], timeout_ms: int | None = None
-    ) -> dict[str, int]:
-        """Delete a share group's start offsets of whole topics (Java ``Admin.deleteShareGroupOffsets``).
-
-        One DeleteShareGroupOffsets (API 92) at the group's coordinator.
-
-        The group must have no members (NON_EMPTY_GROUP: ``GroupNotEmptyError``). A topic's
-        code (UNKNOWN_TOPIC_OR_PARTITION, ...) is a result.
-
-        Returns:
-            Each topic's error code (0: deleted), in the order given (duplicates once).
-
-        Raises:
-            ValueError: no topic, or an empty name.
-            GroupNotEmptyError: the group has members.
-            GroupNotFoundError: GROUP_ID_NOT_FOUND.
-            UnsupportedVersionError: the coordinator has no DeleteShareGroupOffsets (Kafka 4.1+).
-            AdminError: another error, or an answer that leaves a topic out.
-            AdminTimeoutError: no answer before the deadline.
-
-        """
-        names = list(dict.fromkeys(topics))
-        if not names or any(not t for t in names):
-            raise ValueError("at least one non-empty topic name is required")
-        deadline = self._deadline(timeout_ms)
-        api = Api.DELETE_SHARE_GROUP_OFFSETS
-
-        def attempt(coordinator: Coordinator) -> dict[str, int]:
-            answer = self._wait(
-                self._transport.delete_share_group_offsets(group_id, names, coordinator.node_id, _left(deadline)),
-                deadline,
-                api.value,
-            )
-            self._share_check(api, group_id, answer.error_code, answer.error_message)
-            missing = [t for t in names if t not in answer.topics]
-            if missing:
-                raise AdminError(
-                    f"{api.value} for group {group_id!r} answered nothing for {', '.join(missing)}", api=api.value
-                )
-            return {t: answer.topics[t] for t in names}
-
-        return self._retrying(group_id, api.value, deadline, attempt)
-
     def committed_offsets(
         self, group_id: str, timeout_ms: int | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
@@ -592,7 +376,7 @@ class GroupAdmin:
             out: dict[TopicPartition, OffsetAndMetadata] = {}
             for tp, committed in sorted(result.partitions.items()):
                 if committed.error_code == codes.UNSTABLE_OFFSET_COMMIT:
-                    raise _Retry(f"OffsetFetch: UNSTABLE_OFFSET_COMMIT for {tp}", rediscover=False)
+                    raise RetryAttempt(f"OffsetFetch: UNSTABLE_OFFSET_COMMIT for {tp}", rediscover=False)
                 if committed.error_code != codes.NONE:
                     raise AdminError(
                         f"OffsetFetch for group {group_id!r} failed for {tp} with "
@@ -673,34 +457,6 @@ class GroupAdmin:
                     group_instance_id=None if owner is None else owner.group_instance_id,
                 )
             )
-        return tuple(out)
-
-    def _share_lag(self, group_id: str, description: GroupDescription, deadline: Deadline) -> tuple[PartitionLag, ...]:
-        """A share group's partitions: start offset, log end offset, lag (the broker's from v1, else end - start)."""
-        starts = {} if description.state == "Dead" else self.share_group_offsets(group_id, _left(deadline))
-        owners: dict[TopicPartition, list[MemberDescription]] = {}
-        for member in description.members:
-            for tp in member.assignment:
-                owners.setdefault(tp, []).append(member)  # a share partition can be every member's
-        partitions = sorted(set(starts) | set(owners))
-        ends = self.end_offsets(partitions, _left(deadline)) if partitions else {}
-        out: list[PartitionLag] = []
-        for tp in partitions:
-            start = starts.get(tp)
-            end = ends.get(tp)
-            lag: int | None = None
-            if start is not None and start.lag >= 0:
-                lag = start.lag
-            elif start is not None and end is not None:
-                lag = max(0, end - start.start_offset)
-            holders = owners.get(tp, [])
-            out.append(PartitionLag(
-                topic_partition=tp,
-                committed_offset=None if start is None else start.start_offset,
-                log_end_offset=end,
-                lag=lag,
-                member_id=",".join(m.member_id for m in holders) or None,
-            ))
         return tuple(out)
 
     def remove_members_by_instance_id(
@@ -800,7 +556,7 @@ class GroupAdmin:
                 self._transport.list_groups(max(deadline.remaining_ms(), 1)), deadline, "ListGroups"
             )
             if code in (codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE):
-                raise _Retry(f"ListGroups: {error_name(code)}", rediscover=False)
+                raise RetryAttempt(f"ListGroups: {error_name(code)}", rediscover=False)
             if code != codes.NONE:
                 kind = UnsupportedVersionError if code == codes.UNSUPPORTED_VERSION else AdminError
                 raise kind(f"ListGroups failed with {error_name(code)} ({code})", api="ListGroups", code=code)
@@ -851,7 +607,7 @@ class GroupAdmin:
                 if code is None:
                     raise AdminError(f"DeleteGroups answered nothing for group {group_id!r}", api="DeleteGroups")
                 if code in _RETRIABLE:
-                    raise _Retry(f"DeleteGroups: {error_name(code)}")
+                    raise RetryAttempt(f"DeleteGroups: {error_name(code)}")
                 if code == codes.UNSUPPORTED_VERSION:
                     raise UnsupportedVersionError(
                         f"the coordinator of group {group_id!r} does not offer DeleteGroups",
@@ -903,9 +659,10 @@ class GroupAdmin:
             )
             seen = set(answered.values())
             if seen & {codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR}:
-                raise _Retry(f"OffsetCommit: {', '.join(sorted(error_name(c) for c in seen if c))}")
+                raise RetryAttempt(f"OffsetCommit: {', '.join(sorted(error_name(c) for c in seen if c))}")
             if seen & {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.REBALANCE_IN_PROGRESS}:
-                raise _Retry(f"OffsetCommit: {', '.join(sorted(error_name(c) for c in seen if c))}", rediscover=False)
+                failed = ", ".join(sorted(error_name(c) for c in seen if c))
+                raise RetryAttempt(f"OffsetCommit: {failed}", rediscover=False)
             if codes.UNSUPPORTED_VERSION in seen:
                 raise UnsupportedVersionError(
                     f"the coordinator of group {group_id!r} cannot take an admin OffsetCommit",
@@ -973,7 +730,7 @@ class GroupAdmin:
         deadline = self._deadline(timeout_ms)
         group_type = "classic"
         try:
-            description = self.describe_group(group_id, _left(deadline))
+            description = self.describe_group(group_id, left_ms(deadline))
             state, group_type = description.state, description.group_type
         except GroupNotFoundError:
             state = "Dead"  # Kafka 4's answer for a group it does not know: GROUP_ID_NOT_FOUND
@@ -985,11 +742,11 @@ class GroupAdmin:
             )
         committed: Mapping[TopicPartition, OffsetAndMetadata]
         if group_type == SHARE_PROTOCOL_TYPE:
-            share_starts = self.share_group_offsets(group_id, _left(deadline))
+            share_starts = self.share_group_offsets(group_id, left_ms(deadline))
             committed = {tp: OffsetAndMetadata(found.start_offset) for tp, found in share_starts.items()}
         else:
             try:
-                committed = self.committed_offsets(group_id, _left(deadline))
+                committed = self.committed_offsets(group_id, left_ms(deadline))
             except GroupNotFoundError:
                 committed = {}
         partitions = self._reset_scope(group_id, scope, committed, deadline)
@@ -1005,14 +762,14 @@ class GroupAdmin:
         ends: Mapping[TopicPartition, int] = {}
         found: dict[TopicPartition, tuple[int, int]] = {}
         if target.kind in ("earliest", "offset", "shift_by"):
-            starts = complete(self.beginning_offsets(partitions, _left(deadline)), partitions, "start")
+            starts = complete(self.beginning_offsets(partitions, left_ms(deadline)), partitions, "start")
         if target.kind == "timestamp":
             stamps = {tp: target.value for tp in partitions}
             found = self._ask(lambda ms: self._transport.offsets_for_times(stamps, ms), deadline, "ListOffsets")
         if target.kind in ("latest", "offset", "shift_by") or (
             target.kind == "timestamp" and any(tp not in found for tp in partitions)
         ):
-            ends = complete(self.end_offsets(partitions, _left(deadline)), partitions, "end")
+            ends = complete(self.end_offsets(partitions, left_ms(deadline)), partitions, "end")
         rows = plan_rows(target, partitions, current, starts, ends, found)
         return OffsetResetPlan(group_id, state, target, rows, group_type)
 
@@ -1031,8 +788,3 @@ class GroupAdmin:
         names = sorted({item if isinstance(item, str) else item.topic for item in scope})
         known = self._ask(lambda ms: self._transport.describe_topics(names, ms), deadline, "Metadata")
         return reset_partitions(scope, known)
-
-
-def _left(deadline: Deadline) -> int:
-    """What is left of ``deadline`` for the next call (at least 1 ms: it then times out at once)."""
-    return deadline.remaining_ms() or 1

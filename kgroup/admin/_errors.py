@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kgroup._error_codes import error_name
 from kgroup.errors import KGroupError
+
+if TYPE_CHECKING:
+    from kgroup._retry import Deadline
 
 __all__ = ["AdminError", "AdminTimeoutError", "GroupNotEmptyError", "GroupNotFoundError", "UnsupportedVersionError"]
 
@@ -53,3 +58,19 @@ class GroupNotEmptyError(AdminError):
     delete a group with members (NON_EMPTY_GROUP, 68), and to alter or delete a share group's
     start offsets while it has members (AlterShareGroupOffsets, DeleteShareGroupOffsets; KIP-932).
     """
+
+
+class RetryAttempt(Exception):
+    """A retriable failure inside one attempt of an admin call (internal; never raised to users).
+
+    ``rediscover``: look the group's coordinator up again before the next attempt.
+    """
+
+    def __init__(self, reason: str, *, rediscover: bool = True) -> None:
+        super().__init__(reason)
+        self.rediscover = rediscover
+
+
+def left_ms(deadline: Deadline) -> int:
+    """What is left of ``deadline`` for the next call (at least 1 ms: it then times out at once)."""
+    return deadline.remaining_ms() or 1
