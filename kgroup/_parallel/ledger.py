@@ -127,7 +127,7 @@ def _failure_of(future: _Outcome) -> BaseException | None:
         return exc
 
 
-@attrs.define
+@attrs.frozen
 class Limits:
     """What a ``Ledger`` enforces (the processor's arguments, in seconds where it takes ms)."""
 
