@@ -27,7 +27,7 @@ from typing import Generic
 
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._parallel.ledger import Job as _Job
-from kgroup._parallel.ledger import Ledger, Limits, ProcessingError, check_settings
+from kgroup._parallel.ledger import Ledger, ProcessingError, Settings
 from kgroup._parallel.offsets import DEFAULT_MAX_METADATA_CHARS
 from kgroup._parallel.scheduler import Ordering
 from kgroup._typevars import K, V
@@ -111,18 +111,12 @@ class ParallelProcessor(Generic[K, V]):
         max_metadata_chars: int = DEFAULT_MAX_METADATA_CHARS,
         clock: Clock | None = None,
     ) -> None:
-        check_settings(
-            enable_auto_commit=consumer.config.enable_auto_commit,
-            ordering=ordering,
-            at_least_one={
-                "max_concurrency": max_concurrency, "max_buffered_records": max_buffered_records,
-                "max_buffered_bytes": max_buffered_bytes, "commit_interval_ms": commit_interval_ms,
-                "stuck_after_ms": stuck_after_ms, "max_metadata_chars": max_metadata_chars,
-            },
-            not_negative={
-                "retries": retries, "retry_backoff_ms": retry_backoff_ms,
-                "retry_backoff_max_ms": retry_backoff_max_ms, "revoke_timeout_ms": revoke_timeout_ms,
-            },
+        settings = Settings.checked(
+            enable_auto_commit=consumer.config.enable_auto_commit, dead_letter_hook=on_dead_letter is not None,
+            ordering=ordering, max_concurrency=max_concurrency, max_buffered_records=max_buffered_records,
+            max_buffered_bytes=max_buffered_bytes, retries=retries, retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms, commit_interval_ms=commit_interval_ms,
+            revoke_timeout_ms=revoke_timeout_ms, stuck_after_ms=stuck_after_ms, max_metadata_chars=max_metadata_chars,
         )
         self._consumer = consumer
         self._handler = handler
@@ -133,16 +127,7 @@ class ParallelProcessor(Generic[K, V]):
         self._clock = clock or MonotonicClock()
         # ---- the poll thread's (the running records: the poll thread writes, health() reads, under the lock)
         self._lock = threading.Lock()
-        self._ledger: Ledger[K, V] = Ledger(
-            ordering,
-            Limits(
-                max_concurrency=max_concurrency, max_records=max_buffered_records, max_bytes=max_buffered_bytes,
-                retries=retries, backoff_s=retry_backoff_ms / 1000, backoff_max_s=retry_backoff_max_ms / 1000,
-                dead_letter_hook=on_dead_letter is not None, commit_interval_s=commit_interval_ms / 1000,
-                stuck_after_s=stuck_after_ms / 1000, max_metadata_chars=max_metadata_chars,
-            ),
-            self._lock,
-        )
+        self._ledger: Ledger[K, V] = Ledger(settings, self._lock)
         self._offsets = self._ledger.offsets
         self._running = self._ledger.running
         self._user_listener: RebalanceListener | None = None

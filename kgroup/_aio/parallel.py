@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from kgroup import listener as _sync_listener
 from kgroup._clock import Clock, MonotonicClock
-from kgroup._parallel.ledger import Job, Ledger, Limits, check_settings
-from kgroup._parallel.offsets import DEFAULT_MAX_METADATA_CHARS
-from kgroup._parallel.scheduler import Ordering
+from kgroup._parallel.ledger import Job, Ledger, ProcessorOptions, Settings
 from kgroup._typevars import K, V
 from kgroup.aio import Listener as _Listener
 from kgroup.aio import RebalanceListener
@@ -38,6 +36,8 @@ from kgroup.health import HealthReport
 from kgroup.types import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from kgroup.aio import Consumer
 
 __all__ = ["ParallelProcessor"]
@@ -57,7 +57,7 @@ class ParallelProcessor(Generic[K, V]):
     """Run ``await handler(record)`` for the records of ``consumer``, many at once, committing safely.
 
     ``kgroup.ParallelProcessor``'s contract (``docs/parallel.md``) with asyncio tasks instead
-    of threads; the arguments, metrics and commit metadata are the same.
+    of threads; the arguments (and their defaults), metrics and commit metadata are the same.
 
     Args:
         consumer: a ``kgroup.aio.Consumer`` with ``enable_auto_commit=False``, not subscribed
@@ -102,48 +102,21 @@ class ParallelProcessor(Generic[K, V]):
         consumer: Consumer[K, V],
         handler: Handler[K, V],
         *,
-        ordering: Ordering = "key",
-        max_concurrency: int = 16,
-        max_buffered_records: int = 10_000,
-        max_buffered_bytes: int = 64 * 1024 * 1024,
-        retries: int = 3,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 10_000,
         on_dead_letter: DeadLetterHook[K, V] | None = None,
-        commit_interval_ms: int = 100,
-        revoke_timeout_ms: int = 10_000,
-        stuck_after_ms: int = 60_000,
-        max_metadata_chars: int = DEFAULT_MAX_METADATA_CHARS,
         clock: Clock | None = None,
+        **options: Unpack[ProcessorOptions],
     ) -> None:
-        check_settings(
-            enable_auto_commit=consumer.config.enable_auto_commit,
-            ordering=ordering,
-            at_least_one={
-                "max_concurrency": max_concurrency, "max_buffered_records": max_buffered_records,
-                "max_buffered_bytes": max_buffered_bytes, "commit_interval_ms": commit_interval_ms,
-                "stuck_after_ms": stuck_after_ms, "max_metadata_chars": max_metadata_chars,
-            },
-            not_negative={
-                "retries": retries, "retry_backoff_ms": retry_backoff_ms,
-                "retry_backoff_max_ms": retry_backoff_max_ms, "revoke_timeout_ms": revoke_timeout_ms,
-            },
+        settings = Settings.checked(
+            enable_auto_commit=consumer.config.enable_auto_commit, dead_letter_hook=on_dead_letter is not None,
+            **options,
         )
         self._consumer = consumer
         self._handler = handler
         self._on_dead_letter = on_dead_letter
-        self._revoke_timeout_s = revoke_timeout_ms / 1000
+        self._revoke_timeout_s = settings.revoke_timeout_ms / 1000
         self._clock = clock or MonotonicClock()
-        self._ledger: Ledger[K, V] = Ledger(
-            ordering,
-            Limits(
-                max_concurrency=max_concurrency, max_records=max_buffered_records, max_bytes=max_buffered_bytes,
-                retries=retries, backoff_s=retry_backoff_ms / 1000, backoff_max_s=retry_backoff_max_ms / 1000,
-                dead_letter_hook=on_dead_letter is not None, commit_interval_s=commit_interval_ms / 1000,
-                stuck_after_s=stuck_after_ms / 1000, max_metadata_chars=max_metadata_chars,
-            ),
-            threading.Lock(),  # metrics() and health() may come from another thread
-        )
+        # metrics() and health() may come from another thread: the running records under a lock
+        self._ledger: Ledger[K, V] = Ledger(settings, threading.Lock())
         #: the handler tasks running, by id(job)
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._user_listener: _Listener | None = None

@@ -25,18 +25,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Generic, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict
 
 import attrs
 
-from kgroup._parallel.offsets import PartitionOffsets, decode_completed
+from kgroup._parallel.offsets import DEFAULT_MAX_METADATA_CHARS, PartitionOffsets, decode_completed
 from kgroup._parallel.scheduler import ORDERINGS, Lane, Ordering, Scheduler
 from kgroup._typevars import K, V
 from kgroup.errors import ConfigError, KGroupError
 from kgroup.health import HealthReport
 from kgroup.types import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
-__all__ = ["METRIC_NAMES", "Job", "Ledger", "ProcessingError", "Tries", "check_settings", "record_size"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["METRIC_NAMES", "Job", "Ledger", "ProcessingError", "ProcessorOptions", "Settings", "Tries", "record_size"]
 
 log = logging.getLogger("kgroup.parallel")
 
@@ -87,31 +90,6 @@ def record_size(record: ConsumerRecord[Any, Any]) -> int:
     return size
 
 
-def check_settings(
-    *, enable_auto_commit: bool, ordering: str, at_least_one: Mapping[str, int], not_negative: Mapping[str, int]
-) -> None:
-    """A processor's arguments, checked.
-
-    Raises:
-        ConfigError: ``enable_auto_commit`` is on, an unknown ``ordering``, a value of
-            ``at_least_one`` below 1 or of ``not_negative`` below 0.
-
-    """
-    if enable_auto_commit:
-        raise ConfigError(
-            "enable_auto_commit",
-            "must be False for a ParallelProcessor: it commits the completed records itself",
-        )
-    if ordering not in ORDERINGS:
-        raise ConfigError("ordering", f"must be one of {ORDERINGS}, not {ordering!r}")
-    for name, value in at_least_one.items():
-        if value < 1:
-            raise ConfigError(name, f"must be at least 1, not {value}")
-    for name, value in not_negative.items():
-        if value < 0:
-            raise ConfigError(name, f"must not be negative, not {value}")
-
-
 class _Outcome(Protocol):
     """A commit's future: ``concurrent.futures.Future`` or ``asyncio.Future``."""
 
@@ -127,36 +105,88 @@ def _failure_of(future: _Outcome) -> BaseException | None:
         return exc
 
 
-@attrs.frozen
-class Limits:
-    """What a ``Ledger`` enforces (the processor's arguments, in seconds where it takes ms)."""
+class ProcessorOptions(TypedDict, total=False):
+    """The keyword arguments both processors take alike (``Settings`` has their defaults and meanings)."""
 
+    ordering: Ordering
     max_concurrency: int
-    max_records: int
-    max_bytes: int
+    max_buffered_records: int
+    max_buffered_bytes: int
     retries: int
-    backoff_s: float
-    backoff_max_s: float
-    dead_letter_hook: bool
-    commit_interval_s: float
-    stuck_after_s: float
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    commit_interval_ms: int
+    revoke_timeout_ms: int
+    stuck_after_ms: int
     max_metadata_chars: int
+
+
+_AT_LEAST_ONE = (
+    "max_concurrency", "max_buffered_records", "max_buffered_bytes", "commit_interval_ms", "stuck_after_ms",
+    "max_metadata_chars",
+)
+_NOT_NEGATIVE = ("retries", "retry_backoff_ms", "retry_backoff_max_ms", "revoke_timeout_ms")
+
+
+@attrs.frozen
+class Settings:
+    """A processor's arguments (``kgroup.ParallelProcessor`` documents each), checked by ``checked``."""
+
+    dead_letter_hook: bool
+    ordering: Ordering = "key"
+    max_concurrency: int = 16
+    max_buffered_records: int = 10_000
+    max_buffered_bytes: int = 64 * 1024 * 1024
+    retries: int = 3
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 10_000
+    commit_interval_ms: int = 100
+    revoke_timeout_ms: int = 10_000
+    stuck_after_ms: int = 60_000
+    max_metadata_chars: int = DEFAULT_MAX_METADATA_CHARS
+
+    @classmethod
+    def checked(
+        cls, *, enable_auto_commit: bool, dead_letter_hook: bool, **options: Unpack[ProcessorOptions]
+    ) -> Settings:
+        """The settings of a processor over a consumer with ``enable_auto_commit``.
+
+        Raises:
+            ConfigError: ``enable_auto_commit`` is on, an unknown ``ordering``, a count or
+                interval below 1, a retry count, backoff or timeout below 0.
+
+        """
+        if enable_auto_commit:
+            raise ConfigError(
+                "enable_auto_commit",
+                "must be False for a ParallelProcessor: it commits the completed records itself",
+            )
+        ordering = options.get("ordering", "key")
+        if ordering not in ORDERINGS:
+            raise ConfigError("ordering", f"must be one of {ORDERINGS}, not {ordering!r}")
+        settings = cls(dead_letter_hook, **options)
+        for name in _AT_LEAST_ONE:
+            if getattr(settings, name) < 1:
+                raise ConfigError(name, f"must be at least 1, not {getattr(settings, name)}")
+        for name in _NOT_NEGATIVE:
+            if getattr(settings, name) < 0:
+                raise ConfigError(name, f"must not be negative, not {getattr(settings, name)}")
+        return settings
 
 
 class Ledger(Generic[K, V]):
     """The state a parallel processor's owner (poll thread or event loop) keeps, and its decisions.
 
     Args:
-        ordering: "key", "partition" or "unordered" (``kgroup._parallel.scheduler``).
-        limits: the processor's bounds, retries and intervals.
+        settings: the processor's ordering, bounds, retries and intervals.
         lock: guards ``running`` (read by ``metrics()``/``health()`` from other threads);
             none needed on an event loop.
 
     """
 
-    def __init__(self, ordering: Ordering, limits: Limits, lock: AbstractContextManager[Any] | None = None) -> None:
-        self.limits = limits
-        self.scheduler: Scheduler[Job[K, V]] = Scheduler(ordering)
+    def __init__(self, settings: Settings, lock: AbstractContextManager[Any] | None = None) -> None:
+        self.settings = settings
+        self.scheduler: Scheduler[Job[K, V]] = Scheduler(settings.ordering)
         self.offsets: dict[TopicPartition, PartitionOffsets] = {}
         self.last_commit: dict[TopicPartition, tuple[int, str]] = {}
         self.commit_due = 0.0
@@ -206,7 +236,7 @@ class Ledger(Generic[K, V]):
 
     def start(self, now: float) -> Job[K, V] | None:
         """The next record to run now (registered as running), or None (full, nothing ready, failed)."""
-        if len(self.running) >= self.limits.max_concurrency or self.failure is not None:
+        if len(self.running) >= self.settings.max_concurrency or self.failure is not None:
             return None
         taken = self.scheduler.take(now)
         if taken is None:
@@ -221,7 +251,7 @@ class Ledger(Generic[K, V]):
 
     def can_start(self, now: float) -> bool:
         """Whether ``start(now)`` would return a record."""
-        return len(self.running) < self.limits.max_concurrency and self.failure is None and self.scheduler.ready(now)
+        return len(self.running) < self.settings.max_concurrency and self.failure is None and self.scheduler.ready(now)
 
     def poll_timeout_ms(self, idle_ms: int, now: float) -> int:
         """0 while records run or can start; until the next retry is due; else ``idle_ms``."""
@@ -257,16 +287,17 @@ class Ledger(Generic[K, V]):
     def _failed(self, job: Job[K, V], error: BaseException, now: float) -> bool:
         """A failed attempt: True when it is retried or dead-lettered (the job lives on)."""
         self.counts["failed"] += 1
-        limits = self.limits
+        settings = self.settings
         if job.tries.dead_letter is not None:  # the dead-letter hook itself raised
             self._fail(job, f"the dead-letter hook raised {error!r}", error)
             return False
-        if job.tries.count <= limits.retries:
-            delay = min(limits.backoff_max_s, limits.backoff_s * 2 ** (job.tries.count - 1))
+        if job.tries.count <= settings.retries:
+            backoff_s, backoff_max_s = settings.retry_backoff_ms / 1000, settings.retry_backoff_max_ms / 1000
+            delay = min(backoff_max_s, backoff_s * 2 ** (job.tries.count - 1))
             self.counts["retried"] += 1
             self.scheduler.retry(job.lane, job, now + delay)
             return True
-        if not limits.dead_letter_hook:
+        if not settings.dead_letter_hook:
             self._fail(job, f"failed {job.tries.count} times: {error!r}", error)
             return False
         self.counts["dead-lettered"] += 1
@@ -283,12 +314,12 @@ class Ledger(Generic[K, V]):
     # ------------------------------------------------------------------ back-pressure
     def backpressure(self, assigned: frozenset[TopicPartition]) -> tuple[set[TopicPartition], set[TopicPartition]]:
         """``(pause, resume)``: every partition past the buffer limits (resumed below 3/4), and those held."""
-        limits = self.limits
+        max_records, max_bytes = self.settings.max_buffered_records, self.settings.max_buffered_bytes
         self.paused_by_us &= assigned
         self.held &= assigned
-        if self.buffered_records >= limits.max_records or self.buffered_bytes >= limits.max_bytes:
+        if self.buffered_records >= max_records or self.buffered_bytes >= max_bytes:
             wanted = set(assigned)
-        elif self.buffered_records < limits.max_records * 3 // 4 and self.buffered_bytes < limits.max_bytes * 3 // 4:
+        elif self.buffered_records < max_records * 3 // 4 and self.buffered_bytes < max_bytes * 3 // 4:
             wanted = set(self.held)
         else:
             wanted = self.paused_by_us | self.held
@@ -302,7 +333,7 @@ class Ledger(Generic[K, V]):
     def commit_points(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
         """What to commit for ``partitions`` (those whose point changed since the last commit)."""
         out: dict[TopicPartition, OffsetAndMetadata] = {}
-        max_chars = self.limits.max_metadata_chars
+        max_chars = self.settings.max_metadata_chars
         for tp in partitions:
             offsets = self.offsets.get(tp)
             point = offsets.commit_point(max_chars) if offsets is not None else None
@@ -338,7 +369,7 @@ class Ledger(Generic[K, V]):
             else:
                 self.counts["commit-failures"] += 1
                 log.debug("parallel commit failed: %r", error)
-        self.commit_due = now + self.limits.commit_interval_s
+        self.commit_due = now + self.settings.commit_interval_ms / 1000
         return self.commit_points(list(self.offsets)) or None
 
     def sent(self, future: _Outcome, points: dict[TopicPartition, OffsetAndMetadata]) -> None:
@@ -395,7 +426,7 @@ class Ledger(Generic[K, V]):
         """``consumer_metrics`` plus the ``parallel-*`` metrics (``docs/parallel.md``, "Observability")."""
         with self.lock:
             started = [start for _, start in self.running.values()]
-        stuck_after_s = self.limits.stuck_after_s
+        stuck_after_s = self.settings.stuck_after_ms / 1000
         out = dict(consumer_metrics)
         out["parallel-records-in-flight"] = float(len(started))
         out["parallel-records-stuck"] = float(sum(1 for start in started if now - start > stuck_after_s))
@@ -410,7 +441,7 @@ class Ledger(Generic[K, V]):
 
     def health(self, report: HealthReport, now: float) -> HealthReport:
         """``report``, not live (nor ready) while a record runs past ``stuck_after_ms``, naming it."""
-        stuck_after_s = self.limits.stuck_after_s
+        stuck_after_s = self.settings.stuck_after_ms / 1000
         with self.lock:
             stuck = [(job, now - start) for job, start in self.running.values() if now - start > stuck_after_s]
         if not stuck:

@@ -96,7 +96,8 @@ def test_key_order_holds_with_many_tasks_in_flight(kafka_bootstrap, topic_factor
         seen.setdefault((record.partition, record.key or b""), []).append(record.offset)
 
     async def scenario() -> dict[str, float]:
-        member = Member(processor(kafka_bootstrap, group_id_factory(), handle, group_protocol, max_concurrency=64), topic)
+        parallel = processor(kafka_bootstrap, group_id_factory(), handle, group_protocol, max_concurrency=64)
+        member = Member(parallel, topic)
         await until(lambda: sum(map(len, seen.values())) >= total, 120, "every record processed")
         metrics = member.processor.metrics()
         await member.stop()
@@ -186,7 +187,8 @@ def test_the_next_owner_skips_what_the_last_one_completed_above_its_committed_of
 
     async def second_owner() -> None:
         b = Member(processor(bootstrap, group, record_it, group_protocol), topic)
-        await until(lambda: b.processor.metrics()["parallel-records-skipped-total"] == total - 11, 60, "the rest skipped")
+        skipped = lambda: b.processor.metrics()["parallel-records-skipped-total"]  # noqa: E731
+        await until(lambda: skipped() == total - 11, 60, "the rest skipped")
         await b.stop()
 
     asyncio.run(second_owner())
