@@ -281,11 +281,7 @@ class ParallelProcessor(Generic[K, V]):
 
     def _backpressure(self) -> None:
         """Pause every partition past the buffer limits (resume below 3/4), and those held for their metadata."""
-        pause, resume = self._ledger.backpressure(self._consumer.assignment())
-        if pause:
-            self._consumer.pause(pause)
-        if resume:
-            self._consumer.resume(resume)
+        self._ledger.apply_backpressure(self._consumer)
 
     def _maybe_commit(self, *, force: bool) -> None:
         points = self._ledger.due_commit(self._clock.monotonic(), force=force)

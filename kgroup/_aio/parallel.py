@@ -169,7 +169,7 @@ class ParallelProcessor(Generic[K, V]):
                 self._raise_failure()
                 self._dispatch()
                 self._maybe_commit()
-                self._backpressure()
+                self._ledger.apply_backpressure(self._consumer)
                 records = await self._consumer.poll(self._poll_timeout_ms(poll_timeout_ms))
                 for record in records:
                     self._ledger.take(record)
@@ -289,13 +289,6 @@ class ParallelProcessor(Generic[K, V]):
         self._tasks.pop(id(job), None)
         self._ledger.finished(job, error, self._clock.monotonic())
         self._dispatch()
-
-    def _backpressure(self) -> None:
-        pause, resume = self._ledger.backpressure(self._consumer.assignment())
-        if pause:
-            self._consumer.pause(pause)
-        if resume:
-            self._consumer.resume(resume)
 
     def _maybe_commit(self) -> None:
         points = self._ledger.due_commit(self._clock.monotonic(), force=False)

@@ -174,6 +174,16 @@ class Settings:
         return settings
 
 
+class _Pausable(Protocol):
+    """What back-pressure needs of a consumer (``kgroup.Consumer`` and ``kgroup.aio.Consumer`` alike)."""
+
+    def assignment(self) -> frozenset[TopicPartition]: ...
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+
 class Ledger(Generic[K, V]):
     """The state a parallel processor's owner (poll thread or event loop) keeps, and its decisions.
 
@@ -328,6 +338,14 @@ class Ledger(Generic[K, V]):
             self.counts["pauses"] += 1
         self.paused_by_us = wanted
         return pause, resume
+
+    def apply_backpressure(self, consumer: _Pausable) -> None:
+        """``backpressure()`` on ``consumer``: its partitions paused and resumed (non-blocking calls)."""
+        pause, resume = self.backpressure(consumer.assignment())
+        if pause:
+            consumer.pause(pause)
+        if resume:
+            consumer.resume(resume)
 
     # ------------------------------------------------------------------ commits
     def commit_points(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:

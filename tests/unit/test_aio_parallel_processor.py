@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from types import SimpleNamespace
 
 import pytest
 
@@ -19,29 +18,20 @@ import kgroup.aio
 from kgroup import ConfigError, OffsetAndMetadata, ProcessingError, TopicPartition
 from kgroup._parallel.offsets import decode_completed
 from kgroup.aio import ParallelProcessor
-from kgroup.health import HealthReport
-from kgroup.membership.states import MemberState
 from kgroup.testing import FakeClock
 from kgroup.types import ConsumerRecord
+from tests.unit.test_parallel_processor import FakeConsumer, keyed_logs
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
 
 
-class FakeAioConsumer:
+class FakeAioConsumer(FakeConsumer):
+    """``FakeConsumer`` (the threaded processor's tests') with ``kgroup.aio.Consumer``'s awaited calls."""
+
     def __init__(self, logs, *, max_poll_records=500):
-        self.config = SimpleNamespace(enable_auto_commit=False)
-        self.logs = logs  # {tp: [(key, value), ...]}
-        self.max_poll_records = max_poll_records
-        self.listener = None
-        self.owned: set[TopicPartition] = set()
-        self.positions: dict[TopicPartition, int] = {}
-        self.paused_set: set[TopicPartition] = set()
-        self.committed_offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        self.events: list = []  # rebalance steps for the next poll()
-        self.commits: list[dict] = []
+        super().__init__(logs, max_poll_records=max_poll_records)
         self.polls: list[int] = []
-        self.closed = False
 
     async def subscribe(self, topics, listener=None, *, pattern=None):
         self.listener = listener
@@ -103,33 +93,11 @@ class FakeAioConsumer:
     async def committed(self, partitions, *, timeout_ms=None):
         return {tp: self.committed_offsets.get(tp) for tp in partitions}
 
-    def pause(self, partitions):
-        self.paused_set |= set(partitions)
-
-    def resume(self, partitions):
-        self.paused_set -= set(partitions)
-
-    def assignment(self):
-        return frozenset(self.owned)
-
-    def metrics(self):
-        return {"records-consumed-total": 0.0}
-
-    def health(self):
-        return HealthReport(state=MemberState.STABLE, live=True, ready=True)
-
     async def close(self, timeout_ms=30000):
         if not self.closed:
             self.closed = True
             self.events.append(("revoked", frozenset(self.owned)))
             await self._rebalance()
-
-
-def keyed_logs(partitions=2, per_partition=200, keys=10):
-    return {
-        TopicPartition("t", p): [(b"k%d" % (i % keys), b"%d" % i) for i in range(per_partition)]
-        for p in range(partitions)
-    }
 
 
 async def until(predicate, timeout_s=30.0):
