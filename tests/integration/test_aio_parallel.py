@@ -3,7 +3,8 @@
 The threaded processor's tests (``test_parallel.py``) for the asyncio one: key order holds with
 many handler tasks in flight; a rebalance in the middle of processing hands partitions over
 with no record completed twice; a closed member's completions above its committed offset are
-skipped by the next one. Each under the classic protocol and the consumer group protocol
+skipped by the next one; after a kill -9 only what the last commit did not cover is redone.
+The first three under the classic protocol and the consumer group protocol
 (KIP-848, ``group_protocol="consumer"``: Apache Kafka's coordinator only).
 
 The handovers run against ``group_coordinator``: on ``[tansu]`` the coordinator proxy in front
@@ -15,7 +16,12 @@ metadata (an OffsetFetch answers it empty), which the skipping needs (``docs/par
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +32,8 @@ from kgroup import TopicPartition
 from kgroup._parallel.offsets import decode_completed
 from kgroup.testing import produce
 
-from .harness import BOTH, HEARTBEAT_MS, SESSION_TIMEOUT_MS
+from .aio_parallel_worker import COMMIT_INTERVAL_MS, MAX_CONCURRENCY
+from .harness import BOTH, HEARTBEAT_MS, SESSION_TIMEOUT_MS, wait_until
 
 pytestmark = BOTH
 
@@ -194,3 +201,59 @@ def test_the_next_owner_skips_what_the_last_one_completed_above_its_committed_of
     asyncio.run(second_owner())
     assert second == [10]
     assert committed(bootstrap, group, [tp])[tp].offset == total
+
+
+def test_after_a_kill_9_only_records_not_covered_by_the_last_commit_are_redone(
+    kafka_bootstrap, group_coordinator, topic_factory, group_id_factory, tmp_path: Path
+):
+    """An asyncio member killed mid-processing: its commits never covered a record not completed,
+    and the next one skips every record they covered (below the committed offset, or completed
+    above it per the metadata). What is redone is printed next to the bound (the tasks in
+    flight, ``max_concurrency``, plus those completed since the last commit landed).
+    """
+    topic = topic_factory(partitions=2)
+    total = 4000
+    produce(kafka_bootstrap, topic, [(i % 2, b"k%d" % (i % 300), b"%d" % i) for i in range(total)])
+    group = group_id_factory()
+    bootstrap = group_coordinator.bootstrap_servers
+    out = tmp_path / "first.txt"
+    out.touch()
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+    worker = subprocess.Popen(
+        [sys.executable, str(root / "tests" / "integration" / "aio_parallel_worker.py"), bootstrap, topic, group,
+         str(out)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until(lambda: len(out.read_text().splitlines()) >= total // 3, 90, "a third processed")
+    finally:
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(30)
+    first = {tuple(map(int, line.split())) for line in out.read_text().splitlines() if line.count(" ") == 1}
+    tps = [TopicPartition(topic, p) for p in (0, 1)]
+    covered: set[tuple[int, int]] = set()
+    for tp, om in committed(bootstrap, group, tps).items():
+        if om is not None:
+            covered |= {(tp.partition, o) for o in range(om.offset)}
+            covered |= {(tp.partition, o) for o in decode_completed(om.metadata, om.offset)}
+    assert covered, "the killed member committed nothing"
+    assert covered <= first  # a commit never covers a record not completed
+
+    second: set[tuple[int, int]] = set()
+
+    async def handle(record: kgroup.ConsumerRecord[bytes, bytes]) -> None:
+        second.add((record.partition, record.offset))
+
+    async def next_owner() -> None:
+        b = Member(processor(bootstrap, group, handle), topic)
+        await until(lambda: len(second) >= total - len(covered), 90, "the rest processed")
+        await b.stop()
+
+    asyncio.run(next_owner())
+    everything = {(p, o) for p in (0, 1) for o in range(total // 2)}
+    assert second == everything - covered  # nothing covered redone, nothing skipped
+    print(
+        f"\nkill -9 after {len(first)} records: {len(first & second)} redone "
+        f"(max_concurrency={MAX_CONCURRENCY}, commit_interval_ms={COMMIT_INTERVAL_MS})"
+    )
