@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     from kgroup.config import ConsumerArgs
     from kgroup.membership.consumer_group_states import MemberState as ConsumerMemberState
 
-__all__ = ["Consumer", "RebalanceListener"]
+__all__ = ["Consumer", "ParallelProcessor", "RebalanceListener"]
 
 log = logging.getLogger(__name__)
 
@@ -854,3 +854,7 @@ class Consumer(Generic[K, V]):
         if isinstance(error, WakeupError):
             self._worker.wakeup_delivered()
         future.set_exception(error)
+
+
+# after RebalanceListener and Consumer: the processor's listener subclasses the first
+from kgroup._aio.parallel import ParallelProcessor  # noqa: E402

@@ -62,3 +62,23 @@ async def typed() -> None:
         value: dict[str, Any] | None = record.value
         print(key, value, record.offset)
     await annotated.close(timeout_ms=5000, group_membership="leave")
+
+
+async def parallel() -> None:
+    consumer = kgroup.aio.Consumer(
+        bootstrap_servers="localhost:9092", group_id="billing", enable_auto_commit=False,
+        key_deserializer=string_deserializer(), value_deserializer=parse,
+    )
+
+    async def handle(record: kgroup.ConsumerRecord[str, dict[str, Any]]) -> None:
+        print(record.key, record.value)
+
+    async def dead_letter(record: kgroup.ConsumerRecord[str, dict[str, Any]], error: BaseException) -> None:
+        print(record.offset, error)
+
+    processor = kgroup.aio.ParallelProcessor(consumer, handle, ordering="key", on_dead_letter=dead_letter)
+    async with processor:
+        await processor.subscribe(["orders"], Commits(consumer))
+        await processor.run()
+    assert_type(processor.metrics(), dict[str, float])
+    assert_type(processor.health(), kgroup.HealthReport)

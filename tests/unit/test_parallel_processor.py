@@ -82,7 +82,11 @@ class FakeConsumer:
 
     def commit_async(self, offsets):
         future = concurrent.futures.Future()
-        self.commit(offsets)
+        try:
+            self.commit(offsets)
+        except kgroup.KGroupError as exc:  # as kgroup.Consumer.commit_async: the error is on the future
+            future.set_exception(exc)
+            return future
         future.set_result(None)
         return future
 
