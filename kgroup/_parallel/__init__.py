@@ -1,5 +1,6 @@
-"""The pure parts of ``kgroup.ParallelProcessor`` and ``kgroup.aio.ParallelProcessor``: no IO, no threads,
-no clock (time is passed in).
+"""The pure parts of ``kgroup.ParallelProcessor`` and ``kgroup.aio.ParallelProcessor``.
+
+No IO, no threads, no clock (time is passed in).
 
 * ``offsets``: one partition's offset tracker (the committed offset is the first record not yet
   completed) and the commit-metadata encoding of the completions above it.
