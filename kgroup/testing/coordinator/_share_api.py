@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Iterable
 from typing import Final
 
 import attrs
@@ -59,13 +60,29 @@ class ShareAcquireMode(enum.IntEnum):
     """``max_records`` is a strict limit: batches are split so that no more records are acquired."""
 
 
+def _ints(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
+
+
+def _batches(value: Iterable[AcknowledgementBatch]) -> tuple[AcknowledgementBatch, ...]:
+    return tuple(value)
+
+
+def _partitions(value: Iterable[SharePartitionData]) -> tuple[SharePartitionData, ...]:
+    return tuple(value)
+
+
+def _topic_partitions(value: Iterable[tuple[uuid.UUID, int]]) -> tuple[tuple[uuid.UUID, int], ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class AcknowledgementBatch:
     """Offsets ``first_offset..last_offset`` acknowledged with one type each, or one type for all."""
 
     first_offset: int
     last_offset: int
-    acknowledge_types: tuple[int, ...] = attrs.field(converter=tuple)
+    acknowledge_types: tuple[int, ...] = attrs.field(converter=_ints)
 
 
 @attrs.frozen
@@ -74,7 +91,7 @@ class SharePartitionData:
 
     topic_id: uuid.UUID
     partition: int
-    acknowledgement_batches: tuple[AcknowledgementBatch, ...] = attrs.field(default=(), converter=tuple)
+    acknowledgement_batches: tuple[AcknowledgementBatch, ...] = attrs.field(default=(), converter=_batches)
 
 
 @attrs.frozen(kw_only=True)
@@ -90,8 +107,8 @@ class ShareFetchRequest:
     group_id: str
     member_id: str
     share_session_epoch: int
-    partitions: tuple[SharePartitionData, ...] = attrs.field(default=(), converter=tuple)
-    forgotten: tuple[tuple[uuid.UUID, int], ...] = attrs.field(default=(), converter=tuple)
+    partitions: tuple[SharePartitionData, ...] = attrs.field(default=(), converter=_partitions)
+    forgotten: tuple[tuple[uuid.UUID, int], ...] = attrs.field(default=(), converter=_topic_partitions)
     max_records: int = 500
     batch_size: int = 500
     share_acquire_mode: int = ShareAcquireMode.BATCH_OPTIMIZED
@@ -135,7 +152,7 @@ class ShareAcknowledgeRequest:
     group_id: str
     member_id: str
     share_session_epoch: int
-    partitions: tuple[SharePartitionData, ...] = attrs.field(default=(), converter=tuple)
+    partitions: tuple[SharePartitionData, ...] = attrs.field(default=(), converter=_partitions)
     is_renew_ack: bool = False
     api_version: int = 2
 

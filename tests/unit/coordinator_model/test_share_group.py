@@ -1,4 +1,4 @@
-"""ShareGroupModel: share groups (KIP-932) on a fake clock: heartbeats, share sessions, acquisition and acknowledgement."""
+"""ShareGroupModel: share groups (KIP-932) on a fake clock: heartbeats, share sessions, acquisition, acknowledgement."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ def ack(model: ShareGroupModel, member: str, epoch: int, batches: list[tuple[int
         **kw: object) -> int:
     response = model.share_acknowledge(ShareAcknowledgeRequest(
         group_id=G, member_id=member, share_session_epoch=epoch,
-        partitions=(SharePartitionData(T, partition, tuple(AcknowledgementBatch(f, la, (t,)) for f, la, t in batches)),),
+        partitions=(SharePartitionData(T, partition, tuple(AcknowledgementBatch(f, la, (t,)) for f, la, t in batches)),
+                    ),
         **kw)).response  # type: ignore[arg-type]
     assert response.error_code == codes.NONE, response
     return response.partitions[0].error_code
@@ -73,6 +74,12 @@ def acquired(response: ShareFetchResponse, partition: int = 0) -> list[tuple[int
     assert response.error_code == codes.NONE, response
     return [(a.first_offset, a.last_offset, a.delivery_count) for p in response.partitions
             if p.partition == partition for a in p.acquired_records]
+
+
+def state(model: ShareGroupModel, offset: int) -> RecordState | None:
+    sp = model.share_partition(G, T, 0)
+    rec = sp.record(offset) if sp is not None else None
+    return rec.state if rec is not None else None
 
 
 def advance(model: ShareGroupModel, clock: FakeClock, ms: int) -> None:
@@ -212,8 +219,7 @@ def test_lock_expiry_redelivers_with_the_delivery_count_plus_one() -> None:
     model.produce(T, 0, 5)
     fetch(model, "a", 0)
     advance(model, clock, LOCK_MS)
-    sp = model.share_partition(G, T, 0)
-    assert sp is not None and sp.record(0) is not None and sp.record(0).state is RecordState.AVAILABLE
+    assert state(model, 0) is RecordState.AVAILABLE
     assert acquired(fetch(model, "b", 0)) == [(0, 4, 2)]
 
 
@@ -229,7 +235,7 @@ def test_archiving_at_the_delivery_count_limit_and_the_last_attempt_goes_alone()
     advance(model, clock, LOCK_MS)
     sp = model.share_partition(G, T, 0)
     assert sp is not None
-    assert sp.record(2) is not None and sp.record(2).state is RecordState.AVAILABLE
+    assert state(model, 2) is RecordState.AVAILABLE
     assert sp.start_offset == 2  # 0 and 1 archived at the limit
     assert sp.dead_lettered == [(0, "delivery count limit"), (1, "delivery count limit")]
 
@@ -254,7 +260,7 @@ def test_the_start_offset_moves_only_over_terminal_records() -> None:
     assert sp.start_offset == 0  # available is not terminal
     fetch(model, "a", 3, partitions=())
     assert ack(model, "a", 4, [(0, 0, REJECT)]) == codes.NONE
-    assert sp.start_offset == 3 and sp.record(3) is not None and sp.record(3).state is RecordState.ACQUIRED
+    assert sp.start_offset == 3 and state(model, 3) is RecordState.ACQUIRED
 
 
 def test_invalid_acknowledgements() -> None:
@@ -267,8 +273,7 @@ def test_invalid_acknowledgements() -> None:
     assert ack(model, "a", 2, [(3, 2, ACCEPT)]) == codes.INVALID_REQUEST
     assert ack(model, "a", 3, [(0, 0, RENEW)]) == codes.INVALID_REQUEST  # without is_renew_ack
     assert ack(model, "a", 4, [(0, 0, ACCEPT), (1, 1, 9)]) == codes.INVALID_REQUEST
-    sp = model.share_partition(G, T, 0)
-    assert sp is not None and sp.record(0) is not None and sp.record(0).state is RecordState.ACQUIRED  # all or nothing
+    assert state(model, 0) is RecordState.ACQUIRED  # all or nothing
     assert ack(model, "a", 5, [(0, 4, ACCEPT)]) == codes.NONE
     assert ack(model, "a", 6, [(0, 1, ACCEPT)]) == codes.NONE  # before the SPSO: skipped
 
