@@ -16,16 +16,18 @@ The rules:
 * **Validation**: an empty group id or member id, an epoch below -1, a join (epoch 0) without
   subscribed topic names: INVALID_REQUEST.
 * **Join and heartbeat**: epoch 0 creates the group (at group epoch 1) and the member; any other
-  epoch needs both (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID) and the member's epoch exactly
-  (FENCED_MEMBER_EPOCH: a share member has no previous epoch to fall back on). A new member, a
+  epoch needs both (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID) and the member's epoch, or its previous
+  one (the answer that moved it was lost; FENCED_MEMBER_EPOCH otherwise). A new member, a
   changed subscription or a change of the subscribed topics' partitions bumps the group epoch;
   the group is full at ``max_size`` members (GROUP_MAX_SIZE_REACHED, ``group.share.max.size``).
 * **Share-state initialization**: a partition is assigned only once its share state is
   initialized (the group coordinator's InitializeShareGroupState to the share coordinator). The
   first target assignment that meets uninitialized partitions leaves them out and starts their
-  initialization; it completes ``initialize_delay_ms`` later and bumps the group epoch. So a
-  group's first member joins at epoch 2 with no partitions and gets them at epoch 3, at its first
-  heartbeat one assignment interval later, as Apache Kafka 4.4 answers.
+  initialization; it completes ``initialize_delay_ms`` later and bumps the group epoch (unless
+  something else bumped it meanwhile). So a group's first member joins at epoch 2 with no
+  partitions and gets them at epoch 3, at its first heartbeat one assignment interval later, as
+  Apache Kafka 4.4 answers. Until then a ShareFetch of the partition answers it with
+  UNKNOWN_SERVER_ERROR.
 * **Target assignment**: when the group epoch is ahead of the assignment epoch and
   ``assignment_interval_ms`` passed since the last target (``group.share.assignment.interval.ms``;
   a group's first target at once), the heartbeat computes the new one with the simple assignor
@@ -34,9 +36,9 @@ The rules:
 * **The answer**: member id, epoch, ``heartbeat_interval_ms``; the assignment on a join or when the
   member's partitions changed (``None`` otherwise).
 * **Leave and session**: epoch -1 removes the member (answer epoch -1, interval 0); so does
-  ``session_timeout_ms`` without a heartbeat. A removed member's acquired records are released at
-  once (Apache Kafka 4.4: another member fetches them before their locks expire); its share
-  session stays.
+  ``session_timeout_ms`` without a heartbeat. A removed member keeps its acquired records until
+  their locks expire, and its share session (Apache Kafka 4.4: the group coordinator and the
+  partition leaders do not talk about members).
 * **Share sessions** (``ShareSessionCache``, keyed by group and member id): ShareFetch epoch 0 opens
   (or replaces: the old session's acquired records stay acquired) a session with the request's
   partitions (acknowledgements in it: INVALID_REQUEST); each later request must carry the
@@ -188,6 +190,7 @@ class ShareGroupConfig:
 class _Member:
     member_id: str
     member_epoch: int = 0
+    previous_member_epoch: int = 0
     rack_id: str | None = None
     subscribed_topic_names: frozenset[str] = frozenset()
     assigned: Assignment = attrs.field(factory=dict)
@@ -240,9 +243,10 @@ def simple_assign(
     count); only partitions for which ``allowed`` is true (initialized) are assigned. With one
     subscription for all (Kafka ``SimpleHomogeneousAssignmentBuilder``): at most as many members as
     partitions, every partition goes to one member, the counts balanced (a difference of at most
-    one); more members than partitions, every member gets one partition and the partitions are
-    shared evenly (each by ``members // partitions`` or one more). Either way a member keeps what
-    it had where the balance allows, and the rest go in sorted member-id order. Different
+    one); more members than partitions, every partition goes to ``ceil(members / partitions)``
+    members and the members' counts are balanced (3 members, 2 partitions: 2, 1 and 1, as Apache
+    Kafka 4.4 answers). Either way a member keeps what it had where the balance allows, and the
+    rest go in sorted member-id order (Kafka's own order among members is its hash maps'). Different
     subscriptions: the same per topic, among its subscribers.
     """
     out: dict[str, Assignment] = {m: {} for m in members}
@@ -293,20 +297,21 @@ def _balance(
             while len(plan[m]) < quota[m]:
                 plan[m].append(free.pop(0))
         return plan
-    base, extra = divmod(len(member_ids), len(partitions))
-    capacity = {tp: base + (1 if i < extra else 0) for i, tp in enumerate(partitions)}
-    waiting = []
+    # more members than partitions: each partition shared by ceil(members / partitions) members
+    sharing = -(-len(member_ids) // len(partitions))
+    base, extra = divmod(sharing * len(partitions), len(member_ids))
+    quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(member_ids)}
+    capacity = dict.fromkeys(partitions, sharing)
     for m in member_ids:
-        kept = next((tp for tp in had(m) if capacity[tp] > 0), None)
-        if kept is None:
-            waiting.append(m)
-        else:
-            plan[m].append(kept)
-            capacity[kept] -= 1
-    for m in waiting:
-        tp = next(tp for tp in partitions if capacity[tp] > 0)
-        plan[m].append(tp)
-        capacity[tp] -= 1
+        for tp in had(m):
+            if len(plan[m]) < quota[m] and capacity[tp] > 0:
+                plan[m].append(tp)
+                capacity[tp] -= 1
+    for m in member_ids:
+        while len(plan[m]) < quota[m]:
+            tp = max((tp for tp in partitions if tp not in plan[m]), key=lambda tp: capacity[tp])
+            plan[m].append(tp)
+            capacity[tp] -= 1
     return plan
 
 
@@ -435,7 +440,7 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
             for member_id in group.members:
                 self._schedule_session(group.group_id, member_id)
             for tp in group.initializing:
-                self._schedule_initialize(group.group_id, tp)
+                self._schedule_initialize(group.group_id, tp, group.group_epoch)
         for key in self._share_partitions:
             self._arm_locks(key)
 
@@ -458,18 +463,23 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
         if group is not None and member_id in group.members:
             self._remove_member(group, member_id, "session timeout")
 
-    def _schedule_initialize(self, group_id: str, tp: TopicPartition) -> None:
+    def _schedule_initialize(self, group_id: str, tp: TopicPartition, epoch: int) -> None:
         self._schedule(("initialize", group_id, str(tp[0]), str(tp[1])), self._config.initialize_delay_ms,
-                       lambda: self._initialized(group_id, tp))
+                       lambda: self._initialized(group_id, tp, epoch))
 
-    def _initialized(self, group_id: str, tp: TopicPartition) -> None:
+    def _initialized(self, group_id: str, tp: TopicPartition, epoch: int) -> None:
+        """The share coordinator initialized ``tp``'s state, asked for at group epoch ``epoch``.
+
+        The group epoch becomes ``epoch + 1`` unless it moved past ``epoch`` meanwhile (a join
+        after the request: Apache Kafka 4.4 then bumps nothing more).
+        """
         group = self._groups.get(group_id)
         if group is None or tp not in group.initializing:
             return
         group.initializing.discard(tp)
         group.initialized.add(tp)
         self._event(group_id, PARTITIONS_INITIALIZED, detail=f"{str(tp[0])[:8]}:{tp[1]}")
-        if not any(t == tp[0] for t, _ in group.initializing):
+        if not group.initializing and group.group_epoch <= epoch:
             self._bump(group, "share state initialized")
 
     def _arm_locks(self, key: tuple[str, uuid.UUID, int]) -> None:
@@ -527,7 +537,9 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
             if len(group.members) >= self._config.max_size:
                 raise _Error(codes.GROUP_MAX_SIZE_REACHED,
                              f"The share group has reached its maximum capacity of {self._config.max_size} members.")
-        elif not joining and r.member_epoch != member.member_epoch:
+        elif not joining and r.member_epoch != member.member_epoch and (
+            r.member_epoch > member.member_epoch or r.member_epoch != member.previous_member_epoch
+        ):
             relation = "greater" if r.member_epoch > member.member_epoch else "smaller"
             raise _Error(
                 codes.FENCED_MEMBER_EPOCH,
@@ -557,6 +569,8 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
             self._bump(group, "; ".join(reasons))
         self._maybe_compute_target(group)
         previous = member.assigned
+        if member.member_epoch != group.assignment_epoch:
+            member.previous_member_epoch = member.member_epoch
         member.member_epoch = group.assignment_epoch
         member.assigned = dict(group.target.get(r.member_id, {}))
         self._schedule_session(group.group_id, r.member_id)
@@ -601,7 +615,7 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
         )
         for tp in sorted(wanted - group.initialized - group.initializing, key=lambda tp: (str(tp[0]), tp[1])):
             group.initializing.add(tp)
-            self._schedule_initialize(group.group_id, tp)
+            self._schedule_initialize(group.group_id, tp, group.group_epoch)
 
     def _remove_member(self, group: _Group, member_id: str, why: str) -> None:
         del group.members[member_id]
@@ -609,12 +623,6 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
         self._cancel(("session", group.group_id, member_id))
         self._event(group.group_id, ev.MEMBER_REMOVED, member_id, why)
         self._bump(group, f"member {member_id} removed ({why})")
-        for key, sp in self._share_partitions.items():
-            if key[0] == group.group_id:
-                changed = sp.release_member(member_id)
-                if changed:
-                    self._event(group.group_id, LOCKS_EXPIRED, member_id, _changes(key, changed))
-                    self._arm_locks(key)
 
     # ==========================================================================================
     # ShareFetch and ShareAcknowledge
@@ -653,9 +661,8 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
             strict = r.api_version >= 2 and r.share_acquire_mode == ShareAcquireMode.RECORD_LIMIT
             for tp in list(session.partitions):
                 got = self._acquire(r.group_id, r.member_id, tp, budget if budget > 0 else 0, strict)
-                if got is None:
-                    out[tp] = ShareFetchPartition(topic_id=tp[0], partition=tp[1],
-                                                  error_code=codes.UNKNOWN_TOPIC_OR_PARTITION)
+                if isinstance(got, int):
+                    out[tp] = ShareFetchPartition(topic_id=tp[0], partition=tp[1], error_code=got)
                     continue
                 budget -= sum(a.last_offset - a.first_offset + 1 for a in got)
                 if got or r.share_session_epoch == INITIAL_SHARE_SESSION_EPOCH or tp in out:
@@ -733,9 +740,15 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
 
     def _acquire(
         self, group_id: str, member_id: str, tp: TopicPartition, budget: int, strict: bool
-    ) -> list[AcquiredRecords] | None:
+    ) -> list[AcquiredRecords] | int:
+        """The records acquired, or the partition's error: UNKNOWN_TOPIC_OR_PARTITION, or
+        UNKNOWN_SERVER_ERROR while the group's share state of ``tp`` is not initialized (Apache
+        Kafka 4.4: the share partition cannot load a state the group coordinator has not written)."""
         if not self._known(tp):
-            return None
+            return codes.UNKNOWN_TOPIC_OR_PARTITION
+        group = self._groups.get(group_id)
+        if group is None or tp not in group.initialized:
+            return codes.UNKNOWN_SERVER_ERROR
         key = (group_id, *tp)
         log = self._log(*tp)
         sp = self._share_partitions.get(key)

@@ -31,13 +31,16 @@ ACCEPT, RELEASE, REJECT, RENEW = (int(t) for t in (AcknowledgeType.ACCEPT, Ackno
                                                    AcknowledgeType.REJECT, AcknowledgeType.RENEW))
 
 
-def make(partitions: int = 2, **config: object) -> tuple[ShareGroupModel, FakeClock]:
+def make(partitions: int = 2, *, owner: bool = True, **config: object) -> tuple[ShareGroupModel, FakeClock]:
+    """A model with topic ``t``; ``owner``: a member joined, so the partitions' share state is initialized."""
     clock = FakeClock()
     topics = {"t": (T, partitions)}
     config.setdefault("record_lock_duration_ms", LOCK_MS)
     config.setdefault("delivery_count_limit", 3)
     model = ShareGroupModel(ShareGroupConfig(**config), clock=clock, topics=lambda: topics)  # type: ignore[arg-type]
     model.set_group_config(G, auto_offset_reset="earliest")
+    if owner:
+        hb(model, "owner", 0)
     return model, clock
 
 
@@ -91,7 +94,7 @@ def advance(model: ShareGroupModel, clock: FakeClock, ms: int) -> None:
 
 
 def test_a_first_member_gets_its_partitions_once_their_share_state_is_initialized() -> None:
-    model, clock = make()
+    model, clock = make(owner=False)
     first = hb(model, "a", 0)
     assert (first.error_code, first.member_epoch, first.assignment) == (codes.NONE, 2, ())
     assert hb(model, "a", 2).assignment is None  # within the assignment interval
@@ -104,13 +107,13 @@ def test_a_first_member_gets_its_partitions_once_their_share_state_is_initialize
 
 @pytest.mark.parametrize(("epoch", "code"), [(7, codes.FENCED_MEMBER_EPOCH), (1, codes.FENCED_MEMBER_EPOCH)])
 def test_an_epoch_other_than_the_members_is_fenced(epoch: int, code: int) -> None:
-    model, _ = make()
+    model, _ = make(owner=False)
     hb(model, "a", 0)
     assert hb(model, "a", epoch).error_code == code
 
 
 def test_unknown_members_groups_and_invalid_requests() -> None:
-    model, _ = make()
+    model, _ = make(owner=False)
     assert hb(model, "a", 2).error_code == codes.GROUP_ID_NOT_FOUND
     assert hb(model, "a", -1).error_code == codes.GROUP_ID_NOT_FOUND
     hb(model, "a", 0)
@@ -123,7 +126,7 @@ def test_unknown_members_groups_and_invalid_requests() -> None:
 
 
 def test_leave_answers_epoch_minus_one_and_a_left_member_is_unknown() -> None:
-    model, _ = make()
+    model, _ = make(owner=False)
     hb(model, "a", 0)
     left = hb(model, "a", -1)
     assert (left.error_code, left.member_epoch, left.heartbeat_interval_ms) == (codes.NONE, -1, 0)
@@ -131,7 +134,7 @@ def test_leave_answers_epoch_minus_one_and_a_left_member_is_unknown() -> None:
 
 
 def test_a_silent_member_is_removed_at_its_session_timeout() -> None:
-    model, clock = make(session_timeout_ms=3000)
+    model, clock = make(session_timeout_ms=3000, owner=False)
     hb(model, "a", 0)
     advance(model, clock, 2999)
     assert hb(model, "a", 2).error_code == codes.NONE
@@ -140,22 +143,22 @@ def test_a_silent_member_is_removed_at_its_session_timeout() -> None:
 
 
 def test_the_group_is_full_at_max_size() -> None:
-    model, _ = make(max_size=2)
+    model, _ = make(max_size=2, owner=False)
     hb(model, "a", 0)
     hb(model, "b", 0)
     assert hb(model, "c", 0).error_code == codes.GROUP_MAX_SIZE_REACHED
 
 
-def test_more_members_than_partitions_share_them_one_partition_each() -> None:
-    model, clock = make(partitions=2)
+def test_more_members_than_partitions_share_them() -> None:
+    model, clock = make(partitions=2, owner=False)
     for m in "abcde":
         hb(model, m, 0)
     advance(model, clock, 1000)
     got = {m: hb(model, m, 0).assignment for m in "abcde"}
     per_member = {m: [p for tp in a for p in tp.partitions] for m, a in got.items() if a is not None}
-    assert all(len(ps) == 1 for ps in per_member.values()) and len(per_member) == 5
-    shared = sorted(ps[0] for ps in per_member.values())
-    assert shared.count(0) in (2, 3) and shared.count(1) in (2, 3)
+    assert sorted(len(ps) for ps in per_member.values()) == [1, 1, 1, 1, 2]  # 3 sharers each, 6 in all
+    shared = sorted(p for ps in per_member.values() for p in ps)
+    assert shared.count(0) == 3 and shared.count(1) == 3
 
 
 def test_the_simple_assignor_balances_and_sticks() -> None:
@@ -300,20 +303,30 @@ def test_max_records_is_soft_in_batch_mode_and_strict_in_record_limit_mode() -> 
     ]
 
 
-def test_closing_the_session_or_leaving_the_group_releases_the_members_records() -> None:
+def test_closing_the_session_releases_the_members_records_leaving_the_group_does_not() -> None:
     model, _ = make(delivery_count_limit=5)
     model.produce(T, 0, 3)
-    hb(model, "a", 0)
     fetch(model, "a", 0)
     hb(model, "a", -1)
-    assert acquired(fetch(model, "b", 0)) == [(0, 2, 2)]
-    assert fetch(model, "b", -1).error_code == codes.NONE
-    assert acquired(fetch(model, "c", 0)) == [(0, 2, 3)]
+    assert acquired(fetch(model, "b", 0)) == []
+    assert fetch(model, "a", -1).error_code == codes.NONE
+    assert acquired(fetch(model, "c", 0)) == [(0, 2, 2)]
+
+
+def test_a_partition_without_initialized_share_state_answers_unknown_server_error() -> None:
+    clock = FakeClock()
+    model = ShareGroupModel(clock=clock, topics=lambda: {"t": (T, 1)})
+    model.produce(T, 0, 1)
+    first = fetch(model, "a", 0)
+    assert [(p.partition, p.error_code) for p in first.partitions] == [(0, codes.UNKNOWN_SERVER_ERROR)]
+    hb(model, "a", 0)
+    assert fetch(model, "a", 1).partitions == ()  # no error, nothing to acquire
 
 
 def test_latest_auto_offset_reset_starts_at_the_log_end_at_the_first_fetch() -> None:
     clock = FakeClock()
     model = ShareGroupModel(clock=clock, topics=lambda: {"t": (T, 1)})
+    hb(model, "owner", 0)
     model.produce(T, 0, 5)
     first = fetch(model, "a", 0)
     assert [(p.partition, p.acquired_records) for p in first.partitions] == [(0, ())]
@@ -330,3 +343,13 @@ def test_the_event_log_records_acquisition_and_expiry() -> None:
     assert "records_acquired" in kinds and "acquisition_locks_expired" in kinds
     expired = next(e for e in model.events if e.kind == "acquisition_locks_expired")
     assert expired.time_ms == LOCK_MS
+
+
+def test_the_previous_epoch_is_taken_an_older_one_is_fenced() -> None:
+    model, clock = make(owner=False)
+    hb(model, "a", 0)
+    advance(model, clock, 1000)
+    assert hb(model, "a", 2).member_epoch == 3
+    again = hb(model, "a", 2)  # the answer that moved it to 3 was lost
+    assert (again.error_code, again.member_epoch) == (codes.NONE, 3)
+    assert hb(model, "a", 1).error_code == codes.FENCED_MEMBER_EPOCH
