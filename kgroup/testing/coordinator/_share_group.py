@@ -337,26 +337,40 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self._sessions: dict[tuple[str, str], _Session] = {}
-        self._group_configs: dict[str, dict[str, str]] = {}
+        self._group_configs: dict[str, dict[str, str | int]] = {}
 
     # ==========================================================================================
     # public surface
     # ==========================================================================================
 
     def set_group_config(
-        self, group_id: str, *, auto_offset_reset: str | None = None, dead_letter_topic: str | None = None
+        self,
+        group_id: str,
+        *,
+        auto_offset_reset: str | None = None,
+        dead_letter_topic: str | None = None,
+        record_lock_duration_ms: int | None = None,
     ) -> None:
-        """Set a group's ``share.auto.offset.reset`` or ``errors.deadletterqueue.topic.name`` (IncrementalAlterConfigs).
+        """Set a group's configs, as IncrementalAlterConfigs on the group does.
 
-        Takes effect for share partitions not yet started. Raises ValueError for an unknown reset.
+        Kafka's ``share.auto.offset.reset``, ``errors.deadletterqueue.topic.name`` and
+        ``share.record.lock.duration.ms``. Takes effect for share partitions not yet started.
+
+        Raises:
+            ValueError: an unknown reset, or a lock duration below 1 ms.
+
         """
         if auto_offset_reset is not None and auto_offset_reset not in _AUTO_OFFSET_RESETS:
             raise ValueError(f"auto_offset_reset must be one of {_AUTO_OFFSET_RESETS}, got {auto_offset_reset!r}")
+        if record_lock_duration_ms is not None and record_lock_duration_ms < 1:
+            raise ValueError(f"record_lock_duration_ms must be >= 1, got {record_lock_duration_ms!r}")
         overrides = self._group_configs.setdefault(group_id, {})
         if auto_offset_reset is not None:
             overrides["auto_offset_reset"] = auto_offset_reset
         if dead_letter_topic is not None:
             overrides["dead_letter_topic"] = dead_letter_topic
+        if record_lock_duration_ms is not None:
+            overrides["record_lock_duration_ms"] = record_lock_duration_ms
 
     def produce(self, topic_id: uuid.UUID, partition: int, count: int) -> int:
         """Append one batch of ``count`` records to a partition's log; its base offset.
@@ -671,9 +685,7 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
                         topic_id=tp[0], partition=tp[1], acquired_records=tuple(got),
                         acknowledge_error_code=old.acknowledge_error_code if old else 0,
                     )
-        return ShareFetchResponse(
-            acquisition_lock_timeout_ms=self._config.record_lock_duration_ms, partitions=tuple(out.values())
-        )
+        return ShareFetchResponse(acquisition_lock_timeout_ms=self._lock_ms(r.group_id), partitions=tuple(out.values()))
 
     def _share_acknowledge(self, r: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
         key = (r.group_id, r.member_id)
@@ -685,7 +697,7 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
         if r.share_session_epoch == FINAL_SHARE_SESSION_EPOCH:
             self._close_session(key, session)
         return ShareAcknowledgeResponse(
-            acquisition_lock_timeout_ms=self._config.record_lock_duration_ms if r.api_version >= 2 else 0,
+            acquisition_lock_timeout_ms=self._lock_ms(r.group_id) if r.api_version >= 2 else 0,
             partitions=tuple(ShareAcknowledgePartition(topic_id=t, partition=p, error_code=c)
                              for (t, p), c in errors.items()),
         )
@@ -732,6 +744,10 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
             errors[tp] = code
         return errors
 
+    def _lock_ms(self, group_id: str) -> int:
+        return int(self._group_configs.get(group_id, {}).get("record_lock_duration_ms",
+                                                              self._config.record_lock_duration_ms))
+
     def _known(self, tp: TopicPartition) -> bool:
         return any(tid == tp[0] and 0 <= tp[1] < count for tid, count in self._topics().values())
 
@@ -741,9 +757,12 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
     def _acquire(
         self, group_id: str, member_id: str, tp: TopicPartition, budget: int, strict: bool
     ) -> list[AcquiredRecords] | int:
-        """The records acquired, or the partition's error: UNKNOWN_TOPIC_OR_PARTITION, or
-        UNKNOWN_SERVER_ERROR while the group's share state of ``tp`` is not initialized (Apache
-        Kafka 4.4: the share partition cannot load a state the group coordinator has not written)."""
+        """The records acquired, or the partition's error code.
+
+        UNKNOWN_TOPIC_OR_PARTITION, or UNKNOWN_SERVER_ERROR while the group's share state of ``tp``
+        is not initialized (Apache Kafka 4.4: the share partition cannot load a state the group
+        coordinator has not written).
+        """
         if not self._known(tp):
             return codes.UNKNOWN_TOPIC_OR_PARTITION
         group = self._groups.get(group_id)
@@ -755,12 +774,12 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
         if sp is None:
             overrides = self._group_configs.get(group_id, {})
             reset = overrides.get("auto_offset_reset", self._config.auto_offset_reset)
-            dlq = overrides.get("dead_letter_topic", self._config.dead_letter_topic)
+            dlq = str(overrides.get("dead_letter_topic", self._config.dead_letter_topic))
             sp = SharePartition(
                 tp[0], tp[1],
                 start_offset=log.end_offset if reset == "latest" else log.log_start_offset,
                 delivery_count_limit=self._config.delivery_count_limit,
-                record_lock_duration_ms=self._config.record_lock_duration_ms,
+                record_lock_duration_ms=self._lock_ms(group_id),
                 max_record_locks=self._config.partition_max_record_locks,
                 dead_letter_topic=dlq,
             )

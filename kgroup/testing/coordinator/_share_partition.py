@@ -273,24 +273,28 @@ class SharePartition:
     ) -> int:
         """Apply ``member_id``'s acknowledgements of this partition (``SharePartition.acknowledge``); the error code.
 
-        All or nothing. INVALID_REQUEST: a batch with ``first_offset > last_offset``, neither one
-        type nor one per offset, an unknown type, a RENEW without ``renew`` (a request without
-        ``is_renew_ack``), or an offset at or past the SPEO (never acquired). INVALID_RECORD_STATE:
-        an offset in flight that is not ACQUIRED by ``member_id``. Offsets before the SPSO (already
-        terminal) are skipped, as Apache Kafka 4.4 answers.
+        All or nothing. INVALID_REQUEST: batches out of order or overlapping, a batch with
+        ``first_offset > last_offset``, neither one type nor one per offset, an unknown type, a
+        RENEW without ``renew`` (a request without ``is_renew_ack``), or an offset at or past the
+        SPEO (never acquired) while records are in flight. INVALID_RECORD_STATE: such an offset
+        while nothing is in flight, or an offset in flight that is not ACQUIRED by ``member_id``. Offsets before the
+        SPSO (already terminal) are skipped, as Apache Kafka 4.4 answers.
         """
         plan: list[tuple[int, AcknowledgeType]] = []
+        previous_last = -1
         for batch in batches:
             error = _invalid_batch(batch, renew)
-            if error:
-                return error
+            if error or batch.first_offset <= previous_last:
+                return error or codes.INVALID_REQUEST
+            previous_last = batch.last_offset
+        for batch in batches:
             offsets = range(batch.first_offset, batch.last_offset + 1)
             types = batch.acknowledge_types
             if len(types) == 1:
                 types = types * len(offsets)
             for o, t in zip(offsets, types, strict=True):
                 if o >= self.end_offset:
-                    return codes.INVALID_REQUEST
+                    return codes.INVALID_REQUEST if self._records else codes.INVALID_RECORD_STATE
                 rec = self._records.get(o)
                 if rec is None and o < self.start_offset:
                     continue
