@@ -20,7 +20,7 @@ Records are produced to Kafka (``kgroup.testing.produce``, one call per batch, t
 and appended to the model's log alike (``ShareGroupModel.produce``). Scripts start at
 ``share.auto.offset.reset=earliest`` (a group config, IncrementalAlterConfigs) unless they test
 the default. ``expect`` pins each step's intent on the normalised answer, for both sides. The
-differences found are listed in docs/share-groups.md, "Share-group model".
+differences found are listed in docs/simulation.md, "Share-group model".
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ SCRIPTS: dict[str, tuple[Step, ...]] = {
         Fetch("a", 5, expect=codes.INVALID_SHARE_SESSION_EPOCH),
         Fetch("a", 1, expect=[]),
         Ack("x", 1, (_b(0, 0, ACCEPT),), expect=codes.SHARE_SESSION_NOT_FOUND),
-        Ack("a", 2, (_b(0, 0, ACCEPT),), expect=codes.INVALID_REQUEST),
+        Ack("a", 2, (_b(0, 0, ACCEPT),), expect=codes.INVALID_RECORD_STATE),  # nothing in flight
         Ack("a", 2, (_b(0, 0, ACCEPT),), expect=codes.INVALID_SHARE_SESSION_EPOCH),
         Fetch("a", -1, expect=[]),
         Fetch("a", -1, expect=codes.SHARE_SESSION_NOT_FOUND),
@@ -282,7 +282,7 @@ SCRIPTS: dict[str, tuple[Step, ...]] = {
         Ack("a", None, (_b(4, 3, ACCEPT),), expect=codes.INVALID_REQUEST),
         Ack("a", None, (_b(3, 4, ACCEPT, RELEASE, REJECT),), expect=codes.INVALID_REQUEST),
         Ack("a", None, (_b(0, 0, ACCEPT),), expect=0),
-        Ack("a", None, (_b(3, 4, ACCEPT), _b(2, 2, ACCEPT)), expect=codes.INVALID_RECORD_STATE),
+        Ack("a", None, (_b(3, 4, ACCEPT), _b(2, 2, ACCEPT)), expect=codes.INVALID_REQUEST),  # out of order
         Ack("a", None, (_b(3, 4, REJECT, ACCEPT),), expect=0),
         Fetch("b", acks={0: (_b(1, 2, ACCEPT),)}, expect=[]),
         Produce(3),

@@ -60,7 +60,7 @@ Not modelled: the wait of a ShareFetch for records (``max_wait_ms``/``min_bytes`
 at once with what is there), record bytes and sizes (``max_bytes``), transactions
 (``share.isolation.level``), ``by_duration`` offset reset, racks, the ``share_group`` describe and
 admin APIs, the share coordinator's persistence (a failover, :meth:`ShareGroupModel.restart`, keeps
-everything). docs/share-groups.md, "Share-group model", lists what the conformance suite compared
+everything). docs/simulation.md, "Share-group model", lists what the conformance suite compared
 against Apache Kafka 4.4 and the differences found.
 """
 

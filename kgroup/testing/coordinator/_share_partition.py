@@ -24,9 +24,9 @@ arms one timer at :meth:`SharePartition.next_lock_deadline` and calls
   was delivered ``delivery_count_limit`` times.
 * **Acknowledgement** (``SharePartition.acknowledge``): only ACQUIRED records of the acknowledging
   member; ACCEPT -> ACKNOWLEDGED, RELEASE -> AVAILABLE (ARCHIVED at the delivery limit), REJECT and
-  GAP -> ARCHIVED, RENEW -> the lock restarts. One offset of a request that is not in flight, not
-  acquired or acquired by another member fails the partition's whole request with
-  INVALID_RECORD_STATE, nothing changed.
+  GAP -> ARCHIVED, RENEW -> the lock restarts. All or nothing per partition: an offending offset
+  fails the partition's acknowledgements with INVALID_REQUEST or INVALID_RECORD_STATE (see
+  :meth:`SharePartition.acknowledge`), nothing changed; offsets before the SPSO are skipped.
 * **Dead-letter queue** (KIP-1191, Apache Kafka 4.4's group config ``errors.deadletterqueue.topic.name``):
   when a name is set, every record archived by the delivery limit or a REJECT is listed in
   :attr:`SharePartition.dead_lettered` (offset, reason); the model writes no topic.
