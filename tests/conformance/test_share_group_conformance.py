@@ -105,6 +105,9 @@ class Fetch:
     max_records: int = 500
     version: int = 1
     record_limit: bool = False
+    forgotten: tuple[int, ...] = ()
+    renew: bool = False  # v2's is_renew_ack
+    zeros: bool = False  # max_wait_ms, min_bytes, max_bytes and max_records 0 (what a renewing fetch must send)
     expect: Any = None  # the acquired ranges of partition 0, or an error code
 
 
@@ -316,6 +319,20 @@ SCRIPTS: dict[str, tuple[Step, ...]] = {
         Fetch("b", -1, expect=[]),
         Fetch("c", 0, expect=[(0, 0, 3)]),
     ),
+    "a_share_session_adds_and_forgets_partitions_and_renews": (
+        *INITIALIZED,
+        Produce(2),
+        Produce(3, partition=1),
+        Fetch("a", 0, partitions=(0,), expect=[(0, 1, 1)]),
+        Fetch("a", partitions=(1,), expect=[]),  # partition 1's records come too (compared in full)
+        Produce(2),
+        Fetch("a", partitions=(), forgotten=(0,), expect=[]),
+        Produce(1, partition=1),
+        Fetch("a", partitions=(), version=2, renew=True, acks={1: (_b(0, 2, RENEW),)}, expect=codes.INVALID_REQUEST),
+        Fetch("a", partitions=(), version=2, renew=True, zeros=True, acks={1: (_b(0, 2, RENEW),)}, expect=[]),
+        Fetch("a", partitions=(0,), version=2, expect=[(2, 3, 1)]),
+        Fetch("b", 0, partitions=(1,), expect=[]),
+    ),
     "share_auto_offset_reset_latest_starts_at_the_first_fetch": (
         *INITIALIZED,
         Produce(3),
@@ -463,25 +480,29 @@ class _Run:
     def fetch(self, step: Fetch) -> tuple[Any, Any]:
         epoch = self._session_epoch(step.actor, step.epoch)
         partitions = sorted(set(step.partitions) | set(step.acks))
-        body = {
+        body: dict[str, Any] = {
             "group_id": self.group, "member_id": self.member(step.actor), "share_session_epoch": epoch,
-            "max_wait_ms": MAX_WAIT_MS, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": step.max_records,
+            "max_wait_ms": 0 if step.zeros else MAX_WAIT_MS, "min_bytes": 0 if step.zeros else 1,
+            "max_bytes": 0 if step.zeros else 1 << 20, "max_records": 0 if step.zeros else step.max_records,
             "batch_size": step.max_records,
             "topics": [{"topic_id": self.topic_id, "partitions": [
                 {"partition_index": p, "acknowledgement_batches": [
                     {"first_offset": f, "last_offset": la, "acknowledge_types": list(ts)}
                     for f, la, ts in step.acks.get(p, ())]} for p in partitions]}] if partitions else [],
-            "forgotten_topics_data": [],
+            "forgotten_topics_data": [{"topic_id": self.topic_id, "partitions": list(step.forgotten)}]
+            if step.forgotten else [],
         }
         if step.version >= 2:
-            body.update(share_acquire_mode=1 if step.record_limit else 0, is_renew_ack=False)
+            body.update(share_acquire_mode=1 if step.record_limit else 0, is_renew_ack=step.renew)
         kafka = self.kafka(step.actor, SHARE_FETCH, step.version, body)
         request = ShareFetchRequest(
             group_id=self.group, member_id=self.member(step.actor), share_session_epoch=epoch,
             partitions=tuple(SharePartitionData(self.topic_id, p, tuple(
                 AcknowledgementBatch(f, la, ts) for f, la, ts in step.acks.get(p, ()))) for p in partitions),
-            max_records=step.max_records, batch_size=step.max_records, api_version=step.version,
-            share_acquire_mode=1 if step.record_limit else 0,
+            forgotten=tuple((self.topic_id, p) for p in step.forgotten),
+            max_wait_ms=body["max_wait_ms"], min_bytes=body["min_bytes"], max_bytes=body["max_bytes"],
+            max_records=body["max_records"], batch_size=step.max_records, api_version=step.version,
+            share_acquire_mode=1 if step.record_limit else 0, is_renew_ack=step.renew,
         )
         model = self.model.share_fetch(request).response
         k = self._fetch(kafka["error_code"], kafka.get("acquisition_lock_timeout_ms"), [

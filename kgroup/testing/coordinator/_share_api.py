@@ -4,8 +4,7 @@ The model's own ``attrs.frozen`` types, field for field those of Apache Kafka's 
 (``ShareFetchRequest.json``, ``ShareFetchResponse.json``, ``ShareAcknowledgeRequest.json``,
 ``ShareAcknowledgeResponse.json``, versions 1-2, KIP-932 and KIP-1222) without what the model
 does not carry: the record bytes (the model answers offsets; the caller reads the records of
-its own log), ``max_wait_ms``/``min_bytes``/``max_bytes`` (the model answers at once, see
-:mod:`kgroup.testing.coordinator._share_group`), the current leader and node endpoints.
+its own log), the current leader and node endpoints.
 Topic partitions are ``(topic id, partition)``; offsets are Kafka offsets, first and last inclusive.
 """
 
@@ -101,7 +100,9 @@ class ShareFetchRequest:
     ``partitions`` are added to the share session (an incremental request lists only the
     partitions it adds or acknowledges); ``forgotten`` leave it. ``max_records`` caps the records
     acquired by the whole request, ``batch_size`` the records per acquired range handed out at once
-    (Kafka's ``BatchSize``); ``share_acquire_mode`` and ``is_renew_ack`` are v2's.
+    (Kafka's ``BatchSize``); ``share_acquire_mode`` and ``is_renew_ack`` are v2's (a renewing
+    request must set ``max_wait_ms``, ``min_bytes``, ``max_bytes`` and ``max_records`` to 0).
+    ``max_wait_ms``, ``min_bytes`` and ``max_bytes`` are checked, not applied: the model answers at once.
     """
 
     group_id: str
@@ -109,6 +110,9 @@ class ShareFetchRequest:
     share_session_epoch: int
     partitions: tuple[SharePartitionData, ...] = attrs.field(default=(), converter=_partitions)
     forgotten: tuple[tuple[uuid.UUID, int], ...] = attrs.field(default=(), converter=_topic_partitions)
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 52428800
     max_records: int = 500
     batch_size: int = 500
     share_acquire_mode: int = ShareAcquireMode.BATCH_OPTIMIZED

@@ -50,7 +50,8 @@ The rules:
   ShareFetch does not check group membership or the assignment (any member id may fetch any partition).
 * **ShareFetch**: acknowledgements first, then acquisition over the session's partitions, in
   session order, sharing ``max_records`` (see ``SharePartition.acquire``); a renew-acknowledgement
-  (``is_renew_ack``, v2) acquires nothing. A partition's share state starts at its first fetch:
+  (``is_renew_ack``, v2) acquires nothing and must set the fetch parameters to 0 (INVALID_REQUEST).
+  A partition's share state starts at its first fetch:
   SPSO at the log end (``share.auto.offset.reset`` ``latest``, the default) or the log start
   (``earliest``), per group (:meth:`ShareGroupModel.set_group_config`). The answer lists every
   partition of an opening request, else those with records, errors or acknowledgements, and the
@@ -647,6 +648,10 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
             raise _Error(codes.INVALID_REQUEST, "GroupId and MemberId can't be empty.")
         key = (r.group_id, r.member_id)
         acks = [p for p in r.partitions if p.acknowledgement_batches]
+        renew = r.api_version >= 2 and r.is_renew_ack
+        if renew and (r.max_wait_ms or r.min_bytes or r.max_bytes or r.max_records):
+            raise _Error(codes.INVALID_REQUEST, "maxWaitMs, minBytes, maxBytes and maxRecords must be set to 0, "
+                                                "if isRenewAck is true.")
         if r.share_session_epoch == INITIAL_SHARE_SESSION_EPOCH:
             if acks:
                 raise _Error(codes.INVALID_REQUEST, "Acknowledge data present on initial epoch.")
@@ -663,7 +668,6 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
         for tp in r.forgotten:
             if tp in session.partitions:
                 session.partitions.remove(tp)
-        renew = r.api_version >= 2 and r.is_renew_ack
         ack_errors = self._apply_acks(r.group_id, r.member_id, acks, renew)
         out: dict[TopicPartition, ShareFetchPartition] = {}
         for tp, code in ack_errors.items():

@@ -353,3 +353,14 @@ def test_the_previous_epoch_is_taken_an_older_one_is_fenced() -> None:
     again = hb(model, "a", 2)  # the answer that moved it to 3 was lost
     assert (again.error_code, again.member_epoch) == (codes.NONE, 3)
     assert hb(model, "a", 1).error_code == codes.FENCED_MEMBER_EPOCH
+
+
+def test_a_renewing_share_fetch_acquires_nothing_and_must_zero_its_fetch_parameters() -> None:
+    model, _ = make()
+    model.produce(T, 0, 2)
+    fetch(model, "a", 0)
+    model.produce(T, 0, 1)
+    assert fetch(model, "a", 1, acks={0: [(0, 1, RENEW)]}, is_renew_ack=True).error_code == codes.INVALID_REQUEST
+    renewed = fetch(model, "a", 1, acks={0: [(0, 1, RENEW)]}, is_renew_ack=True, max_wait_ms=0, min_bytes=0,
+                    max_bytes=0, max_records=0)
+    assert [(p.acknowledge_error_code, p.acquired_records) for p in renewed.partitions] == [(codes.NONE, ())]
