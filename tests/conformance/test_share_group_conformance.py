@@ -333,6 +333,20 @@ SCRIPTS: dict[str, tuple[Step, ...]] = {
         Fetch("a", partitions=(0,), version=2, expect=[(2, 3, 1)]),
         Fetch("b", 0, partitions=(1,), expect=[]),
     ),
+    "redeliveries_are_throttled_from_half_the_delivery_count_limit": (
+        *INITIALIZED,
+        Produce(10),
+        Fetch("a", 0, expect=[(0, 9, 1)]),
+        Sleep(LOCK_MS + 300),
+        Fetch("a", expect=[(0, 9, 2)]),
+        Sleep(LOCK_MS + 300),
+        Fetch("a", expect=[(0, 9, 3)]),
+        Sleep(LOCK_MS + 300),
+        Fetch("a", expect=[(0, 4, 4)]),
+        Sleep(LOCK_MS + 300),
+        Fetch("a", expect=[(0, 0, 5)]),
+        Fetch("a", expect=[(1, 1, 5)]),
+    ),
     "share_auto_offset_reset_latest_starts_at_the_first_fetch": (
         *INITIALIZED,
         Produce(3),
@@ -345,7 +359,10 @@ LATEST = {"share_auto_offset_reset_latest_starts_at_the_first_fetch"}
 #: the scripts of lock expiry run at the broker's 2 s lock; the others at a group lock of 15 s, which a
 #: step on a loaded machine does not outlast
 LOCK_SCRIPTS = {"lock_expiry_redelivers_and_the_limit_archives",
-                "closing_the_session_releases_records_leaving_the_group_does_not"}
+                "closing_the_session_releases_records_leaving_the_group_does_not",
+                "redeliveries_are_throttled_from_half_the_delivery_count_limit"}
+#: the group's share.delivery.count.limit where a script needs another than the broker's
+DELIVERY_LIMITS = {"redeliveries_are_throttled_from_half_the_delivery_count_limit": 5}
 LONG_LOCK_MS = 15000
 AWAIT_S = 30.0
 
@@ -405,6 +422,10 @@ class _Run:
         if name not in LATEST:
             configs.append({"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"})
             self.model.set_group_config(self.group, auto_offset_reset="earliest")
+        if name in DELIVERY_LIMITS:
+            limit = DELIVERY_LIMITS[name]
+            configs.append({"name": "share.delivery.count.limit", "config_operation": 0, "value": str(limit)})
+            self.model.set_group_config(self.group, delivery_count_limit=limit)
         if name not in LOCK_SCRIPTS:
             configs.append({"name": "share.record.lock.duration.ms", "config_operation": 0, "value": str(LONG_LOCK_MS)})
             self.model.set_group_config(self.group, record_lock_duration_ms=LONG_LOCK_MS)

@@ -351,21 +351,27 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
         auto_offset_reset: str | None = None,
         dead_letter_topic: str | None = None,
         record_lock_duration_ms: int | None = None,
+        delivery_count_limit: int | None = None,
     ) -> None:
         """Set a group's configs, as IncrementalAlterConfigs on the group does.
 
-        Kafka's ``share.auto.offset.reset``, ``errors.deadletterqueue.topic.name`` and
-        ``share.record.lock.duration.ms``. Takes effect for share partitions not yet started.
+        Kafka's ``share.auto.offset.reset``, ``errors.deadletterqueue.topic.name``,
+        ``share.record.lock.duration.ms`` and ``share.delivery.count.limit``. Takes effect for
+        share partitions not yet started.
 
         Raises:
-            ValueError: an unknown reset, or a lock duration below 1 ms.
+            ValueError: an unknown reset, a lock duration below 1 ms, a delivery count limit outside 2-10.
 
         """
         if auto_offset_reset is not None and auto_offset_reset not in _AUTO_OFFSET_RESETS:
             raise ValueError(f"auto_offset_reset must be one of {_AUTO_OFFSET_RESETS}, got {auto_offset_reset!r}")
         if record_lock_duration_ms is not None and record_lock_duration_ms < 1:
             raise ValueError(f"record_lock_duration_ms must be >= 1, got {record_lock_duration_ms!r}")
+        if delivery_count_limit is not None and not 2 <= delivery_count_limit <= 10:
+            raise ValueError(f"delivery_count_limit must be in [2, 10], got {delivery_count_limit!r}")
         overrides = self._group_configs.setdefault(group_id, {})
+        if delivery_count_limit is not None:
+            overrides["delivery_count_limit"] = delivery_count_limit
         if auto_offset_reset is not None:
             overrides["auto_offset_reset"] = auto_offset_reset
         if dead_letter_topic is not None:
@@ -782,7 +788,7 @@ class ShareGroupModel(CoordinatorCore[ShareGroupConfig, _Group]):
             sp = SharePartition(
                 tp[0], tp[1],
                 start_offset=log.end_offset if reset == "latest" else log.log_start_offset,
-                delivery_count_limit=self._config.delivery_count_limit,
+                delivery_count_limit=int(overrides.get("delivery_count_limit", self._config.delivery_count_limit)),
                 record_lock_duration_ms=self._lock_ms(group_id),
                 max_record_locks=self._config.partition_max_record_locks,
                 dead_letter_topic=dlq,

@@ -16,10 +16,13 @@ arms one timer at :meth:`SharePartition.next_lock_deadline` and calls
   acquires them (ACQUIRED, ``delivery_count + 1``, locked until ``now + record_lock_duration_ms``).
   No new records are acquired while the in-flight span reaches ``max_record_locks``
   (``group.share.partition.max.record.locks``). ``max_records`` is a soft limit (a batch that
-  crosses it is taken whole) unless ``strict`` (ShareFetch v2's RECORD_LIMIT mode). A record on its
-  last delivery attempt (``delivery_count + 1 == delivery_count_limit``) is delivered alone: a fetch
-  that meets it after acquiring others stops before it, one that meets it first takes it only
-  (Apache Kafka 4.4: a poison record does not take its neighbours with it).
+  crosses it is taken whole) unless ``strict`` (ShareFetch v2's RECORD_LIMIT mode). Apache Kafka
+  4.4 throttles redeliveries so that a poison record does not take its neighbours with it: a
+  record delivered ``t = max(2, ceil(delivery_count_limit / 2))`` times or more starts a fetch of
+  its own (a fetch that meets it after acquiring others stops before it) that takes at most
+  ``max(1, batch records >> (delivery_count - t + 1))`` records (limit 5, a batch of 10: the 4th
+  delivery takes 5); a record on its last attempt (``delivery_count + 1 == delivery_count_limit``)
+  is delivered alone.
 * **Lock expiry**: an ACQUIRED record whose lock ran out goes back to AVAILABLE, or to ARCHIVED if it
   was delivered ``delivery_count_limit`` times.
 * **Acknowledgement** (``SharePartition.acknowledge``): only ACQUIRED records of the acknowledging
@@ -154,6 +157,8 @@ class SharePartition:
         self.record_lock_duration_ms = record_lock_duration_ms
         self.max_record_locks = max_record_locks
         self.dead_letter_topic = dead_letter_topic
+        self.throttle_delivery_count = max(2, -(-delivery_count_limit // 2))
+        """From this many deliveries on, a record's redelivery is throttled (Kafka ``throttleRecordsDeliveryLimit``)."""
         self.dead_lettered: list[tuple[int, str]] = []
         self._records: dict[int, InFlightRecord] = {}
 
@@ -190,6 +195,7 @@ class SharePartition:
         if self.start_offset < log.log_start_offset:
             self._move_start_to(log.log_start_offset)
         taken: list[tuple[int, int]] = []  # (offset, delivery count)
+        cap: int | None = None  # the throttled fetch's limit
         offset = self.start_offset
         while offset < log.end_offset:
             # a soft limit is checked between log batches only: the batch under way is taken whole
@@ -205,6 +211,13 @@ class SharePartition:
                 if count >= self.delivery_count_limit:  # its last delivery attempt: delivered alone
                     if not taken:
                         taken.append((offset, count))
+                    break
+                if cap is None and rec.delivery_count >= self.throttle_delivery_count:
+                    if taken:  # a throttled record starts a fetch of its own
+                        break
+                    base, last = log.batch_of(offset)
+                    cap = max(1, (last - base + 1) >> (rec.delivery_count - self.throttle_delivery_count + 1))
+                if cap is not None and len(taken) >= cap:
                     break
                 taken.append((offset, count))
             else:

@@ -364,3 +364,14 @@ def test_a_renewing_share_fetch_acquires_nothing_and_must_zero_its_fetch_paramet
     renewed = fetch(model, "a", 1, acks={0: [(0, 1, RENEW)]}, is_renew_ack=True, max_wait_ms=0, min_bytes=0,
                     max_bytes=0, max_records=0)
     assert [(p.acknowledge_error_code, p.acquired_records) for p in renewed.partitions] == [(codes.NONE, ())]
+
+
+def test_redeliveries_are_throttled_from_half_the_delivery_count_limit() -> None:
+    model, clock = make(delivery_count_limit=5)
+    model.produce(T, 0, 10)
+    got = []
+    for epoch in range(7):
+        got.append(acquired(fetch(model, "a", epoch)))
+        advance(model, clock, LOCK_MS)
+    # deliveries 1-3 whole; the 4th (3 >= max(2, ceil(5 / 2))) takes 10 >> 1; the 5th, the last, goes alone
+    assert got == [[(0, 9, 1)], [(0, 9, 2)], [(0, 9, 3)], [(0, 4, 4)], [(0, 0, 5)], [(1, 1, 5)], [(2, 2, 5)]]
