@@ -23,7 +23,7 @@ import queue
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any, Generic
+from typing import Any, Generic, Protocol
 
 import attrs
 
@@ -92,6 +92,28 @@ class _Failed(Generic[K, V]):
         self.error = error
 
 
+class _Runtime(Protocol):
+    """Where the processor's handlers run and how their results come back (the simulator swaps it).
+
+    ``kgroup.testing.simulation`` passes one whose pool threads and queue wait on its virtual
+    clock (``docs/simulation.md``); production's is ``_Threads``.
+    """
+
+    def executor(self, max_workers: int) -> concurrent.futures.Executor: ...
+
+    def completions(self) -> queue.SimpleQueue[Any]: ...
+
+
+class _Threads:
+    """Production: a ``ThreadPoolExecutor`` and a ``queue.SimpleQueue``."""
+
+    def executor(self, max_workers: int) -> concurrent.futures.Executor:
+        return concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="kgroup-parallel")
+
+    def completions(self) -> queue.SimpleQueue[Any]:
+        return queue.SimpleQueue()
+
+
 def _size(record: ConsumerRecord[Any, Any]) -> int:
     size = 0
     for part in (record.key, record.value):
@@ -153,6 +175,7 @@ class ParallelProcessor(Generic[K, V]):
         stuck_after_ms: int = 60_000,
         max_metadata_chars: int = DEFAULT_MAX_METADATA_CHARS,
         clock: Clock | None = None,
+        _runtime: _Runtime | None = None,
     ) -> None:
         if consumer.config.enable_auto_commit:
             raise ConfigError(
@@ -206,8 +229,9 @@ class ParallelProcessor(Generic[K, V]):
         self._buffered_bytes = 0
         self._failure: ProcessingError | None = None
         self._user_listener: RebalanceListener | None = None
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_concurrency, thread_name_prefix="kgroup-parallel")
-        self._completions: queue.SimpleQueue[_Job[K, V] | _Failed[K, V]] = queue.SimpleQueue()
+        runtime = _runtime or _Threads()
+        self._pool = runtime.executor(max_concurrency)
+        self._completions: queue.SimpleQueue[_Job[K, V] | _Failed[K, V]] = runtime.completions()
         # ---- shared: the running records (poll thread writes, health() reads), under the lock
         self._lock = threading.Lock()
         self._running: dict[int, tuple[_Job[K, V], float]] = {}

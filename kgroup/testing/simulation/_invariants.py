@@ -94,6 +94,9 @@ class Checker:
         self._kinds: dict[str, list[tuple[float, frozenset[TopicPartition] | None, str]]] = {}
         self.commits_accepted = 0
         self.records_handed = 0
+        #: check "no commit beyond hand-out" (a ``ParallelProcessor`` may commit past the completions
+        #: its partition's previous owner reported, not fetched yet: its checks are its own)
+        self.hand_out_bound = True
 
     def fail(self, rule: str, detail: str) -> None:
         """Record a violation now."""
@@ -202,7 +205,7 @@ class Checker:
                         f"{tp} committed at {offset} by {who}, but offset {self.handed_low(tp)} "
                         "was never handed to any application",
                     )
-                if offset > max(self._next.get((who, tp), 0), previous):
+                if self.hand_out_bound and offset > max(self._next.get((who, tp), 0), previous):
                     self.fail(
                         "commit beyond hand-out",
                         f"{who} committed {tp} at {offset}; it handed out up to {self._next.get((who, tp), 0)}",
