@@ -225,7 +225,7 @@ def parallel_scenario_for(seed: int, group_protocol: str = "classic") -> Paralle
         profile=FaultProfile(delay=rng.choice((0.0, 0.05)), max_delay_s=0.2),
         faults=faults, group_protocol=group_protocol, version=VERSION,
     )
-    return ParallelScenario(
+    params = ParallelScenario(
         base=base,
         ordering=rng.choice(("key", "key", "key", "partition", "unordered")),
         max_concurrency=rng.choice((1, 2, 4, 8)),
@@ -237,10 +237,20 @@ def parallel_scenario_for(seed: int, group_protocol: str = "classic") -> Paralle
         keys=rng.choice((1, 3, 10)),
         max_value_bytes=rng.choice((0, 20, 100)),
         handler_ms=rng.choice((1.0, 5.0, 20.0)),
-        long_share=rng.choice((0.0, 0.01, 0.05)),
+        long_share=rng.choice((0.0, 0.002, 0.01, 0.03)),
         long_ms=rng.choice((200, 1000, 3000)),
         fail_share=rng.choice((0.0, 0.0, 0.03)),
     )
+    # the records come at a quarter at most of what one member alone processes: the backlog of
+    # the faults is gone well within the liveness bound
+    partitions = sum(count for _, count in topics)
+    lanes = {"key": partitions * params.keys, "partition": partitions, "unordered": params.max_concurrency}
+    cost_s = (params.handler_ms + params.long_share * params.long_ms) / 1000
+    capacity = min(params.max_concurrency, lanes[params.ordering]) / cost_s
+    slowest = 3 / (0.25 * capacity)  # 3 records a production on average
+    if base.produce_every_s < slowest:
+        params = attrs.evolve(params, base=attrs.evolve(base, produce_every_s=round(slowest, 3)))
+    return params
 
 
 def _draw(*parts: object) -> float:
@@ -400,13 +410,6 @@ class _ProcessorListener(RebalanceListener):
     def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
         inc = self._inc
         inc.trace(f"revoked {sorted(map(str, partitions))}")
-        processor = inc.processor
-        if processor is not None:
-            with processor._lock:
-                running = [job for job, _ in processor._running.values() if job.tp in partitions]
-            for job in running:  # past revoke_timeout_ms: processed again by the next owner
-                inc.trace(f"revocation gave up waiting for {job.tp}@{job.record.offset}")
-                inc.checker.abandoned(inc.name, job.tp, job.record.offset)
         inc.released |= partitions
 
     def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
@@ -505,6 +508,28 @@ class _ParallelIncarnation(_Incarnation):
                 checker.excuse(self.name, frozenset(partitions))
 
         processor._commit_now = revocation_commit  # type: ignore[method-assign]
+        revoked = processor._revoked
+        timeout_s = self.sim.params.revoke_timeout_ms / 1000
+
+        def timed_revocation(partitions: frozenset[TopicPartition]) -> None:
+            started = sim.scheduler.now
+            revoked(partitions)
+            with processor._lock:
+                running = [job for job, _ in processor._running.values() if job.tp in partitions]
+            if not running:
+                return
+            if sim.scheduler.now - started < timeout_s - 1e-6:
+                checker.fail(
+                    "revocation returned with records running",
+                    f"{self.name}: {len(running)} records of {sorted(map(str, partitions))} still run "
+                    f"{sim.scheduler.now - started:.3f} s into the revocation (revoke_timeout_ms "
+                    f"{self.sim.params.revoke_timeout_ms})",
+                )
+            for job in running:  # past revoke_timeout_ms: processed again by the next owner
+                self.trace(f"revocation gave up waiting for {job.tp}@{job.record.offset}")
+                checker.abandoned(self.name, job.tp, job.record.offset)
+
+        processor._revoked = timed_revocation  # type: ignore[method-assign]
 
     def _app(self) -> None:
         sim = self.sim
