@@ -141,6 +141,13 @@ def _pause_at_triple_the_bound(self: Any) -> None:
         self._max_records = bound
 
 
+_encode_fitting = offsets_module._encode_fitting
+
+
+def _metadata_limit_ignored(base: int, completed: Any, max_chars: int) -> Any:
+    return _encode_fitting(base, completed, 1 << 20)
+
+
 def _dropped_records_still_counted(self: Any, partitions: Any) -> None:
     self._scheduler.drop(partitions)
 
@@ -165,6 +172,9 @@ DEFECTS: dict[str, tuple[object, str, Callable[..., Any], str]] = {
     ),
     "pause-at-triple-the-bound": (
         parallel_module.ParallelProcessor, "_backpressure", _pause_at_triple_the_bound, "buffer over its bound",
+    ),
+    "metadata-limit-ignored": (
+        offsets_module, "_encode_fitting", _metadata_limit_ignored, "commit metadata too long",
     ),
     "dropped-records-still-counted": (
         parallel_module.ParallelProcessor, "_drop_waiting", _dropped_records_still_counted,

@@ -25,7 +25,8 @@ Checked as it happens (``ParallelChecker``):
 Checked at the end: **no record completed twice across a clean handover**: a record completed
 twice was first completed by a member that later crashed, lost the partition or failed its
 revocation commit, or was still running when its member's revocation timed out
-(``revoke_timeout_ms``); and **every record completed** (liveness).
+(``revoke_timeout_ms``), or was left out of a commit's metadata to fit ``max_metadata_chars``;
+and **every record completed** (liveness).
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ class ParallelScenario:
     long_ms: int
     #: the share of attempts that raise
     fail_share: float
+    #: the broker's ``offset.metadata.max.bytes`` the processor is told (small: completions are left out)
+    max_metadata_chars: int = 4096
 
     @property
     def seed(self) -> int:
@@ -240,6 +243,7 @@ def parallel_scenario_for(seed: int, group_protocol: str = "classic") -> Paralle
         long_share=rng.choice((0.0, 0.002, 0.01, 0.03)),
         long_ms=rng.choice((200, 1000, 3000)),
         fail_share=rng.choice((0.0, 0.0, 0.03)),
+        max_metadata_chars=rng.choice((4096, 4096, 4096, 13)),
     )
     # the records come at a quarter at most of what one member alone processes: the backlog of
     # the faults is gone well within the liveness bound
@@ -262,8 +266,9 @@ def _draw(*parts: object) -> float:
 class ParallelChecker(Checker):
     """``Checker`` plus the processor's properties (the module docstring)."""
 
-    def __init__(self, now: Callable[[], float], ordering: str) -> None:
+    def __init__(self, now: Callable[[], float], ordering: str, max_metadata_chars: int = 4096) -> None:
         super().__init__(now)
+        self._max_metadata_chars = max_metadata_chars
         self.hand_out_bound = False  # the processor's commits are checked against completions instead
         self._ordering = ordering
         #: (incarnation, partition) -> its ownership count (bumped by each on_partitions_assigned)
@@ -277,8 +282,11 @@ class ParallelChecker(Checker):
         #: (partition, offset) -> [(incarnation, when)] of each completion
         self._completions: dict[tuple[TopicPartition, int], list[tuple[str, float]]] = {}
         self._done: dict[TopicPartition, _Handed] = {}
-        #: (incarnation, partition, offset): running when its member's revocation timed out
+        #: (incarnation, partition, offset): records the processor may run again after a clean handover:
+        #: running when its member's revocation timed out, or left out of a commit's metadata to fit
         self._abandoned: set[tuple[str, TopicPartition, int]] = set()
+        #: (incarnation, partition) -> the offsets it completed
+        self._completed_by: dict[tuple[str, TopicPartition], set[int]] = {}
         self.completed = 0
         self.started = 0
 
@@ -341,6 +349,7 @@ class ParallelChecker(Checker):
         self.completed += 1
         tp = TopicPartition(record.topic, record.partition)
         self._completions.setdefault((tp, record.offset), []).append((who, self._now()))
+        self._completed_by.setdefault((who, tp), set()).add(record.offset)
         done = self._done.get(tp)
         if done is None:
             done = self._done[tp] = _Handed()
@@ -370,6 +379,13 @@ class ParallelChecker(Checker):
                 "commit metadata claims records not completed",
                 f"{who} commits {tp} at {offset} with metadata {metadata!r} claiming {wrong[:5]} completed",
             )
+        if len(metadata) > self._max_metadata_chars:
+            self.fail("commit metadata too long", f"{who} commits {tp} with {len(metadata)} characters of metadata")
+        if self._max_metadata_chars < 4096:
+            # completions left out of the metadata to fit it are processed again after a handover
+            for left_out in self._completed_by.get((who, tp), set()):
+                if left_out > offset and left_out not in claimed:
+                    self._abandoned.add((who, tp, left_out))
 
     def check_duplicates(self) -> None:
         """No record completed twice across a clean handover (the module docstring)."""
@@ -541,7 +557,7 @@ class _ParallelIncarnation(_Incarnation):
             max_buffered_bytes=params.max_buffered_bytes, retries=params.retries, retry_backoff_ms=50,
             retry_backoff_max_ms=400, on_dead_letter=self._dead_letter,
             commit_interval_ms=params.commit_interval_ms, revoke_timeout_ms=params.revoke_timeout_ms,
-            clock=sim.cluster.clock, _runtime=_SimRuntime(sim.scheduler, self._spawn),
+            max_metadata_chars=params.max_metadata_chars, clock=sim.cluster.clock, _runtime=_SimRuntime(sim.scheduler, self._spawn),
         )
         self.processor = processor
         processor.subscribe(topics, listener=_ProcessorListener(self))
@@ -614,7 +630,7 @@ class ParallelSimulation(Simulation):
     def __init__(self, params: ParallelScenario, *, trace_limit: int = 4000) -> None:
         super().__init__(params.base, trace_limit=trace_limit)
         self.params = params
-        self.checker = ParallelChecker(lambda: self.scheduler.now, params.ordering)
+        self.checker = ParallelChecker(lambda: self.scheduler.now, params.ordering, params.max_metadata_chars)
         self._record_bound = params.max_buffered_records - 1 + MAX_POLL_RECORDS
         self._byte_bound = params.max_buffered_bytes - 1 + MAX_POLL_RECORDS * _max_record_bytes(params)
         self.scheduler.after_turn.append(self._check_buffers)
