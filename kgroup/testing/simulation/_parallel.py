@@ -320,12 +320,16 @@ class ParallelChecker(Checker):
         tp = TopicPartition(record.topic, record.partition)
         return (who, self._handed_in.get((who, tp, record.offset), 0), lane)
 
-    def start(self, who: str, record: ConsumerRecord[Any, Any]) -> None:
-        """An attempt at ``record`` starts on ``who``'s pool (the handler, or the dead-letter hook)."""
+    def start(self, who: str, record: ConsumerRecord[Any, Any]) -> tuple[str, int, object] | None:
+        """An attempt at ``record`` starts on ``who``'s pool (the handler, or the dead-letter hook).
+
+        Returns the attempt's lane in its ownership, for ``end()`` (the ownership of its hand-out
+        now: a record handed out again later, after its partition came back, is another attempt).
+        """
         self.started += 1
         key = self._key(who, record)
         if key is None:
-            return
+            return None
         where = f"{record.topic}-{record.partition}@{record.offset} (key {record.key!r}) on {who}"
         running = self._running.get(key)
         if running is not None:
@@ -336,10 +340,10 @@ class ParallelChecker(Checker):
             self.fail("records of one lane out of offset order", f"{where} started {again}")
         self._running[key] = record.offset
         self._last[key] = (record.offset, False)
+        return key
 
-    def end(self, who: str, record: ConsumerRecord[Any, Any], ok: bool) -> None:
-        """The attempt ended: completed (``ok``), or it raised."""
-        key = self._key(who, record)
+    def end(self, who: str, record: ConsumerRecord[Any, Any], key: tuple[str, int, object] | None, ok: bool) -> None:
+        """The attempt ``start()`` returned ``key`` for ended: completed (``ok``), or it raised."""
         if key is not None:
             if self._running.get(key) == record.offset:
                 del self._running[key]
@@ -471,7 +475,7 @@ class _ParallelIncarnation(_Incarnation):
         attempt = self.attempts[(tp, record.offset)] = self.attempts.get((tp, record.offset), 0) + 1
         params = self.sim.params
         seed = params.seed
-        self.checker.start(self.name, record)
+        lane = self.checker.start(self.name, record)
         ok = False
         try:
             u = _draw(seed, "duration", tp, record.offset, attempt)
@@ -484,12 +488,12 @@ class _ParallelIncarnation(_Incarnation):
                 raise RuntimeError(f"handler failed on {tp}@{record.offset} (attempt {attempt})")
             ok = True
         finally:
-            self.checker.end(self.name, record, ok)
+            self.checker.end(self.name, record, lane, ok)
 
     def _dead_letter(self, record: ConsumerRecord[Any, Any], error: BaseException) -> None:
-        self.checker.start(self.name, record)
+        lane = self.checker.start(self.name, record)
         self.trace(f"dead-lettered {record.topic}-{record.partition}@{record.offset}")
-        self.checker.end(self.name, record, True)
+        self.checker.end(self.name, record, lane, True)
 
     def _instrument_parallel(self, processor: ParallelProcessor[Any, Any]) -> None:
         consumer, checker, sim = self.consumer, self.checker, self.sim
