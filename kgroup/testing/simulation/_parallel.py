@@ -32,6 +32,7 @@ and **every record completed** (liveness).
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import math
 import queue
 import random
@@ -394,7 +395,7 @@ class ParallelChecker(Checker):
     def check_duplicates(self) -> None:
         """No record completed twice across a clean handover (the module docstring)."""
         for (tp, offset), events in sorted(self._completions.items()):
-            for (first, first_at), (again, _) in zip(events, events[1:], strict=False):
+            for (first, first_at), (again, _) in itertools.pairwise(events):
                 if (first, tp, offset) in self._abandoned or (again, tp, offset) in self._abandoned:
                     continue
                 if any(at >= first_at and (parts is None or tp in parts) for at, parts in self._excuses.get(first, [])):
@@ -561,7 +562,8 @@ class _ParallelIncarnation(_Incarnation):
             max_buffered_bytes=params.max_buffered_bytes, retries=params.retries, retry_backoff_ms=50,
             retry_backoff_max_ms=400, on_dead_letter=self._dead_letter,
             commit_interval_ms=params.commit_interval_ms, revoke_timeout_ms=params.revoke_timeout_ms,
-            max_metadata_chars=params.max_metadata_chars, clock=sim.cluster.clock, _runtime=_SimRuntime(sim.scheduler, self._spawn),
+            max_metadata_chars=params.max_metadata_chars, clock=sim.cluster.clock,
+            _runtime=_SimRuntime(sim.scheduler, self._spawn),
         )
         self.processor = processor
         processor.subscribe(topics, listener=_ProcessorListener(self))
