@@ -1,17 +1,15 @@
 """``ParallelProcessor`` groups in the simulator: CI's seed budget, determinism, and that each check bites.
 
 The campaigns run ``python -m kgroup.testing.simulation --parallel`` in a subprocess, one per
-group protocol. The defect tests put one deliberate defect into the processor (or its pure
-parts) at a time and require the simulator to report the property it breaks within a few
-seeds: a check that cannot see its defect is not a safety net.
+group protocol (``check_campaign``: no violation, and rebalances and faults in every run). The
+defect tests put one deliberate defect into the processor (or its pure parts) at a time and
+require the simulator to report the property it breaks within a few seeds: a check that cannot
+see its defect is not a safety net.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -25,40 +23,20 @@ from kgroup.testing.simulation._parallel import (
     parallel_scenario_for,
     run_parallel_seed,
 )
+from tests.simulation.test_simulation import check_campaign
 
 #: CI's seed budget per group protocol
 SEEDS = int(os.environ.get("KGROUP_SIM_PARALLEL_SEEDS", "200"))
-SUMMARY = re.compile(
-    r"simulation: (\d+) seeds, (\d+) simulated rebalances, (\d+) faults injected, (\d+) violations"
-)
-
-
-def _campaign(capsys: pytest.CaptureFixture[str], *options: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "kgroup.testing.simulation", "--parallel", "--seeds", str(SEEDS), *options],
-        capture_output=True, text=True, timeout=900, check=False,
-    )
-    output = proc.stdout + proc.stderr
-    summary = [line for line in output.splitlines() if line.startswith("simulation:")]
-    with capsys.disabled():
-        print("\n" + (summary[-1] if summary else output[-2000:]))
-    assert proc.returncode == 0, output[-20000:]
-    match = SUMMARY.search(summary[-1])
-    assert match is not None, summary
-    ran, rebalances, faults, violations = map(int, match.groups())
-    assert (ran, violations) == (SEEDS, 0)
-    assert rebalances >= 2 * SEEDS  # every run goes through rebalances (joins, leaves, crashes)
-    assert faults >= 2 * SEEDS
 
 
 @pytest.mark.timeout(900)
 def test_parallel_seed_budget_classic(capsys: pytest.CaptureFixture[str]) -> None:
-    _campaign(capsys)
+    check_campaign(capsys, SEEDS, "--parallel")
 
 
 @pytest.mark.timeout(900)
 def test_parallel_seed_budget_consumer(capsys: pytest.CaptureFixture[str]) -> None:
-    _campaign(capsys, "--group-protocol", "consumer")
+    check_campaign(capsys, SEEDS, "--parallel", "--group-protocol", "consumer")
 
 
 def test_a_parallel_seed_replays_exactly() -> None:
