@@ -120,6 +120,10 @@ def _pause_at_triple_the_bound(self: Any) -> None:
         self._max_records = bound
 
 
+def _dropped_bytes_still_counted(self: Any, partitions: Any) -> None:
+    self._buffered_records -= len(self._scheduler.drop(partitions))
+
+
 _encode_fitting = offsets_module._encode_fitting
 
 
@@ -154,6 +158,9 @@ DEFECTS: dict[str, tuple[object, str, Callable[..., Any], str]] = {
     ),
     "metadata-limit-ignored": (
         offsets_module, "_encode_fitting", _metadata_limit_ignored, "commit metadata too long",
+    ),
+    "dropped-bytes-still-counted": (
+        parallel_module.ParallelProcessor, "_drop_waiting", _dropped_bytes_still_counted, "buffered bytes miscounted",
     ),
     "dropped-records-still-counted": (
         parallel_module.ParallelProcessor, "_drop_waiting", _dropped_records_still_counted,
