@@ -398,10 +398,7 @@ class ParallelChecker(Checker):
             for (first, first_at), (again, _) in itertools.pairwise(events):
                 if (first, tp, offset) in self._abandoned or (again, tp, offset) in self._abandoned:
                     continue
-                if any(at >= first_at and (parts is None or tp in parts) for at, parts in self._excuses.get(first, [])):
-                    continue
-                # or the second completer was a zombie: it later lost the partition or crashed
-                if any(kind != "commit" and (parts is None or tp in parts) for _, parts, kind in self._zombie(again)):
+                if self.explained(tp, first, first_at, again):
                     continue
                 self.fail(
                     "record completed twice",
