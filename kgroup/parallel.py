@@ -23,7 +23,7 @@ import queue
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Generic
+from typing import Any, Generic, Protocol
 
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._parallel.ledger import Job as _Job
@@ -55,6 +55,28 @@ class _Failed(Generic[K, V]):
     def __init__(self, job: _Job[K, V], error: BaseException) -> None:
         self.job = job
         self.error = error
+
+
+class _Runtime(Protocol):
+    """Where the processor's handlers run and how their results come back (the simulator swaps it).
+
+    ``kgroup.testing.simulation`` passes one whose pool threads and queue wait on its virtual
+    clock (``docs/simulation.md``); production's is ``_Threads``.
+    """
+
+    def executor(self, max_workers: int) -> concurrent.futures.Executor: ...
+
+    def completions(self) -> queue.SimpleQueue[Any]: ...
+
+
+class _Threads:
+    """Production: a ``ThreadPoolExecutor`` and a ``queue.SimpleQueue``."""
+
+    def executor(self, max_workers: int) -> concurrent.futures.Executor:
+        return concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="kgroup-parallel")
+
+    def completions(self) -> queue.SimpleQueue[Any]:
+        return queue.SimpleQueue()
 
 
 class ParallelProcessor(Generic[K, V]):
@@ -115,6 +137,7 @@ class ParallelProcessor(Generic[K, V]):
         max_metadata_chars: int = DEFAULT_MAX_METADATA_CHARS,
         commit_metadata: bool = True,
         clock: Clock | None = None,
+        _runtime: _Runtime | None = None,
     ) -> None:
         settings = Settings.checked(
             enable_auto_commit=consumer.config.enable_auto_commit, dead_letter_hook=on_dead_letter is not None,
@@ -137,8 +160,9 @@ class ParallelProcessor(Generic[K, V]):
         self._offsets = self._ledger.offsets
         self._running = self._ledger.running
         self._user_listener: RebalanceListener | None = None
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_concurrency, thread_name_prefix="kgroup-parallel")
-        self._completions: queue.SimpleQueue[_Job[K, V] | _Failed[K, V]] = queue.SimpleQueue()
+        runtime = _runtime or _Threads()
+        self._pool = runtime.executor(max_concurrency)
+        self._completions: queue.SimpleQueue[_Job[K, V] | _Failed[K, V]] = runtime.completions()
         self._stop = threading.Event()
         self._closed = False
 

@@ -3,8 +3,9 @@
 Each mutation names its file, the exact original text (found exactly once, or the run stops
 with "snippet not found": when the code moves, the list is updated by hand instead of
 passing silently), its replacement and what catches it: ``classic`` (CI's classic seed
-budget, ``--seeds 2000``), ``consumer`` (``--seeds 500 --group-protocol consumer``) or a named
-pytest node (``tests/...::test_...``). ``tests/mutations/test_mutations.py`` checks in CI that
+budget, ``--seeds 2000``), ``consumer`` (``--seeds 500 --group-protocol consumer``), ``parallel``
+(``ParallelProcessor`` groups, ``--parallel --seeds 200``) or a named pytest node
+(``tests/...::test_...``). ``tests/mutations/test_mutations.py`` checks in CI that
 every snippet is still there exactly once; the full run is manual (docs/simulation.md).
 """
 
@@ -23,7 +24,7 @@ class Mutation:
     path: str
     original: str
     replacement: str
-    #: "classic", "consumer" or a pytest node id
+    #: "classic", "consumer", "parallel" or a pytest node id
     caught_by: str
     what: str
 
@@ -185,5 +186,46 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="            pass",
         caught_by="classic",
         what="commit() returns normally when the coordinator refused the offsets",
+    ),
+    # ------------------------------------------------------------ ParallelProcessor
+    Mutation(
+        name="parallel-commit-highest-completed",
+        path="kgroup/_parallel/offsets.py",
+        original="        return offset, metadata\n",
+        replacement="        return (max(self._done) + 1 if self._done else offset), metadata\n",
+        caught_by="parallel",
+        what="the processor commits past its highest completed record instead of its first incomplete one",
+    ),
+    Mutation(
+        name="parallel-key-lanes-ignored",
+        path="kgroup/_parallel/scheduler.py",
+        original="            return (tp, _hashable(key))",
+        replacement='            return (tp, ("record", next(self._sequence)))',
+        caught_by="parallel",
+        what='ordering="key" runs records of one key at once and out of order (every record its own lane)',
+    ),
+    Mutation(
+        name="parallel-inherited-completions-ignored",
+        path="kgroup/_parallel/ledger.py",
+        original="PartitionOffsets(om.offset, decode_completed(om.metadata, om.offset))",
+        replacement="PartitionOffsets(om.offset)",
+        caught_by="parallel",
+        what="a new owner ignores the completions the commit metadata reports: records completed twice",
+    ),
+    Mutation(
+        name="parallel-revocation-does-not-wait",
+        path="kgroup/parallel.py",
+        original="        while self._ledger.running_in(partitions):",
+        replacement="        while False:",
+        caught_by="parallel",
+        what="a revocation commits and hands the partitions on without waiting for their running records",
+    ),
+    Mutation(
+        name="parallel-pause-at-twice-the-bound",
+        path="kgroup/_parallel/ledger.py",
+        original="        if self.buffered_records >= max_records or self.buffered_bytes >= max_bytes:",
+        replacement="        if self.buffered_records >= 2 * max_records or self.buffered_bytes >= max_bytes:",
+        caught_by="parallel",
+        what="the processor pauses its partitions at twice max_buffered_records",
     ),
 )

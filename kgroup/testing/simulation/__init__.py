@@ -14,6 +14,7 @@ To test your own listener and commit logic against a simulated group, use
 
     python -m kgroup.testing.simulation --seeds 2000          # a campaign
     python -m kgroup.testing.simulation --seed 1234 --trace   # replay one seed with its trace
+    python -m kgroup.testing.simulation --parallel --seeds 200   # groups of kgroup.ParallelProcessor
 
 The design, the faults, the invariants and how to test your own listener and commit logic
 against a simulated group are in ``docs/simulation.md``.
@@ -22,6 +23,12 @@ against a simulated group are in ``docs/simulation.md``.
 from kgroup.testing.simulation._campaign import CampaignResult, campaign, replay_command
 from kgroup.testing.simulation._group import App, AsyncApp, SimulatedGroup
 from kgroup.testing.simulation._invariants import Checker, Violation
+from kgroup.testing.simulation._parallel import (
+    ParallelScenario,
+    ParallelSimulation,
+    parallel_scenario_for,
+    run_parallel_seed,
+)
 from kgroup.testing.simulation._run import (
     MemberSpec,
     RunResult,
@@ -39,6 +46,8 @@ __all__ = [
     "CampaignResult",
     "Checker",
     "MemberSpec",
+    "ParallelScenario",
+    "ParallelSimulation",
     "RunResult",
     "Scenario",
     "SimulatedGroup",
@@ -46,7 +55,9 @@ __all__ = [
     "Violation",
     "campaign",
     "liveness_bound_s",
+    "parallel_scenario_for",
     "replay_command",
+    "run_parallel_seed",
     "run_scenario",
     "run_seed",
     "scenario_for",

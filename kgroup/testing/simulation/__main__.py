@@ -8,6 +8,7 @@ import sys
 import click
 
 from kgroup.testing.simulation._campaign import campaign, replay_command
+from kgroup.testing.simulation._parallel import parallel_scenario_for, run_parallel_seed
 from kgroup.testing.simulation._run import VERSION, describe, run_seed, scenario_for
 
 
@@ -28,10 +29,14 @@ from kgroup.testing.simulation._run import VERSION, describe, run_seed, scenario
     help="1: the scenarios as drawn before per-seed turn orders, explicit-offset commits and slow answers "
     "into a black hole (the seeds of older regression tests).",
 )
+@click.option(
+    "--parallel", is_flag=True,
+    help="The members run kgroup.ParallelProcessor (handlers on a simulated pool; its own checks).",
+)
 @click.option("--fail-fast", is_flag=True, help="Start no new seed once one has failed (a mutation's first catch).")
 def main(
     seeds: int, first: int, minutes: float | None, seed: int | None, trace: bool, workers: int | None,
-    group_protocol: str, poll_columns: bool, version: int, fail_fast: bool,
+    group_protocol: str, poll_columns: bool, version: int, parallel: bool, fail_fast: bool,
 ) -> None:
     """Simulate consumer groups deterministically; exit 1 on any violation."""
     if os.environ.get("PYTHONHASHSEED") != "0":
@@ -39,12 +44,17 @@ def main(
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, "-m", "kgroup.testing.simulation", *sys.argv[1:]])
     if seed is not None:
-        result = run_seed(seed, group_protocol, poll_columns=poll_columns, version=version)
+        if parallel:
+            result = run_parallel_seed(seed, group_protocol)
+            scenario: object = parallel_scenario_for(seed, group_protocol)
+        else:
+            result = run_seed(seed, group_protocol, poll_columns=poll_columns, version=version)
+            scenario = scenario_for(seed, group_protocol, poll_columns=poll_columns, version=version)
         if trace:
-            click.echo(repr(scenario_for(seed, group_protocol, poll_columns=poll_columns, version=version)))
+            click.echo(repr(scenario))
             click.echo("\n".join(result.trace))
         if result.violations:
-            click.echo(describe(result, lambda s: replay_command(s, group_protocol, poll_columns, version)))
+            click.echo(describe(result, lambda s: replay_command(s, group_protocol, poll_columns, version, parallel)))
             sys.exit(1)
         click.echo(
             f"seed {seed}: no violation ({result.rebalances} rebalances, {result.faults} faults, "
@@ -53,7 +63,7 @@ def main(
         return
     outcome = campaign(
         range(first, first + seeds), workers=workers, minutes=minutes, group_protocol=group_protocol,
-        poll_columns=poll_columns, version=version, stop_on_violation=fail_fast,
+        poll_columns=poll_columns, version=version, stop_on_violation=fail_fast, parallel=parallel,
     )
     if outcome.failed:
         click.echo(outcome.reports())

@@ -9,19 +9,25 @@ from typing import Any
 
 import attrs
 
+from kgroup.testing.simulation._parallel import run_parallel_seed
 from kgroup.testing.simulation._run import VERSION, RunResult, describe, run_seed
 
 __all__ = ["CampaignResult", "campaign", "replay_command"]
 
 
 def replay_command(
-    seed: int, group_protocol: str = "classic", poll_columns: bool = False, version: int = VERSION
+    seed: int, group_protocol: str = "classic", poll_columns: bool = False, version: int = VERSION,
+    parallel: bool = False,
 ) -> str:
     """The one-line command that replays ``seed`` exactly, with its trace."""
     protocol = "" if group_protocol == "classic" else f" --group-protocol {group_protocol}"
     columns = " --poll-columns" if poll_columns else ""
     older = "" if version == VERSION else f" --scenario-version {version}"
-    return f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed}{protocol}{columns}{older} --trace"
+    processors = " --parallel" if parallel else ""
+    return (
+        f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed}{protocol}{columns}{older}{processors}"
+        " --trace"
+    )
 
 
 @attrs.define
@@ -40,6 +46,8 @@ class CampaignResult:
     group_protocol: str = "classic"
     poll_columns: bool = False
     version: int = VERSION
+    #: the members are ``ParallelProcessor`` applications (``_parallel.py``)
+    parallel: bool = False
     #: wall seconds from the campaign's start to the first failed run's report (None: none failed)
     first_failure_s: float | None = None
 
@@ -68,18 +76,23 @@ class CampaignResult:
     def reports(self) -> str:
         """A report for every failed seed."""
         return "\n\n".join(
-            describe(r, lambda s: replay_command(s, self.group_protocol, self.poll_columns, self.version))
+            describe(
+                r, lambda s: replay_command(s, self.group_protocol, self.poll_columns, self.version, self.parallel)
+            )
             for r in self.failed
         )
 
 
 def _run_many(
     seeds: list[int], group_protocol: str = "classic", poll_columns: bool = False, version: int = VERSION,
-    stop_on_violation: bool = False,
+    stop_on_violation: bool = False, parallel: bool = False,
 ) -> list[RunResult]:
     out = []
     for seed in seeds:
-        result = run_seed(seed, group_protocol, poll_columns=poll_columns, version=version)
+        if parallel:
+            result = run_parallel_seed(seed, group_protocol)
+        else:
+            result = run_seed(seed, group_protocol, poll_columns=poll_columns, version=version)
         if not result.violations:
             result.trace = []  # only failed runs carry their trace back
         out.append(result)
@@ -97,17 +110,21 @@ def campaign(
     group_protocol: str = "classic",
     poll_columns: bool = False,
     version: int = VERSION,
+    parallel: bool = False,
 ) -> CampaignResult:
     """Run ``seeds`` (in ``workers`` processes; default: one per core) within ``minutes``.
 
     Seeds go to the workers in chunks; with ``minutes`` no new chunk starts after the time is
     up. Each run is deterministic, so the result does not depend on ``workers``.
     ``stop_on_violation``: no new seed starts once a run failed (with one worker, the seeds
-    after the first failed one are not run).
+    after the first failed one are not run). ``parallel``: the members are ``ParallelProcessor``
+    applications (``run_parallel_seed``; ``poll_columns`` and ``version`` do not apply).
     """
     seeds = list(seeds)
     workers = workers or os.cpu_count() or 1
-    result = CampaignResult(group_protocol=group_protocol, poll_columns=poll_columns, version=version)
+    result = CampaignResult(
+        group_protocol=group_protocol, poll_columns=poll_columns, version=version, parallel=parallel
+    )
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes else None
     chunk = 25
@@ -116,7 +133,7 @@ def campaign(
         for part in chunks:
             if deadline is not None and time.monotonic() > deadline:
                 break
-            for run in _run_many(part, group_protocol, poll_columns, version, stop_on_violation):
+            for run in _run_many(part, group_protocol, poll_columns, version, stop_on_violation, parallel):
                 result.add(run)
                 if run.violations and result.first_failure_s is None:
                     result.first_failure_s = time.monotonic() - started
@@ -132,7 +149,7 @@ def campaign(
                         queue = []
                         break
                     pending.add(pool.submit(
-                        _run_many, queue.pop(0), group_protocol, poll_columns, version, stop_on_violation))
+                        _run_many, queue.pop(0), group_protocol, poll_columns, version, stop_on_violation, parallel))
                 if not pending:
                     break
                 done, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)

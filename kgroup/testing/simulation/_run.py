@@ -791,7 +791,7 @@ class Simulation:
         number = self._numbers.get(index, 0) + 1
         self._numbers[index] = number
         before = self.incarnations.get(index)
-        inc = _Incarnation(self, self.scenario.members[index], number)
+        inc = self._incarnation(self.scenario.members[index], number)
         if before is not None and inc.spec.static:
             # What the previous process of this static member last subscribed to, and the
             # group's generation when this one started (see _static_subscription_gap).
@@ -800,6 +800,10 @@ class Simulation:
             inc.generation_at_start = group.generation_id if group is not None else None
         self.incarnations[index] = inc
         return inc
+
+    def _incarnation(self, spec: MemberSpec, number: int) -> _Incarnation:
+        """A new process of member ``spec`` (``kgroup.testing.simulation._parallel`` runs its own)."""
+        return _Incarnation(self, spec, number)
 
     def _live(self) -> list[_Incarnation]:
         return [inc for inc in self.incarnations.values() if inc.alive and not inc.hung]

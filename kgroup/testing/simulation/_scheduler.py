@@ -110,6 +110,8 @@ class Scheduler:
         self._by_ident: dict[int, SimThread] = {}
         #: objects with ``pump() -> bool`` (did work at this instant) and ``deadline() -> float``
         self.pumps: list[Pump] = []
+        #: checks run after every turn of a simulated thread (on the scheduler, the baton back)
+        self.after_turn: list[Callable[[], None]] = []
         self.switches = 0
 
     # ------------------------------------------------------------------ callbacks
@@ -183,6 +185,8 @@ class Scheduler:
         thread._go.release()
         self._back.acquire()
         self._current = None
+        for check in self.after_turn:
+            check()
 
     # ------------------------------------------------------------------ the loop
     def run_until(self, end: float, stop: Callable[[], bool] | None = None) -> None:
