@@ -1,0 +1,196 @@
+"""``kgroup.ShareConsumer`` end to end on Apache Kafka 4.4 (KIP-932): fetch, acknowledge, redeliver, share.
+
+Apache Kafka 4.4 from ``kgroup.testing`` serves share groups as it is (docs/share-groups.md). A
+share group starts reading a partition at its end (the group's ``share.auto.offset.reset`` is
+``latest``), from the moment a member first fetches it: each test waits until every member has
+had a ShareFetch answered (``acquisition_lock_timeout_ms()`` is known) before producing.
+
+What it shows: implicit mode consumes every record once and accepts it; explicit mode's
+RELEASE redelivers (``delivery_count`` 2) and REJECT never does; the records a closed member
+held go to another member; four members on one partition all get records; explicit mode
+refuses a ``poll()`` with a record left unacknowledged; ``commit_sync()`` answers per partition.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from kgroup import AcknowledgeType, ShareConsumer
+from kgroup.errors import IllegalStateError
+from kgroup.testing.broker import produce
+from kgroup.types import ShareConsumerRecord, TopicPartition
+
+pytestmark = pytest.mark.broker_kinds("apache-kafka")
+
+DEADLINE_S = 90.0
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = DEADLINE_S) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = probe()
+        if result is not None and result is not False:
+            return result
+        if time.monotonic() >= deadline:
+            pytest.fail(f"{what}: not true after {timeout_s} s")
+
+
+@pytest.fixture
+def share_consumers(kafka_bootstrap: str) -> Iterator[Callable[..., ShareConsumer[Any, Any]]]:
+    made: list[ShareConsumer[Any, Any]] = []
+
+    def make(group_id: str, topic: str, **config: Any) -> ShareConsumer[Any, Any]:
+        consumer: ShareConsumer[Any, Any] = ShareConsumer(bootstrap_servers=kafka_bootstrap, group_id=group_id,
+                                                          **config)
+        consumer.subscribe([topic])
+        made.append(consumer)
+        return consumer
+
+    yield make
+    for consumer in made:
+        consumer.close(timeout_ms=10000)
+
+
+def until_fetching(*consumers: ShareConsumer[Any, Any]) -> list[ShareConsumerRecord[Any, Any]]:
+    """Poll each until it has partitions and a ShareFetch answered (nothing produced yet: no records)."""
+    got: list[ShareConsumerRecord[Any, Any]] = []
+    for consumer in consumers:
+        def ready(c: ShareConsumer[Any, Any] = consumer) -> bool:
+            got.extend(c.poll(200))
+            return bool(c.assignment()) and c.acquisition_lock_timeout_ms() is not None
+        wait_for("a member fetching", ready)
+    return got
+
+
+def values(records: list[ShareConsumerRecord[Any, Any]]) -> list[bytes]:
+    return sorted(r.value for r in records)
+
+
+def test_implicit_mode_consumes_every_record_once(kafka_bootstrap: str, topic_factory: Any,
+                                                  group_id_factory: Any, share_consumers: Any) -> None:
+    topic = topic_factory(3)
+    consumer = share_consumers(group_id_factory(), topic)
+    assert until_fetching(consumer) == []
+    assert consumer.acquisition_lock_timeout_ms() == 30000  # the broker's group.share.record.lock.duration.ms
+    sent = [(p, None, f"v{i}".encode()) for i, p in enumerate([0, 1, 2] * 20)]
+    produce(kafka_bootstrap, topic, sent)
+    got: list[ShareConsumerRecord[Any, Any]] = []
+    wait_for("all 60 records", lambda: (got.extend(consumer.poll(500)), len(got) >= 60)[1])
+    assert values(got) == sorted(v for _, _, v in sent)
+    assert all(r.delivery_count == 1 for r in got)
+    assert {r.partition for r in got} == {0, 1, 2}
+    # accepted at the next poll: nothing comes back, not even after the lock would have expired
+    outcome = consumer.commit_sync(30000)
+    assert outcome == {} or all(error is None for error in outcome.values()), outcome
+    assert consumer.poll(2000) == []
+
+
+def test_explicit_release_redelivers_and_reject_does_not(kafka_bootstrap: str, topic_factory: Any,
+                                                          group_id_factory: Any, share_consumers: Any) -> None:
+    topic = topic_factory(1)
+    consumer = share_consumers(group_id_factory(), topic, share_acknowledgement_mode="explicit")
+    until_fetching(consumer)
+    produce(kafka_bootstrap, topic, [(0, None, b"release-me"), (0, None, b"reject-me"), (0, None, b"accept-me")])
+    first: list[ShareConsumerRecord[Any, Any]] = []
+    while len(first) < 3:
+        batch = wait_for("the three records", lambda: consumer.poll(500) or None)
+        for record in batch:
+            kind = {b"release-me": AcknowledgeType.RELEASE, b"reject-me": AcknowledgeType.REJECT}.get(
+                record.value, AcknowledgeType.ACCEPT)
+            consumer.acknowledge(record, type=kind)
+        first.extend(batch)
+    assert values(first) == [b"accept-me", b"reject-me", b"release-me"]
+    assert all(r.delivery_count == 1 for r in first)
+    again = wait_for("the released record again", lambda: consumer.poll(500) or None)
+    assert [(r.value, r.delivery_count) for r in again] == [(b"release-me", 2)]
+    consumer.acknowledge(again[0].topic, again[0].partition, again[0].offset, AcknowledgeType.ACCEPT)
+    outcome = consumer.commit_sync(30000)
+    assert outcome == {TopicPartition(topic, 0): None}
+    assert consumer.poll(2000) == []  # the rejected one never comes back
+
+
+def test_explicit_mode_refuses_a_poll_with_a_record_unacknowledged(kafka_bootstrap: str, topic_factory: Any,
+                                                                    group_id_factory: Any,
+                                                                    share_consumers: Any) -> None:
+    topic = topic_factory(1)
+    consumer = share_consumers(group_id_factory(), topic, share_acknowledgement_mode="explicit")
+    until_fetching(consumer)
+    produce(kafka_bootstrap, topic, [(0, None, b"a"), (0, None, b"b")])
+    got = wait_for("records", lambda: consumer.poll(500) or None)
+    with pytest.raises(IllegalStateError, match="explicit acknowledgement mode"):
+        consumer.poll(0)
+    with pytest.raises(IllegalStateError):
+        consumer.acknowledge(got[0].topic, got[0].partition, got[0].offset + 100, AcknowledgeType.ACCEPT)
+    for record in got:
+        consumer.acknowledge(record)
+    with pytest.raises(IllegalStateError, match="cannot be acknowledged"):
+        consumer.acknowledge(got[0])  # twice
+    consumer.poll(0)  # everything acknowledged: allowed again
+
+
+def test_commit_sync_answers_per_partition_and_runs_the_callback(kafka_bootstrap: str, topic_factory: Any,
+                                                                 group_id_factory: Any,
+                                                                 share_consumers: Any) -> None:
+    topic = topic_factory(2)
+    consumer = share_consumers(group_id_factory(), topic)
+    called: list[tuple[dict[TopicPartition, frozenset[int]], Any]] = []
+    consumer.set_acknowledgement_commit_callback(lambda offsets, error: called.append((dict(offsets), error)))
+    until_fetching(consumer)
+    produce(kafka_bootstrap, topic, [(p, None, b"x") for p in (0, 1, 0, 1)])
+    got: list[ShareConsumerRecord[Any, Any]] = []
+    wait_for("four records", lambda: (got.extend(consumer.poll(500)), len(got) >= 4)[1])
+    outcome = consumer.commit_sync(30000)
+    assert outcome == {TopicPartition(topic, 0): None, TopicPartition(topic, 1): None}
+    acknowledged: dict[TopicPartition, set[int]] = {}
+    for offsets, error in called:
+        assert error is None
+        for tp, numbers in offsets.items():
+            acknowledged.setdefault(tp, set()).update(numbers)
+    assert acknowledged == {TopicPartition(topic, 0): {0, 1}, TopicPartition(topic, 1): {0, 1}}
+    assert consumer.commit_sync(1000) == {}  # nothing due
+
+
+def test_records_a_closed_member_held_go_to_another(kafka_bootstrap: str, topic_factory: Any,
+                                                    group_id_factory: Any, share_consumers: Any) -> None:
+    topic = topic_factory(1)
+    group_id = group_id_factory()
+    holder = share_consumers(group_id, topic, share_acknowledgement_mode="explicit")
+    until_fetching(holder)
+    produce(kafka_bootstrap, topic, [(0, None, f"r{i}".encode()) for i in range(5)])
+    held: list[ShareConsumerRecord[Any, Any]] = []
+    wait_for("the holder acquires all five", lambda: (held.extend(holder.poll(500)), len(held) >= 5)[1])
+    other = share_consumers(group_id, topic)
+    holder.close(timeout_ms=30000)  # nothing acknowledged: the session's close releases them
+    got: list[ShareConsumerRecord[Any, Any]] = []
+    wait_for("the other member gets them", lambda: (got.extend(other.poll(500)), len(got) >= 5)[1])
+    assert values(got) == values(held)
+    assert all(r.delivery_count == 2 for r in got)
+
+
+def test_more_members_than_partitions_all_get_records(kafka_bootstrap: str, topic_factory: Any,
+                                                      group_id_factory: Any, share_consumers: Any) -> None:
+    topic = topic_factory(1)
+    group_id = group_id_factory()
+    members = [share_consumers(group_id, topic, max_poll_records=5, share_acquire_mode="record_limit")
+               for _ in range(4)]
+    until_fetching(*members)
+    assert all(m.assignment() == frozenset({TopicPartition(topic, 0)}) for m in members)
+    produce(kafka_bootstrap, topic, [(0, None, f"m{i}".encode()) for i in range(400)])
+    got: dict[int, list[ShareConsumerRecord[Any, Any]]] = {i: [] for i in range(4)}
+
+    def round_robin() -> bool:
+        for i, member in enumerate(members):
+            records = member.poll(100)
+            assert len(records) <= 5  # max_poll_records, strictly (record_limit, ShareFetch v2)
+            got[i].extend(records)
+        return sum(len(v) for v in got.values()) >= 400 and all(got.values())
+
+    wait_for("every member gets records, together all 400", round_robin)
+    everything = [r for v in got.values() for r in v]
+    assert values(everything) == sorted(f"m{i}".encode() for i in range(400))
+    print("\nrecords per member:", [len(v) for v in got.values()])
