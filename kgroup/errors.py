@@ -656,6 +656,7 @@ def broker_error(api: Api, code: int, message: str = "", context: str = "") -> B
 
     Returns:
         ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``TopicAuthorizationFailedError``,
+        ``InvalidRecordStateError`` (INVALID_RECORD_STATE, a share acknowledgement),
         ``GroupAuthorizationFailedError`` (a FATAL GROUP_AUTHORIZATION_FAILED), ``FatalGroupError``
         for other FATAL codes (unknown codes included, with "unexpected" in the message), ``CoordinatorUnavailable``
         for coordinator moves, ``RebalanceInProgressError`` for REBALANCE_IN_PROGRESS,

@@ -55,7 +55,7 @@ AckOutcomes = dict[TopicPartition, KGroupError | None]
 Callback = Callable[[Mapping[TopicPartition, frozenset[int]], KGroupError | None], None]
 
 
-@attrs.define
+@attrs.frozen
 class _Request:
     """A request out to a leader, and the acknowledgements it carries (rule 3)."""
 
