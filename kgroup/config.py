@@ -743,6 +743,10 @@ _SHARE_UNSUPPORTED = {
 }
 
 
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
 @attrs.frozen
 class ShareConsumerConfig:
     """A share consumer's configuration (KIP-932; Java's ``ShareConsumerConfig``).
@@ -776,11 +780,11 @@ class ShareConsumerConfig:
 
     consumer: ConsumerConfig
     share_acknowledgement_mode: str = attrs.field(
-        default="implicit", converter=lambda v: v.lower() if isinstance(v, str) else v,
+        default="implicit", converter=_lower,
         validator=_one_of(SHARE_ACKNOWLEDGEMENT_MODES),
     )
     share_acquire_mode: str = attrs.field(
-        default="batch_optimized", converter=lambda v: v.lower() if isinstance(v, str) else v,
+        default="batch_optimized", converter=_lower,
         validator=_one_of(SHARE_ACQUIRE_MODES),
     )
 

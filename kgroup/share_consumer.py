@@ -19,7 +19,14 @@ from kgroup._driver.mailbox import Mailbox
 from kgroup._typevars import K, V
 from kgroup.config import ShareConsumerConfig, resolve_bootstrap_servers
 from kgroup.deserializers import DeserializerLike, as_function
-from kgroup.errors import ConsumerClosedError, FatalGroupError, GroupThreadCrashed, IllegalStateError, KGroupError, WakeupError
+from kgroup.errors import (
+    ConsumerClosedError,
+    FatalGroupError,
+    GroupThreadCrashed,
+    IllegalStateError,
+    KGroupError,
+    WakeupError,
+)
 from kgroup.membership import events as ev
 from kgroup.membership.commands import RebalanceStep
 from kgroup.membership.states import MemberState
@@ -63,6 +70,7 @@ class ShareConsumer(Generic[K, V]):
             resolvable ``bootstrap_servers``.
 
     Use it from one thread; ``wakeup()`` is the only method safe from another.
+
     """
 
     def __init__(
@@ -237,7 +245,7 @@ class ShareConsumer(Generic[K, V]):
             if not records:
                 fetcher.raise_errors()
             if records:
-                return records  # type: ignore[return-value]
+                return records
             if fetcher.has_buffered():
                 continue
             remaining = deadline - self._clock.monotonic()
@@ -265,7 +273,7 @@ class ShareConsumer(Generic[K, V]):
     @overload
     def acknowledge(self, record: str, partition: int, offset: int, type: AcknowledgeType = ...) -> None: ...
 
-    def acknowledge(self, record: Any, *args: Any, **kwargs: Any) -> None:  # noqa: A002
+    def acknowledge(self, record: Any, *args: Any, **kwargs: Any) -> None:
         """Acknowledge a record the last ``poll()`` returned (explicit mode): ``ACCEPT`` unless ``type`` says.
 
         ``acknowledge(record, type=AcknowledgeType.RELEASE)`` or ``acknowledge(topic, partition,
@@ -283,7 +291,7 @@ class ShareConsumer(Generic[K, V]):
                 raise TypeError("acknowledge(topic, partition, offset, type=AcknowledgeType.ACCEPT)")
             tp, offset = TopicPartition(record, int(args[0])), int(args[1])
             rest = args[2:]
-        elif isinstance(record, tuple) and hasattr(record, "delivery_count"):
+        elif isinstance(record, ShareConsumerRecord):
             tp, offset, rest = TopicPartition(record.topic, record.partition), record.offset, args
         else:
             raise TypeError(f"acknowledge() takes a ShareConsumerRecord or (topic, partition, offset), got {record!r}")
@@ -344,7 +352,9 @@ class ShareConsumer(Generic[K, V]):
             remaining = deadline - self._clock.monotonic()
             if remaining <= 0:
                 for tp in waiting - set(results):
-                    results[tp] = KafkaTimeoutError(f"the acknowledgements of {tp} were not answered in {timeout_ms} ms")
+                    results[tp] = KafkaTimeoutError(
+                        f"the acknowledgements of {tp} were not answered in {timeout_ms} ms"
+                    )
                 break
             self._mailbox.wait_until(lambda: fetcher.ready() or self._mailbox.woken, min(remaining, 1.0))
         return {tp: results[tp] for tp in sorted(results) if tp in waiting or tp in results}

@@ -250,7 +250,9 @@ class ShareFetcher:
     def _buffered_from(self, node: int) -> bool:
         return any(entry[1] == node for entry in self._buffer)
 
-    def _acks_for(self, node: int, source: dict[TopicPartition, dict[int, int]]) -> dict[TopicPartition, dict[int, int]]:
+    def _acks_for(
+        self, node: int, source: dict[TopicPartition, dict[int, int]]
+    ) -> dict[TopicPartition, dict[int, int]]:
         return {tp: acks for tp, acks in source.items() if self._acquired_from.get(tp) == node}
 
     def _send_fetch(self, node: int, wanted: dict[TopicPartition, UUID]) -> None:

@@ -130,13 +130,13 @@ __all__ = [
     "response_body",
     "response_values",
     "responses_from_body",
-    "share_heartbeat_request_message",
-    "share_heartbeat_request_value",
-    "share_heartbeat_response_message",
     "share_acknowledge_request_message",
     "share_acknowledge_response_value",
     "share_fetch_request_message",
     "share_fetch_response_value",
+    "share_heartbeat_request_message",
+    "share_heartbeat_request_value",
+    "share_heartbeat_response_message",
     "share_heartbeat_response_value",
 ]
 

@@ -27,7 +27,7 @@ from kgroup.errors import IllegalStateError
 from kgroup.protocol.share_fetch import AcknowledgementBatch
 from kgroup.types import AcknowledgeType, TopicPartition
 
-__all__ = ["GAP", "IMPLICIT", "EXPLICIT", "InFlight", "batches", "merge"]
+__all__ = ["EXPLICIT", "GAP", "IMPLICIT", "InFlight", "batches", "merge"]
 
 #: the acknowledgement type of an acquired offset without a record (Kafka's code 0)
 GAP = 0

@@ -19,7 +19,7 @@ __all__ = ["acquired_offsets", "match_acquired"]
 
 
 def acquired_offsets(ranges: Iterable[AcquiredRecords]) -> dict[int, int]:
-    """offset -> delivery count of every acquired offset."""
+    """Offset -> delivery count of every acquired offset."""
     return {offset: r.delivery_count for r in ranges for offset in range(r.first_offset, r.last_offset + 1)}
 
 

@@ -8,13 +8,18 @@ had a ShareFetch answered (``acquisition_lock_timeout_ms()`` is known) before pr
 What it shows: implicit mode consumes every record once and accepts it; explicit mode's
 RELEASE redelivers (``delivery_count`` 2) and REJECT never does; the records a closed member
 held go to another member; four members on one partition all get records; explicit mode
-refuses a ``poll()`` with a record left unacknowledged; ``commit_sync()`` answers per partition.
+refuses a ``poll()`` with a record left unacknowledged; ``commit_sync()`` answers per partition; the
+records a killed member (SIGKILL, ``tests/integration/share_worker.py``) held go to another.
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -194,3 +199,35 @@ def test_more_members_than_partitions_all_get_records(kafka_bootstrap: str, topi
     everything = [r for v in got.values() for r in v]
     assert values(everything) == sorted(f"m{i}".encode() for i in range(400))
     print("\nrecords per member:", [len(v) for v in got.values()])
+
+
+def test_records_a_killed_member_held_go_to_another(kafka_bootstrap: str, topic_factory: Any,
+                                                    group_id_factory: Any, share_consumers: Any) -> None:
+    """SIGKILL, no close: the broker releases the dead member's records (its connection's share session, or at
+    the latest the acquisition lock timeout) and another member gets them, delivered a second time."""
+    topic = topic_factory(1)
+    group_id = group_id_factory()
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.share_worker", kafka_bootstrap, group_id, topic, "5"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert worker.stdout is not None
+        assert worker.stdout.readline().strip() == "fetching"
+        produce(kafka_bootstrap, topic, [(0, None, f"k{i}".encode()) for i in range(5)])
+        held = worker.stdout.readline().split()
+        assert held == ["held"] + [f"k{i}" for i in range(5)]
+        other = share_consumers(group_id, topic)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(30)
+        got: list[ShareConsumerRecord[Any, Any]] = []
+        started = time.monotonic()
+        wait_for("the other member gets them", lambda: (got.extend(other.poll(500)), len(got) >= 5)[1])
+        print(f"\nredelivered {time.monotonic() - started:.1f} s after the kill "
+              f"(acquisition lock timeout {other.acquisition_lock_timeout_ms()} ms)")
+        assert values(got) == [f"k{i}".encode() for i in range(5)]
+        assert all(r.delivery_count == 2 for r in got)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(30)
