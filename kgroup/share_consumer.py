@@ -338,7 +338,7 @@ class ShareConsumer(Generic[K, V]):
         fetcher.take_acknowledgements()
         timeout_ms = self._config.consumer.default_api_timeout_ms if timeout_ms is None else timeout_ms
         deadline = self._clock.monotonic() + timeout_ms / 1000
-        waiting = set(fetcher._acks) | {tp for r in fetcher._out.values() for tp in r.carried}
+        waiting = fetcher.queued()
         results: dict[TopicPartition, KGroupError | None] = {}
         while True:
             self._drain_mailbox()
@@ -357,7 +357,7 @@ class ShareConsumer(Generic[K, V]):
                     )
                 break
             self._mailbox.wait_until(lambda: fetcher.ready() or self._mailbox.woken, min(remaining, 1.0))
-        return {tp: results[tp] for tp in sorted(results) if tp in waiting or tp in results}
+        return {tp: results[tp] for tp in sorted(results)}
 
     def commit_async(self) -> None:
         """Send the acknowledgements due now without waiting; the callback reports their outcome in a later call."""

@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: per partition: None (acknowledged) or the error its acknowledgements failed with
 AckOutcomes = dict[TopicPartition, KGroupError | None]
+#: the acknowledgement types that end a record's delivery (the callback reports these)
+_FINAL = frozenset({int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE), int(AcknowledgeType.REJECT)})
 #: the acknowledgement commit callback, as the fetcher calls it: (offsets by partition, error or None)
 Callback = Callable[[Mapping[TopicPartition, frozenset[int]], KGroupError | None], None]
 
@@ -131,6 +133,13 @@ class ShareFetcher:
         """Move what the application acknowledged (implicit mode: everything returned) to the send queue."""
         merge(self._acks, self.inflight.take())
         merge(self._renewals, self.inflight.take_renewals())
+
+    def queued(self) -> frozenset[TopicPartition]:
+        """The partitions with acknowledgements queued or out (what a commit waits for)."""
+        out = set(self._acks) | set(self._renewals)
+        for request in self._out.values():
+            out.update(request.carried)
+        return frozenset(out)
 
     def pending(self) -> bool:
         """Acknowledgements are queued or out."""
@@ -300,11 +309,14 @@ class ShareFetcher:
             self._outcome(tp, tp_acks, error)
 
     def _outcome(self, tp: TopicPartition, acks: Mapping[int, int], error: KGroupError | None) -> None:
-        offsets = frozenset(o for o, kind in acks.items() if kind != AcknowledgeType.RENEW)
-        if acks and any(kind for kind in acks.values()):  # gaps alone are nobody's business
+        """One partition's acknowledgements answered: the commit's outcome; the callback's, but for renewals."""
+        if not any(kind for kind in acks.values()):  # gaps alone are nobody's business
+            return
+        if tp not in self._outcomes or error is not None:
+            self._outcomes[tp] = error
+        offsets = frozenset(o for o, kind in acks.items() if kind in _FINAL)
+        if offsets:
             self._callbacks.append(({tp: offsets}, error))
-            if tp not in self._outcomes or error is not None:
-                self._outcomes[tp] = error
 
     def _answered(self, request: _Request) -> None:
         api = Api.SHARE_FETCH if request.fetch else Api.SHARE_ACKNOWLEDGE

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import pytest
 
 from kgroup import AcknowledgeType, ShareConsumer
-from kgroup.errors import IllegalStateError
+from kgroup.errors import IllegalStateError, WakeupError
 from kgroup.testing.broker import produce
 from kgroup.types import ShareConsumerRecord, TopicPartition
 
@@ -136,6 +136,67 @@ def test_explicit_mode_refuses_a_poll_with_a_record_unacknowledged(kafka_bootstr
     with pytest.raises(IllegalStateError, match="cannot be acknowledged"):
         consumer.acknowledge(got[0])  # twice
     consumer.poll(0)  # everything acknowledged: allowed again
+    consumer.wakeup()
+    with pytest.raises(WakeupError):
+        consumer.poll(30000)
+    assert consumer.poll(0) == []  # the wakeup was consumed
+
+
+def test_renew_extends_the_lock_and_the_record_still_needs_its_acknowledgement(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, share_consumers: Any
+) -> None:
+    """RENEW (KIP-1222, ShareAcknowledge v2 with IsRenewAck): answered without error; the record stays in flight."""
+    topic = topic_factory(1)
+    consumer = share_consumers(group_id_factory(), topic, share_acknowledgement_mode="explicit")
+    until_fetching(consumer)
+    produce(kafka_bootstrap, topic, [(0, None, b"slow")])
+    (record,) = wait_for("the record", lambda: consumer.poll(500) or None)
+    consumer.acknowledge(record, type=AcknowledgeType.RENEW)
+    assert consumer.commit_sync(30000) == {TopicPartition(topic, 0): None}
+    with pytest.raises(IllegalStateError):
+        consumer.poll(0)  # renewed, not acknowledged
+    consumer.acknowledge(record, type=AcknowledgeType.ACCEPT)
+    assert consumer.commit_sync(30000) == {TopicPartition(topic, 0): None}
+    assert consumer.poll(2000) == []
+
+
+def test_record_limit_acquires_at_most_max_poll_records(kafka_bootstrap: str, topic_factory: Any,
+                                                        group_id_factory: Any, share_consumers: Any) -> None:
+    """``share_acquire_mode="record_limit"`` (KIP-1206, ShareFetch v2): a fetch acquires no more than
+    ``max_poll_records`` of one batch, so another member gets the rest at once (batch-optimized, the holder
+    would have acquired the whole batch and the other would wait for the lock timeout)."""
+    topic = topic_factory(1)
+    group_id = group_id_factory()
+    holder = share_consumers(group_id, topic, max_poll_records=5, share_acquire_mode="record_limit",
+                             share_acknowledgement_mode="explicit")
+    until_fetching(holder)
+    produce(kafka_bootstrap, topic, [(0, None, f"b{i:02}".encode()) for i in range(50)])  # one batch
+    held = wait_for("the holder's five", lambda: holder.poll(500) or None)
+    assert len(held) == 5
+    other = share_consumers(group_id, topic)
+    got: list[ShareConsumerRecord[Any, Any]] = []
+    wait_for("the other 45", lambda: (got.extend(other.poll(500)), len(got) >= 45)[1], timeout_s=25.0)
+    assert values(got + held) == sorted(f"b{i:02}".encode() for i in range(50))
+    assert all(r.delivery_count == 1 for r in got)  # not redelivered after a lock timeout: never acquired
+
+
+def test_unsubscribe_leaves_and_a_new_subscription_joins_again(kafka_bootstrap: str, topic_factory: Any,
+                                                              group_id_factory: Any, share_consumers: Any) -> None:
+    topic = topic_factory(1)
+    consumer = share_consumers(group_id_factory(), topic)
+    until_fetching(consumer)
+    member_id = consumer.member_id
+    consumer.unsubscribe()
+    assert consumer.subscription() == frozenset() and consumer.assignment() == frozenset()
+    with pytest.raises(IllegalStateError):
+        consumer.poll(0)
+    consumer.subscribe([topic])
+    assert consumer.subscription() == frozenset({topic})
+    until_fetching(consumer)
+    produce(kafka_bootstrap, topic, [(0, None, b"again")])
+    got = wait_for("a record after joining again", lambda: consumer.poll(500) or None)
+    assert [r.value for r in got] == [b"again"]
+    assert consumer.member_id == member_id  # kept for the consumer's lifetime
 
 
 def test_commit_sync_answers_per_partition_and_runs_the_callback(kafka_bootstrap: str, topic_factory: Any,
