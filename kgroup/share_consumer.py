@@ -236,6 +236,7 @@ class ShareConsumer(Generic[K, V]):
         fetcher.inflight.check_all_acknowledged()
         fetcher.take_acknowledgements()
         self._group.post(ev.Polled())
+        fetcher.raise_errors()  # an error of the last poll's records (a deserializer's), before more
         deadline = self._clock.monotonic() + timeout_ms / 1000
         while True:
             self._drain_mailbox()

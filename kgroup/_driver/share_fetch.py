@@ -125,8 +125,13 @@ class ShareFetcher:
     def assign(self, partitions: frozenset[TopicPartition]) -> None:
         """The member's partitions now (from the group thread's steps); records of the others are dropped."""
         self.assigned = partitions
-        kept = [entry for entry in self._buffer if entry[0] in partitions]
-        self._buffer = collections.deque(kept)
+        kept: collections.deque[tuple[TopicPartition, int, list[ShareConsumerRecord]]] = collections.deque()
+        for entry in self._buffer:
+            if entry[0] in partitions:
+                kept.append(entry)
+            else:  # acquired, never handed out: released for the members that have the partition now
+                self.inflight.add(entry[0], {r.offset: int(AcknowledgeType.RELEASE) for r in entry[2]})
+        self._buffer = kept
 
     # ------------------------------------------------------------------ acknowledgements
     def take_acknowledgements(self) -> None:
@@ -395,7 +400,9 @@ class ShareFetcher:
         records, gaps = match_acquired(decoded, part.acquired_records)
         if gaps:
             self.inflight.add(tp, gaps)
-        if records:
+        if records and tp not in self.assigned:  # the partition went while the fetch was out: release them
+            self.inflight.add(tp, {r.offset: int(AcknowledgeType.RELEASE) for r in records})
+        elif records:
             self._buffer.append((tp, node, records))
 
     def _deserialize(self, tp: TopicPartition, records: list[ShareConsumerRecord]) -> list[ShareConsumerRecord]:
@@ -411,14 +418,7 @@ class ShareFetcher:
         return out
 
     def _maybe_refresh_metadata(self) -> None:
-        future = self._metadata
-        if future is not None and future.done():
-            self._metadata = None
-            if future.exception() is None:
-                self._leaders.update(future.result())
-            else:
-                log.debug("group %s: metadata for share fetching failed: %r", self._params.group_id,
-                          future.exception())
+        """Ask for the assigned partitions' leaders and topic ids when some are unknown (rule 4); take an answer."""
         topics = frozenset(tp.topic for tp in self.assigned)
         missing = any(tp not in self._leaders or self._leaders[tp].leader < 0 for tp in self.assigned)
         now = self._clock.monotonic()
@@ -428,3 +428,11 @@ class ShareFetcher:
             self._metadata_at = now + self._config.consumer.retry_backoff_ms / 1000
             self._metadata = self._transport.share_metadata(topics, self._config.consumer.request_timeout_ms)
             self._metadata.add_done_callback(lambda _f: self._mailbox.notify())
+        future = self._metadata
+        if future is not None and future.done():
+            self._metadata = None
+            if future.exception() is None:
+                self._leaders.update(future.result())
+            else:
+                log.debug("group %s: metadata for share fetching failed: %r", self._params.group_id,
+                          future.exception())

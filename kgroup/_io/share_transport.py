@@ -25,12 +25,11 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 
 # isort: split
 import attrs
-import kafka.errors as KErrors
 from kafka.protocol.metadata import MetadataRequest
 from kafka.record.memory_records import MemoryRecords
 
 from kgroup._io import kafka_messages as wire
-from kgroup._io.kafka_python import TOPIC_IDS_MIN, KafkaPythonTransport, _describe
+from kgroup._io.kafka_python import TOPIC_IDS_MIN, KafkaPythonTransport
 from kgroup._io.record_decoder import PartitionRecords, kafka_tp, load_batch_decoder
 from kgroup.membership import events as ev
 from kgroup.membership.commands import SendShareGroupHeartbeat
@@ -84,25 +83,7 @@ class KafkaShareTransport(KafkaPythonTransport):
             fields = {f.name: getattr(value, f.name) for f in attrs.fields(type(value))}
             return ev.ShareGroupHeartbeatResponded(request_id=request_id, **fields)
 
-        fut = self._bridge(
-            lambda: wire.share_heartbeat_request_message(request), self._coordinator_node(command.node_id),
-            command.timeout_ms, convert,
-        )
-        out: concurrent.futures.Future[ev.ShareGroupHeartbeatResponded | ev.RequestFailed]
-        out = concurrent.futures.Future()
-
-        def done(f: concurrent.futures.Future[ev.ShareGroupHeartbeatResponded]) -> None:
-            exc = f.exception()
-            if exc is None:
-                out.set_result(f.result())
-            else:
-                out.set_result(ev.RequestFailed(
-                    request_id=request_id, reason=_describe(exc),
-                    unsupported_version=isinstance(exc, KErrors.IncompatibleBrokerVersion),
-                ))
-
-        fut.add_done_callback(done)
-        return out
+        return self._heartbeat(lambda: wire.share_heartbeat_request_message(request), command, convert)
 
     def share_fetch(
         self, node_id: int, request: ShareFetchRequest, timeout_ms: int
