@@ -9,7 +9,8 @@ What it shows: implicit mode consumes every record once and accepts it; explicit
 RELEASE redelivers (``delivery_count`` 2) and REJECT never does; the records a closed member
 held go to another member; four members on one partition all get records; explicit mode
 refuses a ``poll()`` with a record left unacknowledged; ``commit_sync()`` answers per partition; the
-records a killed member (SIGKILL, ``tests/integration/share_worker.py``) held go to another.
+records a killed member (SIGKILL, ``tests/integration/share_worker.py``) held go to another. And on
+Tansu, which serves no share groups, the consumer fails with ``FatalGroupError``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any, TypeVar
 import pytest
 
 from kgroup import AcknowledgeType, ShareConsumer
-from kgroup.errors import IllegalStateError, WakeupError
+from kgroup._error_codes import UNSUPPORTED_VERSION
+from kgroup.errors import SHARE_GROUPS_NOT_SUPPORTED, FatalGroupError, IllegalStateError, WakeupError
 from kgroup.testing.broker import produce
 from kgroup.types import ShareConsumerRecord, TopicPartition
 
@@ -183,7 +185,7 @@ def test_record_limit_acquires_at_most_max_poll_records(kafka_bootstrap: str, to
 def test_unsubscribe_leaves_and_a_new_subscription_joins_again(kafka_bootstrap: str, topic_factory: Any,
                                                               group_id_factory: Any, share_consumers: Any) -> None:
     topic = topic_factory(1)
-    consumer = share_consumers(group_id_factory(), topic)
+    consumer = share_consumers(group_id_factory(), topic, value_deserializer=bytes.decode)
     until_fetching(consumer)
     member_id = consumer.member_id
     consumer.unsubscribe()
@@ -195,7 +197,7 @@ def test_unsubscribe_leaves_and_a_new_subscription_joins_again(kafka_bootstrap: 
     until_fetching(consumer)
     produce(kafka_bootstrap, topic, [(0, None, b"again")])
     got = wait_for("a record after joining again", lambda: consumer.poll(500) or None)
-    assert [r.value for r in got] == [b"again"]
+    assert [r.value for r in got] == ["again"]  # value_deserializer, as on Consumer
     assert consumer.member_id == member_id  # kept for the consumer's lifetime
 
 
@@ -292,3 +294,23 @@ def test_records_a_killed_member_held_go_to_another(kafka_bootstrap: str, topic_
         if worker.poll() is None:
             worker.kill()
             worker.wait(30)
+
+
+@pytest.mark.broker_kinds("tansu")
+def test_a_cluster_without_share_groups_fails_the_consumer(kafka_bootstrap: str, topic_factory: Any,
+                                                           group_id_factory: Any, share_consumers: Any) -> None:
+    """Tansu serves no ShareGroupHeartbeat: ``poll()`` raises ``FatalGroupError`` (UNSUPPORTED_VERSION), then again."""
+    topic = topic_factory(1)
+    consumer = share_consumers(group_id_factory(), topic)
+
+    def failed() -> FatalGroupError | None:
+        try:
+            consumer.poll(200)
+        except FatalGroupError as exc:
+            return exc
+        return None
+
+    error = wait_for("the fatal error", failed)
+    assert error.code == UNSUPPORTED_VERSION and SHARE_GROUPS_NOT_SUPPORTED in str(error)
+    with pytest.raises(FatalGroupError):
+        consumer.poll(0)
