@@ -411,6 +411,7 @@ class ShareConsumer(Generic[K, V]):
                 if self._fatal is not None:
                     return
             fetcher.step(fetch=False)
+            fetcher.discard_buffered()  # fetched, never handed out: the sessions' close releases them
             if fetcher.idle():
                 fetcher.close_sessions()
             try:

@@ -240,6 +240,10 @@ class ShareFetcher:
             if request is not None:
                 self._send_acknowledge(node, session, request, acks, close=True)
 
+    def discard_buffered(self) -> None:
+        """Forget the records fetched and not handed out (before the sessions' close, which releases them)."""
+        self._buffer.clear()
+
     def closing_done(self) -> bool:
         """Every session is closed and no request is out."""
         return not self._sessions and not self._out
