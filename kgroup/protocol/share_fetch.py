@@ -143,22 +143,29 @@ class AcquiredRecords:
 
 
 @attrs.frozen
-class ShareFetchPartitionData:
-    """One partition of a ShareFetch response.
-
-    ``records``: the record batches' bytes (they may hold records not acquired: only the
-    ``acquired_records`` offsets are this member's). ``acknowledge_error_code``: the outcome of
-    the acknowledgements the request carried for the partition.
-    """
+class _PartitionAnswer:
+    """What every partition of a ShareFetch or ShareAcknowledge answer has: its error and its current leader."""
 
     topic_id: UUID
     partition: int
     error_code: int = 0
     error_message: str | None = None
-    acknowledge_error_code: int = 0
-    acknowledge_error_message: str | None = None
     leader_id: int = -1
     leader_epoch: int = -1
+
+
+@attrs.frozen
+class ShareFetchPartitionData(_PartitionAnswer):
+    """One partition of a ShareFetch response.
+
+    ``error_code``: the fetch's. ``records``: the record batches' bytes (they may hold records
+    not acquired: only the ``acquired_records`` offsets are this member's).
+    ``acknowledge_error_code``: the outcome of the acknowledgements the request carried for the
+    partition.
+    """
+
+    acknowledge_error_code: int = 0
+    acknowledge_error_message: str | None = None
     records: bytes | None = None
     acquired_records: tuple[AcquiredRecords, ...] = ()
 
@@ -190,15 +197,8 @@ class ShareAcknowledgeRequest:
 
 
 @attrs.frozen
-class ShareAcknowledgePartition:
-    """One partition's outcome in a ShareAcknowledge response."""
-
-    topic_id: UUID
-    partition: int
-    error_code: int = 0
-    error_message: str | None = None
-    leader_id: int = -1
-    leader_epoch: int = -1
+class ShareAcknowledgePartition(_PartitionAnswer):
+    """One partition's outcome in a ShareAcknowledge response (``error_code``: its acknowledgements')."""
 
 
 @attrs.frozen
