@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         GroupAuthorizationFailedError,
         GroupThreadCrashed,
         IllegalStateError,
+        InvalidRecordStateError,
         KafkaTimeoutError,
         KGroupError,
         ListenerError,
@@ -61,13 +62,16 @@ if TYPE_CHECKING:
     from kgroup.listener import RebalanceListener
     from kgroup.membership.states import MemberState
     from kgroup.parallel import ParallelProcessor, ProcessingError
+    from kgroup.share_consumer import ShareConsumer
     from kgroup.types import (
+        AcknowledgeType,
         ConsumerRecord,
         GroupMetadata,
         OffsetAndMetadata,
         OffsetAndTimestamp,
         PartitionInfo,
         RebalanceProtocol,
+        ShareConsumerRecord,
         TopicPartition,
     )
 
@@ -99,6 +103,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "GroupAuthorizationFailedError",
         "GroupThreadCrashed",
         "IllegalStateError",
+        "InvalidRecordStateError",
         "KGroupError",
         "KafkaTimeoutError",
         "ListenerError",
@@ -118,19 +123,23 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kgroup.listener": ("RebalanceListener",),
     "kgroup.membership.states": ("MemberState",),
     "kgroup.parallel": ("ParallelProcessor", "ProcessingError"),
+    "kgroup.share_consumer": ("ShareConsumer",),
     "kgroup.types": (
+        "AcknowledgeType",
         "ConsumerRecord",
         "GroupMetadata",
         "OffsetAndMetadata",
         "OffsetAndTimestamp",
         "PartitionInfo",
         "RebalanceProtocol",
+        "ShareConsumerRecord",
         "TopicPartition",
     ),
 }
 _MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
+    "AcknowledgeType",
     "AssignmentError",
     "Assignor",
     "AuthenticationFailedError",
@@ -152,6 +161,7 @@ __all__ = [
     "GroupThreadCrashed",
     "HealthReport",
     "IllegalStateError",
+    "InvalidRecordStateError",
     "KGroupError",
     "KafkaTimeoutError",
     "ListenerError",
@@ -174,6 +184,8 @@ __all__ = [
     "RecordDeserializationError",
     "RetriableCommitFailedError",
     "RoundRobinAssignor",
+    "ShareConsumer",
+    "ShareConsumerRecord",
     "StickyAssignor",
     "TopicAuthorizationFailedError",
     "TopicPartition",

@@ -153,6 +153,9 @@ VOTER_NOT_FOUND: Final = 127
 #: Kafka 4.0 (KIP-848): a ConsumerGroupHeartbeat's ``SubscribedTopicRegex`` the broker cannot compile
 #: (RE2J); newer than kafka-python 3.0.12's table
 INVALID_REGULAR_EXPRESSION: Final = 128
+#: Kafka 4.1 (KIP-932): the broker holds as many share sessions as ``group.share.max.share.sessions``
+#: allows; newer than kafka-python 3.0.12's table
+SHARE_SESSION_LIMIT_REACHED: Final = 133
 
 
 def _by_code() -> dict[int, str]:

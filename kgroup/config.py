@@ -51,6 +51,7 @@ __all__ = [
     "ConsumerConfig",
     "ConsumerConfigArgs",
     "GroupMembershipOperation",
+    "ShareConsumerConfig",
     "check_group_protocol_settings",
     "resolve_bootstrap_servers",
     "select_protocol",
@@ -720,3 +721,89 @@ class ConsumerArgs(_ConfigOptions, total=False):
 
     bootstrap_servers: str | Sequence[str]
     group_id: str
+
+
+#: ``share_acknowledgement_mode``'s values (Java's ``share.acknowledgement.mode``)
+SHARE_ACKNOWLEDGEMENT_MODES = ("implicit", "explicit")
+#: ``share_acquire_mode``'s values (Java's ``share.acquire.mode``, KIP-1206)
+SHARE_ACQUIRE_MODES = ("batch_optimized", "record_limit")
+#: ``ConsumerConfig`` settings a share consumer does not take -> Java's name (Java's
+#: ``ShareConsumerConfig.SHARE_GROUP_UNSUPPORTED_CONFIGS``: the broker's share-group configs decide
+#: them, or share groups have no such thing)
+_SHARE_UNSUPPORTED = {
+    "auto_offset_reset": "auto.offset.reset",
+    "enable_auto_commit": "enable.auto.commit",
+    "group_instance_id": "group.instance.id",
+    "isolation_level": "isolation.level",
+    "assignors": "partition.assignment.strategy",
+    "session_timeout_ms": "session.timeout.ms",
+    "heartbeat_interval_ms": "heartbeat.interval.ms",
+    "group_protocol": "group.protocol",
+    "group_remote_assignor": "group.remote.assignor",
+}
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+@attrs.frozen
+class ShareConsumerConfig:
+    """A share consumer's configuration (KIP-932; Java's ``ShareConsumerConfig``).
+
+    ``ShareConsumerConfig.from_kwargs(bootstrap_servers=..., group_id=..., **more)``: the
+    ``ConsumerConfig`` fields a share consumer uses (network, security, ``client_id``,
+    ``client_rack``, ``max_poll_records``, ``fetch_*``, ``check_crcs``, ``request_timeout_ms``,
+    ``default_api_timeout_ms``, ``retry_backoff*``, ...), with their defaults, plus:
+
+    Attributes:
+        consumer: the ``ConsumerConfig`` of those fields.
+        share_acknowledgement_mode: ``"implicit"`` (default: the records a ``poll()`` returned are
+            accepted by the next ``poll()``, commit or ``close()``) or ``"explicit"`` (each is
+            acknowledged with ``acknowledge()`` before the next ``poll()``); Java's
+            ``share.acknowledgement.mode``.
+        share_acquire_mode: ``"batch_optimized"`` (default: the broker acquires whole record
+            batches, so a fetch may hold more than ``max_poll_records``; the records beyond stay
+            acquired for the next ``poll()``) or ``"record_limit"`` (at most ``max_poll_records``
+            records are acquired per fetch, KIP-1206, ShareFetch v2, Apache Kafka 4.4+; a broker
+            serving only v1 acquires batch-optimized); Java's ``share.acquire.mode``.
+
+    Raises:
+        ConfigError: a bad value, or a setting share groups do not take (``auto_offset_reset``:
+            the group's ``share.auto.offset.reset``; ``isolation_level``: the group's
+            ``share.isolation.level``; ``session_timeout_ms``, ``heartbeat_interval_ms``: the
+            broker's ``group.share.*``; ``group_instance_id``, ``enable_auto_commit``,
+            ``assignors``, ``group_protocol``, ``group_remote_assignor``), as Java's
+            ``ShareConsumerConfig`` rejects them.
+
+    """
+
+    consumer: ConsumerConfig
+    share_acknowledgement_mode: str = attrs.field(
+        default="implicit", converter=_lower,
+        validator=_one_of(SHARE_ACKNOWLEDGEMENT_MODES),
+    )
+    share_acquire_mode: str = attrs.field(
+        default="batch_optimized", converter=_lower,
+        validator=_one_of(SHARE_ACQUIRE_MODES),
+    )
+
+    @classmethod
+    def from_kwargs(cls, **config: Any) -> ShareConsumerConfig:
+        """Build the config from keyword arguments (``ConsumerConfig``'s plus the two above).
+
+        Raises:
+            ConfigError: as the class says; unknown keys as ``ConsumerConfig`` rejects them.
+
+        """
+        unsupported = [name for name in _SHARE_UNSUPPORTED if _is_set(config.get(name))]
+        if unsupported:
+            java = ", ".join(_SHARE_UNSUPPORTED[name] for name in unsupported)
+            raise ConfigError(
+                unsupported[0],
+                f"{', '.join(unsupported)} cannot be set on a share consumer: share groups have no such setting, "
+                f"or the broker's share-group configs decide it (Java's ShareConsumerConfig rejects {java})",
+            )
+        share = {name: config.pop(name) for name in ("share_acknowledgement_mode", "share_acquire_mode")
+                 if name in config}
+        return cls(ConsumerConfig(**config), **share)

@@ -11,6 +11,7 @@ The exception tree::
     │   ├── RebalanceInProgressError              a commit refused because the group is rebalancing
     │   ├── UnknownTopicOrPartitionError          an offset request for a partition that does not exist
     │   ├── TopicAuthorizationFailedError         TOPIC_AUTHORIZATION_FAILED: no READ (or DESCRIBE) on a topic
+    │   ├── InvalidRecordStateError               INVALID_RECORD_STATE: a share acknowledgement of a record not held
     │   └── FatalGroupError                       the consumer cannot continue (auth, protocol, ...)
     │       ├── GroupAuthorizationFailedError     GROUP_AUTHORIZATION_FAILED: no READ on the group
     │       └── FencedInstanceIdError             FENCED_INSTANCE_ID (KIP-345)
@@ -36,7 +37,9 @@ FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and O
 handlers) and, for the consumer protocol's ConsumerGroupHeartbeat (KIP-848), from
 ``AbstractHeartbeatRequestManager`` and ``ConsumerHeartbeatRequestManager`` (``onErrorResponse``,
 ``handleSpecificExceptionInResponse``), and for share groups' ShareGroupHeartbeat (KIP-932),
-from the same handler as ``ShareHeartbeatRequestManager`` uses it. The membership machines and
+from the same handler as ``ShareHeartbeatRequestManager`` uses it, and for the share consumer's
+ShareFetch and ShareAcknowledge from ``ShareConsumeRequestManager`` and ``ShareSessionHandler``.
+The membership machines and
 the commit path act on the returned ``Disposition``; nothing else interprets error codes. An
 error code missing from an API's row takes that API's ``UNLISTED`` disposition, as the Java
 handlers' final ``else`` does: OffsetCommit and OffsetFetch
@@ -60,6 +63,7 @@ from kgroup._error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
+    FENCED_LEADER_EPOCH,
     FENCED_MEMBER_EPOCH,
     GROUP_AUTHORIZATION_FAILED,
     GROUP_ID_NOT_FOUND,
@@ -68,18 +72,28 @@ from kgroup._error_codes import (
     INCONSISTENT_GROUP_PROTOCOL,
     INVALID_COMMIT_OFFSET_SIZE,
     INVALID_GROUP_ID,
+    INVALID_RECORD_STATE,
     INVALID_REQUEST,
     INVALID_SESSION_TIMEOUT,
+    INVALID_SHARE_SESSION_EPOCH,
+    KAFKA_STORAGE_ERROR,
+    LEADER_NOT_AVAILABLE,
     MEMBER_ID_REQUIRED,
+    NETWORK_EXCEPTION,
     NON_EMPTY_GROUP,
     NONE,
     NOT_COORDINATOR,
+    NOT_LEADER_FOR_PARTITION,
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
     REQUEST_TIMED_OUT,
+    SHARE_SESSION_LIMIT_REACHED,
+    SHARE_SESSION_NOT_FOUND,
     STALE_MEMBER_EPOCH,
     TOPIC_AUTHORIZATION_FAILED,
+    UNKNOWN_LEADER_EPOCH,
     UNKNOWN_MEMBER_ID,
+    UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
     UNRELEASED_INSTANCE_ID,
     UNSTABLE_OFFSET_COMMIT,
@@ -107,6 +121,7 @@ __all__ = [
     "GroupAuthorizationFailedError",
     "GroupThreadCrashed",
     "IllegalStateError",
+    "InvalidRecordStateError",
     "KGroupError",
     "KafkaTimeoutError",
     "ListenerError",
@@ -185,6 +200,14 @@ class TopicAuthorizationFailedError(BrokerError):
     Java's ``TopicAuthorizationException``. Raised by the call that met it (``poll()`` for a
     subscribed or assigned topic, ``commit()``, ``committed()``, ...); the consumer is not
     poisoned: once an ACL grants ``READ`` (docs/security.md), the next call succeeds.
+    """
+
+
+class InvalidRecordStateError(BrokerError):
+    """A share acknowledgement failed: the member does not hold the record (INVALID_RECORD_STATE, KIP-932).
+
+    Its acquisition lock expired (``acquisition_lock_timeout_ms``) and it went to another
+    member, or it was acknowledged already. Java's ``InvalidRecordStateException``.
     """
 
 
@@ -356,6 +379,9 @@ class Api(enum.Enum):
     CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
     #: share groups' membership API (KIP-932)
     SHARE_GROUP_HEARTBEAT = "ShareGroupHeartbeat"
+    #: the share consumer's record APIs (KIP-932)
+    SHARE_FETCH = "ShareFetch"
+    SHARE_ACKNOWLEDGE = "ShareAcknowledge"
     #: a topic's error in a Metadata answer (the consumer's subscribed or assigned topics)
     METADATA = "Metadata"
     #: share groups' admin APIs (KIP-932), :class:`kgroup.admin.GroupAdmin`'s
@@ -441,6 +467,36 @@ _SHARE_GROUP_ADMIN = {
     UNKNOWN_TOPIC_OR_PARTITION: Disposition.RAISE,
     INVALID_REQUEST: Disposition.RAISE,
     UNSUPPORTED_VERSION: Disposition.RAISE,
+}
+
+#: what Java's ``ShareConsumeRequestManager`` and ``ShareSessionHandler`` do for a ShareFetch or
+#: ShareAcknowledge error, top-level or a partition's (fetch or acknowledgement): RETRY_NOW: the
+#: share session is gone or its epoch parted, open a new one (epoch 0) at once; REDISCOVER: the
+#: partition's leader moved, refresh metadata and go to the new one; RETRY: back off, then again;
+#: RAISE: the acknowledgements failed, reported to the commit's caller and the acknowledgement
+#: commit callback (INVALID_RECORD_STATE: the lock expired), or the fetch's error raised from
+#: poll(); FATAL: the consumer cannot go on.
+_SHARE_RECORDS = {
+    NONE: Disposition.OK,
+    SHARE_SESSION_NOT_FOUND: Disposition.RETRY_NOW,
+    INVALID_SHARE_SESSION_EPOCH: Disposition.RETRY_NOW,
+    NOT_LEADER_FOR_PARTITION: Disposition.REDISCOVER,  # NOT_LEADER_OR_FOLLOWER since Kafka 2.7
+    FENCED_LEADER_EPOCH: Disposition.REDISCOVER,
+    UNKNOWN_LEADER_EPOCH: Disposition.REDISCOVER,
+    LEADER_NOT_AVAILABLE: Disposition.REDISCOVER,
+    UNKNOWN_TOPIC_OR_PARTITION: Disposition.REDISCOVER,
+    UNKNOWN_TOPIC_ID: Disposition.REDISCOVER,
+    KAFKA_STORAGE_ERROR: Disposition.REDISCOVER,
+    SHARE_SESSION_LIMIT_REACHED: Disposition.RETRY,
+    REQUEST_TIMED_OUT: Disposition.RETRY,
+    NETWORK_EXCEPTION: Disposition.RETRY,
+    COORDINATOR_NOT_AVAILABLE: Disposition.RETRY,
+    COORDINATOR_LOAD_IN_PROGRESS: Disposition.RETRY,
+    INVALID_RECORD_STATE: Disposition.RAISE,
+    TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
+    GROUP_AUTHORIZATION_FAILED: Disposition.FATAL,
+    INVALID_REQUEST: Disposition.FATAL,
+    UNSUPPORTED_VERSION: Disposition.FATAL,
 }
 
 #: The table. Rows: API -> {error code -> disposition}. Sources are Java's response handlers
@@ -530,6 +586,8 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
     # A share group's member (KIP-932): the same handler as ``ShareHeartbeatRequestManager`` uses
     # it (UNSUPPORTED_VERSION: the cluster has no share groups, ``handleSpecificExceptionInResponse``).
     Api.SHARE_GROUP_HEARTBEAT: _GROUP_HEARTBEAT,
+    Api.SHARE_FETCH: _SHARE_RECORDS,
+    Api.SHARE_ACKNOWLEDGE: _SHARE_RECORDS,
     # a topic's error code in a Metadata answer (Java's ``Metadata``: an unauthorized topic is
     # thrown from poll() as ``TopicAuthorizationException``, checkUnauthorizedTopics; the
     # others, e.g. UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE, leave the topic out of
@@ -557,6 +615,8 @@ UNLISTED: Mapping[Api, Disposition] = {
     Api.OFFSET_FETCH: Disposition.RAISE,
     Api.CONSUMER_GROUP_HEARTBEAT: Disposition.FATAL,  # INVALID_REGULAR_EXPRESSION among them
     Api.SHARE_GROUP_HEARTBEAT: Disposition.FATAL,  # Java's ``default`` case, as above
+    Api.SHARE_FETCH: Disposition.RAISE,  # a partition's unexpected error: raised from poll()
+    Api.SHARE_ACKNOWLEDGE: Disposition.RAISE,  # the acknowledgements failed
     Api.METADATA: Disposition.IGNORE,
     Api.SHARE_GROUP_DESCRIBE: Disposition.RAISE,
     Api.DESCRIBE_SHARE_GROUP_OFFSETS: Disposition.RAISE,
@@ -608,6 +668,10 @@ HINTS: Mapping[tuple[Api, int], str] = {
     (Api.SHARE_GROUP_HEARTBEAT, GROUP_MAX_SIZE_REACHED): (
         "the share group has as many members as the broker allows (group.share.max.size)"
     ),
+    (Api.SHARE_FETCH, INVALID_RECORD_STATE): "the record's acquisition lock expired, or it was acknowledged already",
+    (Api.SHARE_ACKNOWLEDGE, INVALID_RECORD_STATE): (
+        "the record's acquisition lock expired, or it was acknowledged already"
+    ),
     (Api.CONSUMER_GROUP_HEARTBEAT, UNSUPPORTED_ASSIGNOR): (
         "the broker has no server-side assignor of that name (group.consumer.assignors)"
     ),
@@ -639,6 +703,7 @@ def broker_error(api: Api, code: int, message: str = "", context: str = "") -> B
 
     Returns:
         ``FencedInstanceIdError`` for FENCED_INSTANCE_ID, ``TopicAuthorizationFailedError``,
+        ``InvalidRecordStateError`` (INVALID_RECORD_STATE, a share acknowledgement),
         ``GroupAuthorizationFailedError`` (a FATAL GROUP_AUTHORIZATION_FAILED), ``FatalGroupError``
         for other FATAL codes (unknown codes included, with "unexpected" in the message), ``CoordinatorUnavailable``
         for coordinator moves, ``RebalanceInProgressError`` for REBALANCE_IN_PROGRESS,
@@ -652,6 +717,8 @@ def broker_error(api: Api, code: int, message: str = "", context: str = "") -> B
         return FencedInstanceIdError(api, code, text)
     if code == TOPIC_AUTHORIZATION_FAILED:
         return TopicAuthorizationFailedError(api, code, text)
+    if code == INVALID_RECORD_STATE:
+        return InvalidRecordStateError(api, code, text)
     if classify(api, code) is Disposition.FATAL:
         if code == GROUP_AUTHORIZATION_FAILED:
             return GroupAuthorizationFailedError(api, code, text)

@@ -47,3 +47,15 @@ def test_public_api_lazy_names_match_the_type_checking_imports():
     assert set(typed) == set(kgroup.__all__) - {"__version__"}
     for name, module in typed.items():
         assert getattr(kgroup, name) is getattr(__import__(module, fromlist=[name]), name)
+
+
+def test_public_api_share_consumer_names():
+    """Share groups (KIP-932): the consumer, its record type and Java's acknowledgement types."""
+    from kgroup.share_consumer import ShareConsumer
+    from kgroup.types import AcknowledgeType, ShareConsumerRecord
+
+    assert kgroup.ShareConsumer is ShareConsumer
+    assert kgroup.AcknowledgeType is AcknowledgeType
+    assert kgroup.ShareConsumerRecord is ShareConsumerRecord
+    assert issubclass(kgroup.InvalidRecordStateError, kgroup.BrokerError)
+    assert ShareConsumerRecord._fields[-1] == "delivery_count"

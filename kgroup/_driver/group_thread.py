@@ -3,7 +3,8 @@
 Rules (docs/protocol.md):
 
 1. The machine (``GroupMachine``, or ``ConsumerGroupMachine`` with ``group_protocol="consumer"``,
-   both a ``kgroup.membership.core.Member``) is touched only here. Other threads talk to it by
+   or a share group's ``ShareGroupMachine`` with ``share=True``, each a
+   ``kgroup.membership.core.Member``) is touched only here. Other threads talk to it by
    ``post(event)`` into a ``queue.SimpleQueue``; it talks back through the ``Mailbox`` (steps, errors) and a published
    ``MemberSnapshot`` (rebinding one attribute: atomic).
 2. Responses arrive from kafka-python's IO thread as events in the same inbox.
@@ -29,7 +30,7 @@ from kgroup._clock import Clock
 from kgroup._driver.leader_watch import LeaderWatch, ThreadView
 from kgroup._driver.mailbox import Mailbox
 from kgroup._driver.metadata import MetadataCache, MetadataFuture
-from kgroup._io.transport import ConsumerGroupTransport, Transport
+from kgroup._io.transport import ConsumerGroupTransport, ShareGroupTransport, Transport
 from kgroup.assignors.base import Assignor, MemberSubscription
 from kgroup.assignors.validate import validate_plan, validation_protocol
 from kgroup.config import ConsumerConfig
@@ -52,6 +53,7 @@ from kgroup.membership.commands import (
 from kgroup.membership.consumer_group import ConsumerGroupMachine
 from kgroup.membership.core import Member, MemberSnapshot
 from kgroup.membership.machine import GroupMachine
+from kgroup.membership.share_group import SendShareGroupHeartbeat, ShareGroupMachine
 from kgroup.membership.states import MemberState
 from kgroup.metrics import Recorder
 from kgroup.protocol.consumer_protocol import Assignment, encode_assignment
@@ -103,7 +105,11 @@ class GroupThread:
 
     ``GroupMachine`` for ``group_protocol="classic"``; ``ConsumerGroupMachine`` (KIP-848) for
     ``"consumer"``, whose heartbeats go through the transport's ``consumer_group_heartbeat``
-    and whose topic-id lookups through ``topic_ids`` (``ConsumerGroupTransport``).
+    and whose topic-id lookups through ``topic_ids`` (``ConsumerGroupTransport``);
+    ``ShareGroupMachine`` (KIP-932) with ``share=True``, whose heartbeats go through the
+    transport's ``share_group_heartbeat`` (``ShareGroupTransport``) and whose topic ids are
+    looked up the same way (no leader watch, no session-timeout look-up: the share
+    coordinator assigns, and the share consumer's ``poll()`` has no records to hold).
 
     Args:
         config: consumer configuration.
@@ -113,6 +119,7 @@ class GroupThread:
         rng: randomness for backoff jitter.
         member_id: under ``"consumer"``, the member id to join with (the consumer's, kept across
             subscriptions, KIP-1082); None generates one.
+        share: run a share group's member (``ShareGroupMachine``) instead of a consumer group's.
 
     """
 
@@ -126,6 +133,7 @@ class GroupThread:
         metrics: Recorder | None = None,
         *,
         member_id: str | None = None,
+        share: bool = False,
     ) -> None:
         self._config = config
         #: where group requests and rebalances are recorded (``Consumer.metrics()``)
@@ -133,12 +141,17 @@ class GroupThread:
         self._transport = transport
         self._mailbox = mailbox
         self._clock = clock
-        self._consumer_protocol = config.group_protocol == "consumer"
-        self._machine: Member = (
-            ConsumerGroupMachine(config, server_assignor=config.group_remote_assignor, rng=rng, member_id=member_id)
-            if self._consumer_protocol
-            else GroupMachine(config, rng=rng)
-        )
+        self._share = share
+        self._consumer_protocol = config.group_protocol == "consumer" and not share
+        self._machine: Member
+        if share:
+            self._machine = ShareGroupMachine(config, rng=rng)
+        elif self._consumer_protocol:
+            self._machine = ConsumerGroupMachine(
+                config, server_assignor=config.group_remote_assignor, rng=rng, member_id=member_id
+            )
+        else:
+            self._machine = GroupMachine(config, rng=rng)
         self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=f"kgroup-{config.group_id}", daemon=True)
         self._snapshot: MemberSnapshot = self._machine.snapshot()
@@ -149,7 +162,7 @@ class GroupThread:
         #: whose coordinator watches the metadata)
         view = ThreadView(self.post, lambda: self._snapshot, self._machine.snapshot)
         self._leader: LeaderWatch | None = (
-            None if self._consumer_protocol else LeaderWatch(config, transport, self._metadata, clock, view)
+            None if self._consumer_protocol or share else LeaderWatch(config, transport, self._metadata, clock, view)
         )
         #: ident of the thread the assignor last ran on (tests assert it is this loop's thread)
         self.assignor_thread: int | None = None
@@ -169,6 +182,11 @@ class GroupThread:
     def consumer_member_id(self) -> str | None:
         """The consumer protocol's member id, generated by the member (KIP-1082); None under ``"classic"``."""
         return self._machine.member_id if self._consumer_protocol else None
+
+    @property
+    def share_member_id(self) -> str | None:
+        """A share group's member id, generated by the member (KIP-932, as KIP-1082); None for other groups."""
+        return self._machine.member_id if self._share else None
 
     @property
     def consumer_session_timeout_ms(self) -> int | None:
@@ -325,6 +343,10 @@ class GroupThread:
                 self.metrics.request_sent("consumer-heartbeat", command.request_id)
                 answer = cast(ConsumerGroupTransport, self._transport).consumer_group_heartbeat(command)
                 answer.add_done_callback(self._on_response)
+            elif isinstance(command, SendShareGroupHeartbeat):
+                self.metrics.request_sent("share-heartbeat", command.request_id)
+                share_answer = cast(ShareGroupTransport, self._transport).share_group_heartbeat(command)
+                share_answer.add_done_callback(self._on_response)
             elif isinstance(command, RequestMetadata):
                 ids = cast(ConsumerGroupTransport, self._transport).topic_ids(self._config.request_timeout_ms)
                 ids.add_done_callback(lambda f: self.post(_TopicIds(f)))
@@ -332,7 +354,7 @@ class GroupThread:
 
     def _record_response(self, item: object) -> None:
         if isinstance(item, (ev.JoinGroupResponded, ev.SyncGroupResponded, ev.HeartbeatResponded,
-                             ev.ConsumerGroupHeartbeatResponded)):
+                             ev.ConsumerGroupHeartbeatResponded, ev.ShareGroupHeartbeatResponded)):
             self.metrics.response(item.request_id, item.error_code)
         elif isinstance(item, ev.RequestFailed):
             self.metrics.response(item.request_id, None)

@@ -60,7 +60,8 @@ that serves only Kafka 4.0's early-access v0, or no share groups at all, fails t
 (``IncompatibleBrokerVersion``), as Java's ``ShareHeartbeatRequestManager`` fails. ShareFetch (78)
 and ShareAcknowledge (79), versions 1-2 (2: Kafka 4.4's ``ShareAcquireMode``, ``IsRenewAck`` and
 ShareAcknowledge's ``AcquisitionLockTimeoutMs``), have their message classes here too, used as
-kafka-python's own are (keyword fields, nested struct classes); no values map to them yet.
+kafka-python's own are (keyword fields, nested struct classes), and mapped to the values of
+:mod:`kgroup.protocol.share_fetch` (``share_fetch_*``, ``share_acknowledge_*``).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -85,6 +87,7 @@ from kgroup._io import quiet_schema_loading
 from kgroup.protocol import consumer_group_describe as cgd
 from kgroup.protocol import consumer_group_heartbeat as cgh
 from kgroup.protocol import group_api
+from kgroup.protocol import share_fetch as sf
 from kgroup.protocol import share_group_admin as sga
 from kgroup.protocol import share_group_heartbeat as sgh
 from kgroup.protocol.group_api import (
@@ -142,8 +145,12 @@ __all__ = [
     "response_body",
     "response_values",
     "responses_from_body",
+    "share_acknowledge_request_message",
+    "share_acknowledge_response_value",
     "share_describe_request_message",
     "share_describe_response_value",
+    "share_fetch_request_message",
+    "share_fetch_response_value",
     "share_heartbeat_request_message",
     "share_heartbeat_request_value",
     "share_heartbeat_response_message",
@@ -891,4 +898,89 @@ def delete_share_offsets_response_value(message: Any) -> sga.ShareOffsetsDeleted
     return sga.ShareOffsetsDeleted(
         error_code=message.error_code, error_message=message.error_message,
         topics={t.topic_name: t.error_code for t in message.responses},
+    )
+
+
+def _batches(batches: tuple[sf.AcknowledgementBatch, ...]) -> list[dict[str, Any]]:
+    return [{"first_offset": b.first_offset, "last_offset": b.last_offset,
+             "acknowledge_types": list(b.acknowledge_types)} for b in batches]
+
+
+def _by_topic(partitions: typing.Iterable[Any], entry: typing.Callable[[Any], Any]) -> list[dict[str, Any]]:
+    topics: dict[uuid.UUID, list[Any]] = {}
+    for p in partitions:
+        topics.setdefault(p.topic_id, []).append(entry(p))
+    return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]
+
+
+def share_fetch_request_message(value: sf.ShareFetchRequest) -> Any:
+    """The kafka-python ShareFetch request for ``value``, at most at ``value.api_version`` and at least v1.
+
+    A v1 connection drops v2's ``ShareAcquireMode`` and ``IsRenewAck`` (the broker then
+    acquires batch-optimized).
+    """
+    body = {
+        "group_id": value.group_id, "member_id": value.member_id, "share_session_epoch": value.share_session_epoch,
+        "max_wait_ms": value.max_wait_ms, "min_bytes": value.min_bytes, "max_bytes": value.max_bytes,
+        "max_records": value.max_records, "batch_size": value.batch_size,
+        "share_acquire_mode": value.share_acquire_mode, "is_renew_ack": value.is_renew_ack,
+        "topics": _by_topic(value.partitions, lambda p: {
+            "partition_index": p.partition, "acknowledgement_batches": _batches(p.acknowledgement_batches)}),
+        "forgotten_topics_data": [
+            {"topic_id": topic_id, "partitions": sorted(p for t, p in value.forgotten if t == topic_id)}
+            for topic_id in dict.fromkeys(t for t, _ in value.forgotten)
+        ],
+    }
+    return build_message(ShareFetchRequest, body, max_version=value.api_version, min_version=sf.OLDEST_VERSION)
+
+
+def share_fetch_response_value(message: Any) -> sf.ShareFetchResponse:
+    """The value of a decoded kafka-python ShareFetch response (the record bytes copied out)."""
+    body = plain(message.to_dict(json=False))
+    partitions = tuple(
+        sf.ShareFetchPartitionData(
+            topic_id=topic["topic_id"], partition=p["partition_index"], error_code=p["error_code"],
+            error_message=p["error_message"], acknowledge_error_code=p["acknowledge_error_code"],
+            acknowledge_error_message=p["acknowledge_error_message"],
+            leader_id=p["current_leader"]["leader_id"], leader_epoch=p["current_leader"]["leader_epoch"],
+            records=p["records"],
+            acquired_records=tuple(sf.AcquiredRecords(a["first_offset"], a["last_offset"], a["delivery_count"])
+                                   for a in p["acquired_records"]),
+        )
+        for topic in body["responses"] for p in topic["partitions"]
+    )
+    return sf.ShareFetchResponse(
+        error_code=body["error_code"], error_message=body["error_message"],
+        acquisition_lock_timeout_ms=body["acquisition_lock_timeout_ms"], throttle_time_ms=body["throttle_time_ms"],
+        partitions=partitions, api_version=int(message.API_VERSION),
+    )
+
+
+def share_acknowledge_request_message(value: sf.ShareAcknowledgeRequest) -> Any:
+    """The kafka-python ShareAcknowledge request for ``value``, at most at ``value.api_version`` and at least v1."""
+    body = {
+        "group_id": value.group_id, "member_id": value.member_id, "share_session_epoch": value.share_session_epoch,
+        "is_renew_ack": value.is_renew_ack,
+        "topics": _by_topic(value.partitions, lambda p: {
+            "partition_index": p.partition, "acknowledgement_batches": _batches(p.batches)}),
+    }
+    min_version = sf.RECORD_LIMIT_VERSION if value.is_renew_ack else sf.OLDEST_VERSION
+    return build_message(ShareAcknowledgeRequest, body, max_version=value.api_version, min_version=min_version)
+
+
+def share_acknowledge_response_value(message: Any) -> sf.ShareAcknowledgeResponse:
+    """The value of a decoded kafka-python ShareAcknowledge response."""
+    body = plain(message.to_dict(json=False))
+    partitions = tuple(
+        sf.ShareAcknowledgePartition(
+            topic_id=topic["topic_id"], partition=p["partition_index"], error_code=p["error_code"],
+            error_message=p["error_message"], leader_id=p["current_leader"]["leader_id"],
+            leader_epoch=p["current_leader"]["leader_epoch"],
+        )
+        for topic in body["responses"] for p in topic["partitions"]
+    )
+    return sf.ShareAcknowledgeResponse(
+        error_code=body["error_code"], error_message=body["error_message"], throttle_time_ms=body["throttle_time_ms"],
+        acquisition_lock_timeout_ms=body.get("acquisition_lock_timeout_ms"), partitions=partitions,
+        api_version=int(message.API_VERSION),
     )

@@ -534,14 +534,22 @@ class KafkaPythonTransport(KafkaNetwork):
                 assignment=v.assignment, throttle_time_ms=v.throttle_time_ms,
             )
 
-        fut = self._bridge(
-            lambda: wire.heartbeat_request_message(request), self._coordinator_node(command.node_id),
-            command.timeout_ms, convert,
-        )
-        out: concurrent.futures.Future[ev.ConsumerGroupHeartbeatResponded | ev.RequestFailed]
-        out = concurrent.futures.Future()
+        return self._heartbeat(lambda: wire.heartbeat_request_message(request), command, convert)
 
-        def done(f: concurrent.futures.Future[ev.ConsumerGroupHeartbeatResponded]) -> None:
+    def _heartbeat(
+        self, build: Callable[[], Any], command: Any, convert: Callable[[Any], T]
+    ) -> concurrent.futures.Future[T | ev.RequestFailed]:
+        """A broker-assigned protocol's heartbeat (Consumer- or ShareGroupHeartbeat) over the coordinator connection.
+
+        Failures are ``RequestFailed`` events, never raised; kafka-python's
+        ``IncompatibleBrokerVersion`` (no version both sides serve) is
+        ``RequestFailed(unsupported_version=True)``.
+        """
+        fut = self._bridge(build, self._coordinator_node(command.node_id), command.timeout_ms, convert)
+        out: concurrent.futures.Future[T | ev.RequestFailed] = concurrent.futures.Future()
+        request_id = command.request_id
+
+        def done(f: concurrent.futures.Future[T]) -> None:
             exc = f.exception()
             if exc is None:
                 out.set_result(f.result())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -56,6 +56,7 @@ __all__ = [
     "OffsetFetchResult",
     "PartitionInfo",
     "RecordFetcher",
+    "ShareGroupTransport",
     "Transport",
     "commit_results",
     "fetch_result",
@@ -334,6 +335,33 @@ class ConsumerGroupTransport(Protocol):
         without DESCRIBE_CONFIGS on the group, INVALID_REQUEST on a broker without group
         configs), an unsupported request or no answer.
         """
+        ...
+
+
+class ShareGroupTransport(Protocol):
+    """What a share consumer (KIP-932) needs (``kgroup._io.share_transport.KafkaShareTransport`` has it).
+
+    Besides these, the group thread uses ``send`` (FindCoordinator) and ``topic_ids``.
+    """
+
+    def share_group_heartbeat(self, command: Any) -> concurrent.futures.Future[Any]:
+        """ShareGroupHeartbeat (API 76) to the coordinator: ``ShareGroupHeartbeatResponded`` or ``RequestFailed``."""
+        ...
+
+    def share_fetch(self, node_id: int, request: Any, timeout_ms: int) -> concurrent.futures.Future[Any]:
+        """ShareFetch (API 78) to a partition leader: a ``ShareFetchResponse``; fails on no answer."""
+        ...
+
+    def share_acknowledge(self, node_id: int, request: Any, timeout_ms: int) -> concurrent.futures.Future[Any]:
+        """ShareAcknowledge (API 79) to a partition leader: a ``ShareAcknowledgeResponse``; fails on no answer."""
+        ...
+
+    def share_metadata(self, topics: Iterable[str], timeout_ms: int) -> concurrent.futures.Future[Any]:
+        """Each partition of ``topics``: its leader and topic id (``PartitionLeader``)."""
+        ...
+
+    def share_fetch_version(self) -> int | None:
+        """The newest ShareFetch version the cluster serves, if known."""
         ...
 
 

@@ -22,7 +22,7 @@ BROKER_ERRORS = {
     if inspect.isclass(cls) and issubclass(cls, kafka.errors.BrokerResponseError) and cls.errno is not None
 }
 #: codes newer than kafka-python 3.0.12's table, with Apache Kafka's value (``Errors`` in kafka-clients 4.x)
-NEWER_THAN_KAFKA_PYTHON = {"INVALID_REGULAR_EXPRESSION": 128}
+NEWER_THAN_KAFKA_PYTHON = {"INVALID_REGULAR_EXPRESSION": 128, "SHARE_SESSION_LIMIT_REACHED": 133}
 CONSTANTS = {
     name: value
     for name, value in vars(codes).items()

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from kgroup import _error_codes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,19 +113,25 @@ def test_error_codes_are_spelled_only_in_the_error_code_module() -> None:
     assert found == []
 
 
-def test_the_membership_machine_does_no_io() -> None:
-    """Rule: pure machine. ``kgroup.membership`` imports no IO, threads, clock or retry library."""
+#: a pure package -> a module whose import loads the whole of it
+_ENTRY = {"membership": "membership.machine", "_share": "_share.session"}
+
+
+@pytest.mark.parametrize("package", sorted(_ENTRY))
+def test_the_membership_machine_does_no_io(package: str) -> None:
+    """Rule: pure machine. ``kgroup.membership`` (and the share consumer's core, ``kgroup._share``) imports no IO,
+    threads, clock or retry library."""
     forbidden = {"socket", "ssl", "selectors", "asyncio", "threading", "queue", "time", "concurrent",
                  "kafka", "tenacity", "aiokafka"}
     found = [
         f"{name}:{line} imports {module}"
-        for name, tree in _modules(PACKAGE / "membership")
+        for name, tree in _modules(PACKAGE / package)
         for line, module in _imported(tree)
         if module.split(".")[0] in forbidden or module.startswith(("kgroup._io", "kgroup._driver", "kgroup._clock"))
     ]
     assert found == []
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, kgroup.membership.machine; print(' '.join(sys.modules))"],
+        [sys.executable, "-c", f"import sys, kgroup.{_ENTRY[package]}; print(' '.join(sys.modules))"],
         capture_output=True, text=True, check=True, cwd=ROOT,
     ).stdout.split()
     assert sorted(m for m in loaded if m.split(".")[0] in ("kafka", "tenacity", "aiokafka")) == []

@@ -18,6 +18,7 @@ from kgroup.errors import (
     FatalGroupError,
     FencedInstanceIdError,
     GroupAuthorizationFailedError,
+    InvalidRecordStateError,
     RebalanceInProgressError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
@@ -67,6 +68,29 @@ UNKNOWN_CODE = 9999
 
 #: Written out independently of kgroup.errors.TABLE (design.md 2.4 and Java's handlers), so a
 #: change to the table fails here until this copy is updated on purpose.
+SHARE_RECORDS = {
+    "NONE": D.OK,
+    "SHARE_SESSION_NOT_FOUND": D.RETRY_NOW,
+    "INVALID_SHARE_SESSION_EPOCH": D.RETRY_NOW,
+    "NOT_LEADER_FOR_PARTITION": D.REDISCOVER,
+    "FENCED_LEADER_EPOCH": D.REDISCOVER,
+    "UNKNOWN_LEADER_EPOCH": D.REDISCOVER,
+    "LEADER_NOT_AVAILABLE": D.REDISCOVER,
+    "UNKNOWN_TOPIC_OR_PARTITION": D.REDISCOVER,
+    "UNKNOWN_TOPIC_ID": D.REDISCOVER,
+    "KAFKA_STORAGE_ERROR": D.REDISCOVER,
+    "SHARE_SESSION_LIMIT_REACHED": D.RETRY,
+    "REQUEST_TIMED_OUT": D.RETRY,
+    "NETWORK_EXCEPTION": D.RETRY,
+    "COORDINATOR_NOT_AVAILABLE": D.RETRY,
+    "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
+    "INVALID_RECORD_STATE": D.RAISE,
+    "TOPIC_AUTHORIZATION_FAILED": D.RAISE,
+    "GROUP_AUTHORIZATION_FAILED": D.FATAL,
+    "INVALID_REQUEST": D.FATAL,
+    "UNSUPPORTED_VERSION": D.FATAL,
+}
+
 EXPECTED: dict[Api, dict[str, Disposition]] = {
     Api.FIND_COORDINATOR: {
         "NONE": D.OK,
@@ -175,6 +199,11 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
     # share groups (KIP-932): Java's AbstractHeartbeatRequestManager as ShareHeartbeatRequestManager uses it
     # (UNSUPPORTED_ASSIGNOR is the handler's shared case; a share coordinator never sends it)
     Api.SHARE_GROUP_HEARTBEAT: HEARTBEAT_848,
+    # the share consumer's ShareFetch and ShareAcknowledge (KIP-932): Java's ShareSessionHandler
+    # (a session error opens a new session at once) and ShareConsumeRequestManager (a leader error
+    # refreshes metadata; INVALID_RECORD_STATE fails the acknowledgements)
+    Api.SHARE_FETCH: SHARE_RECORDS,
+    Api.SHARE_ACKNOWLEDGE: SHARE_RECORDS,
     # a topic's error in a Metadata answer: Java's Metadata throws TopicAuthorizationException
     # from poll() (checkUnauthorizedTopics); other topic errors leave the topic out until later
     Api.METADATA: {
@@ -238,6 +267,8 @@ EXPECTED_UNLISTED = {
     Api.OFFSET_FETCH: D.RAISE,
     Api.CONSUMER_GROUP_HEARTBEAT: D.FATAL,  # Java's default case
     Api.SHARE_GROUP_HEARTBEAT: D.FATAL,  # Java's default case
+    Api.SHARE_FETCH: D.RAISE,  # the fetch's error, raised from poll()
+    Api.SHARE_ACKNOWLEDGE: D.RAISE,  # the acknowledgements failed
     Api.METADATA: D.IGNORE,
     Api.SHARE_GROUP_DESCRIBE: D.RAISE,  # Java's admin handlers: the call fails
     Api.DESCRIBE_SHARE_GROUP_OFFSETS: D.RAISE,
@@ -270,6 +301,8 @@ def _expected_type(code: int, disposition: Disposition) -> type[BrokerError]:
         return UnknownTopicOrPartitionError
     if name == "TOPIC_AUTHORIZATION_FAILED":
         return TopicAuthorizationFailedError
+    if name == "INVALID_RECORD_STATE":
+        return InvalidRecordStateError
     if disposition is D.FATAL:
         return GroupAuthorizationFailedError if name == "GROUP_AUTHORIZATION_FAILED" else FatalGroupError
     return BrokerError

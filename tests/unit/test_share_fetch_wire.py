@@ -18,6 +18,7 @@ import pytest
 from kafka.protocol.api_header import RequestHeader, ResponseClassRegistry
 
 from kgroup._io import kafka_messages as wire
+from kgroup.protocol import share_fetch as sf
 
 TOPIC_ID = uuid.UUID("01020304-0506-0708-090a-0b0c0d0e0f10")
 VERSIONS = (1, 2)
@@ -151,3 +152,45 @@ def test_version_2_fields_are_left_out_of_version_1() -> None:
 def test_the_response_classes_are_registered_with_kafka_pythons_parser(api_key: int, response_class: str) -> None:
     header = RequestHeader(request_api_key=api_key, request_api_version=2, correlation_id=1, client_id="kgroup")
     assert ResponseClassRegistry.get_response_class(header) is getattr(wire, response_class)[2]
+
+
+# ----------------------------------------------------------------------------- the values (kgroup.protocol.share_fetch)
+def _fetch_value() -> sf.ShareFetchRequest:
+    return sf.ShareFetchRequest(
+        group_id="g", member_id="m", share_session_epoch=1, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
+        max_records=500, batch_size=500, share_acquire_mode=1, is_renew_ack=True,
+        partitions=(sf.ShareFetchPartition(TOPIC_ID, 2, (sf.AcknowledgementBatch(10, 12, (1, 2, 3)),)),),
+        forgotten=((TOPIC_ID, 0),),
+    )
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_request_values_map_to_apache_kafkas_frames(version: int) -> None:
+    """The share consumer's values (``kgroup.protocol.share_fetch``) through ``share_*_request_message``."""
+    assert wire.share_fetch_request_message(_fetch_value()).encode(version=version).hex() == GOLDEN[
+        "fetch_request", version]
+    ack = sf.ShareAcknowledgeRequest(
+        group_id="g", member_id="m", share_session_epoch=2, is_renew_ack=True,
+        partitions=(sf.PartitionAcknowledgements(TOPIC_ID, 0, (sf.AcknowledgementBatch(5, 9, (1,)),)),),
+    )
+    assert wire.share_acknowledge_request_message(ack).encode(version=version).hex() == GOLDEN[
+        "acknowledge_request", version]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_apache_kafkas_response_frames_map_to_values(version: int) -> None:
+    fetched = wire.share_fetch_response_value(
+        wire.ShareFetchResponse.decode(bytes.fromhex(GOLDEN["fetch_response", version]), version=version))
+    assert fetched == sf.ShareFetchResponse(
+        acquisition_lock_timeout_ms=30000, api_version=version,
+        partitions=(sf.ShareFetchPartitionData(
+            TOPIC_ID, 2, leader_id=1, leader_epoch=0, records=b"\x01\x02\x03",
+            acquired_records=(sf.AcquiredRecords(10, 12, 1),),
+        ),),
+    )
+    acknowledged = wire.share_acknowledge_response_value(
+        wire.ShareAcknowledgeResponse.decode(bytes.fromhex(GOLDEN["acknowledge_response", version]), version=version))
+    assert acknowledged == sf.ShareAcknowledgeResponse(
+        acquisition_lock_timeout_ms=30000 if version >= 2 else None, api_version=version,
+        partitions=(sf.ShareAcknowledgePartition(TOPIC_ID, 0),),
+    )

@@ -116,7 +116,7 @@ __all__ = [
     "simple_assign",
 ]
 
-SHARE_SESSION_LIMIT_REACHED: Final = 133
+SHARE_SESSION_LIMIT_REACHED: Final = codes.SHARE_SESSION_LIMIT_REACHED
 """Kafka 4.1's error code: the broker holds ``group.share.max.share.sessions`` share sessions."""
 
 SHARE_GROUP_EPOCH_BUMPED: Final = "share_group_epoch_bumped"
