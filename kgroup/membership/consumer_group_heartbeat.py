@@ -29,7 +29,13 @@ import attrs
 
 from kgroup.protocol.consumer_group_heartbeat import TopicIdPartitions
 
-__all__ = ["NO_ASSIGNMENT", "PROMPT_PER_INTERVAL", "PROMPT_WINDOW_INTERVALS", "HeartbeatRequestState", "LocalAssignment"]
+__all__ = [
+    "NO_ASSIGNMENT",
+    "PROMPT_PER_INTERVAL",
+    "PROMPT_WINDOW_INTERVALS",
+    "HeartbeatRequestState",
+    "LocalAssignment",
+]
 
 #: prompt heartbeats go on for this many heartbeat intervals after the answer that started them:
 #: the members giving partitions up learn of it at their next heartbeat (within one interval of
@@ -80,13 +86,6 @@ class _SentFields:
 class HeartbeatRequestState:
     """When the member's next ConsumerGroupHeartbeat goes and what it carries. One owner: the machine.
 
-    Args:
-        backoff: seconds to wait after ``attempts`` failed attempts in a row (the machine's
-            ``next_backoff_s`` with its randomness).
-        prompt_base_s: the first wait of the prompt heartbeats (seconds; the machine gives
-            ``retry_backoff_ms``, the shortest wait Java's ``RequestState`` keeps between two
-            requests after an answer).
-
     Prompt heartbeats (kgroup, beyond Java): the coordinator gives a member a partition of its
     target only once no other member holds it (``CurrentAssignmentBuilder``, the member's state
     UNRELEASED_PARTITIONS), and a member learns of it only in the answer to its own next
@@ -101,6 +100,14 @@ class HeartbeatRequestState:
     plus the few of the doubling, the first ``prompt_base_s`` apart, and only after such an
     answer; a member whose answers change nothing heartbeats at the broker's interval, which
     stays the steady one.
+
+    Args:
+        backoff: seconds to wait after ``attempts`` failed attempts in a row (the machine's
+            ``next_backoff_s`` with its randomness).
+        prompt_base_s: the first wait of the prompt heartbeats (seconds; the machine gives
+            ``retry_backoff_ms``, the shortest wait Java's ``RequestState`` keeps between two
+            requests after an answer).
+
     """
 
     def __init__(self, backoff: Callable[[int], float], prompt_base_s: float = 0.1) -> None:
@@ -161,7 +168,8 @@ class HeartbeatRequestState:
 
     def _prompt_wait(self) -> float:
         cap = max(self._prompt_base_s, self.interval_s / PROMPT_PER_INTERVAL)
-        return min(self.interval_s, cap, self._prompt_base_s * 2 ** min(self._prompts_sent, 30))
+        doubled: float = self._prompt_base_s * 2.0 ** min(self._prompts_sent, 30)
+        return min(self.interval_s, cap, doubled)
 
     def ask_now(self) -> None:
         """The next heartbeat goes at once (after any backoff)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterable
+from itertools import pairwise
 
 import pytest
 
@@ -116,7 +117,7 @@ def test_a_joiner_given_nothing_yet_heartbeats_promptly_and_takes_a_released_par
     times = heartbeat_times(member, 2.3, epoch=4)
     # without prompt heartbeats the next one would go at the interval, 5 s after the join
     assert times[:3] == pytest.approx([0.1, 0.3, 0.7])
-    assert all(b - a <= CAP_S + 1e-9 for a, b in zip(times, times[1:]))
+    assert all(b - a <= CAP_S + 1e-9 for a, b in pairwise(times))
     # released at 2.3 s: the next heartbeat's answer carries it
     hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
     assert member.now - 2.3 <= CAP_S
@@ -320,7 +321,7 @@ def test_scale_out_a_released_partition_is_taken_within_a_tenth_interval(partiti
     beats = [t for t in group.heartbeats["new"] if t >= joined_at]
     assert len(beats) <= 2 * (PROMPT_WINDOW_INTERVALS * PROMPT_PER_INTERVAL + 4)
     tail = [t for t in beats if t > joined_at + 2 * PROMPT_WINDOW_INTERVALS * INTERVAL_S]
-    assert all(b - a == pytest.approx(INTERVAL_S) for a, b in zip(tail, tail[1:]))
+    assert all(b - a == pytest.approx(INTERVAL_S) for a, b in pairwise(tail))
 
 
 def test_the_members_that_give_partitions_up_do_not_prompt() -> None:
