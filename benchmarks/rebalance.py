@@ -76,7 +76,8 @@ group is stable again: every partition owned exactly once, equal shares, no call
   equal shares;
 * longest unowned s: the longest single stretch any one partition had no owner (from its
   revocation to its next assignment; the scale-outs' table, ``render_scale_outs``, with the time
-  to full ownership beside java's);
+  to full ownership beside java's, also counted from the joiner's first listener callback, its
+  join answered, which leaves the process start out);
 * peak RSS MB: each member process's ``VmHWM`` (``/proc/<pid>/status``, the JVM's whole for
   java), read just before it is closed or killed; the largest member of the run.
 
@@ -339,6 +340,7 @@ class Metrics:
     stop_the_world_s: float = 0.0  # no partition owned at all
     full_ownership_s: list[float] = field(default_factory=list)  # per step: start -> every partition owned once
     longest_unowned_s: float = 0.0  # the longest single stretch any partition had no owner
+    joined_to_full_s: float | None = None  # scale-out: the joiner's first callback -> full ownership
     peak_rss_mb: float | None = None  # the largest member process's VmHWM
     duration_s: float = 0.0
     stabilised: bool = True
@@ -540,6 +542,9 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
                 metrics.joiner_group_wait_s = group_wait(env, joiner.cfg["client_id"], started, first)
             if started is not None and assigned is not None:
                 metrics.joiner_first_assignment_s = assigned - started
+            joined = _first(ev, "assigned")  # its join answered: on_partitions_assigned, maybe empty
+            if joined is not None and end is not None:
+                metrics.joined_to_full_s = end - joined
             if started is not None:
                 metrics.joiner_spawn_to_start_s = started - spawned[id(joiner)]
         for p in procs:
@@ -733,8 +738,9 @@ def render_scale_outs(results: Sequence[dict[str, Any]]) -> str:
         SCALE_OUT_TITLE,
         "",
         "| scenario | partitions: members | mode | client | N | longest unowned s | time to full ownership s "
-        "| full ownership / java's (medians) | notes |",
-        "|---|---|---|---|---:|---:|---:|---:|---|",
+        "| full ownership / java's (medians) | joiner's first callback -> full ownership s | the same / java's "
+        "| notes |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for scenario, mode, client in keys:
         runs = groups[(scenario, mode, client)]
@@ -742,11 +748,17 @@ def render_scale_outs(results: Sequence[dict[str, Any]]) -> str:
         full = _full_ownership(runs)
         java = _full_ownership(groups.get((scenario, mode, "java"), []))
         ratio = f"{statistics.median(full) / statistics.median(java):.2f}x" if full and java else "n/a"
+        joined = _values(runs, "joined_to_full_s")
+        java_joined = _values(groups.get((scenario, mode, "java"), []), "joined_to_full_s")
+        joined_ratio = (
+            f"{statistics.median(joined) / statistics.median(java_joined):.2f}x" if joined and java_joined else "n/a"
+        )
         bad = sum(1 for r in runs if not r["stabilised"])
         lines.append(
             f"| {scenario} | {partitions}: {before} -> {before + 1} | {mode} | {client} | {len(runs)} | "
             f"{_med(_values(runs, 'longest_unowned_s'), 2, True)} | {_med(full, 2, True)} | "
-            f"{ratio if client != 'java' else ''} | {f'{bad} run(s) did not stabilise' if bad else ''} |"
+            f"{ratio if client != 'java' else ''} | {_med(joined, 2, True)} | "
+            f"{joined_ratio if client != 'java' else ''} | {f'{bad} run(s) did not stabilise' if bad else ''} |"
         )
     return "\n".join(lines)
 
