@@ -18,8 +18,7 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup._io.record_decoder import take_by_batch
-from kgroup.columns import RecordColumns
-from kgroup.types import ConsumerRecord, TopicPartition
+from kgroup.types import ConsumerRecord
 
 __all__ = ["ColumnSlice", "ColumnarRecords", "exhausted", "load_columnar_decoder"]
 
@@ -38,16 +37,9 @@ class ColumnSlice:
         return self.stop - self.start
 
     def records(self, tp: KTopicPartition) -> list[ConsumerRecord]:
-        """The rows as ``ConsumerRecord`` s (``fetch()`` meeting a response decoded for ``fetch_columns``)."""
-        columns = RecordColumns.of_decoded(TopicPartition(tp.topic, tp.partition), self.decoded, self.start,
-                                           self.stop)
-        epochs: list[int | None] = []
-        for batch in self.decoded.batches:
-            epochs += [batch.leader_epoch if batch.leader_epoch >= 0 else None] * batch.rows
-        return [ConsumerRecord(tp.topic, tp.partition, offset, key, value, headers, timestamp, ts_type, epoch)
-                for offset, key, value, headers, timestamp, ts_type, epoch in zip(
-                    columns.offsets, columns.keys, columns.values, columns.headers, columns.timestamps,
-                    columns.timestamp_types, epochs[self.start:self.stop], strict=True)]
+        """The rows as ``ConsumerRecord`` s, built in bulk (``DecodedRecordSet.records``: what ``fetch()`` hands out)."""
+        records: list[ConsumerRecord] = self.decoded.records(tp.topic, tp.partition, self.start, self.stop)
+        return records
 
 
 class ColumnarRecords:

@@ -61,14 +61,18 @@ leader's newest records yet). ``fetches_by_node`` counts the Fetches and record 
 
 Fetch sessions (KIP-227) are not used: every Fetch is a full one (session id 0, epoch -1).
 
-Bulk readers (the Spark source's executors) take the same hand-out as columns with
-``fetch_columns``: one :class:`RecordColumns` per partition instead of one list of records, by the
-same code (``_take``/``_hand_out``), so every rule above holds for both. Once ``fetch_columns`` was
-called, each response is decoded, when its first records are handed out, by the columnar decoder
-(:mod:`kgroup._io.columnar`: numpy and Arrow columns, no Python object per record), stepped
-through batch by batch exactly as the record decoder steps (:mod:`kgroup._io.columnar_records`); the responses
-that decoder leaves (legacy message sets, read_committed with aborted transactions) keep the
-record decoder.
+Decoding. Each response is decoded, when its first records are handed out, by the columnar
+decoder (:mod:`kgroup._io.columnar`: CRC, decompression, control batches and aborted
+transactions skipped, numpy and Arrow columns, no Python code per record), stepped through
+batch by batch exactly as the record decoder steps (:mod:`kgroup._io.columnar_records`).
+``fetch`` (``poll()``) builds its ``ConsumerRecord`` s from those columns in bulk; bulk readers
+(``poll_columns()``, the Spark source's executors) take the same hand-out as columns with
+``fetch_columns``: one :class:`RecordColumns` per partition instead of one list of records, by
+the same code (``_take``/``_hand_out``), so every rule above holds for both. The record decoder
+(:class:`kgroup._io.record_decoder.PartitionRecords`) decodes what the columnar decoder does
+not: every response when numpy or pyarrow is not installed, and legacy message sets (magic 0
+and 1, from brokers before 0.11), and a response the columnar decoder failed on itself (logged
+as a warning).
 """
 
 from __future__ import annotations
@@ -220,8 +224,8 @@ class PipelinedFetcher:
         self._sent_to: collections.Counter[int] = collections.Counter()
         self._bytes_from: collections.Counter[int] = collections.Counter()
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
-        # fetch_columns' decoder (decode_record_set) once it was called; False without numpy/pyarrow
-        self._columnar: Any = None
+        # the columnar decoder (decode_record_set) of both hand-outs; False without numpy/pyarrow
+        self._columnar: Any = load_columnar_decoder() or False
         self._hooked: list[Any] = []
         # IO thread -> poll thread
         self._arrivals: collections.deque[tuple[int, int, dict[KTopicPartition, int], int, Any, Any]] = (
@@ -362,18 +366,16 @@ class PipelinedFetcher:
         The same records, in the same order, with the same positions, waits, rules and errors as
         ``fetch(max_records, timeout_ms)`` (it is the same hand-out): up to ``max_records``
         records in all, at most one ``RecordColumns`` per partition, partitions in hand-out order.
-        Responses handed out from here on are decoded by the columnar decoder
+        Responses are decoded by the columnar decoder
         (:func:`kgroup._io.columnar.decode_record_set`, when numpy and pyarrow are installed):
         decoded columns without a Python object per record; the responses it leaves to the record
-        decoder come as record columns (:class:`RecordColumns`).
+        decoder (module docstring) come as record columns (:class:`RecordColumns`).
 
         Raises:
             OffsetOutOfRangeError: out of range with ``auto_offset_reset="none"``.
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
-        if self._columnar is None:
-            self._columnar = load_columnar_decoder() or False
         out: list[RecordColumns] = []
         for ktp, part in self._take(max_records, timeout_ms):
             tp = TopicPartition(ktp.topic, ktp.partition)
@@ -775,8 +777,8 @@ class PipelinedFetcher:
         """Give ``held``'s response to the columnar decoder, if nothing of it was handed out yet.
 
         The record decoder (``PartitionRecords``) keeps the responses the columnar
-        decoder does not handle (``decode_record_set`` returns None: legacy message sets,
-        read_committed with aborted transactions) and, logged, any it fails on itself.
+        decoder does not handle (``decode_record_set`` returns None: legacy message sets)
+        and, logged, any it fails on itself.
         """
         raw, held.raw = held.raw, None
         part = held.records

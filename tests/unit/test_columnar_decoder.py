@@ -205,13 +205,53 @@ def test_read_committed_without_aborted_transactions_is_decoded():
     assert got.offsets.tolist() == [0, 1, 3, 4]
 
 
-def test_read_committed_with_aborted_transactions_is_left_to_the_record_decoder():
+def test_read_committed_skips_the_batches_of_aborted_transactions():
     data = simple(0, 2, transactional=True, producer_id=7) + control_batch(2, 7, abort=True) + simple(3, 2)
-    assert decode(data, read_committed=True, aborted_transactions=[Aborted()]) is None
-    # read_uncommitted hands out aborted records (Java's rule), so it is decoded
-    assert_same(data, aborted=[Aborted()])
+    got = assert_same(data, read_committed=True, aborted=[Aborted()])
+    assert got.offsets.tolist() == [3, 4]
+    assert [(b.rows, b.control) for b in got.batches] == [(0, True), (0, True), (2, False)]
+    # read_uncommitted hands out aborted records (Java's rule)
+    assert_same(data, aborted=[Aborted()]).offsets.tolist() == [0, 1, 3, 4]
     # no transactional data batch: nothing to skip
     assert_same(simple(0, 2) + simple(2, 2), read_committed=True, aborted=[Aborted()])
+
+
+class Txn:
+    def __init__(self, producer_id: int, first_offset: int) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+
+
+#: one batch of a transactional log: (producer id, None: a data batch / True: an abort / False: a commit marker,
+#: records, transactional)
+txn_batch_st = st.tuples(st.integers(0, 2), st.sampled_from([None, None, True, False]), st.integers(1, 4),
+                         st.booleans(), st.sampled_from([0, 3]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=st.lists(txn_batch_st, min_size=1, max_size=10), fetch_skip=st.integers(0, 20),
+       listed=st.lists(st.integers(0, 9), max_size=3), read_committed=st.booleans())
+def test_transactional_logs_decode_like_the_record_decoder(log, fetch_skip, listed, read_committed):
+    """Aborted transactions, commit and abort markers, producers interleaved: the record decoder's records."""
+    data = b""
+    base = 0
+    aborted: list[Txn] = []
+    open_since: dict[int, int] = {}
+    for producer, marker, n, transactional, codec in log:
+        if marker is not None:
+            if marker and producer in open_since:
+                aborted.append(Txn(producer, open_since[producer]))
+            open_since.pop(producer, None)
+            data += control_batch(base, producer, abort=marker)
+            base += 1
+            continue
+        if transactional:
+            open_since.setdefault(producer, base)
+        data += simple(base, n, transactional=transactional, producer_id=producer if transactional else -1,
+                       codec=codec, headers=[("p", b"%d" % producer)] if n % 2 else None)
+        base += n
+    extra = [Txn(i % 3, base * i // 10) for i in listed]  # the broker may list more than this log shows
+    assert_same(data, min(fetch_skip, base), read_committed=read_committed, aborted=aborted + extra)
 
 
 def test_legacy_message_sets_are_left_to_the_record_decoder():
