@@ -44,7 +44,10 @@ returned records to the last record, for the Python clients. On a loaded machine
 says more than records/s: waiting for a core costs time, not CPU.
 
 ``kgroup-columns`` is kgroup's ``Consumer.poll_columns()`` (one ``RecordColumns`` per partition
-instead of a ``ConsumerRecord`` per record), its records touched one by one as the others do.
+instead of a ``ConsumerRecord`` per record), its records touched one by one as the others do;
+``kgroup-record-decoder`` is ``poll()`` decoding with the record decoder
+(``kgroup._io.record_decoder``, aiokafka's C batch decoder) instead of the columnar one, as it
+does without numpy and pyarrow.
 
 ``--profile`` runs the kgroup child under pyinstrument (poll thread) and writes the
 text report next to this file (``profile-kgroup.txt``).
@@ -68,7 +71,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CLIENTS = ("kgroup", "kgroup-columns", "kafka-python", "aiokafka", "confluent", "java")
+CLIENTS = ("kgroup", "kgroup-columns", "kgroup-record-decoder", "kafka-python", "aiokafka", "confluent", "java")
 PYTHON_CLIENTS = CLIENTS[:-1]
 SESSION_TIMEOUT_MS = 6000  # Tansu joins take session_timeout_ms / 2
 HEARTBEAT_MS = 2000
@@ -146,7 +149,7 @@ def peak_rss_mb() -> float:
 
 
 # ------------------------------------------------------------------------------ consumers
-def run_kgroup(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+def run_kgroup(bootstrap: str, topic: str, expected: int, group: str, name: str = "kgroup") -> dict[str, Any]:
     import kgroup
 
     t_start = time.monotonic()
@@ -172,7 +175,15 @@ def run_kgroup(bootstrap: str, topic: str, expected: int, group: str) -> dict[st
         consumer.commit()
     finally:
         consumer.close()
-    return tally.result("kgroup", t_start)
+    return tally.result(name, t_start)
+
+
+def run_kgroup_record_decoder(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    """kgroup's ``poll()`` with its record decoder instead of the columnar one (what it falls back to)."""
+    from kgroup._io import fetch_pipeline
+
+    fetch_pipeline.load_columnar_decoder = lambda: None  # this child process only
+    return run_kgroup(bootstrap, topic, expected, group, name="kgroup-record-decoder")
 
 
 def run_kgroup_columns(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
@@ -301,6 +312,7 @@ def run_confluent(bootstrap: str, topic: str, expected: int, group: str) -> dict
 RUNNERS: dict[str, Callable[[str, str, int, str], dict[str, Any]]] = {
     "kgroup": run_kgroup,
     "kgroup-columns": run_kgroup_columns,
+    "kgroup-record-decoder": run_kgroup_record_decoder,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent": run_confluent,
@@ -443,7 +455,7 @@ def parse(argv: Iterable[str] | None = None) -> argparse.Namespace:
                    help="a slow consumer: every client sleeps this many ms after each 100 records (e.g. 1)")
     p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated subset of {','.join(CLIENTS)}")
     p.add_argument("--profile", action="store_true", help="run kgroup under pyinstrument")
-    p.add_argument("--profile-client", default="kgroup", choices=("kgroup", "kgroup-columns"),
+    p.add_argument("--profile-client", default="kgroup", choices=("kgroup", "kgroup-columns", "kgroup-record-decoder"),
                    help="the client --profile runs under pyinstrument")
     p.add_argument("--profile-out", default=str(HERE / "profile-kgroup.txt"))
     p.add_argument("--json", help="also write the results as JSON to this file")
