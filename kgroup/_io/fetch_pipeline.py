@@ -5,10 +5,10 @@ itself (Java's ``Fetcher``/``FetchCollector`` are the reference) instead of kafk
 ``Fetcher``, whose rule "send the next fetch only when every buffered response was handed out"
 leaves the poll loop waiting a whole round trip after each response. What it keeps from
 kafka-python: the network client (``KafkaConnectionManager.send`` on the IO thread), the
-``FetchRequest``/``FetchResponse`` message classes, ``MemoryRecords`` and its record batches
-(decoded by :class:`kgroup._io.record_decoder.PartitionRecords`, aiokafka's C decoder when
-installed), and the ``SubscriptionState`` with kafka-python's offset reset (ListOffsets,
-``auto_offset_reset``) and KIP-320 position validation (OffsetForLeaderEpoch).
+``FetchRequest``/``FetchResponse`` message classes (read by :mod:`kgroup._io.receive`: each
+response once, into one buffer), ``MemoryRecords`` (its first batch checked), and the
+``SubscriptionState`` with kafka-python's offset reset (ListOffsets, ``auto_offset_reset``) and
+KIP-320 position validation (OffsetForLeaderEpoch).
 
 Scheduling (poll thread; the IO thread only queues responses and wakes it):
 
@@ -42,9 +42,9 @@ KAFKA_STORAGE_ERROR refresh metadata (and apply a KIP-951 leader hint); FENCED_L
 UNKNOWN_LEADER_EPOCH and a diverging epoch (Fetch v12) mark the position for KIP-320
 validation; OFFSET_OUT_OF_RANGE resets the position by ``auto_offset_reset`` or raises with
 ``"none"``; TOPIC_AUTHORIZATION_FAILED and unexpected codes raise. Errors are raised in line:
-records handed out before them first. Records are decoded by ``PartitionRecords``
-(CRC check with ``check_crcs``, compression, read_committed aborted transactions and control
-batches skipped). One difference: a response without records leaves the position's leader
+records handed out before them first. Records are decoded (below, "Decoding") with the CRC
+check of ``check_crcs``, compression, and control batches and, under read_committed, aborted
+transactions skipped. One difference: a response without records leaves the position's leader
 epoch as it was (Java's ``FetchCollector``), where kafka-python sets it to -1.
 
 Follower fetching (KIP-392; Java's ``AbstractFetch.selectReadReplica`` and
