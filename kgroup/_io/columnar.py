@@ -67,7 +67,8 @@ from kafka.record.util import decode_varint
 
 from kgroup.types import ConsumerRecord
 
-__all__ = ["HEADERS_TYPE", "DecodedBatch", "DecodedRecordSet", "decode_record_set"]
+__all__ = ["HEADERS_TYPE", "AbortedTransactions", "DecodedBatch", "DecodedRecordSet", "decode_record_set",
+           "split_batches"]
 
 
 def _load_crc32c() -> Callable[[Any], int]:
@@ -245,8 +246,11 @@ class DecodedRecordSet:
         return [b.leader_epoch for b in self.batches]
 
 
-class _AbortedTransactions:
+class AbortedTransactions:
     """Under read_committed, which batches belong to an aborted transaction (Java ``CompletedFetch``).
+
+    One per partition response: its state runs on from batch to batch, also across the windows of
+    a response decoded window by window (:func:`split_batches`).
 
     Batch by batch, in order (kafka-python's ``Fetcher.PartitionRecords`` and kgroup's record
     decoder do the same): a batch with a producer id first makes every aborted transaction of
@@ -284,9 +288,40 @@ class _Corrupt(Exception):
     """A record of a batch does not parse (internal: turned into ``CorruptRecordError``)."""
 
 
+def split_batches(data: bytes | bytearray | memoryview, window_bytes: int) -> list[memoryview] | None:
+    """``data`` (one partition's Fetch response records) cut between batches into windows of about ``window_bytes``.
+
+    Each window holds whole batches, at least one, and at most ``window_bytes`` unless its one
+    batch is larger; whatever follows the last whole batch (a partial batch, or bytes that do not
+    parse as one) ends the last window, so decoding the windows one after the other
+    (:func:`decode_record_set`, one :class:`AbortedTransactions` for all of them) gives the
+    records, errors and offsets of decoding ``data`` whole. None when a batch is not a v2 batch
+    (``decode_record_set`` leaves those to the record decoder).
+    """
+    view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
+    size = len(view)
+    windows: list[memoryview] = []
+    start = pos = 0
+    while size - pos >= _LOG_OVERHEAD:
+        (length,) = struct.unpack_from(">i", view, pos + 8)
+        end = pos + _LOG_OVERHEAD + length
+        if end > size or end - pos < _MIN_BATCH:
+            break  # a partial batch, or a corrupt length: the last window's end
+        if view[pos + _MAGIC_OFFSET] != 2:
+            return None
+        if end - start > window_bytes and pos > start:
+            windows.append(view[start:pos])
+            start = pos
+        pos = end
+    if start < size:
+        windows.append(view[start:])
+    return windows
+
+
 def decode_record_set(data: bytes | bytearray | memoryview, fetch_offset: int, *, check_crcs: bool = True,
                       read_committed: bool = False, aborted_transactions: Sequence[Any] = (),
-                      topic_partition: object = None) -> DecodedRecordSet | None:
+                      topic_partition: object = None,
+                      transactions: AbortedTransactions | None = None) -> DecodedRecordSet | None:
     """Decode one partition's Fetch response records (v2 record batches) into columns.
 
     Args:
@@ -297,6 +332,8 @@ def decode_record_set(data: bytes | bytearray | memoryview, fetch_offset: int, *
         read_committed: the Fetch's isolation level is read_committed.
         aborted_transactions: the partition's ``aborted_transactions`` of the response.
         topic_partition: the partition, named in error messages only.
+        transactions: under read_committed, the :class:`AbortedTransactions` of the response's
+            earlier windows (:func:`split_batches`), instead of one made from ``aborted_transactions``.
 
     Returns:
         The columns, or None when the response is not handled here (the module docstring: a
@@ -334,7 +371,9 @@ def decode_record_set(data: bytes | bytearray | memoryview, fetch_offset: int, *
     decoded: list[tuple[tuple[Any, ...], int, int]] = []  # (header, records, size) of data batches
     batches: list[DecodedBatch] = []
     error_epoch: int | None = None
-    aborts = _AbortedTransactions(aborted_transactions) if read_committed and aborted_transactions else None
+    aborts = transactions
+    if aborts is None and read_committed and aborted_transactions:
+        aborts = AbortedTransactions(aborted_transactions)
     for start, end, header in headers:
         base_offset, _, epoch, _, crc, attributes, last_delta = header[:7]
         if check_crcs and _crc32c(memoryview(view)[start + _ATTRIBUTES_OFFSET:end]) != crc:

@@ -65,7 +65,9 @@ Decoding. Each response is decoded, when its first records are handed out, by th
 decoder (:mod:`kgroup._io.columnar`: CRC, decompression, control batches and aborted
 transactions skipped, numpy and Arrow columns, no Python code per record), stepped through
 batch by batch exactly as the record decoder steps (:mod:`kgroup._io.columnar_records`).
-``fetch`` (``poll()``) builds its ``ConsumerRecord`` s from those columns in bulk; bulk readers
+``fetch`` (``poll()``) decodes each response a window of whole batches at a time (about
+``DECODE_WINDOW_BYTES``, the next window when the first batch of it is reached, so only one
+window's columns are held) and builds its ``ConsumerRecord`` s from those columns in bulk; bulk readers
 (``poll_columns()``, the Spark source's executors) take the same hand-out as columns with
 ``fetch_columns``: one :class:`RecordColumns` per partition instead of one list of records, by
 the same code (``_take``/``_hand_out``), so every rule above holds for both. The record decoder
@@ -96,7 +98,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup._clock import MonotonicClock
 from kgroup._io import record_decoder
-from kgroup._io.columnar_records import ColumnarRecords, ColumnSlice, exhausted, load_columnar_decoder
+from kgroup._io.columnar_records import ColumnarRecords, ColumnSlice, ColumnSlices, exhausted, load_columnar_decoder
 from kgroup._io.record_decoder import PartitionRecords, fetch_error, kafka_tp
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig
@@ -109,6 +111,9 @@ log = logging.getLogger(__name__)
 _FetchTopic = FetchRequest.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
 
+#: bytes of record batches ``fetch()`` decodes at a time (whole batches; a larger batch is one window):
+#: large enough for the columnar decoder's arrays to pay, small enough to hold one window's columns
+DECODE_WINDOW_BYTES = 256 * 1024
 #: newest Fetch version sent (as kafka-python's Fetcher: topic ids, v13+, are not used)
 FETCH_MAX_VERSION = 12
 #: responses of a node that may still hold records when the next Fetch goes to it
@@ -226,6 +231,7 @@ class PipelinedFetcher:
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
         # the columnar decoder (decode_record_set) of both hand-outs; False without numpy/pyarrow
         self._columnar: Any = load_columnar_decoder() or False
+        self._windowed = False  # the hand-out under way is fetch()'s: decode by windows
         self._hooked: list[Any] = []
         # IO thread -> poll thread
         self._arrivals: collections.deque[tuple[int, int, dict[KTopicPartition, int], int, Any, Any]] = (
@@ -351,7 +357,8 @@ class PipelinedFetcher:
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
-        taken = [(ktp, part.records(ktp) if isinstance(part, ColumnSlice) else part)
+        self._windowed = True
+        taken = [(ktp, part.records(ktp) if isinstance(part, (ColumnSlice, ColumnSlices)) else part)
                  for ktp, part in self._take(max_records, timeout_ms)]
         if len(taken) == 1:
             return taken[0][1]
@@ -376,11 +383,14 @@ class PipelinedFetcher:
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
+        self._windowed = False
         out: list[RecordColumns] = []
         for ktp, part in self._take(max_records, timeout_ms):
             tp = TopicPartition(ktp.topic, ktp.partition)
             if isinstance(part, ColumnSlice):
                 out.append(RecordColumns.of_decoded(tp, part.decoded, part.start, part.stop))
+            elif isinstance(part, ColumnSlices):  # a response fetch() began decoding by windows
+                out.append(RecordColumns(tp, part.records(ktp)))
             else:
                 out.append(RecordColumns(tp, part))
         return out
@@ -785,17 +795,34 @@ class PipelinedFetcher:
         if (raw is None or not isinstance(part, PartitionRecords) or part.records_read
                 or part._last_batch is not None or part._next_inline_exception is not None):
             return
+        read_committed = self._isolation == IsolationLevel.READ_COMMITTED
+        windows: list[Any] = []
+        decode_window: Any = None
         try:
-            decoded = self._columnar(raw, held.fetch_offset, check_crcs=self._config.check_crcs,
-                                     read_committed=self._isolation == IsolationLevel.READ_COMMITTED,
-                                     aborted_transactions=held.aborted or (), topic_partition=held.tp)
+            if self._windowed:  # fetch(): a window at a time (module docstring, "Decoding")
+                from kgroup._io.columnar import AbortedTransactions, split_batches
+
+                windows = split_batches(raw, DECODE_WINDOW_BYTES) or [raw]
+                transactions = AbortedTransactions(held.aborted) if read_committed and held.aborted else None
+
+                def decode_window(window: Any, offset: int = held.fetch_offset, tp: Any = held.tp) -> Any:
+                    return self._columnar(window, offset, check_crcs=self._config.check_crcs,
+                                          read_committed=read_committed, transactions=transactions,
+                                          topic_partition=tp)
+
+                decoded = decode_window(windows.pop(0))
+            else:
+                decoded = self._columnar(raw, held.fetch_offset, check_crcs=self._config.check_crcs,
+                                         read_committed=read_committed, aborted_transactions=held.aborted or (),
+                                         topic_partition=held.tp)
         except Exception:  # not the data's errors (those come in line): the decoder's own failure
             log.warning("the columnar decoder failed on %s at offset %d; the record decoder takes the response",
                         held.tp, held.fetch_offset, exc_info=True)
             return
         if decoded is None:
             return
-        held.records = ColumnarRecords(decoded, held.fetch_offset, held.tp, len(raw), self._on_drain)
+        held.records = ColumnarRecords(decoded, held.fetch_offset, held.tp, len(raw), self._on_drain,
+                                       windows=windows, decode_window=decode_window)
 
     # ------------------------------------------------------------------ handing out
     def _hand_out(self, max_records: int) -> list[tuple[KTopicPartition, Any]]:

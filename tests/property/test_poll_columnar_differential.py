@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgroup._io import columnar, record_decoder
+from kgroup._io import columnar, fetch_pipeline, record_decoder
 from tests.unit.test_columnar_decoder import CODECS, build, control_batch, corrupt
 from tests.unit.test_fetch_columns_decoded import _epochs
 from tests.unit.test_fetch_pipeline import P0, P1
@@ -96,10 +96,12 @@ def columnar_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
                                                                  HealthCheck.function_scoped_fixture])
 @given(p0=st.lists(batch_st, min_size=1, max_size=8), p1=st.lists(batch_st, min_size=1, max_size=4),
        steps=st.lists(step_st, min_size=1, max_size=10), read_committed=st.sampled_from([True, True, False]), cut=st.integers(0, 40),
-       bad=st.sampled_from([-1, -1, -1, -1, 0, 1, 3]), c_decoder=st.booleans())
+       bad=st.sampled_from([-1, -1, -1, -1, 0, 1, 3]), c_decoder=st.booleans(),
+       window=st.sampled_from([1, 100, 300, 1000, fetch_pipeline.DECODE_WINDOW_BYTES]))
 def test_poll_from_the_columnar_decoder_yields_what_the_record_decoder_yields(
         p0: list[Any], p1: list[Any], steps: list[Any], read_committed: bool, cut: int, bad: int, c_decoder: bool,
-        columnar_rows: list[int]) -> None:
+        window: int, columnar_rows: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fetch_pipeline, "DECODE_WINDOW_BYTES", window)  # 1: a window per batch
     data0, aborted0, end0 = partition_log(p0)
     data1, aborted1, _ = partition_log(p1)
     if bad >= 0:  # a CRC failure in some batch: the records before it, then the typed error in line
@@ -114,3 +116,20 @@ def test_poll_from_the_columnar_decoder_yields_what_the_record_decoder_yields(
     assert got == expected
     if any(isinstance(o, list) and o for o in expected):
         assert sum(columnar_rows) > 0, "poll() took the columnar path"
+
+
+@pytest.mark.parametrize("window", [1, 100, fetch_pipeline.DECODE_WINDOW_BYTES])
+def test_an_aborted_transaction_ended_in_one_window_does_not_reach_into_the_next(
+        window: int, columnar_rows: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The aborted-transaction state runs on across windows: the producer's next transaction is read."""
+    monkeypatch.setattr(fetch_pipeline, "DECODE_WINDOW_BYTES", window)
+    one = [(0, None, b"a", [])]
+    log = [(0, None, one, 0, 0), (0, True, one, 0, 0), (0, None, [(0, None, b"b", [])], 0, 0), (0, False, one, 0, 0)]
+    data, aborted, _ = partition_log(log)
+    plan = [("fetch", 4), ("answer", 0, {P0: data, P1: build(0, [(0, TS, b"k", b"v", [])])}, aborted),
+            ("fetch", 9), ("fetch", 9)]
+    config = {"isolation_level": "read_committed"}
+    expected = _outcomes(False, (None, frozenset()), plan, **config)
+    assert [r[4] for r in expected[2] if r[1] == 0] == [b"b"]  # offset 0 aborted, offset 2 committed
+    assert _outcomes("poll", (None, frozenset()), plan, **config) == expected
+    assert sum(columnar_rows) == 2

@@ -383,3 +383,40 @@ def test_kafka_python_s_crc_when_aiokafka_is_not_installed(monkeypatch):
     monkeypatch.setattr(columnar, "_crc32c", calc_crc32c)
     got = assert_same(simple(0, 3) + corrupt(simple(3, 3), -2))
     assert got.offsets.tolist() == [0, 1, 2] and "crc" in str(got.error)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=st.lists(txn_batch_st, min_size=1, max_size=10), window=st.integers(1, 400), cut=st.integers(0, 60),
+       bad=st.integers(-1, 4))
+def test_windows_decoded_one_after_the_other_give_the_whole_response(log, window, cut, bad):
+    """``split_batches``: windows of whole batches, decoded in turn with one ``AbortedTransactions``."""
+    data = b""
+    base = 0
+    aborted: list[Txn] = []
+    for producer, marker, n, transactional, codec in log:
+        if marker is not None:
+            aborted += [Txn(producer, max(0, base - 3))] if marker else []
+            data += control_batch(base, producer, abort=marker)
+            base += 1
+            continue
+        data += simple(base, n, transactional=transactional, producer_id=producer if transactional else -1,
+                       codec=codec, headers=[("h", b"x")] if n % 2 else None)
+        base += n
+    if bad >= 0:
+        data = corrupt(data, min(len(data) - 1, 25 + bad * 40))
+    data += simple(base, 3)[:cut]
+    whole = decode(data, read_committed=True, aborted_transactions=aborted)
+    windows = columnar.split_batches(data, window)
+    assert b"".join(bytes(w) for w in windows) == data
+    state = columnar.AbortedTransactions(aborted) if aborted else None
+    parts = []
+    for w in windows:
+        parts.append(decode(w, read_committed=True, transactions=state))
+        if parts[-1].error is not None:
+            break
+    assert np.concatenate([p.offsets for p in parts]).tolist() == whole.offsets.tolist()
+    assert [v for p in parts for v in p.values.to_pylist()] == whole.values.to_pylist()
+    assert [h for p in parts for h in p.headers.to_pylist()] == whole.headers.to_pylist()
+    assert [b for p in parts for b in p.batches] == list(whole.batches)
+    assert type(parts[-1].error) is type(whole.error)
+    assert str(parts[-1].error) == str(whole.error)
