@@ -116,7 +116,7 @@ class ColumnarRecords:
         return (self._row >= self._batch_end and self._next_inline_exception is None
                 and self._batch >= len(self.decoded.batches) and self.decoded.error is None and not self._windows)
 
-    def take(self, n: int | None = None) -> ColumnSlice:
+    def take(self, n: int | None = None) -> ColumnSlice | ColumnSlices:
         if self._next_inline_exception is not None:
             exc, self._next_inline_exception = self._next_inline_exception, None
             raise exc
