@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     from kgroup.config import ConsumerArgs
     from kgroup.membership.consumer_group_states import MemberState as ConsumerMemberState
 
-__all__ = ["Consumer", "ParallelProcessor", "RebalanceListener"]
+__all__ = ["Consumer", "ParallelProcessor", "RebalanceListener", "ShareConsumer"]
 
 log = logging.getLogger(__name__)
 
@@ -858,3 +858,5 @@ class Consumer(Generic[K, V]):
 
 # after RebalanceListener and Consumer: the processor's listener subclasses the first
 from kgroup._aio.parallel import ParallelProcessor  # noqa: E402
+# a share group's member (KIP-932) for asyncio: kgroup._aio.share
+from kgroup._aio.share import ShareConsumer  # noqa: E402
