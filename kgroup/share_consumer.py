@@ -354,6 +354,7 @@ class ShareConsumer(Generic[K, V]):
         if self._fetcher is None:
             return {}
         fetcher = self._fetcher
+        fetcher.take_outcomes()  # answers of earlier acknowledgements (a poll's): not this commit's
         fetcher.take_acknowledgements()
         timeout_ms = self._config.consumer.default_api_timeout_ms if timeout_ms is None else timeout_ms
         deadline = self._clock.monotonic() + timeout_ms / 1000
