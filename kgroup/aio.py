@@ -73,6 +73,7 @@ from typing_extensions import TypeVar
 
 from kgroup import listener as _sync_listener
 from kgroup._aio.buffer import RecordBuffer
+from kgroup._aio.share import ShareConsumer  # a share group's member (KIP-932) for asyncio
 from kgroup._aio.worker import Job, Worker, settle
 from kgroup._clock import Clock
 from kgroup._driver.closing import close_policy
@@ -858,5 +859,3 @@ class Consumer(Generic[K, V]):
 
 # after RebalanceListener and Consumer: the processor's listener subclasses the first
 from kgroup._aio.parallel import ParallelProcessor  # noqa: E402
-# a share group's member (KIP-932) for asyncio: kgroup._aio.share
-from kgroup._aio.share import ShareConsumer  # noqa: E402

@@ -472,8 +472,10 @@ SHARE_METRICS: Mapping[str, MetricInfo] = {
 
 
 class ShareRecorder(Recorder):
-    """A share consumer's recorder (internal): the group thread's heartbeats and reconciliations, as
-    ``Recorder``'s consumer protocol, and the poll thread's fetches, acknowledgements and polls.
+    """A share consumer's recorder (internal): heartbeats, reconciliations, fetches, acknowledgements, polls.
+
+    The group thread records heartbeats and reconciliations as ``Recorder`` does under the
+    consumer protocol; the poll thread records fetches, acknowledgements and polls.
     """
 
     def __init__(self, clock: Clock) -> None:
