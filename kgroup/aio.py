@@ -73,6 +73,7 @@ from typing_extensions import TypeVar
 
 from kgroup import listener as _sync_listener
 from kgroup._aio.buffer import RecordBuffer
+from kgroup._aio.share import ShareConsumer  # a share group's member (KIP-932) for asyncio
 from kgroup._aio.worker import Job, Worker, settle
 from kgroup._clock import Clock
 from kgroup._driver.closing import close_policy
@@ -101,7 +102,7 @@ if TYPE_CHECKING:
     from kgroup.config import ConsumerArgs
     from kgroup.membership.consumer_group_states import MemberState as ConsumerMemberState
 
-__all__ = ["Consumer", "ParallelProcessor", "RebalanceListener"]
+__all__ = ["Consumer", "ParallelProcessor", "RebalanceListener", "ShareConsumer"]
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ import attrs
 
 from kgroup._clock import Clock
 
-__all__ = ["CLASSIC_ONLY", "METRICS", "MetricInfo"]
+__all__ = ["CLASSIC_ONLY", "METRICS", "SHARE_METRICS", "MetricInfo"]
 
 #: Java's defaults: ``metrics.sample.window.ms`` and ``metrics.num.samples``
 _WINDOW_S = 30.0
@@ -137,6 +137,10 @@ CLASSIC_ONLY: frozenset[str] = frozenset(
 #: calls ``onHeartbeatFailure(false)`` for each error answer); a request without an answer (a
 #: disconnect, a timeout: a ``RetriableException`` in Java) is not.
 _CONSUMER_HEARTBEAT = "consumer-heartbeat"
+#: ``Recorder.request_sent``'s name for a ShareGroupHeartbeat: measured as a ConsumerGroupHeartbeat
+#: (Java's ``ShareHeartbeatRequestManager`` uses the same ``HeartbeatMetricsManager``)
+_SHARE_HEARTBEAT = "share-heartbeat"
+_HEARTBEATS = ("heartbeat", _CONSUMER_HEARTBEAT, _SHARE_HEARTBEAT)
 
 #: The per-partition metric: ``records-lag{topic=T,partition=P}`` (the fetch high watermark
 #: minus the position, from the last fetch response of that partition).
@@ -256,7 +260,7 @@ class Recorder:
         now = self._clock.monotonic()
         with self._lock:
             self._sent[request_id] = (api, now)
-            if api in ("heartbeat", _CONSUMER_HEARTBEAT):
+            if api in _HEARTBEATS:
                 self._last_heartbeat_sent = now
             elif api == "join" and self._rebalance_started is None:
                 self._rebalance_started = now
@@ -269,7 +273,7 @@ class Recorder:
             if sent is None:
                 return
             api, at = sent
-            if api == _CONSUMER_HEARTBEAT:
+            if api in (_CONSUMER_HEARTBEAT, _SHARE_HEARTBEAT):
                 self._consumer_heartbeat_answered(now, at, error_code)
                 return
             # Java records a heartbeat's round trip for every response, a JoinGroup's and a
@@ -415,3 +419,143 @@ class Recorder:
 def lag_key(topic: str, partition: int) -> str:
     """The ``Consumer.metrics()`` key of one partition's ``records-lag``."""
     return f"records-lag{{topic={topic},partition={partition}}}"
+
+
+# ---------------------------------------------------------------------- share groups (KIP-932)
+_SHARE_FETCH = "consumer-share-fetch-manager-metrics"
+_SHARE_COORD = "consumer-share-coordinator-metrics"
+_SHARE_CONSUMER = "consumer-share-metrics"
+
+#: Every name ``ShareConsumer.metrics()`` returns: Java's ``KafkaShareConsumer`` metrics
+#: (``ShareFetchMetricsRegistry``, ``ShareRebalanceMetricsManager``, ``HeartbeatMetricsManager``
+#: with the ``consumer-share`` prefix, ``KafkaShareConsumerMetrics``), with group, unit, meaning.
+SHARE_METRICS: Mapping[str, MetricInfo] = {
+    "fetch-size-avg": MetricInfo(_SHARE_FETCH, "bytes", "average record-batch bytes of a ShareFetch answer"),
+    "fetch-size-max": MetricInfo(_SHARE_FETCH, "bytes", "largest record-batch bytes of a ShareFetch answer"),
+    "bytes-consumed-rate": MetricInfo(_SHARE_FETCH, "bytes/s", "record-batch bytes fetched per second"),
+    "bytes-consumed-total": MetricInfo(_SHARE_FETCH, "bytes", "record-batch bytes fetched"),
+    "records-per-request-avg": MetricInfo(_SHARE_FETCH, "count", "average records acquired per ShareFetch"),
+    "records-per-request-max": MetricInfo(_SHARE_FETCH, "count", "most records acquired by one ShareFetch"),
+    "records-consumed-rate": MetricInfo(_SHARE_FETCH, "1/s", "records acquired per second"),
+    "records-consumed-total": MetricInfo(_SHARE_FETCH, "count", "records acquired"),
+    "acknowledgements-send-rate": MetricInfo(
+        _SHARE_FETCH, "1/s", "record acknowledgements sent (on a ShareFetch or a ShareAcknowledge) per second"
+    ),
+    "acknowledgements-send-total": MetricInfo(_SHARE_FETCH, "count", "record acknowledgements sent"),
+    "acknowledgements-error-rate": MetricInfo(
+        _SHARE_FETCH, "1/s", "record acknowledgements that failed (an error code, no answer, unsendable) per second"
+    ),
+    "acknowledgements-error-total": MetricInfo(_SHARE_FETCH, "count", "record acknowledgements that failed"),
+    "fetch-latency-avg": MetricInfo(_SHARE_FETCH, "ms", "average ShareFetch round trip"),
+    "fetch-latency-max": MetricInfo(_SHARE_FETCH, "ms", "longest ShareFetch round trip"),
+    "fetch-rate": MetricInfo(_SHARE_FETCH, "1/s", "ShareFetch answers per second"),
+    "fetch-total": MetricInfo(_SHARE_FETCH, "count", "ShareFetch answers"),
+    "fetch-throttle-time-avg": MetricInfo(_SHARE_FETCH, "ms", "average throttle time of a ShareFetch answer"),
+    "fetch-throttle-time-max": MetricInfo(_SHARE_FETCH, "ms", "longest throttle time of a ShareFetch answer"),
+    "heartbeat-response-time-max": MetricInfo(_SHARE_COORD, "ms", "longest ShareGroupHeartbeat round trip"),
+    "heartbeat-rate": MetricInfo(_SHARE_COORD, "1/s", "ShareGroupHeartbeat answers per second"),
+    "heartbeat-total": MetricInfo(_SHARE_COORD, "count", "ShareGroupHeartbeat answers"),
+    "last-heartbeat-seconds-ago": MetricInfo(
+        _SHARE_COORD, "s", "since the last ShareGroupHeartbeat was sent; -1 before the first"
+    ),
+    "rebalance-total": MetricInfo(
+        _SHARE_COORD, "count", "reconciliations completed (RECONCILING left for ACKNOWLEDGING or STABLE)"
+    ),
+    "rebalance-rate-per-hour": MetricInfo(_SHARE_COORD, "1/h", "reconciliations completed per hour"),
+    "last-poll-seconds-ago": MetricInfo(_SHARE_CONSUMER, "s", "since the last poll() call; -1 before the first"),
+    "time-between-poll-avg": MetricInfo(_SHARE_CONSUMER, "ms", "average time between poll() calls"),
+    "time-between-poll-max": MetricInfo(_SHARE_CONSUMER, "ms", "longest time between poll() calls"),
+    "poll-idle-ratio-avg": MetricInfo(
+        _SHARE_CONSUMER, "ratio", "average share of time inside poll() (poll time over it plus the time since the last)"
+    ),
+}
+
+
+class ShareRecorder(Recorder):
+    """A share consumer's recorder (internal): heartbeats, reconciliations, fetches, acknowledgements, polls.
+
+    The group thread records heartbeats and reconciliations as ``Recorder`` does under the
+    consumer protocol; the poll thread records fetches, acknowledgements and polls.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock, group_protocol="consumer")
+        self._poll_started: float | None = None
+        self._since_last_poll = 0.0
+
+    def poll_started(self) -> None:
+        """``poll()`` was called (Java's ``KafkaShareConsumerMetrics.recordPollStart``)."""
+        now = self._clock.monotonic()
+        with self._lock:
+            self._since_last_poll = 0.0 if self._last_poll is None else now - self._last_poll
+            self._poll_started = now
+        self.polled()
+
+    def poll_ended(self) -> None:
+        """``poll()`` returned or raised (``recordPollEnd``: the idle ratio)."""
+        now = self._clock.monotonic()
+        with self._lock:
+            if self._poll_started is None:
+                return
+            inside = now - self._poll_started
+            total = inside + self._since_last_poll
+            self._stats["poll-idle"].record(now, inside / total if total > 0 else 1.0)
+            self._poll_started = None
+
+    def fetched(self, seconds: float, size: int, records: int, throttle_ms: int) -> None:
+        """A ShareFetch answer: its round trip, record-batch bytes, records acquired and throttle time."""
+        now = self._clock.monotonic()
+        with self._lock:
+            self._stats["fetch-latency"].record(now, seconds * 1000)
+            self._stats["fetch-size"].record(now, size)
+            self._stats["records-fetched"].record(now, records)
+            self._stats["fetch-throttle"].record(now, throttle_ms)
+
+    def acknowledgements(self, sent: int = 0, failed: int = 0) -> None:
+        """``sent`` record acknowledgements left; ``failed`` ones were answered with an error."""
+        now = self._clock.monotonic()
+        with self._lock:
+            if sent:
+                self._stats["ack-sent"].record(now, sent)
+            if failed:
+                self._stats["ack-failed"].record(now, failed)
+
+    def share_snapshot(self) -> dict[str, float]:
+        """Every name of ``SHARE_METRICS`` now."""
+        now = self._clock.monotonic()
+        with self._lock:
+            s = self._stats
+
+            def ago(at: float | None) -> float:
+                return -1.0 if at is None else now - at
+
+            def meter(stat: str, name: str) -> dict[str, float]:
+                """Java's ``Meter``: the values' rate and cumulative sum."""
+                return {f"{name}-rate": s[stat].rate(now, of_values=True), f"{name}-total": s[stat].total}
+
+            return {
+                "fetch-size-avg": s["fetch-size"].avg(now),
+                "fetch-size-max": s["fetch-size"].max(now),
+                **meter("fetch-size", "bytes-consumed"),
+                "records-per-request-avg": s["records-fetched"].avg(now),
+                "records-per-request-max": s["records-fetched"].max(now),
+                **meter("records-fetched", "records-consumed"),
+                **meter("ack-sent", "acknowledgements-send"),
+                **meter("ack-failed", "acknowledgements-error"),
+                "fetch-latency-avg": s["fetch-latency"].avg(now),
+                "fetch-latency-max": s["fetch-latency"].max(now),
+                "fetch-rate": s["fetch-latency"].rate(now),
+                "fetch-total": float(s["fetch-latency"].count),
+                "fetch-throttle-time-avg": s["fetch-throttle"].avg(now),
+                "fetch-throttle-time-max": s["fetch-throttle"].max(now),
+                "heartbeat-response-time-max": s["heartbeat"].max(now),
+                "heartbeat-rate": s["heartbeat"].rate(now),
+                "heartbeat-total": float(s["heartbeat"].count),
+                "last-heartbeat-seconds-ago": ago(self._last_heartbeat_sent),
+                "rebalance-total": float(s["rebalance"].count),
+                "rebalance-rate-per-hour": s["rebalance"].rate(now, 3600.0),
+                "last-poll-seconds-ago": ago(self._last_poll),
+                "time-between-poll-avg": s["time-between-poll"].avg(now),
+                "time-between-poll-max": s["time-between-poll"].max(now),
+                "poll-idle-ratio-avg": s["poll-idle"].avg(now),
+            }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._driver.mailbox import Mailbox
@@ -30,7 +30,11 @@ from kgroup.errors import (
 from kgroup.membership import events as ev
 from kgroup.membership.commands import RebalanceStep
 from kgroup.membership.states import MemberState
+from kgroup.metrics import ShareRecorder
 from kgroup.types import AcknowledgeType, ShareConsumerRecord, TopicPartition
+
+if TYPE_CHECKING:
+    from kgroup.health import HealthReport
 
 __all__ = ["AcknowledgementCommitCallback", "ShareConsumer"]
 
@@ -103,6 +107,10 @@ class ShareConsumer(Generic[K, V]):
         self._fatal: Exception | None = None
         self._closed = False
         self._rng = random.Random()
+        #: heartbeats, reconciliations, fetches, acknowledgements and polls (``metrics()``)
+        self._metrics = ShareRecorder(self._clock)
+        #: when ``subscribe()`` was first called (clock seconds): ``health()``'s poll bound starts there
+        self._subscribed_at: float | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -151,12 +159,13 @@ class ShareConsumer(Generic[K, V]):
 
             self._transport = KafkaShareTransport(self._config.consumer)
             self._transport.start_async()
-        group = GroupThread(self._config.consumer, self._transport, self._mailbox, self._clock, self._rng, share=True)
+        group = GroupThread(self._config.consumer, self._transport, self._mailbox, self._clock, self._rng,
+                            self._metrics, share=True)
         self._group = group
         member_id = group.share_member_id
         assert member_id is not None
         self._fetcher = ShareFetcher(self._config, self._transport, self._mailbox, self._clock, member_id,
-                                     self._key_fn, self._value_fn)
+                                     self._key_fn, self._value_fn, self._metrics)
         group.start()
 
     def __enter__(self) -> ShareConsumer[K, V]:
@@ -186,6 +195,8 @@ class ShareConsumer(Generic[K, V]):
         if any(not t.strip() for t in names):
             raise IllegalStateError(f"topic names must not be blank: {names!r}")
         self._ensure_started()
+        if self._subscribed_at is None:
+            self._subscribed_at = self._clock.monotonic()
         self._subscription = frozenset(names)
         self._group.post(ev.Subscribe(self._subscription))
 
@@ -227,6 +238,13 @@ class ShareConsumer(Generic[K, V]):
             ValueError: a negative ``timeout_ms``.
 
         """
+        self._metrics.poll_started()
+        try:
+            return self._poll(timeout_ms)
+        finally:
+            self._metrics.poll_ended()
+
+    def _poll(self, timeout_ms: int) -> list[ShareConsumerRecord[K, V]]:
         self._check_open()
         if timeout_ms < 0:
             raise ValueError(f"timeout_ms must not be negative, got {timeout_ms}")
@@ -336,6 +354,7 @@ class ShareConsumer(Generic[K, V]):
         if self._fetcher is None:
             return {}
         fetcher = self._fetcher
+        fetcher.take_outcomes()  # answers of earlier acknowledgements (a poll's): not this commit's
         fetcher.take_acknowledgements()
         timeout_ms = self._config.consumer.default_api_timeout_ms if timeout_ms is None else timeout_ms
         deadline = self._clock.monotonic() + timeout_ms / 1000
@@ -368,6 +387,55 @@ class ShareConsumer(Generic[K, V]):
         self._fetcher.take_acknowledgements()
         self._fetcher.step(fetch=False)
         self._fetcher.run_callbacks(self._callback)
+
+    # ------------------------------------------------------------------ metrics, health
+    def metrics(self) -> dict[str, float]:
+        """A snapshot of the share consumer's metrics, keyed by Java's ``KafkaShareConsumer`` metric names.
+
+        Returns:
+            ``{name: value}`` for every name of ``kgroup.metrics.SHARE_METRICS`` (groups
+            ``consumer-share-fetch-manager-metrics``, ``consumer-share-coordinator-metrics`` and
+            ``consumer-share-metrics``; its table gives each unit: latencies in ms,
+            ``*-seconds-ago`` in s, rates per second or per hour; NaN for a windowed statistic
+            with no sample in the last 60 s).
+
+        Safe from any thread; never blocks on the network.
+
+        """
+        return self._metrics.share_snapshot()
+
+    def health(self) -> HealthReport:
+        """Liveness and readiness verdicts for probes (``kgroup.health``'s, for a share member).
+
+        Live: not closed, no fatal error, ``poll()`` called within ``max_poll_interval_ms``
+        (after it the member leaves the group, as Java's share consumer). Ready: live, STABLE
+        with a member epoch from the share coordinator, and a ShareGroupHeartbeat answered
+        without error within ``session_timeout_ms`` (the broker's
+        ``group.share.session.timeout.ms`` defaults to the same 45000 ms).
+
+        Returns:
+            A ``kgroup.health.HealthReport``: ``state``, ``live``, ``ready``, ``reasons``.
+
+        Safe from any thread; never blocks.
+
+        """
+        from kgroup.health import HealthInputs, assess
+
+        group = self._group
+        snap = group.snapshot if group is not None else None
+        fatal = self._fatal or (snap.fatal if snap is not None else None)
+        if fatal is None and group is not None:
+            fatal = group.crashed
+        consumer = self._config.consumer
+        return assess(
+            HealthInputs(
+                closed=self._closed, manual=False, snapshot=snap, fatal=fatal,
+                last_poll=self._metrics.last_poll(), subscribed_at=self._subscribed_at,
+                max_poll_interval_ms=consumer.max_poll_interval_ms, session_timeout_ms=consumer.session_timeout_ms,
+                last_group_ok=self._metrics.last_group_ok, assigned_partitions=len(self.assignment()),
+            ),
+            self._clock.monotonic(),
+        )
 
     # ------------------------------------------------------------------ wakeup, close
     def wakeup(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import types
 
 import kgroup
@@ -59,3 +60,16 @@ def test_public_api_share_consumer_names():
     assert kgroup.ShareConsumerRecord is ShareConsumerRecord
     assert issubclass(kgroup.InvalidRecordStateError, kgroup.BrokerError)
     assert ShareConsumerRecord._fields[-1] == "delivery_count"
+
+
+def test_public_api_aio_share_consumer_names():
+    import kgroup.aio
+    from kgroup._aio.share import ShareConsumer
+
+    assert kgroup.aio.ShareConsumer is ShareConsumer
+    assert "ShareConsumer" in kgroup.aio.__all__
+    for name in ("subscribe", "unsubscribe", "poll", "commit_sync", "commit_async", "close", "__aenter__"):
+        assert inspect.iscoroutinefunction(getattr(ShareConsumer, name)), name
+    for name in ("acknowledge", "subscription", "acquisition_lock_timeout_ms", "metrics", "health", "wakeup",
+                 "set_acknowledgement_commit_callback"):
+        assert not inspect.iscoroutinefunction(getattr(ShareConsumer, name)), name

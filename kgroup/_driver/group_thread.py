@@ -314,7 +314,7 @@ class GroupThread:
 
     def _publish(self) -> None:
         self._snapshot = self._machine.snapshot()
-        if self._consumer_protocol:  # the consumer protocol's rebalance metrics
+        if self._consumer_protocol or self._share:  # the consumer and share protocols' rebalance metrics
             self.metrics.member_state(self._machine.state_name)
         self._mailbox.notify()  # a poll-thread wait may be on the state (close)
 

@@ -39,6 +39,7 @@ from kgroup._share.acquired import acquired_offsets, match_acquired
 from kgroup._share.session import FetchParams, ShareSession
 from kgroup.config import ShareConsumerConfig
 from kgroup.errors import Api, Disposition, FatalGroupError, FetchError, KGroupError, broker_error, classify
+from kgroup.metrics import ShareRecorder
 from kgroup.protocol.share_fetch import (
     ACQUIRE_MODE_BATCH_OPTIMIZED,
     ACQUIRE_MODE_RECORD_LIMIT,
@@ -67,6 +68,8 @@ class _Request:
     carried: dict[TopicPartition, dict[int, int]]
     fetch: bool
     close: bool = False
+    #: when it left (clock seconds): the fetch latency metric
+    sent_at: float = 0.0
 
 
 class ShareFetcher:
@@ -79,12 +82,15 @@ class ShareFetcher:
         clock: the injected clock.
         member_id: the member's id (the share sessions' key at the brokers).
         key_fn, value_fn: the deserializers (``kgroup.deserializers.as_function``'s form).
+        metrics: where fetches and acknowledgements are recorded (``ShareConsumer.metrics()``).
 
     """
 
     def __init__(self, config: ShareConsumerConfig, transport: Any, mailbox: Mailbox, clock: Clock,
-                 member_id: str, key_fn: Any = None, value_fn: Any = None) -> None:
+                 member_id: str, key_fn: Any = None, value_fn: Any = None,
+                 metrics: ShareRecorder | None = None) -> None:
         consumer = config.consumer
+        self.metrics = metrics if metrics is not None else ShareRecorder(clock)
         self._config = config
         self._transport = transport
         self._mailbox = mailbox
@@ -279,7 +285,8 @@ class ShareFetcher:
         request, carried = session.fetch(wanted, acks)
         carried_acks = {tp: self._acks.pop(tp) for tp in carried}
         future = self._transport.share_fetch(node, request, self._config.consumer.request_timeout_ms)
-        self._track(_Request(node, future, session, carried_acks, fetch=True))
+        self.metrics.acknowledgements(sent=_count(carried_acks))
+        self._track(_Request(node, future, session, carried_acks, fetch=True, sent_at=self._clock.monotonic()))
 
     def _send_acknowledgements(self, fetching: set[int]) -> None:
         for source, renew in ((self._renewals, True), (self._acks, False)):
@@ -306,6 +313,7 @@ class ShareFetcher:
     def _send_acknowledge(self, node: int, session: ShareSession, request: Any,
                           acks: dict[TopicPartition, dict[int, int]], *, close: bool = False) -> None:
         future = self._transport.share_acknowledge(node, request, self._config.consumer.request_timeout_ms)
+        self.metrics.acknowledgements(sent=_count(acks))
         self._track(_Request(node, future, session, acks, fetch=False, close=close))
 
     def _track(self, request: _Request) -> None:
@@ -323,6 +331,8 @@ class ShareFetcher:
             return
         if tp not in self._outcomes or error is not None:
             self._outcomes[tp] = error
+        if error is not None:
+            self.metrics.acknowledgements(failed=len(acks))
         offsets = frozenset(o for o, kind in acks.items() if kind in _FINAL)
         if offsets:
             self._callbacks.append(({tp: offsets}, error))
@@ -362,6 +372,12 @@ class ShareFetcher:
                 )
             return
         names = {leader.topic_id: tp.topic for tp, leader in self._leaders.items()}
+        if request.fetch:  # Java's ShareFetchMetricsManager: per answer, over its partitions
+            size = sum(len(part.records or b"") for part in response.partitions)
+            acquired = sum(r.last_offset - r.first_offset + 1 for part in response.partitions
+                           for r in part.acquired_records or ())
+            self.metrics.fetched(self._clock.monotonic() - request.sent_at, size, acquired,
+                                 response.throttle_time_ms or 0)
         reported: set[TopicPartition] = set()
         for part in response.partitions:
             topic = names.get(part.topic_id)
@@ -440,3 +456,8 @@ class ShareFetcher:
             else:
                 log.debug("group %s: metadata for share fetching failed: %r", self._params.group_id,
                           future.exception())
+
+
+def _count(acks: Mapping[TopicPartition, Mapping[int, int]]) -> int:
+    """How many record acknowledgements ``acks`` holds (Java's ``Acknowledgements.size()``)."""
+    return sum(len(tp_acks) for tp_acks in acks.values())

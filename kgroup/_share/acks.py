@@ -128,6 +128,23 @@ class InFlight:
         self._renew.get(tp, set()).discard(offset)
         self._acks.setdefault(tp, {})[offset] = int(kind)
 
+    def give_back(self, acks: Mapping[TopicPartition, Mapping[int, int]]) -> None:
+        """Acknowledge records ``poll()`` returned that the application never got (in either mode).
+
+        ``kgroup.aio.ShareConsumer`` releases the records it still buffers before a commit or a
+        close, which would otherwise accept them (implicit mode) or leave them in flight.
+        """
+        for tp, tp_acks in acks.items():
+            waiting = self._waiting.get(tp)
+            if waiting is not None:
+                waiting.difference_update(tp_acks)
+                if not waiting:
+                    del self._waiting[tp]
+            renew = self._renew.get(tp)
+            if renew is not None:
+                renew.difference_update(tp_acks)
+        merge(self._acks, acks)
+
     def unacknowledged(self) -> int:
         """How many records the last ``poll()`` returned are still in flight."""
         return sum(len(offsets) for offsets in self._waiting.values())

@@ -95,6 +95,15 @@ def test_implicit_mode_consumes_every_record_once(kafka_bootstrap: str, topic_fa
     outcome = consumer.commit_sync(30000)
     assert outcome == {} or all(error is None for error in outcome.values()), outcome
     assert consumer.poll(2000) == []
+    # Java's KafkaShareConsumer metrics: 60 records acquired and acknowledged, heartbeats answered
+    metrics = consumer.metrics()
+    assert metrics["records-consumed-total"] == 60 and metrics["bytes-consumed-total"] > 0
+    assert metrics["acknowledgements-send-total"] >= 60 and metrics["acknowledgements-error-total"] == 0
+    assert metrics["fetch-total"] >= 2 and metrics["fetch-latency-max"] >= 0
+    assert metrics["heartbeat-total"] >= 1 and metrics["rebalance-total"] >= 1
+    assert 0 <= metrics["last-heartbeat-seconds-ago"] < 30 and metrics["last-poll-seconds-ago"] >= 0
+    wait_for("a ready share member", lambda: (consumer.poll(100), consumer.health().ready)[1])
+    assert consumer.health().live and consumer.health().assigned_partitions == 3
 
 
 def test_explicit_release_redelivers_and_reject_does_not(kafka_bootstrap: str, topic_factory: Any,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from typing_extensions import assert_type
@@ -82,3 +83,24 @@ async def parallel() -> None:
         await processor.run()
     assert_type(processor.metrics(), dict[str, float])
     assert_type(processor.health(), kgroup.HealthReport)
+
+
+async def share() -> None:
+    async with kgroup.aio.ShareConsumer(
+        bootstrap_servers="localhost:9092", group_id="jobs", share_acknowledgement_mode="explicit",
+        key_deserializer=string_deserializer(), value_deserializer=parse,
+    ) as consumer:
+
+        async def acknowledged(offsets: Mapping[kgroup.TopicPartition, frozenset[int]],
+                               error: kgroup.KGroupError | None) -> None:
+            print(offsets, error)
+
+        consumer.set_acknowledgement_commit_callback(acknowledged)
+        await consumer.subscribe(["jobs"])
+        for record in await consumer.poll(1000):
+            assert_type(record, kgroup.ShareConsumerRecord[str, dict[str, Any]])
+            consumer.acknowledge(record, kgroup.AcknowledgeType.RELEASE)
+        assert_type(await consumer.commit_sync(), dict[kgroup.TopicPartition, kgroup.KGroupError | None])
+        assert_type(consumer.metrics(), dict[str, float])
+        assert_type(consumer.health(), kgroup.HealthReport)
+        assert_type(consumer.acquisition_lock_timeout_ms(), int | None)
