@@ -52,18 +52,22 @@ import time
 import uuid
 from typing import Any
 
-POISON = 1234  # the index of the poisoned job
 KEYS = 60
 SLOW_KEYS = 6  # keys 0-5: 30 ms per record
 VICTIM = 0  # the worker killed with SIGKILL
 MAX_POLL_RECORDS = 10
 
 
-def job(i: int) -> tuple[int, bytes, bytes]:
+def poisoned(records: int) -> int:
+    """The index of the poisoned job among ``records``."""
+    return records * 41 // 100
+
+
+def job(i: int, poison: int) -> tuple[int, bytes, bytes]:
     """Job ``i``: (partition, key, value); the value says how long the work takes, or that it is poisoned."""
     key = i % KEYS
     work_ms = 30 if key < SLOW_KEYS else 1 + (i * 7919) % 10
-    value = f"{i}:poison" if i == POISON else f"{i}:{work_ms}"
+    value = f"{i}:poison" if i == poison else f"{i}:{work_ms}"
     return key % 3, f"customer-{key}".encode(), value.encode()
 
 
@@ -184,14 +188,14 @@ def main() -> int:
                   "(unset KGROUP_BROKER, or KGROUP_BOOTSTRAP_SERVERS=<an Apache Kafka 4.1+ cluster>)")
             return 1
         create_topic(bootstrap, topic, partitions=3)
-        jobs = [job(i) for i in range(records)]
+        jobs = [job(i, poisoned(records)) for i in range(records)]
         try:
             alter_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest",
                                                    "share.record.lock.duration.ms": "15000"})
             configured = True
             print(f"group {group}: share.auto.offset.reset=earliest, share.record.lock.duration.ms=15000", flush=True)
             produce(bootstrap, topic, jobs, timeout_s=120)
-            print(f"{records} jobs over {KEYS} keys in {topic} (3 partitions), job {POISON} poisoned", flush=True)
+            print(f"{records} jobs over {KEYS} keys in {topic} (3 partitions), job {poisoned(records)} poisoned", flush=True)
         except Exception as exc:  # noqa: BLE001 - a cluster that refuses group configs: produce once all fetch
             configured = False
             print(f"group configs not set ({exc}); the jobs are written once every worker fetches "
@@ -206,6 +210,7 @@ def run(bootstrap: str, group: str, topic: str, jobs: list[tuple[int, bytes, byt
     from kgroup.testing import produce
 
     records = len(jobs)
+    poison = poisoned(records)
     lock = threading.Lock()
     accepted: collections.Counter[int] = collections.Counter()
     rejected: collections.Counter[int] = collections.Counter()
@@ -263,15 +268,15 @@ def run(bootstrap: str, group: str, topic: str, jobs: list[tuple[int, bytes, byt
         problems.append(f"workers failed: {fatal[0]}" + (
             " (this cluster serves no share groups: Apache Kafka 4.1+ with share.version does; Tansu has none)"
             if "UNSUPPORTED_VERSION" in fatal[0] or "share groups" in fatal[0].lower() else ""))
-    expected = set(range(records)) - {POISON}
+    expected = set(range(records)) - {poison}
     missing = sorted(expected - set(accepted))
     twice = sorted(i for i, n in accepted.items() if n > 1)
     if missing:
         problems.append(f"{len(missing)} records never accepted (first {missing[:5]})")
     if twice:
         problems.append(f"{len(twice)} records accepted more than once (first {twice[:5]})")
-    if accepted[POISON] or rejected[POISON] != 1 or set(rejected) != {POISON}:
-        problems.append(f"the poisoned record: accepted {accepted[POISON]}, rejected {rejected[POISON]} times; "
+    if accepted[poison] or rejected[poison] != 1 or set(rejected) != {poison}:
+        problems.append(f"the poisoned record: accepted {accepted[poison]}, rejected {rejected[poison]} times; "
                         f"rejected records {sorted(rejected)[:5]}")
     held = victim.held if victim is not None else []
     if not held:
