@@ -760,8 +760,8 @@ def alter_group_configs(
     from kgroup._io import import_kafka_python  # kafka-python, without its import-time warning
 
     kafka = import_kafka_python()
-    from kafka.admin import ConfigResource, ConfigResourceType
-    from kafka.errors import KafkaError
+    ConfigResource, ConfigResourceType = kafka.admin.ConfigResource, kafka.admin.ConfigResourceType
+    KafkaError = kafka.errors.KafkaError
 
     if not configs:
         raise ValueError("configs must name at least one config")
