@@ -72,6 +72,12 @@ def job(i: int, poison: int) -> tuple[int, bytes, bytes]:
 
 
 # ====================================================================== the worker process
+def parse(value: bytes | None) -> tuple[str, str]:
+    """A job's value: its index, and its work in ms (or ``poison``)."""
+    index, _, work = (value or b"").decode().partition(":")
+    return index, work
+
+
 def worker(number: int, bootstrap: str, group: str, topic: str) -> int:
     """One worker: poll, work, acknowledge, commit; report each outcome the broker answered on stdout."""
     import kgroup
@@ -100,25 +106,24 @@ def worker(number: int, bootstrap: str, group: str, topic: str) -> int:
             if not records:
                 continue
             batches += 1
-            done: list[tuple[Any, str]] = []
+            done: list[tuple[Any, str, str]] = []
             for n, record in enumerate(records):
                 if number == VICTIM and batches == 2 and n == len(records) // 2:
                     # mid-batch: what it holds was never acknowledged; wait for the SIGKILL
-                    say("held " + " ".join(r.value.decode().split(":")[0] for r in records))
+                    say("held " + " ".join(parse(r.value)[0] for r in records))
                     while True:
                         time.sleep(60)
-                index, work = record.value.decode().split(":")
+                index, work = parse(record.value)
                 if work == "poison":
                     consumer.acknowledge(record, type=AcknowledgeType.REJECT)
-                    done.append((record, "R"))
+                    done.append((record, index, "R"))
                 else:
                     time.sleep(int(work) / 1000)  # the work
                     consumer.acknowledge(record)  # ACCEPT
-                    done.append((record, "A"))
+                    done.append((record, index, "A"))
             outcome = consumer.commit_sync(30000)
-            for record, kind in done:
+            for record, index, kind in done:
                 error = outcome.get(kgroup.TopicPartition(record.topic, record.partition))
-                index = record.value.decode().split(":")[0]
                 if error is None:
                     say(f"{kind} {index} {record.delivery_count}")
                 else:  # the lock expired: the broker gives the record to another worker
@@ -195,8 +200,9 @@ def main() -> int:
             configured = True
             print(f"group {group}: share.auto.offset.reset=earliest, share.record.lock.duration.ms=15000", flush=True)
             produce(bootstrap, topic, jobs, timeout_s=120)
-            print(f"{records} jobs over {KEYS} keys in {topic} (3 partitions), job {poisoned(records)} poisoned", flush=True)
-        except Exception as exc:  # noqa: BLE001 - a cluster that refuses group configs: produce once all fetch
+            print(f"{records} jobs over {KEYS} keys in {topic} (3 partitions), job {poisoned(records)} poisoned",
+                  flush=True)
+        except Exception as exc:
             configured = False
             print(f"group configs not set ({exc}); the jobs are written once every worker fetches "
                   "(a new share group starts at the partitions' ends; locks last 30 s)", flush=True)
@@ -258,7 +264,7 @@ def run(bootstrap: str, group: str, topic: str, jobs: list[tuple[int, bytes, byt
         for w in workers:
             w.join(30)
     elapsed = time.monotonic() - started
-    victim = workers[VICTIM] if VICTIM < len(workers) else None
+    victim = workers[VICTIM] if len(workers) > VICTIM else None
     per_worker = collections.Counter(n for index in accepted for n, _ in delivery[index])
     busy = sum(1 for w in workers if per_worker[w.number] > 0)
     redelivered = sorted(i for i, got in delivery.items() if any(count > 1 for _, count in got))

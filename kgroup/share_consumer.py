@@ -240,7 +240,7 @@ class ShareConsumer(Generic[K, V]):
         deadline = self._clock.monotonic() + timeout_ms / 1000
         polled_at = self._clock.monotonic()
         while True:
-            if self._clock.monotonic() - polled_at >= 0.5:  # a long poll() keeps the poll watchdog fed (Java's PollEvent)
+            if self._clock.monotonic() - polled_at >= 0.5:  # a long poll() feeds the poll watchdog (Java's PollEvent)
                 polled_at = self._clock.monotonic()
                 self._group.post(ev.Polled())
             self._drain_mailbox()

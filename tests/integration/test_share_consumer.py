@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 import pytest
 
 from kgroup import AcknowledgeType, ShareConsumer
-from kgroup.admin import GroupAdmin
 from kgroup._error_codes import UNSUPPORTED_VERSION
+from kgroup.admin import GroupAdmin
 from kgroup.errors import SHARE_GROUPS_NOT_SUPPORTED, FatalGroupError, IllegalStateError, WakeupError
 from kgroup.testing.broker import alter_group_configs, produce
 from kgroup.types import ShareConsumerRecord, TopicPartition
