@@ -21,7 +21,8 @@ records per ``poll()``):
 * sends the acknowledgements with ``commit_sync()`` and reports only what the broker answered
   without error (a record whose lock expired would come back to someone else).
 
-Worker 0 is killed with SIGKILL half-way through its second batch: the records it held were
+The first worker to have records accepted is killed with SIGKILL half-way through its next batch
+(the demo tells it on its stdin; it stops there and reports what it holds): the records it held were
 never acknowledged, the broker releases them when the connection drops (or at the latest when
 their locks expire: the group's ``share.record.lock.duration.ms``), and other workers get them
 with ``delivery_count`` 2.
@@ -54,7 +55,6 @@ from typing import Any
 
 KEYS = 60
 SLOW_KEYS = 6  # keys 0-5: 30 ms per record
-VICTIM = 0  # the worker killed with SIGKILL
 MAX_POLL_RECORDS = 10
 
 
@@ -86,6 +86,14 @@ def worker(number: int, bootstrap: str, group: str, topic: str) -> int:
 
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    crash = threading.Event()  # the demo chose this worker to crash in its next batch
+
+    def listen() -> None:
+        for line in sys.stdin:
+            if line.strip() == "crash":
+                crash.set()
+
+    threading.Thread(target=listen, daemon=True).start()
     consumer: kgroup.ShareConsumer[bytes, bytes] = kgroup.ShareConsumer(
         bootstrap_servers=bootstrap, group_id=group, client_id=f"worker-{number}",
         share_acknowledgement_mode="explicit", share_acquire_mode="record_limit", max_poll_records=MAX_POLL_RECORDS,
@@ -94,7 +102,6 @@ def worker(number: int, bootstrap: str, group: str, topic: str) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    batches = 0
     fetching = False
     try:
         consumer.subscribe([topic])
@@ -105,10 +112,9 @@ def worker(number: int, bootstrap: str, group: str, topic: str) -> int:
                 say(f"fetching lock={consumer.acquisition_lock_timeout_ms()}")
             if not records:
                 continue
-            batches += 1
             done: list[tuple[Any, str, str]] = []
             for n, record in enumerate(records):
-                if number == VICTIM and batches == 2 and n == len(records) // 2:
+                if crash.is_set() and len(records) > 1 and n == len(records) // 2:
                     # mid-batch: what it holds was never acknowledged; wait for the SIGKILL
                     say("held " + " ".join(parse(r.value)[0] for r in records))
                     while True:
@@ -147,7 +153,7 @@ class Worker:
         self.fetching = threading.Event()
         self.process = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--worker", str(number), bootstrap, group, topic],
-            stdout=subprocess.PIPE, text=True, bufsize=1,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
         )
         self._report = report
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -224,6 +230,7 @@ def run(bootstrap: str, group: str, topic: str, jobs: list[tuple[int, bytes, byt
     failed: list[str] = []
     fatal: list[str] = []
     progress = threading.Condition(lock)
+    victim: list[Worker] = []  # the worker chosen to crash: the first to have records accepted
 
     def on_line(w: Worker, line: str) -> None:
         kind, _, rest = line.partition(" ")
@@ -232,6 +239,12 @@ def run(bootstrap: str, group: str, topic: str, jobs: list[tuple[int, bytes, byt
                 index, count = (int(x) for x in rest.split())
                 (accepted if kind == "A" else rejected)[index] += 1
                 delivery[index].append((w.number, count))
+                if not victim:
+                    victim.append(w)
+                    print(f"worker-{w.number} will crash in its next batch", flush=True)
+                    assert w.process.stdin is not None
+                    w.process.stdin.write("crash\n")
+                    w.process.stdin.flush()
             elif kind == "failed":
                 failed.append(f"worker-{w.number}: {rest}")
             elif kind == "fatal":
@@ -264,7 +277,6 @@ def run(bootstrap: str, group: str, topic: str, jobs: list[tuple[int, bytes, byt
         for w in workers:
             w.join(30)
     elapsed = time.monotonic() - started
-    victim = workers[VICTIM] if len(workers) > VICTIM else None
     per_worker = collections.Counter(n for index in accepted for n, _ in delivery[index])
     busy = sum(1 for w in workers if per_worker[w.number] > 0)
     redelivered = sorted(i for i, got in delivery.items() if any(count > 1 for _, count in got))
@@ -284,19 +296,21 @@ def run(bootstrap: str, group: str, topic: str, jobs: list[tuple[int, bytes, byt
     if accepted[poison] or rejected[poison] != 1 or set(rejected) != {poison}:
         problems.append(f"the poisoned record: accepted {accepted[poison]}, rejected {rejected[poison]} times; "
                         f"rejected records {sorted(rejected)[:5]}")
-    held = victim.held if victim is not None else []
+    held = victim[0].held if victim else []
+    victim_n = victim[0].number if victim else -1
     if not held:
-        problems.append(f"worker-{VICTIM} was never killed mid-batch (it got fewer than two batches)")
-    again = [i for i in held if any(n != VICTIM and count >= 2 for n, count in delivery.get(i, []))]
+        problems.append("no worker was killed mid-batch" + (
+            f" (worker-{victim_n}, chosen, got no batch of two records or more after)" if victim else ""))
+    again = [i for i in held if any(n != victim_n and count >= 2 for n, count in delivery.get(i, []))]
     if held and len(again) != len(held):
         problems.append(f"of the {len(held)} records the killed worker held, {len(held) - len(again)} were not "
                         f"delivered again to another worker with delivery_count 2+")
     if problems:
         print("FAIL: " + "; ".join(problems))
         return 1
-    counts = sorted({count for i in held for n, count in delivery[i] if n != VICTIM})
+    counts = sorted({count for i in held for n, count in delivery[i] if n != victim_n})
     print(f"PASS: {len(accepted)}/{len(expected)} records accepted exactly once by {busy} of {workers_n} workers "
-          f"on 3 partitions, 1 poisoned record rejected and never accepted, worker-{VICTIM} killed holding "
+          f"on 3 partitions, 1 poisoned record rejected and never accepted, worker-{victim_n} killed holding "
           f"{len(held)} records: all redelivered to others (delivery_count {'/'.join(map(str, counts))}), "
           f"{len(redelivered)} redelivered in all, {len(failed)} acknowledgements refused, {elapsed:.1f} s")
     return 0
