@@ -31,8 +31,8 @@ Before the workers start, the example sets the group's configs with ``kgroup.tes
 (IncrementalAlterConfigs on the GROUP resource): ``share.auto.offset.reset=earliest`` (a new share
 group otherwise starts at the partitions' ends) and ``share.record.lock.duration.ms=15000``
 (the lowest the broker allows by default, ``group.share.min.record.lock.duration.ms``; the
-default is 30000). Where the cluster refuses, the workers start first and the jobs are written
-once every worker fetches.
+default is 30000). The jobs are written once every worker fetches (after 60 s at the latest;
+where the cluster refuses the group configs, only then: a new share group starts at the ends).
 
 The last line is ``PASS: ...`` when every record but the poisoned one was accepted exactly once,
 the poisoned one rejected and never accepted, and every record the killed worker held was
@@ -180,7 +180,7 @@ class Worker:
 
 
 def main() -> int:
-    from kgroup.testing import alter_group_configs, create_topic, produce, start_broker
+    from kgroup.testing import alter_group_configs, create_topic, start_broker
 
     records = int(os.environ.get("RECORDS", "3000"))
     workers_n = int(os.environ.get("WORKERS", "12"))
@@ -205,13 +205,10 @@ def main() -> int:
                                                    "share.record.lock.duration.ms": "15000"})
             configured = True
             print(f"group {group}: share.auto.offset.reset=earliest, share.record.lock.duration.ms=15000", flush=True)
-            produce(bootstrap, topic, jobs, timeout_s=120)
-            print(f"{records} jobs over {KEYS} keys in {topic} (3 partitions), job {poisoned(records)} poisoned",
-                  flush=True)
         except Exception as exc:
             configured = False
-            print(f"group configs not set ({exc}); the jobs are written once every worker fetches "
-                  "(a new share group starts at the partitions' ends; locks last 30 s)", flush=True)
+            print(f"group configs not set ({exc}): a new share group starts at the partitions' ends, so the jobs "
+                  "wait for every worker to fetch; locks last 30 s", flush=True)
         return run(bootstrap, group, topic, jobs, workers_n, timeout_s, configured, started)
     finally:
         broker.stop()
@@ -257,11 +254,15 @@ def run(bootstrap: str, group: str, topic: str, jobs: list[tuple[int, bytes, byt
     workers = [Worker(n, bootstrap, group, topic, on_line) for n in range(workers_n)]
     deadline = started + timeout_s
     try:
-        if not configured:
-            for w in workers:
-                if not w.fetching.wait(max(0.0, deadline - time.monotonic())):
-                    break
-            produce(bootstrap, topic, jobs, timeout_s=120)
+        # the jobs go once every worker fetches, so that all twelve share them from the start (with
+        # share.auto.offset.reset=earliest a late worker misses nothing: after 60 s they go anyway)
+        fetch_deadline = min(deadline, time.monotonic() + 60) if configured else deadline
+        while not all(w.fetching.is_set() for w in workers) and not fatal and time.monotonic() < fetch_deadline:
+            time.sleep(0.2)
+        print(f"{sum(w.fetching.is_set() for w in workers)} of {workers_n} workers fetching after "
+              f"{time.monotonic() - started:.0f} s", flush=True)
+        produce(bootstrap, topic, jobs, timeout_s=120)
+        print(f"{records} jobs over {KEYS} keys in {topic} (3 partitions), job {poison} poisoned", flush=True)
         printed = time.monotonic()
         with progress:
             while len(accepted) + len(rejected) < records and not fatal and time.monotonic() < deadline:

@@ -137,6 +137,6 @@ def test_work_queue_example_passes(broker_kind, request):
     assert re.search(r"worker-\d+ killed holding ([1-9]\d*) records: all redelivered to others "
                      r"\(delivery_count 2\)", lines[-1]), report(result)
     busy = int(re.search(r"exactly once by (\d+) of 12", lines[-1]).group(1))
-    assert busy >= 3, report(result)  # more workers than partitions took records
+    assert busy > 3, report(result)  # more workers than partitions took records
     assert any(re.match(r"worker-\d+ holds jobs [\d ]+ mid-batch: SIGKILL", line) for line in lines), report(result)
     print(f"\nwork_queue on {broker_kind}: {time.monotonic() - started:.1f} s; {lines[-1]}")
