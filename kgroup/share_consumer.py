@@ -256,7 +256,11 @@ class ShareConsumer(Generic[K, V]):
         self._group.post(ev.Polled())
         fetcher.raise_errors()  # an error of the last poll's records (a deserializer's), before more
         deadline = self._clock.monotonic() + timeout_ms / 1000
+        polled_at = self._clock.monotonic()
         while True:
+            if self._clock.monotonic() - polled_at >= 0.5:  # a long poll() feeds the poll watchdog (Java's PollEvent)
+                polled_at = self._clock.monotonic()
+                self._group.post(ev.Polled())
             self._drain_mailbox()
             records = fetcher.hand_out(self._config.consumer.max_poll_records) if fetcher.has_buffered() else []
             fetcher.step(fetch=not records)

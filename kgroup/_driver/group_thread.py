@@ -109,7 +109,9 @@ class GroupThread:
     ``ShareGroupMachine`` (KIP-932) with ``share=True``, whose heartbeats go through the
     transport's ``share_group_heartbeat`` (``ShareGroupTransport``) and whose topic ids are
     looked up the same way (no leader watch, no session-timeout look-up: the share
-    coordinator assigns, and the share consumer's ``poll()`` has no records to hold).
+    coordinator assigns, and the share consumer's ``poll()`` has no records to hold). Every
+    machine's ``max_poll_interval_ms`` watchdog is its own deadline (``next_deadline``, ``tick``),
+    fed by the ``Polled`` events ``poll()`` posts: the loop needs nothing more for it.
 
     Args:
         config: consumer configuration.

@@ -36,6 +36,12 @@ The member, as Java's ``ShareMembershipManager`` (on ``AbstractMembershipManager
    to the poll thread as lost, then the member rejoins with epoch 0 at once.
 5. **Leave** (``Leave``, ``Unsubscribe``): the partitions are released, then a heartbeat with
    epoch -1 goes out; its answer (or none) ends the membership: CLOSED, or UNSUBSCRIBED.
+6. **The poll watchdog** (``max_poll_interval_ms`` without ``Polled``, while the member is in the
+   group and not leaving, its coordinator known): the member sends the leave heartbeat (epoch -1,
+   its answer ignored), then is STALE: the partitions go to the poll thread as lost, no
+   heartbeats; the next ``Polled`` rejoins with epoch 0, once the lost partitions are released
+   (Java's ``AbstractHeartbeatRequestManager.poll``, ``transitionToSendingLeaveGroup(true)``,
+   ``transitionToStale`` and ``maybeRejoinStaleMember``).
 """
 
 from __future__ import annotations
@@ -128,13 +134,13 @@ ShareGroupEvent = (
 
 
 #: Where a member of a share group stands: Java's ``MemberState``, which ``ShareMembershipManager``
-#: shares with the consumer protocol's ``ConsumerMembershipManager`` (and CLOSED); a share member is
-#: never STALE: this increment has no poll watchdog (docs/share-groups.md)
+#: shares with the consumer protocol's ``ConsumerMembershipManager`` (and CLOSED); STALE: the poll
+#: watchdog made the member leave (docs/share-groups.md, "The poll watchdog")
 ShareMemberState = MemberState
 _S = MemberState
 
-#: the states a share member takes (``EVENT_TABLE``'s): every state but STALE
-SHARE_STATES: Final = frozenset(MemberState) - {MemberState.STALE}
+#: the states a share member takes (``EVENT_TABLE``'s): every one
+SHARE_STATES: Final = frozenset(MemberState)
 
 #: each state as the poll thread reads it (``MemberSnapshot.state``): the consumer protocol's
 #: reading; ``state_name`` keeps the member's own
@@ -150,6 +156,8 @@ _TAKES_ASSIGNMENT: Final = frozenset({_S.JOINING, _S.RECONCILING, _S.ACKNOWLEDGI
 _LOOKS_UP: Final = _HEARTBEATING | {_S.FENCED}
 #: states in which a heartbeat may be in flight (the leave's in LEAVING)
 _SENDS_HEARTBEATS: Final = _HEARTBEATING | {_S.LEAVING}
+#: states in which the poll watchdog runs (Java: not ``shouldSkipHeartbeat``, not ``isLeavingGroup``)
+_WATCHED: Final = frozenset({_S.JOINING, _S.RECONCILING, _S.ACKNOWLEDGING, _S.STABLE})
 
 
 def _table() -> Mapping[ShareMemberState, Mapping[type, Verdict]]:
@@ -160,15 +168,15 @@ def _table() -> Mapping[ShareMemberState, Mapping[type, Verdict]]:
       after a close (CLOSED) and a fatal error they are ignored, except ``Subscribe``, which is
       illegal then (a closed consumer cannot subscribe; nor can one that is closing: its
       handler raises before any change), and ``Leave``, which closes a FATAL member.
-    * ``StepCompleted``: a step is out only in RECONCILING (the reconcile step), FENCED (the
-      lost partitions), PREPARE_LEAVING (the release) and FATAL (the lost partitions); CLOSED
-      ignores a late one. Anywhere else it is illegal.
+    * ``StepCompleted``: a step is out only in RECONCILING (the reconcile step), FENCED and
+      STALE (the lost partitions), PREPARE_LEAVING (the release) and FATAL (the lost
+      partitions); CLOSED ignores a late one. Anywhere else it is illegal.
     * Responses are matched to their request first (a stale one is dropped in every state);
       the table judges the rest. A heartbeat is in flight only while the member heartbeats or
       leaves (not FENCED: the answer that fenced it was the one in flight); a FindCoordinator
       only while it looks for its coordinator (not LEAVING: without a coordinator the leave is
       not sent). ``RequestFailed`` answers either. None is in flight in UNSUBSCRIBED (the leave
-      ends them all).
+      ends them all) nor in STALE (the watchdog's leave is not waited for).
     """
     live = SHARE_STATES - {_S.CLOSED, _S.FATAL}
     responses = {
@@ -183,7 +191,7 @@ def _table() -> Mapping[ShareMemberState, Mapping[type, Verdict]]:
         Leave: live | {_S.FATAL},
         MetadataUpdated: live,
         CoordinatorDead: live,
-        StepCompleted: frozenset({_S.RECONCILING, _S.FENCED, _S.PREPARE_LEAVING, _S.FATAL}),
+        StepCompleted: frozenset({_S.RECONCILING, _S.FENCED, _S.STALE, _S.PREPARE_LEAVING, _S.FATAL}),
         **responses,
     }
     ignored: dict[type, frozenset[ShareMemberState]] = {
@@ -215,7 +223,7 @@ def _flatten(topics: Iterable[TopicIdPartitions]) -> frozenset[tuple[UUID, int]]
 
 class _Step(enum.Enum):
     RECONCILE = "reconcile"
-    LOST = "lost"  # fenced or fatal
+    LOST = "lost"  # fenced, stale or fatal
     RELEASE = "release"  # leaving
 
 
@@ -227,7 +235,8 @@ class ShareGroupMachine(BrokerAssignedMember):
 
     Args:
         config: the consumer's configuration: ``group_id``, ``client_rack``,
-            ``retry_backoff_ms``, ``retry_backoff_max_ms``, ``request_timeout_ms``.
+            ``retry_backoff_ms``, ``retry_backoff_max_ms``, ``request_timeout_ms``,
+            ``max_poll_interval_ms`` (the poll watchdog).
         rng: randomness for the member id and the backoff jitter (``random.Random(seed)`` in tests).
         member_id: use this member id instead of generating one.
 
@@ -266,6 +275,10 @@ class ShareGroupMachine(BrokerAssignedMember):
         self._asked_ids: frozenset[UUID] = frozenset()
         self._step: tuple[RebalanceStep, _Step] | None = None
         self._next_step_id = 1
+        #: the poll watchdog: when the application last polled; whether the watchdog fired and the
+        #: application has not polled since (Java's ``isPollTimerExpired``)
+        self._last_poll = 0.0
+        self._poll_expired = False
 
     # ---------------------------------------------------------------- what the driver reads
     @property
@@ -322,15 +335,16 @@ class ShareGroupMachine(BrokerAssignedMember):
         )
 
     def next_deadline(self, now: float) -> float:
-        """When ``tick`` next has work: the heartbeat, or the coordinator lookup."""
+        """When ``tick`` next has work: the heartbeat, the coordinator lookup, or the poll watchdog."""
         if self._state in (_S.CLOSED, _S.FATAL):
             return float("inf")
         if self._coordinator.node_id is None:
             waiting = self._find_rid is not None or self._state not in _LOOKS_UP
             return float("inf") if waiting else max(now, self._coordinator.lookup.at)
-        if self._state not in _SENDS_HEARTBEATS or self._heartbeat_rid is not None:
-            return float("inf")
-        return max(now, self._heartbeat_due())
+        watchdog = self._poll_deadline() if self._watchdog_armed() else float("inf")
+        if not (self._heartbeating() or self._state is _S.LEAVING) or self._heartbeat_rid is not None:
+            return max(now, watchdog)
+        return max(now, min(self._heartbeat_due(), watchdog))
 
     # ---------------------------------------------------------------- entry points
     def handle(self, event: ShareGroupEvent, now: float) -> list[Command | SendShareGroupHeartbeat]:
@@ -363,14 +377,16 @@ class ShareGroupMachine(BrokerAssignedMember):
             except ProtocolViolation as exc:  # raised before any change (``Subscribe`` after ``Leave``, ...)
                 self._poisoned = exc
                 raise
+        self._check_poll_watchdog(now, out)
         self._drive(now, out)
         return out
 
     def tick(self, now: float) -> list[Command | SendShareGroupHeartbeat]:
-        """Send what is due at ``now`` (the heartbeat, the coordinator lookup)."""
+        """Send what is due at ``now`` (the heartbeat, the coordinator lookup, the poll watchdog's leave)."""
         if self._poisoned is not None:
             raise self._poisoned
         out: list[Command | SendShareGroupHeartbeat] = []
+        self._check_poll_watchdog(now, out)
         self._drive(now, out)
         return out
 
@@ -452,8 +468,12 @@ class ShareGroupMachine(BrokerAssignedMember):
             if self._leave_rid is None:
                 self._send_leave(out)
             return
-        if self._state in _HEARTBEATING and self._heartbeat_rid is None and now >= self._heartbeat_due():
+        if self._heartbeating() and self._heartbeat_rid is None and now >= self._heartbeat_due():
             self._send_heartbeat(now, out)
+
+    def _heartbeating(self) -> bool:
+        """In the group and heartbeating: not while releasing for a leave without an epoch (fenced, stale)."""
+        return self._state in _HEARTBEATING and not (self._state is _S.PREPARE_LEAVING and self._epoch <= 0)
 
     def _send_heartbeat(self, now: float, out: list[Any]) -> None:
         """Only what changed since the last heartbeat (Java's ``ShareHeartbeatRequestManager.HeartbeatState``)."""
@@ -513,10 +533,12 @@ class ShareGroupMachine(BrokerAssignedMember):
 
     # ---------------------------------------------------------------- leaving, fencing, fatal
     def _start_leave(self, out: list[Any]) -> None:
-        if self._state in (_S.UNSUBSCRIBED, _S.FENCED) and self._step is None:
+        if self._state in (_S.UNSUBSCRIBED, _S.FENCED, _S.STALE) and self._step is None:
             self._epoch = JOIN_GROUP_MEMBER_EPOCH
             self._finish_leave()
             return
+        if self._state is _S.STALE:  # the watchdog's leave went already: release, then done
+            self._leave_unneeded = True
         self._transition(_S.PREPARE_LEAVING)
         if self._step is None and not self._release(_Step.LOST if self._epoch <= 0 else _Step.RELEASE, out):
             self._to_leaving()
@@ -532,10 +554,53 @@ class ShareGroupMachine(BrokerAssignedMember):
     def _finish_leave(self) -> None:
         self._leave_rid = self._heartbeat_rid = self._find_rid = None
         self._leave_unneeded = False
+        self._poll_expired = False
         self._epoch = JOIN_GROUP_MEMBER_EPOCH
         self._target = frozenset()
         self._sent_topics = None
         self._transition(_S.CLOSED if self._closing else _S.UNSUBSCRIBED)
+
+    # ---------------------------------------------------------------- the poll watchdog
+    def _poll_deadline(self) -> float:
+        return self._last_poll + self._config.max_poll_interval_ms / 1000
+
+    def _watchdog_armed(self) -> bool:
+        return self._coordinator.node_id is not None and self._state in _WATCHED
+
+    def _check_poll_watchdog(self, now: float, out: list[Any]) -> None:
+        """No ``Polled`` for ``max_poll_interval_ms``: leave (epoch -1, answer ignored), release as lost (STALE).
+
+        Java's ``AbstractHeartbeatRequestManager.poll`` on an expired poll timer:
+        ``transitionToSendingLeaveGroup(true)`` (PREPARE_LEAVING, LEAVING), the leave heartbeat
+        whose response is ignored, the heartbeat state reset; the heartbeat generated moves the
+        member to STALE (``transitionToStale``), which releases the partitions as lost.
+        """
+        if not self._watchdog_armed() or now < self._poll_deadline():
+            return
+        log.warning(
+            "share group %s member %s: poll() was not called within max_poll_interval_ms (%d ms): the time spent "
+            "processing records is too long; leaving the group until the next poll() (increase "
+            "max_poll_interval_ms or lower max_poll_records)",
+            self._group_id, self._member_id, self._config.max_poll_interval_ms,
+        )
+        self._poll_expired = True
+        self._transition(_S.PREPARE_LEAVING)
+        self._transition(_S.LEAVING)
+        self._heartbeat_rid = None  # the heartbeat in flight no longer counts
+        out.append(self._heartbeat(self._rid(), LEAVE_GROUP_MEMBER_EPOCH))  # not waited for
+        self._epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._target = frozenset()
+        self._sent_topics = None
+        self._retry = RetryTimer()
+        self._transition(_S.STALE)
+        if self._step is None:
+            self._release(_Step.LOST, out)
+
+    def _rejoin_if_stale(self) -> None:
+        """STALE, the application polled since and the lost partitions are released: rejoin (epoch 0)."""
+        if self._state is _S.STALE and not self._poll_expired and self._step is None and not self._closing:
+            self._retry = RetryTimer()
+            self._transition(_S.JOINING)
 
     def _fence(self, reason: str, out: list[Any]) -> None:
         """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: release the partitions as lost, then rejoin with epoch 0."""
@@ -576,6 +641,12 @@ class ShareGroupMachine(BrokerAssignedMember):
             self._start_leave(out)
 
     def _on_polled(self, event: Polled, now: float, out: list[Any]) -> None:
+        self._last_poll = now  # Java's resetPollTimer
+        if self._poll_expired:  # Java's maybeRejoinStaleMember
+            log.warning("share group %s member %s: poll() called again after max_poll_interval_ms expired; "
+                        "rejoining the group", self._group_id, self._member_id)
+            self._poll_expired = False
+            self._rejoin_if_stale()
         # Java's AbstractMembershipManager.onConsumerPoll: a new subscription joins inside poll()
         if self._state is _S.UNSUBSCRIBED and self._subscription_changed and self._topics:
             self._subscription_changed = False
@@ -608,6 +679,9 @@ class ShareGroupMachine(BrokerAssignedMember):
         elif self._state is _S.FENCED:
             if not self._release(_Step.LOST, out):
                 self._transition(_S.JOINING)
+        elif self._state is _S.STALE:
+            if not self._release(_Step.LOST, out):
+                self._rejoin_if_stale()
         elif self._state is _S.PREPARE_LEAVING:
             if not self._release(_Step.LOST if self._epoch <= 0 else _Step.RELEASE, out):
                 self._to_leaving()

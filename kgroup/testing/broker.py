@@ -728,6 +728,59 @@ def _topic_not_ready(described: list[dict[str, Any]], name: str, partitions: int
 Record = tuple[bytes | None, bytes | None] | tuple[int, bytes | None, bytes | None]
 
 
+def alter_group_configs(
+    bootstrap_servers: str,
+    group_id: str,
+    configs: Mapping[str, str],
+    *,
+    timeout_s: float = 30.0,
+) -> None:
+    """Set a group's own configs (resource type GROUP, KIP-848 and KIP-932), as ``kafka-configs.sh --group``.
+
+    IncrementalAlterConfigs (SET) where the broker serves it (Apache Kafka 2.3+; group configs
+    need 3.8+), through kafka-python's admin client. E.g. a share group's
+    ``share.auto.offset.reset`` (``latest``/``earliest``), ``share.record.lock.duration.ms``
+    (between the broker's ``group.share.min.record.lock.duration.ms`` and
+    ``group.share.max.record.lock.duration.ms``, 15000 to 60000 by default) or
+    ``share.delivery.count.limit``; the group need not exist yet.
+
+    Args:
+        bootstrap_servers: ``host:port[,host:port...]``.
+        group_id: the group.
+        configs: config name -> value (strings, as Kafka's configs are).
+        timeout_s: deadline in seconds for the request.
+
+    Raises:
+        ValueError: ``configs`` is empty or ``timeout_s`` not positive.
+        kafka.errors.KafkaError: the broker refused the change (the message names the config
+            and why: ``InvalidConfigurationError`` for a value out of range, an unknown config,
+            or a cluster without group configs, as Tansu is).
+
+    """
+    from kgroup._io import import_kafka_python  # kafka-python, without its import-time warning
+
+    kafka = import_kafka_python()
+    ConfigResource, ConfigResourceType = kafka.admin.ConfigResource, kafka.admin.ConfigResourceType
+    KafkaError = kafka.errors.KafkaError
+
+    if not configs:
+        raise ValueError("configs must name at least one config")
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+    timeout_ms = max(1, int(timeout_s * 1000))
+    admin = kafka.KafkaAdminClient(
+        bootstrap_servers=bootstrap_servers, client_id=_launch.CLIENT_ID, request_timeout_ms=timeout_ms
+    )
+    try:
+        resource = ConfigResource(ConfigResourceType.GROUP, group_id, configs={k: str(v) for k, v in configs.items()})
+        answer = admin.alter_configs([resource], raise_on_unknown=False)
+    finally:
+        admin.close()
+    outcome = answer.get("group", {}).get(group_id)
+    if outcome != "OK":
+        raise KafkaError(f"IncrementalAlterConfigs of group {group_id!r} {dict(configs)!r}: {outcome}")
+
+
 def produce(
     bootstrap_servers: str,
     topic: str,

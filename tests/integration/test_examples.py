@@ -4,7 +4,7 @@ and exit code, the example itself unchanged.
 On ``[tansu]`` an example starts its own embedded broker (``kgroup.testing.start_broker()``
 with ``KGROUP_BROKER=tansu``); on ``[apache-kafka]`` the quickstart starts its own Apache Kafka
 (``KGROUP_BROKER=apache-kafka python examples/quickstart.py``, as the README says) and the static
-membership, exactly-once and parallel-service examples are pointed at the session's Apache Kafka with
+membership, exactly-once, parallel-service and work-queue examples are pointed at the session's Apache Kafka with
 ``KGROUP_BOOTSTRAP_SERVERS``, so that Kafka's own coordinator, not the coordinator proxy the example puts in front of an
 embedded broker, serves its group. With ``KGROUP_BOOTSTRAP_SERVERS`` set for the whole run, every
 example uses that cluster (inherited from this environment).
@@ -13,6 +13,7 @@ example uses that cluster (inherited from this environment).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -117,3 +118,25 @@ def test_parallel_service_example_passes(broker_kind, request):
     assert "0 processed twice" in lines[-1], report(result)  # one member, no crash: nothing redone
     assert any(line.startswith("stopped: 1999 records processed, 1 dead-lettered") for line in lines), report(result)
     print(f"\nparallel_service on {broker_kind}: {time.monotonic() - started:.1f} s; {lines[-1]}")
+
+
+@pytest.mark.broker_kinds("apache-kafka")
+def test_work_queue_example_passes(broker_kind, request):
+    """examples/work_queue.py on the session's Apache Kafka: twelve share-group workers on three
+    partitions, the poisoned record rejected and never accepted, a worker SIGKILLed mid-batch and
+    what it held redelivered to others with delivery count 2, every other record accepted once."""
+    env = broker_env(broker_kind)
+    if broker_kind == "apache-kafka":  # the session's node, rather than one more of its own
+        env = {BOOTSTRAP_ENV_VAR: request.getfixturevalue("kafka_bootstrap")}
+    started = time.monotonic()
+    result = run_example("work_queue.py", timeout_s=400, RECORDS="1200", TIMEOUT_S="300", **env)
+    lines = result.stdout.strip().splitlines()
+    assert result.returncode == 0, report(result)
+    assert lines and lines[-1].startswith("PASS: 1199/1199 records accepted exactly once by "), report(result)
+    assert "of 12 workers on 3 partitions, 1 poisoned record rejected and never accepted" in lines[-1], report(result)
+    assert re.search(r"worker-\d+ killed holding ([1-9]\d*) records: all redelivered to others "
+                     r"\(delivery_count 2\)", lines[-1]), report(result)
+    busy = int(re.search(r"exactly once by (\d+) of 12", lines[-1]).group(1))
+    assert busy > 3, report(result)  # more workers than partitions took records
+    assert any(re.match(r"worker-\d+ holds jobs [\d ]+ mid-batch: SIGKILL", line) for line in lines), report(result)
+    print(f"\nwork_queue on {broker_kind}: {time.monotonic() - started:.1f} s; {lines[-1]}")

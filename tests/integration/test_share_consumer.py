@@ -9,8 +9,10 @@ What it shows: implicit mode consumes every record once and accepts it; explicit
 RELEASE redelivers (``delivery_count`` 2) and REJECT never does; the records a closed member
 held go to another member; four members on one partition all get records; explicit mode
 refuses a ``poll()`` with a record left unacknowledged; ``commit_sync()`` answers per partition; the
-records a killed member (SIGKILL, ``tests/integration/share_worker.py``) held go to another. And on
-Tansu, which serves no share groups, the consumer fails with ``FatalGroupError``.
+records a killed member (SIGKILL, ``tests/integration/share_worker.py``) held go to another; a
+member that stops polling past ``max_poll_interval_ms`` leaves (the other gets its partitions and
+their records) and its next ``poll()`` rejoins. And on Tansu, which serves no share groups, the
+consumer fails with ``FatalGroupError``.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import pytest
 
 from kgroup import AcknowledgeType, ShareConsumer
 from kgroup._error_codes import UNSUPPORTED_VERSION
+from kgroup.admin import GroupAdmin
 from kgroup.errors import SHARE_GROUPS_NOT_SUPPORTED, FatalGroupError, IllegalStateError, WakeupError
-from kgroup.testing.broker import produce
+from kgroup.testing.broker import alter_group_configs, produce
 from kgroup.types import ShareConsumerRecord, TopicPartition
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
@@ -303,6 +306,49 @@ def test_records_a_killed_member_held_go_to_another(kafka_bootstrap: str, topic_
         if worker.poll() is None:
             worker.kill()
             worker.wait(30)
+
+
+def test_a_member_that_stops_polling_leaves_and_its_next_poll_rejoins(
+    kafka_bootstrap: str, topic_factory: Any, group_id_factory: Any, share_consumers: Any
+) -> None:
+    """The poll watchdog (Java's ``max.poll.interval.ms``): no ``poll()`` for ``max_poll_interval_ms`` sends the
+    leave heartbeat (epoch -1); the coordinator gives the member's partitions to the other, which gets their
+    records; the stalled member's next ``poll()`` rejoins with the same member id and gets partitions again."""
+    topic = topic_factory(3)
+    group_id = group_id_factory()
+    everything = frozenset(TopicPartition(topic, p) for p in range(3))
+    alter_group_configs(kafka_bootstrap, group_id, {"share.auto.offset.reset": "earliest"})
+    stalled = share_consumers(group_id, topic, max_poll_interval_ms=3000)
+    other = share_consumers(group_id, topic)
+    got: list[ShareConsumerRecord[Any, Any]] = []
+
+    def split() -> bool:  # both members have partitions; the coordinator split them
+        got.extend(stalled.poll(100))
+        got.extend(other.poll(100))
+        return bool(stalled.assignment()) and stalled.assignment() | other.assignment() == everything \
+            and other.assignment() != everything
+    wait_for("the two members share the three partitions", split)
+    member_id = stalled.member_id
+    with GroupAdmin.connect(kafka_bootstrap) as admin:
+        stalled_at = time.monotonic()  # from here the stalled member does not poll
+        wait_for("the other member has every partition",
+                 lambda: (got.extend(other.poll(200)), other.assignment() == everything)[1], timeout_s=45.0)
+        left_after = time.monotonic() - stalled_at
+        members = {m.member_id for m in admin.describe_share_group(group_id).members}
+        assert member_id not in members and len(members) == 1
+        produce(kafka_bootstrap, topic, [(p, None, f"w{p}-{i}".encode()) for p in range(3) for i in range(5)])
+        wait_for("the other member gets the stalled member's partitions' records",
+                 lambda: (got.extend(other.poll(200)), len(got) >= 15)[1])
+        assert values(got) == sorted(f"w{p}-{i}".encode() for p in range(3) for i in range(5))
+        assert all(r.delivery_count == 1 for r in got)
+        rejoined_at = time.monotonic()
+        wait_for("the stalled member rejoins at its next poll()",  # the other polls too: it must not stall
+                 lambda: (other.poll(100), stalled.poll(200), bool(stalled.assignment()))[2])
+        assert stalled.member_id == member_id
+        members = {m.member_id for m in admin.describe_share_group(group_id).members}
+        assert members >= {member_id}
+    print(f"\nleft and reassigned {left_after:.1f} s after the last poll (max_poll_interval_ms 3000); "
+          f"rejoined with partitions {time.monotonic() - rejoined_at:.1f} s after polling again")
 
 
 @pytest.mark.broker_kinds("tansu")

@@ -319,6 +319,12 @@ def _leaving() -> ShareGroupMachine:
     return m
 
 
+def _stale() -> ShareGroupMachine:
+    m = _stable()
+    m.tick(301.0)  # max_poll_interval_ms (300000) without a poll: the leave, the lost partitions out
+    return m
+
+
 def _closed() -> ShareGroupMachine:
     m = machine()
     m.handle(ev.Leave(), 0.0)
@@ -328,7 +334,7 @@ def _closed() -> ShareGroupMachine:
 REACH: dict[ShareMemberState, Callable[[], ShareGroupMachine]] = {
     S.UNSUBSCRIBED: _unsubscribed, S.JOINING: _joining, S.RECONCILING: _reconciling,
     S.ACKNOWLEDGING: _acknowledging, S.STABLE: _stable, S.FENCED: _fenced, S.PREPARE_LEAVING: _prepare_leaving,
-    S.LEAVING: _leaving, S.FATAL: _fatal, S.CLOSED: _closed,
+    S.LEAVING: _leaving, S.STALE: _stale, S.FATAL: _fatal, S.CLOSED: _closed,
 }
 
 
@@ -361,7 +367,7 @@ def test_every_state_is_reached_and_read_by_the_poll_thread() -> None:
 def test_the_table_has_every_state_and_event() -> None:
     kinds = {ev.Subscribe, ev.Unsubscribe, ev.Polled, ev.Leave, ev.MetadataUpdated, ev.CoordinatorDead,
              ev.StepCompleted, ev.FindCoordinatorResponded, ShareGroupHeartbeatResponded, ev.RequestFailed}
-    assert set(EVENT_TABLE) == SHARE_STATES == set(S) - {S.STALE}
+    assert set(EVENT_TABLE) == SHARE_STATES == set(S)
     assert all(set(row) == kinds for row in EVENT_TABLE.values())
     # written out independently: the cells that carry the rules
     assert EVENT_TABLE[S.STABLE][ev.StepCompleted] is Verdict.ILLEGAL  # no step out
@@ -371,6 +377,9 @@ def test_the_table_has_every_state_and_event() -> None:
     assert EVENT_TABLE[S.FENCED][ShareGroupHeartbeatResponded] is Verdict.ILLEGAL
     assert EVENT_TABLE[S.LEAVING][ShareGroupHeartbeatResponded] is Verdict.HANDLE  # the leave's answer
     assert EVENT_TABLE[S.LEAVING][ev.FindCoordinatorResponded] is Verdict.ILLEGAL
+    assert EVENT_TABLE[S.STALE][ShareGroupHeartbeatResponded] is Verdict.ILLEGAL  # the leave is not waited for
+    assert EVENT_TABLE[S.STALE][ev.StepCompleted] is Verdict.HANDLE  # the lost partitions
+    assert EVENT_TABLE[S.STALE][ev.Polled] is Verdict.HANDLE  # rejoins
 
 
 CELLS = [(state, kind) for state in EVENT_TABLE for kind in EVENT_TABLE[state]]
@@ -389,16 +398,16 @@ def test_each_cell_does_what_the_table_says(state: ShareMemberState, kind: type)
         assert m.handle(event, 6.0) == [] and m.state is state  # dropped before the table
     elif verdict is Verdict.ILLEGAL:
         with pytest.raises(ProtocolViolation):
-            m.handle(event, 6.0)
+            m.handle(event, 302.0)
         assert m.state is state  # nothing changed
         with pytest.raises(ProtocolViolation):  # poisoned
-            m.tick(7.0)
+            m.tick(303.0)
     elif verdict is Verdict.IGNORE:
         before = m.snapshot()
-        assert m.handle(event, 6.0) == []
+        assert m.handle(event, 302.0) == []
         assert m.snapshot() == before
     else:
-        m.handle(event, 6.0)
+        m.handle(event, 302.0)
 
 
 @pytest.mark.parametrize("state", [S.PREPARE_LEAVING, S.LEAVING, S.CLOSED])
@@ -482,3 +491,110 @@ def test_after_an_error_the_next_heartbeat_waits_for_the_backoff_not_the_interva
     again = only(m.handle(ev.FindCoordinatorResponded(request_id=find.request_id, node_id=2), 5.4),
                  SendShareGroupHeartbeat)  # at once
     assert (again.node_id, again.member_epoch, again.subscribed_topic_names) == (2, 1, ("queue",))
+
+
+# ------------------------------------------------------------------ the poll watchdog
+def watched(max_poll_interval_ms: int = 10000) -> ShareGroupMachine:
+    m = ShareGroupMachine(config(max_poll_interval_ms=max_poll_interval_ms), rng=random.Random(7))
+    stable_with(m)  # polled at 0.0
+    return m
+
+
+def test_no_poll_within_max_poll_interval_leaves_then_releases_the_partitions_as_lost() -> None:
+    """Java's ``AbstractHeartbeatRequestManager.poll`` with an expired poll timer: the leave, then STALE."""
+    m = watched()
+    assert m.next_deadline(0.0) == 5.0  # the heartbeat first
+    m.handle(answer(only(m.tick(5.0), SendShareGroupHeartbeat)), 5.0)
+    assert m.next_deadline(5.0) == 10.0  # then the watchdog, before the heartbeat at 10.0 + interval
+    m.handle(ev.Polled(), 9.0)  # a poll moves the watchdog on
+    assert m.tick(15.0) and m.state is S.STABLE  # the heartbeat at 15.0, no leave
+    assert m.next_deadline(15.0) == 19.0  # the heartbeat is in flight: the watchdog
+    out = m.tick(19.0)
+    leave = only(out, SendShareGroupHeartbeat)
+    assert (leave.member_epoch, leave.member_id, leave.node_id) == (-1, m.member_id, NODE)
+    step = only(out, DeliverStep).step
+    assert (step.lost, step.owned, step.assigned) == (tps(0, 1, 2), frozenset(), frozenset())
+    assert m.state is S.STALE and m.member_epoch == 0
+    assert m.snapshot().state is MemberState.UNJOINED
+    assert m.next_deadline(19.0) == float("inf")  # no heartbeats, no watchdog while STALE
+    assert m.tick(100.0) == []
+    assert m.handle(answer(leave, epoch=-1), 19.5) == []  # the leave's answer is not waited for: dropped
+    m.handle(ev.StepCompleted(step.step_id), 20.0)
+    assert m.state is S.STALE and m.owned == frozenset()  # until the application polls again
+
+
+def test_the_next_poll_rejoins_with_epoch_0_and_the_same_member_id() -> None:
+    """Java's ``maybeRejoinStaleMember``: JOINING once the lost partitions are released."""
+    m = watched()
+    step = only(m.tick(10.0), DeliverStep).step
+    assert m.state is S.STALE
+    assert m.handle(ev.Polled(), 11.0) == []  # the lost partitions are still out: no join yet
+    assert m.state is S.STALE
+    beat = only(m.handle(ev.StepCompleted(step.step_id), 11.5), SendShareGroupHeartbeat)
+    assert m.state is S.JOINING
+    assert (beat.member_epoch, beat.member_id, beat.subscribed_topic_names) == (0, m.member_id, ("queue",))
+    again = only(m.handle(answer(beat, epoch=5, assignment=ALL), 11.6), DeliverStep).step
+    assert again.assigned == tps(0, 1, 2)
+    ack = only(m.handle(ev.StepCompleted(again.step_id), 11.7), SendShareGroupHeartbeat)
+    assert m.state is S.STABLE and m.member_epoch == 5
+    assert m.next_deadline(11.7) == 21.0  # the watchdog runs from the poll at 11.0 again
+    m.handle(answer(ack, epoch=5), 11.8)
+    assert m.next_deadline(11.8) == pytest.approx(16.8)  # the heartbeat first
+    only(m.tick(16.8), SendShareGroupHeartbeat)
+    assert m.next_deadline(16.8) == 21.0
+
+
+def test_a_poll_after_the_release_rejoins_at_once() -> None:
+    m = watched()
+    step = only(m.tick(10.0), DeliverStep).step
+    assert m.handle(ev.StepCompleted(step.step_id), 10.1) == []
+    beat = only(m.handle(ev.Polled(), 30.0), SendShareGroupHeartbeat)
+    assert beat.member_epoch == 0 and m.state is S.JOINING
+
+
+def test_the_watchdog_waits_for_the_coordinator_and_ignores_the_heartbeat_in_flight() -> None:
+    """Java skips the heartbeat manager's poll without a coordinator: the leave goes once it is found."""
+    m = watched()
+    beat = only(m.tick(5.0), SendShareGroupHeartbeat)  # in flight
+    out = m.tick(10.0)
+    assert only(out, SendShareGroupHeartbeat).member_epoch == -1 and m.state is S.STALE
+    assert m.handle(answer(beat, assignment=ALL), 10.1) == []  # its answer no longer counts
+    m2 = watched()
+    find = only(m2.handle(ev.CoordinatorDead("moved"), 1.0) + m2.tick(12.0), SendFindCoordinator)
+    assert m2.tick(12.0) == []  # no coordinator: the watchdog waits
+    assert m2.state is S.STABLE
+    out = m2.handle(ev.FindCoordinatorResponded(request_id=find.request_id, node_id=NODE), 12.1)
+    assert only(out, SendShareGroupHeartbeat).member_epoch == -1 and m2.state is S.STALE
+
+
+def test_a_member_leaving_or_not_in_the_group_has_no_watchdog() -> None:
+    m = watched()
+    step = only(m.handle(ev.Unsubscribe(), 1.0), DeliverStep).step  # PREPARE_LEAVING
+    assert not any(isinstance(c, SendShareGroupHeartbeat) and c.member_epoch == -1 for c in m.tick(20.0))
+    assert m.state is S.PREPARE_LEAVING
+    leave = only(m.handle(ev.StepCompleted(step.step_id), 21.0), SendShareGroupHeartbeat)
+    m.handle(answer(leave, epoch=-1), 21.1)
+    assert m.state is S.UNSUBSCRIBED and m.next_deadline(21.1) == float("inf") and m.tick(100.0) == []
+
+
+def test_close_or_unsubscribe_while_stale_sends_no_second_leave() -> None:
+    m = watched()
+    step = only(m.tick(10.0), DeliverStep).step
+    assert m.handle(ev.Leave(), 11.0) == []  # the lost partitions are still out; no heartbeat at epoch 0
+    assert m.state is S.PREPARE_LEAVING and m.next_deadline(11.0) == float("inf")
+    assert m.handle(ev.StepCompleted(step.step_id), 11.1) == [] and m.state is S.CLOSED
+    m2 = watched()
+    m2.handle(ev.StepCompleted(only(m2.tick(10.0), DeliverStep).step.step_id), 10.1)
+    assert m2.handle(ev.Unsubscribe(), 11.0) == [] and m2.state is S.UNSUBSCRIBED
+    assert m2.handle(ev.Polled(), 12.0) == [] and m2.state is S.UNSUBSCRIBED  # no subscription: no join
+
+
+def test_a_step_out_when_the_watchdog_fires_completes_then_is_released_as_lost() -> None:
+    m = ShareGroupMachine(config(max_poll_interval_ms=10000), rng=random.Random(7))
+    m.handle(ev.MetadataUpdated(NAMES), 0.0)
+    step = only(m.handle(answer(joining(m), assignment=ALL), 0.0), DeliverStep).step  # RECONCILING, step out
+    out = m.tick(10.0)
+    assert only(out, SendShareGroupHeartbeat).member_epoch == -1 and m.state is S.STALE
+    assert not any(isinstance(c, DeliverStep) for c in out)  # one step out at a time
+    lost = only(m.handle(ev.StepCompleted(step.step_id), 10.1), DeliverStep).step
+    assert lost.lost == tps(0, 1, 2) and m.state is S.STALE
