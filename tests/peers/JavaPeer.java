@@ -82,6 +82,9 @@
  *                                           stamped when commitSync() returned; polled is the
  *                                           "t" of the poll() those n records came from
  *   {"event":"error","name":...,"fatal":false,"message":...}, {"event":"closing"}, {"event":"closed"}
+ *   --max-poll-records N (default 500); --acquire-mode batch_optimized|record_limit
+ *   (share.acquire.mode, default batch_optimized); --gate: after "ready", wait for the command "go" before
+ *   the first poll() (the benchmark starts every member at once).
  *   Input: "close" (close() and exit 0), as in --mode peer.
  */
 
@@ -398,7 +401,7 @@ public class JavaPeer {
     static final Properties extra = new Properties();
 
     static Map<String, String> parse(String[] args) {
-        Set<String> flags = Set.of("--record", "--commit");
+        Set<String> flags = Set.of("--record", "--commit", "--gate");
         Map<String, String> opts = new HashMap<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
@@ -665,6 +668,7 @@ public class JavaPeer {
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, opts.getOrDefault("client-id", "java-share"));
         p.put(ConsumerConfig.SHARE_ACKNOWLEDGEMENT_MODE_CONFIG, "explicit");
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, opts.getOrDefault("max-poll-records", "500"));
+        p.put("share.acquire.mode", opts.getOrDefault("acquire-mode", "batch_optimized"));
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         p.putAll(extra);
@@ -677,6 +681,12 @@ public class JavaPeer {
         KafkaShareConsumer<byte[], byte[]> share = new KafkaShareConsumer<>(shareConfig(opts));
         share.subscribe(List.of(opts.get("topic")));
         emit("ready", null);
+        if (opts.containsKey("gate") && "close".equals(cmds.take())) { // wait for "go"
+            emit("closing", null);
+            share.close();
+            emit("closed", null);
+            return;
+        }
         boolean fetching = false;
         while (true) {
             if ("close".equals(cmds.poll())) {

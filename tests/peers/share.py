@@ -19,15 +19,23 @@ SHARE_CLIENTS = ("kgroup", "java", "confluent")
 
 
 def share_command(client: str, bootstrap: str, group: str, topic: str, *, work_ms: float = 0.0,
+                  max_poll_records: int = 500, acquire_mode: str = "batch_optimized", gate: bool = False,
                   compiled: bool = False) -> list[str]:
     """The command line of one share-group member of ``client`` (see :data:`SHARE_CLIENTS`).
+
+    ``work_ms``: sleep per record before its ACCEPT; ``acquire_mode``: Java's ``share.acquire.mode``
+    (kgroup's ``share_acquire_mode``; confluent-kafka 2.16 has none, ``max_poll_records`` only); ``gate``: wait for ``go`` after ``ready``;
+    ``compiled``: the Java peer compiled with ``javac``, HotSpot's defaults (benchmarks).
 
     Raises:
         ValueError: an unknown client.
         RuntimeError: Java or the Apache Kafka jars are missing (``java``).
 
     """
-    common = ["--bootstrap", bootstrap, "--group", group, "--topic", topic, "--work-ms", str(work_ms)]
+    common = ["--bootstrap", bootstrap, "--group", group, "--topic", topic, "--work-ms", str(work_ms),
+              "--max-poll-records", str(max_poll_records), *(["--gate"] if gate else [])]
+    if client != "confluent":
+        common += ["--acquire-mode", acquire_mode]
     if client == "java":
         return java_command(["--mode", "share", *common], quick_start=not compiled, compiled=compiled)
     if client in ("kgroup", "confluent"):

@@ -1,7 +1,8 @@
 """A share-group member (KIP-932) as a peer process: kgroup's ``ShareConsumer`` or confluent-kafka's.
 
 Run as ``python -m tests.peers.share_peer --client kgroup|confluent --bootstrap HOST:PORT --group G
---topic T [--work-ms MS]``. It speaks the share mode of ``JavaPeer.java`` (``--mode share``,
+--topic T [--work-ms MS] [--max-poll-records N] [--acquire-mode M] [--gate]`` (``--gate``: after ``ready``, wait for the
+command ``go`` before the first poll). It speaks the share mode of ``JavaPeer.java`` (``--mode share``,
 Apache Kafka's ``KafkaShareConsumer``), so a test or a benchmark drives the three clients alike:
 explicit acknowledgement mode; each record, after ``--work-ms`` ms of sleep (I/O-like work), is
 acknowledged ACCEPT, then ``commit_sync()`` sends the acknowledgements and waits for the answer.
@@ -31,7 +32,8 @@ def run_kgroup(args: argparse.Namespace) -> None:
 
     consumer: ShareConsumer[bytes, bytes] = ShareConsumer(
         bootstrap_servers=args.bootstrap, group_id=args.group, client_id="kgroup-share",
-        share_acknowledgement_mode="explicit", max_poll_records=args.max_poll_records)
+        share_acknowledgement_mode="explicit", max_poll_records=args.max_poll_records,
+        share_acquire_mode=args.acquire_mode)
     consumer.subscribe([args.topic])
     loop(consumer, args,
          poll=lambda: consumer.poll(100),
@@ -48,7 +50,7 @@ def run_confluent(args: argparse.Namespace) -> None:
 
     consumer = confluent_kafka.ShareConsumer({
         "bootstrap.servers": args.bootstrap, "group.id": args.group, "client.id": "confluent-share",
-        "share.acknowledgement.mode": "explicit"})
+        "share.acknowledgement.mode": "explicit", "max.poll.records": args.max_poll_records})
     consumer.subscribe([args.topic])
 
     def poll() -> list[Any]:
@@ -75,6 +77,11 @@ def loop(consumer: Any, args: argparse.Namespace, *, poll: Any, lock: Any, field
     cmds = commands()
     work_s = args.work_ms / 1000.0
     emit("ready")
+    if args.gate and cmds.get() == "close":  # wait for "go"
+        emit("closing")
+        close()
+        emit("closed")
+        return
     fetching = False
     while True:
         if not cmds.empty() and cmds.get() == "close":
@@ -115,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--topic", required=True)
     parser.add_argument("--work-ms", type=float, default=0.0)
     parser.add_argument("--max-poll-records", type=int, default=500)
+    parser.add_argument("--acquire-mode", choices=("batch_optimized", "record_limit"), default="batch_optimized",
+                        help="kgroup's share_acquire_mode (confluent-kafka 2.16 has no share.acquire.mode)")
+    parser.add_argument("--gate", action="store_true", help='after "ready", wait for "go" before the first poll')
     args = parser.parse_args(argv)
     (run_kgroup if args.client == "kgroup" else run_confluent)(args)
     return 0
