@@ -66,6 +66,26 @@
  *   value_bytes, headers, seconds (first non-empty poll's start to the last record), wall_seconds
  *   (from before the consumer is built), rps and peak_rss_mb (VmHWM of /proc/self/status).
  *   --work-ms-per-100 MS: sleep MS after each 100 records (a slow consumer's processing).
+ *
+ * --mode share (KIP-932; tests/integration/test_share_interop.py, benchmarks/share.py): Apache
+ *   Kafka's org.apache.kafka.clients.consumer.KafkaShareConsumer in a share group --group
+ *   (share.acknowledgement.mode=explicit; Java's share consumer takes no group.protocol,
+ *   auto.offset.reset or enable.auto.commit), "t" as in --mode peer (CLOCK_MONOTONIC): subscribe,
+ *   then poll(100 ms); each record, after --work-ms MS of sleep (I/O-like work, default 0), is
+ *   acknowledged ACCEPT, then commitSync() sends the acknowledgements and waits for the answer.
+ *   {"event":"ready"}                       subscribed, before the first poll()
+ *   {"event":"fetching","lock_timeout_ms":n} the first answered ShareFetch
+ *                                           (acquisitionLockTimeoutMs() is known)
+ *   {"event":"records","values":[v,...],"partitions":[p,...],"deliveries":[d,...]}
+ *                                           stamped when poll() returned them (values as UTF-8)
+ *   {"event":"committed","polled":t0,"count":n,"failed":[[topic,p,error class],...]}
+ *                                           stamped when commitSync() returned; polled is the
+ *                                           "t" of the poll() those n records came from
+ *   {"event":"error","name":...,"fatal":false,"message":...}, {"event":"closing"}, {"event":"closed"}
+ *   --max-poll-records N (default 500); --acquire-mode batch_optimized|record_limit
+ *   (share.acquire.mode, default batch_optimized); --gate: after "ready", wait for the command "go" before
+ *   the first poll() (the benchmark starts every member at once).
+ *   Input: "close" (close() and exit 0), as in --mode peer.
  */
 
 import java.io.BufferedReader;
@@ -84,11 +104,13 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor;
@@ -97,12 +119,14 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.clients.consumer.RoundRobinAssignor;
 import org.apache.kafka.clients.consumer.StickyAssignor;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.FencedInstanceIdException;
 import org.apache.kafka.common.header.Header;
@@ -141,7 +165,7 @@ public class JavaPeer {
     }
 
     static double now() {
-        if (mode.equals("peer")) {
+        if (mode.equals("peer") || mode.equals("share")) {
             return System.nanoTime() / 1e9; // CLOCK_MONOTONIC on Linux, as time.monotonic()
         }
         Instant i = Instant.now();
@@ -377,7 +401,7 @@ public class JavaPeer {
     static final Properties extra = new Properties();
 
     static Map<String, String> parse(String[] args) {
-        Set<String> flags = Set.of("--record", "--commit");
+        Set<String> flags = Set.of("--record", "--commit", "--gate");
         Map<String, String> opts = new HashMap<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
@@ -462,6 +486,7 @@ public class JavaPeer {
             case "peer": runPeer(opts); break;
             case "bench": runBench(opts); break;
             case "throughput": runThroughput(opts); break;
+            case "share": runShare(opts); break;
             default: throw new IllegalArgumentException("unknown --mode " + mode);
         }
     }
@@ -632,5 +657,98 @@ public class JavaPeer {
             + ",\"value_bytes\":" + valueBytes + ",\"headers\":" + headers + ",\"seconds\":" + seconds
             + ",\"wall_seconds\":" + wall + ",\"rps\":" + rps + ",\"peak_rss_mb\":" + peakRssMb() + "}");
         events.flush();
+    }
+
+    // ------------------------------------------------------------------ share mode (KIP-932)
+
+    static Properties shareConfig(Map<String, String> opts) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.get("bootstrap"));
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, opts.get("group"));
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, opts.getOrDefault("client-id", "java-share"));
+        p.put(ConsumerConfig.SHARE_ACKNOWLEDGEMENT_MODE_CONFIG, "explicit");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, opts.getOrDefault("max-poll-records", "500"));
+        p.put("share.acquire.mode", opts.getOrDefault("acquire-mode", "batch_optimized"));
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+        p.putAll(extra);
+        return p;
+    }
+
+    static void runShare(Map<String, String> opts) throws InterruptedException {
+        long workNanos = (long) (Double.parseDouble(opts.getOrDefault("work-ms", "0")) * 1_000_000);
+        LinkedBlockingQueue<String> cmds = commands();
+        KafkaShareConsumer<byte[], byte[]> share = new KafkaShareConsumer<>(shareConfig(opts));
+        share.subscribe(List.of(opts.get("topic")));
+        emit("ready", null);
+        if (opts.containsKey("gate") && "close".equals(cmds.take())) { // wait for "go"
+            emit("closing", null);
+            share.close();
+            emit("closed", null);
+            return;
+        }
+        boolean fetching = false;
+        while (true) {
+            if ("close".equals(cmds.poll())) {
+                emit("closing", null);
+                share.close();
+                emit("closed", null);
+                return;
+            }
+            try {
+                ConsumerRecords<byte[], byte[]> records = share.poll(Duration.ofMillis(100));
+                double polled = now();
+                if (!fetching) {
+                    Optional<Integer> lock = share.acquisitionLockTimeoutMs();
+                    if (lock.isPresent()) {
+                        fetching = true;
+                        emitAt(polled, "fetching", "\"lock_timeout_ms\":" + lock.get());
+                    }
+                }
+                if (records.isEmpty()) {
+                    continue;
+                }
+                StringBuilder values = new StringBuilder("\"values\":[");
+                StringBuilder parts = new StringBuilder("\"partitions\":[");
+                StringBuilder deliveries = new StringBuilder("\"deliveries\":[");
+                boolean first = true;
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    if (!first) {
+                        values.append(',');
+                        parts.append(',');
+                        deliveries.append(',');
+                    }
+                    first = false;
+                    values.append(quote(r.value() == null ? null : new String(r.value(), StandardCharsets.UTF_8)));
+                    parts.append(r.partition());
+                    deliveries.append(r.deliveryCount().map(String::valueOf).orElse("null"));
+                }
+                emitAt(polled, "records", values.append("],").append(parts).append("],")
+                    .append(deliveries).append(']').toString());
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    if (workNanos > 0) {
+                        sleepNanos(workNanos);
+                    }
+                    share.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                Map<TopicIdPartition, Optional<KafkaException>> answer = share.commitSync();
+                StringBuilder failed = new StringBuilder("[");
+                for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : answer.entrySet()) {
+                    if (e.getValue().isPresent()) {
+                        if (failed.length() > 1) {
+                            failed.append(',');
+                        }
+                        failed.append('[').append(quote(e.getKey().topic())).append(',')
+                            .append(e.getKey().partition()).append(',')
+                            .append(quote(e.getValue().get().getClass().getSimpleName())).append(']');
+                    }
+                }
+                emit("committed", "\"polled\":" + polled + ",\"count\":" + records.count()
+                    + ",\"failed\":" + failed.append(']'));
+            } catch (KafkaException | IllegalStateException e) {
+                emit("error", "\"name\":" + quote(errorName(e)) + ",\"fatal\":false,\"message\":"
+                    + quote(message(e)));
+            }
+        }
     }
 }

@@ -9,7 +9,9 @@ reads one command per line on stdin (``close``, and ``pause`` for the test worke
 * :mod:`tests.peers.process`: the parent side, :class:`~tests.peers.process.PeerProcess`
   (spawn, read events on a thread, send commands, close or kill);
 * :mod:`tests.peers.child`: the child side (``emit`` an event, read ``commands`` from stdin);
-* :mod:`tests.peers.java`: the command line of the Java peer.
+* :mod:`tests.peers.java`: the command line of the Java peer;
+* :mod:`tests.peers.share`: share-group members (KIP-932) of kgroup, Java (``JavaPeer.java --mode
+  share``) and confluent-kafka (:mod:`tests.peers.share_peer`), one protocol, and what each accepted.
 
 The workers are ``tests/integration/peer_worker.py`` (the cross-check tests' kafka-python and
 confluent-kafka members) and ``benchmarks/_members.py`` (the rebalance benchmark's members and
