@@ -330,6 +330,8 @@ class ShareGroupMachine(BrokerAssignedMember):
             return float("inf") if waiting else max(now, self._coordinator.lookup.at)
         if self._state not in _SENDS_HEARTBEATS or self._heartbeat_rid is not None:
             return float("inf")
+        if self._state is _S.LEAVING and self._leave_rid is not None:
+            return float("inf")  # the leave is in flight: nothing to do before its answer (or failure)
         return max(now, self._heartbeat_due())
 
     # ---------------------------------------------------------------- entry points
