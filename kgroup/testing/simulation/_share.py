@@ -257,26 +257,27 @@ class ShareChecker:
                           f"{who} sends {api.AcknowledgeType(kind).name} for {tp}@{offset}; its application decided "
                           f"{api.AcknowledgeType(decided).name}")
 
-    def settled(self, who: str, member_id: str, tp: TopicPartition, offset: int, kind: int | None,
+    def settled(self, who: str, member_id: str, tp: TopicPartition, offset: int, kind: int | None, ok: bool,
                 state: RecordState | None, deadline_ms: int | None) -> None:
-        """After the model applied ``who``'s acknowledgement ``kind`` (None: its session's close) of ``tp@offset``."""
+        """The model answered ``who``'s acknowledgement ``kind`` (None: its session's close) of ``tp@offset``.
+
+        ``ok``: the answer reported no error for it (a partition's acknowledgements are all or
+        nothing); ``state`` and ``deadline_ms``: the record's after.
+        """
         key = (tp, offset)
         held = self._locks.get(key)
-        if state is RecordState.ACQUIRED and held is not None and held.member_id == member_id:
-            if deadline_ms is not None:
+        mine = held is not None and held.member_id == member_id and not held.ended
+        if kind is not None and ok and mine and kind in (AcknowledgeType.ACCEPT, AcknowledgeType.REJECT):
+            self.fate.setdefault(key, "accepted" if kind == AcknowledgeType.ACCEPT else "rejected")
+            self.acknowledged += 1
+        if state is RecordState.ACQUIRED and mine and (kind is None or not ok or kind == AcknowledgeType.RENEW):
+            if deadline_ms is not None and held is not None:
                 held.deadline_ms = deadline_ms  # renewed, or the acknowledgement failed
             return
-        if held is not None and held.member_id == member_id:
+        if mine and held is not None and (ok or state is not RecordState.ACQUIRED):
             held.ended = True
-        if state is None or state.terminal:
-            if kind == AcknowledgeType.ACCEPT and held is not None and held.member_id == member_id:
-                self.fate.setdefault(key, "accepted")
-            elif kind == AcknowledgeType.REJECT and held is not None and held.member_id == member_id:
-                self.fate.setdefault(key, "rejected")
-            else:
-                self.fate.setdefault(key, "archived")
-        if kind is not None:
-            self.acknowledged += 1
+        if state is not None and state.terminal:
+            self.fate.setdefault(key, "archived")
 
     def expired(self, tp: TopicPartition, offset: int, state: RecordState | None) -> None:
         """The model expired the lock of ``tp@offset``; ``state`` after."""
@@ -425,7 +426,9 @@ class ShareSimTransport:
             closing = request.share_session_epoch == api.FINAL_SHARE_SESSION_EPOCH
             held = sim.held_by(request.member_id) if closing else {}
             response = sim.model.share_fetch(model_request).response
-            sim.settle(self.who, request.member_id, acks, held)
+            errors = {tp: response.error_code for tp in acks} if response.error_code else {
+                sim.tp_of(p.topic_id, p.partition): p.acknowledge_error_code for p in response.partitions}
+            sim.settle(self.who, request.member_id, acks, held, errors)
             parts = []
             got = 0
             for part in response.partitions:
@@ -480,7 +483,9 @@ class ShareSimTransport:
             closing = request.share_session_epoch == api.FINAL_SHARE_SESSION_EPOCH
             held = sim.held_by(request.member_id) if closing else {}
             response = sim.model.share_acknowledge(model_request).response
-            sim.settle(self.who, request.member_id, acks, held)
+            errors = {tp: response.error_code for tp in acks} if response.error_code else {
+                sim.tp_of(p.topic_id, p.partition): p.error_code for p in response.partitions}
+            sim.settle(self.who, request.member_id, acks, held, errors)
             sim.trace(f"{self.who}: ShareAcknowledge epoch {request.share_session_epoch} acks "
                       f"{sum(len(v) for v in acks.values())} <- {response.error_code}")
             return sf.ShareAcknowledgeResponse(
@@ -686,19 +691,17 @@ class ShareSimulation:
         return rec.state, rec.member_id, rec.lock_deadline_ms
 
     def settle(self, who: str, member_id: str, acks: dict[TopicPartition, list[tuple[int, int]]],
-               held: dict[tuple[TopicPartition, int], str]) -> None:
-        """After the model answered ``who``'s request: its acknowledgements and its session close applied."""
+               held: dict[tuple[TopicPartition, int], str], errors: dict[TopicPartition, int]) -> None:
+        """After the model answered ``who``'s request: its acknowledgements (``errors``: by partition) and its close."""
         for tp, offsets in acks.items():
             for offset, kind in offsets:
                 state, holder, deadline = self._state(tp, offset)
-                if holder is not None and holder != member_id and state is RecordState.ACQUIRED:
-                    continue  # the lock had expired and someone else took it: this acknowledgement failed
-                self.checker.settled(who, member_id, tp, offset, kind, state, deadline)
+                self.checker.settled(who, member_id, tp, offset, kind, not errors.get(tp, 0), state, deadline)
         acked = {(tp, o) for tp, offsets in acks.items() for o, _ in offsets}
         for (tp, offset) in held:
             if (tp, offset) not in acked:
                 state, _, deadline = self._state(tp, offset)
-                self.checker.settled(who, member_id, tp, offset, None, state, deadline)
+                self.checker.settled(who, member_id, tp, offset, None, True, state, deadline)
 
     def expired(self, before: dict[tuple[TopicPartition, int], str]) -> None:
         for (tp, offset) in before:
