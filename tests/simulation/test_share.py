@@ -23,8 +23,8 @@ from kgroup.testing.coordinator._share_partition import InFlightRecord, RecordSt
 from kgroup.testing.simulation._share import run_share_seed, share_scenario_for
 from kgroup.types import AcknowledgeType
 
-#: CI's seed budget (about 30 s on two loaded cores)
-SEEDS = int(os.environ.get("KGROUP_SIM_SHARE_SEEDS", "200"))
+#: CI's seed budget (about 40 s on two loaded cores)
+SEEDS = int(os.environ.get("KGROUP_SIM_SHARE_SEEDS", "150"))
 SUMMARY = re.compile(r"simulation: (\d+) seeds, (\d+) simulated rebalances, (\d+) faults injected, (\d+) violations")
 
 
