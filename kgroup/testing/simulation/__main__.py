@@ -62,7 +62,8 @@ def main(
             click.echo(repr(scenario))
             click.echo("\n".join(result.trace))
         if result.violations:
-            click.echo(describe(result, lambda s: replay_command(s, group_protocol, poll_columns, version, parallel, share)))
+            click.echo(describe(
+                result, lambda s: replay_command(s, group_protocol, poll_columns, version, parallel, share)))
             sys.exit(1)
         click.echo(
             f"seed {seed}: no violation ({result.rebalances} rebalances, {result.faults} faults, "

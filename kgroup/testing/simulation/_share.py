@@ -251,7 +251,8 @@ class ShareChecker:
             decided = self._decided.get((who, tp, offset))
             if decided is None and kind != AcknowledgeType.RELEASE:
                 self.fail("acknowledgement the application did not make",
-                          f"{who} sends {api.AcknowledgeType(kind).name} for {tp}@{offset}, never decided by its application")
+                          f"{who} sends {api.AcknowledgeType(kind).name} for {tp}@{offset}, never decided by "
+                          "its application")
             elif decided is not None and decided != kind:
                 self.fail("acknowledgement the application did not make",
                           f"{who} sends {api.AcknowledgeType(kind).name} for {tp}@{offset}; its application decided "
@@ -352,7 +353,8 @@ class ShareSimTransport:
                 sim.trace(f"{self.who}: {api_name} answer lost")
                 if getattr(answer, "assignment", None) is not None:
                     sim.stale.add(self.member_id)
-                sim.scheduler.call_later(timeout_ms / 1000, lambda: None if self.dead or future.done() else on_lost(future))
+                sim.scheduler.call_later(
+                    timeout_ms / 1000, lambda: None if self.dead or future.done() else on_lost(future))
                 return
 
             def deliver() -> None:
@@ -584,7 +586,8 @@ class _ShareIncarnation:
                 if self.spec.mode == "explicit" and _draw("commit", sim.scenario.seed, self.name,
                                                           self.batches) < self.spec.commit_share:
                     outcome = consumer.commit_sync()
-                    sim.trace(f"{self.name}: commit_sync -> {sorted((str(tp), type(e).__name__) for tp, e in outcome.items())}")
+                    outcomes = sorted((str(tp), type(e).__name__) for tp, e in outcome.items())
+                    sim.trace(f"{self.name}: commit_sync -> {outcomes}")
             consumer.close(2 * sim.scenario.request_timeout_ms)
             sim.trace(f"{self.name}: closed")
         except Killed:
