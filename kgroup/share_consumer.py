@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from kgroup._clock import Clock, MonotonicClock
-from kgroup._driver.mailbox import Mailbox
+from kgroup._driver.runtime import Runtime, Threads
 from kgroup._typevars import K, V
 from kgroup.config import ShareConsumerConfig, resolve_bootstrap_servers
 from kgroup.deserializers import DeserializerLike, as_function
@@ -68,6 +68,8 @@ class ShareConsumer(Generic[K, V]):
             that fails to deserialize is released and the error raised from ``poll()``.
         transport: a ``ShareGroupTransport`` (tests); default: kafka-python's network client.
         clock: a ``Clock`` (tests).
+        _runtime: how the consumer gets its mailbox and runs its group thread (the deterministic
+            simulator's seam, as ``Consumer``'s); default: real threads.
 
     Raises:
         ConfigError: a bad configuration value, a setting share groups do not take, or no
@@ -86,6 +88,7 @@ class ShareConsumer(Generic[K, V]):
         value_deserializer: DeserializerLike[V] | None = None,
         transport: Any = None,
         clock: Clock | None = None,
+        _runtime: Runtime | None = None,
         **kwargs: Any,
     ) -> None:
         if config is None:
@@ -98,7 +101,8 @@ class ShareConsumer(Generic[K, V]):
         self._clock = clock or MonotonicClock()
         self._transport_arg = transport
         self._transport: Any = None
-        self._mailbox = Mailbox()
+        self._runtime: Runtime = _runtime or Threads()
+        self._mailbox = self._runtime.mailbox()
         self._group: Any = None
         self._fetcher: Any = None
         self._key_fn, self._value_fn = as_function(key_deserializer), as_function(value_deserializer)
@@ -166,7 +170,7 @@ class ShareConsumer(Generic[K, V]):
         assert member_id is not None
         self._fetcher = ShareFetcher(self._config, self._transport, self._mailbox, self._clock, member_id,
                                      self._key_fn, self._value_fn, self._metrics)
-        group.start()
+        self._runtime.start(group)
 
     def __enter__(self) -> ShareConsumer[K, V]:
         return self
@@ -466,7 +470,7 @@ class ShareConsumer(Generic[K, V]):
                     self._finish_sessions(deadline)
                     self._group.post(ev.Leave())
                     self._wait_left(deadline)
-                self._group.stop(max(0.0, deadline - self._clock.monotonic()) + 1.0)
+                self._runtime.stop(self._group, max(0.0, deadline - self._clock.monotonic()) + 1.0)
         finally:
             if self._transport is not None and self._transport_arg is None:
                 self._transport.close()

@@ -11,7 +11,7 @@ network client, FindCoordinator, topic ids) plus what a share consumer needs:
 * ``share_metadata``: the leader and topic id of every partition of some topics (Metadata v10+);
 * :func:`decode_records`: a partition's record bytes decoded by kgroup's record decoder
   (:mod:`kgroup._io.record_decoder`), every record of every batch (the caller keeps the
-  acquired ones).
+  acquired ones); :func:`encode_records` the other way (the simulator's partition leader).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 # isort: split
 import attrs
 from kafka.protocol.metadata import MetadataRequest
-from kafka.record.memory_records import MemoryRecords
+from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from kgroup._io import kafka_messages as wire
 from kgroup._io.kafka_python import TOPIC_IDS_MIN, KafkaPythonTransport
@@ -42,7 +42,7 @@ from kgroup.protocol.share_fetch import (
 )
 from kgroup.types import ConsumerRecord, TopicPartition
 
-__all__ = ["KafkaShareTransport", "PartitionLeader", "decode_records"]
+__all__ = ["KafkaShareTransport", "PartitionLeader", "decode_records", "encode_records"]
 
 
 @attrs.frozen
@@ -66,6 +66,15 @@ def decode_records(tp: TopicPartition, raw: bytes | None, *, check_crcs: bool = 
     records = PartitionRecords(load_batch_decoder(), 0, kafka_tp(tp), MemoryRecords(raw), check_crcs=check_crcs)
     out: list[ConsumerRecord] = records.take()
     return out
+
+
+def encode_records(first_offset: int, values: Iterable[bytes], timestamp_ms: int = 0) -> bytes:
+    """One v2 record batch of ``values`` (no keys, no headers) from offset ``first_offset``, as a leader sends it."""
+    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 24, offset=first_offset)
+    for value in values:
+        builder.append(timestamp=timestamp_ms, key=None, value=value, headers=[])
+    builder.close()
+    return bytes(builder.buffer())
 
 
 class KafkaShareTransport(KafkaPythonTransport):

@@ -344,6 +344,8 @@ class ShareGroupMachine(BrokerAssignedMember):
         watchdog = self._poll_deadline() if self._watchdog_armed() else float("inf")
         if not (self._heartbeating() or self._state is _S.LEAVING) or self._heartbeat_rid is not None:
             return max(now, watchdog)
+        if self._state is _S.LEAVING and self._leave_rid is not None:
+            return max(now, watchdog)  # the leave is in flight: nothing to do before its answer (or failure)
         return max(now, min(self._heartbeat_due(), watchdog))
 
     # ---------------------------------------------------------------- entry points

@@ -4,7 +4,8 @@ Each mutation names its file, the exact original text (found exactly once, or th
 with "snippet not found": when the code moves, the list is updated by hand instead of
 passing silently), its replacement and what catches it: ``classic`` (CI's classic seed
 budget, ``--seeds 2000``), ``consumer`` (``--seeds 500 --group-protocol consumer``), ``parallel``
-(``ParallelProcessor`` groups, ``--parallel --seeds 200``) or a named pytest node
+(``ParallelProcessor`` groups, ``--parallel --seeds 200``), ``share`` (share groups, ``--share
+--seeds 150``) or a named pytest node
 (``tests/...::test_...``). ``tests/mutations/test_mutations.py`` checks in CI that
 every snippet is still there exactly once; the full run is manual (docs/simulation.md).
 """
@@ -24,7 +25,7 @@ class Mutation:
     path: str
     original: str
     replacement: str
-    #: "classic", "consumer", "parallel" or a pytest node id
+    #: "classic", "consumer", "parallel", "share" or a pytest node id
     caught_by: str
     what: str
 
@@ -227,5 +228,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="        if self.buffered_records >= 2 * max_records or self.buffered_bytes >= max_bytes:",
         caught_by="parallel",
         what="the processor pauses its partitions at twice max_buffered_records",
+    ),
+    # ------------------------------------------------------------ share groups
+    Mutation(
+        name="share-explicit-acks-all-accept",
+        path="kgroup/_share/acks.py",
+        original="        self._acks.setdefault(tp, {})[offset] = int(kind)",
+        replacement="        self._acks.setdefault(tp, {})[offset] = int(AcknowledgeType.ACCEPT)",
+        caught_by="share",
+        what="explicit mode sends ACCEPT whatever the application acknowledged (released records are lost)",
+    ),
+    Mutation(
+        name="share-implicit-acks-release",
+        path="kgroup/_share/acks.py",
+        original="                    acks.setdefault(offset, int(AcknowledgeType.ACCEPT))",
+        replacement="                    acks.setdefault(offset, int(AcknowledgeType.RELEASE))",
+        caught_by="share",
+        what="implicit mode releases what the last poll() returned instead of accepting it",
+    ),
+    Mutation(
+        name="share-leave-in-flight-spins",
+        path="kgroup/membership/share_group.py",
+        original="        if self._state is _S.LEAVING and self._leave_rid is not None:\n            return max(now, watchdog)",
+        replacement="        if False:\n            return max(now, watchdog)",
+        caught_by="tests/unit/test_share_group_machine.py::test_a_leave_in_flight_has_no_deadline",
+        what="a share member's group thread has its deadline now while its leave is in flight (it spins)",
     ),
 )

@@ -32,11 +32,12 @@ if str(ROOT) not in sys.path:
 from tests.mutations.mutations import MUTATIONS, Mutation  # noqa: E402
 
 #: CI's seed budgets (tests/simulation/test_simulation.py, tests/simulation/test_consumer_protocol.py,
-#: tests/simulation/test_parallel.py)
+#: tests/simulation/test_parallel.py, tests/simulation/test_share.py)
 BUDGETS = {
     "classic": ["--seeds", "2000"],
     "consumer": ["--seeds", "500", "--group-protocol", "consumer"],
     "parallel": ["--parallel", "--seeds", "200"],
+    "share": ["--share", "--seeds", "150"],
 }
 _FIRST = re.compile(r"first violation reported after ([0-9.]+) s")
 _RULE = re.compile(r"^\s+\[t=[0-9.]+\] (.+)$", re.MULTILINE)

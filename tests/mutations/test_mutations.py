@@ -30,6 +30,6 @@ def test_the_snippet_is_in_its_file_exactly_once(mutation: Mutation) -> None:
     assert text.count(mutation.original) == 1, f"{mutation.name}: snippet not found once in {mutation.path}"
     assert mutation.original != mutation.replacement
     caught_by = mutation.caught_by
-    if caught_by not in ("classic", "consumer", "parallel"):
+    if caught_by not in ("classic", "consumer", "parallel", "share"):
         file, _, test = caught_by.partition("::")
         assert test and test in (ROOT / file).read_text(), f"{mutation.name}: no test {caught_by}"

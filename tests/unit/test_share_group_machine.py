@@ -190,6 +190,18 @@ def test_leave_releases_then_sends_epoch_minus_1_then_closes() -> None:
     assert m.next_deadline(2.0) == float("inf")
 
 
+def test_a_leave_in_flight_has_no_deadline() -> None:
+    # found by the simulator (share groups): with the leave in flight the group thread's deadline
+    # was "now" until its answer came, so the group thread spun for up to request_timeout_ms
+    m = machine()
+    stable_with(m)
+    step = only(m.handle(ev.Leave(), 1.0), DeliverStep).step
+    only(m.handle(ev.StepCompleted(step.step_id), 1.1), SendShareGroupHeartbeat)
+    assert m.state is S.LEAVING
+    assert m.next_deadline(1.2) == float("inf")
+    assert m.tick(1.2) == []
+
+
 def test_unsubscribe_leaves_and_a_new_subscription_joins_again() -> None:
     m = machine()
     stable_with(m)

@@ -10,6 +10,7 @@ import click
 from kgroup.testing.simulation._campaign import campaign, replay_command
 from kgroup.testing.simulation._parallel import parallel_scenario_for, run_parallel_seed
 from kgroup.testing.simulation._run import VERSION, describe, run_seed, scenario_for
+from kgroup.testing.simulation._share import run_share_seed, share_scenario_for
 
 
 @click.command()
@@ -33,10 +34,14 @@ from kgroup.testing.simulation._run import VERSION, describe, run_seed, scenario
     "--parallel", is_flag=True,
     help="The members run kgroup.ParallelProcessor (handlers on a simulated pool; its own checks).",
 )
+@click.option(
+    "--share", is_flag=True,
+    help="The members are kgroup.ShareConsumers of a share group (KIP-932) against the share-group model.",
+)
 @click.option("--fail-fast", is_flag=True, help="Start no new seed once one has failed (a mutation's first catch).")
 def main(
     seeds: int, first: int, minutes: float | None, seed: int | None, trace: bool, workers: int | None,
-    group_protocol: str, poll_columns: bool, version: int, parallel: bool, fail_fast: bool,
+    group_protocol: str, poll_columns: bool, version: int, parallel: bool, share: bool, fail_fast: bool,
 ) -> None:
     """Simulate consumer groups deterministically; exit 1 on any violation."""
     if os.environ.get("PYTHONHASHSEED") != "0":
@@ -44,9 +49,12 @@ def main(
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, "-m", "kgroup.testing.simulation", *sys.argv[1:]])
     if seed is not None:
-        if parallel:
+        if share:
+            result = run_share_seed(seed)
+            scenario: object = share_scenario_for(seed)
+        elif parallel:
             result = run_parallel_seed(seed, group_protocol)
-            scenario: object = parallel_scenario_for(seed, group_protocol)
+            scenario = parallel_scenario_for(seed, group_protocol)
         else:
             result = run_seed(seed, group_protocol, poll_columns=poll_columns, version=version)
             scenario = scenario_for(seed, group_protocol, poll_columns=poll_columns, version=version)
@@ -54,7 +62,8 @@ def main(
             click.echo(repr(scenario))
             click.echo("\n".join(result.trace))
         if result.violations:
-            click.echo(describe(result, lambda s: replay_command(s, group_protocol, poll_columns, version, parallel)))
+            click.echo(describe(
+                result, lambda s: replay_command(s, group_protocol, poll_columns, version, parallel, share)))
             sys.exit(1)
         click.echo(
             f"seed {seed}: no violation ({result.rebalances} rebalances, {result.faults} faults, "
@@ -64,6 +73,7 @@ def main(
     outcome = campaign(
         range(first, first + seeds), workers=workers, minutes=minutes, group_protocol=group_protocol,
         poll_columns=poll_columns, version=version, stop_on_violation=fail_fast, parallel=parallel,
+        share=share,
     )
     if outcome.failed:
         click.echo(outcome.reports())

@@ -11,15 +11,18 @@ import attrs
 
 from kgroup.testing.simulation._parallel import run_parallel_seed
 from kgroup.testing.simulation._run import VERSION, RunResult, describe, run_seed
+from kgroup.testing.simulation._share import run_share_seed
 
 __all__ = ["CampaignResult", "campaign", "replay_command"]
 
 
 def replay_command(
     seed: int, group_protocol: str = "classic", poll_columns: bool = False, version: int = VERSION,
-    parallel: bool = False,
+    parallel: bool = False, share: bool = False,
 ) -> str:
     """The one-line command that replays ``seed`` exactly, with its trace."""
+    if share:
+        return f"PYTHONHASHSEED=0 python -m kgroup.testing.simulation --seed {seed} --share --trace"
     protocol = "" if group_protocol == "classic" else f" --group-protocol {group_protocol}"
     columns = " --poll-columns" if poll_columns else ""
     older = "" if version == VERSION else f" --scenario-version {version}"
@@ -48,6 +51,8 @@ class CampaignResult:
     version: int = VERSION
     #: the members are ``ParallelProcessor`` applications (``_parallel.py``)
     parallel: bool = False
+    #: the members are ``ShareConsumer``s of a share group (``_share.py``)
+    share: bool = False
     #: wall seconds from the campaign's start to the first failed run's report (None: none failed)
     first_failure_s: float | None = None
 
@@ -77,7 +82,8 @@ class CampaignResult:
         """A report for every failed seed."""
         return "\n\n".join(
             describe(
-                r, lambda s: replay_command(s, self.group_protocol, self.poll_columns, self.version, self.parallel)
+                r, lambda s: replay_command(s, self.group_protocol, self.poll_columns, self.version, self.parallel,
+                                          self.share)
             )
             for r in self.failed
         )
@@ -85,11 +91,13 @@ class CampaignResult:
 
 def _run_many(
     seeds: list[int], group_protocol: str = "classic", poll_columns: bool = False, version: int = VERSION,
-    stop_on_violation: bool = False, parallel: bool = False,
+    stop_on_violation: bool = False, parallel: bool = False, share: bool = False,
 ) -> list[RunResult]:
     out = []
     for seed in seeds:
-        if parallel:
+        if share:
+            result = run_share_seed(seed)
+        elif parallel:
             result = run_parallel_seed(seed, group_protocol)
         else:
             result = run_seed(seed, group_protocol, poll_columns=poll_columns, version=version)
@@ -111,6 +119,7 @@ def campaign(
     poll_columns: bool = False,
     version: int = VERSION,
     parallel: bool = False,
+    share: bool = False,
 ) -> CampaignResult:
     """Run ``seeds`` (in ``workers`` processes; default: one per core) within ``minutes``.
 
@@ -118,12 +127,15 @@ def campaign(
     up. Each run is deterministic, so the result does not depend on ``workers``.
     ``stop_on_violation``: no new seed starts once a run failed (with one worker, the seeds
     after the first failed one are not run). ``parallel``: the members are ``ParallelProcessor``
-    applications (``run_parallel_seed``; ``poll_columns`` and ``version`` do not apply).
+    applications (``run_parallel_seed``; ``poll_columns`` and ``version`` do not apply); ``share``:
+    the members are ``ShareConsumer``s of a share group (``run_share_seed``; neither do the group
+    protocol and ``parallel``).
     """
     seeds = list(seeds)
     workers = workers or os.cpu_count() or 1
     result = CampaignResult(
-        group_protocol=group_protocol, poll_columns=poll_columns, version=version, parallel=parallel
+        group_protocol=group_protocol, poll_columns=poll_columns, version=version, parallel=parallel,
+        share=share,
     )
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes else None
@@ -133,7 +145,7 @@ def campaign(
         for part in chunks:
             if deadline is not None and time.monotonic() > deadline:
                 break
-            for run in _run_many(part, group_protocol, poll_columns, version, stop_on_violation, parallel):
+            for run in _run_many(part, group_protocol, poll_columns, version, stop_on_violation, parallel, share):
                 result.add(run)
                 if run.violations and result.first_failure_s is None:
                     result.first_failure_s = time.monotonic() - started
@@ -149,7 +161,8 @@ def campaign(
                         queue = []
                         break
                     pending.add(pool.submit(
-                        _run_many, queue.pop(0), group_protocol, poll_columns, version, stop_on_violation, parallel))
+                        _run_many, queue.pop(0), group_protocol, poll_columns, version, stop_on_violation, parallel,
+                        share))
                 if not pending:
                     break
                 done, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
