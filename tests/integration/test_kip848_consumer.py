@@ -344,7 +344,14 @@ def test_partitions_added_a_topic_deleted_a_subscription_changed_and_a_topic_cre
         # topic's partition stayed assigned for the whole 60 s with no warning logged, which
         # matches the revoke step's auto-commit retrying until that timeout (a suspected stall
         # under investigation); the reconciliation itself is what this step checks
-        timed("a subscribed topic deleted", assigned(all_partitions(t1, 4)), 150.0)
+        try:
+            timed("a subscribed topic deleted", assigned(all_partitions(t1, 4)), 150.0)
+        except AssertionError as exc:  # say where the member stands (seen once in a loaded run)
+            raise AssertionError(
+                f"{exc}; member {consumer.member_state()}, assignment {sorted(map(str, consumer.assignment()))},"
+                f" health {consumer.health().reasons}, revoked {sorted(map(str, changes.revoked))},"
+                f" lost {sorted(map(str, changes.lost))}"
+            ) from exc
         assert TopicPartition(t2, 0) in changes.revoked | changes.lost
         consumer.subscribe([t1, t3], listener=changes)  # t3 does not exist yet
         create_topic(kafka_bootstrap, t3, 2)

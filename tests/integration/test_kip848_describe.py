@@ -58,7 +58,10 @@ def test_describe_a_consumer_protocol_group_and_a_classic_one(
         for c in members:
             c.commit({tp: kgroup.OffsetAndMetadata(1) for tp in c.assignment()})
         print(f"\nassigned and committed: {time.monotonic() - started:.1f} s")
-        # health and metrics under the consumer protocol: Java's names, no JoinGroup/SyncGroup ones
+        # health and metrics under the consumer protocol: Java's names, no JoinGroup/SyncGroup ones.
+        # The assignment is handed out while the member still reconciles: it is ready (STABLE) once
+        # the coordinator answered the heartbeat that acknowledged it, a round trip later.
+        poll_until(members, lambda: static.health().ready, "the member ready (STABLE)")
         health = static.health()
         assert health.live and health.ready, health.reasons
         metrics = static.metrics()

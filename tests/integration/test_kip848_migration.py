@@ -243,7 +243,12 @@ def test_a_classic_group_with_a_java_member_rolls_to_the_consumer_protocol_and_b
     assert groupcheck.overlaps(sides) == [], groupcheck.describe(sides)
     for side in sides:
         assert groupcheck.consumed_outside_ownership(side) == [], groupcheck.describe(sides)
-        assert [c for c in side.changes() if c.kind == "lost"] == [], groupcheck.describe(sides)
+        # A Java peer that closes while a rebalance is under way (the others leaving at the end)
+        # reports its partitions lost, not revoked: Java ``ConsumerCoordinator.onLeavePrepare``
+        # does so whenever a rebalance is in progress. That is its own close, not a fencing.
+        closing = min((c.t for c in side.changes() if c.kind == "closing"), default=float("inf"))
+        fenced = [c for c in side.changes() if c.kind == "lost" and c.t < closing]
+        assert fenced == [], groupcheck.describe(sides)
     assert not set(produced) - set(groupcheck.consumed_offsets(sides))
     assert monitor.backwards() == [], monitor.backwards()
     assert sum(len(seen) for seen in monitor.readings.values()) > 0, "the monitor read no commit"
