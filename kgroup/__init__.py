@@ -1,4 +1,4 @@
-"""kgroup: the client half of Kafka's consumer-group protocols (classic and KIP-848), in Python.
+"""kgroup: the client half of Kafka's group protocols (classic, KIP-848, KIP-932 share groups), in Python.
 
 Built on kafka-python's network client (3.0 line). See the README for the quickstart and the
 listener contract; ``kgroup.membership`` is the sans-IO protocol core; ``kgroup.testing``

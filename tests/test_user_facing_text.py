@@ -108,7 +108,7 @@ def test_readme_states_the_scope() -> None:
     text = (ROOT / "README.md").read_text()
     scope = text.split("**Scope.**", 1)[1].split("\n\n", 1)[0]
     assert "consumer only" in scope and "KafkaProducer" in scope
-    # both group protocols, and what is not there yet (share groups) and where (Windows' broker)
+    # both group protocols, share groups, and where the embedded broker is missing (Windows)
     assert "both group protocols" in scope and "KIP-848" in scope and "classic" in scope
-    assert "Share groups (KIP-932) are not supported yet" in scope
+    assert "share groups (KIP-932)" in scope and "not supported" not in scope
     assert "Windows" in scope
