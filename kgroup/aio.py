@@ -62,7 +62,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-import inspect
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -73,6 +72,8 @@ from typing_extensions import TypeVar
 
 from kgroup import listener as _sync_listener
 from kgroup._aio.buffer import RecordBuffer
+from kgroup._aio.listener import Listener, RebalanceListener
+from kgroup._aio.parallel import ParallelProcessor
 from kgroup._aio.share import ShareConsumer  # a share group's member (KIP-932) for asyncio
 from kgroup._aio.worker import Job, Worker, settle
 from kgroup._clock import Clock
@@ -111,30 +112,6 @@ T = TypeVar("T")
 #: the poll timeout of ``async for`` (each empty poll returns to the loop and polls again)
 _ITER_POLL_MS = 1000
 
-class RebalanceListener:
-    """``kgroup.RebalanceListener`` with coroutine callbacks, awaited on the event loop.
-
-    Subclass and override what you need; the defaults do nothing (``on_partitions_lost``
-    awaits ``on_partitions_revoked``, as Java's default). Inside a callback, ``await
-    consumer.commit()`` and the other calls of the consumer work (not ``poll()``,
-    ``unsubscribe()`` or ``close()``); the rebalance waits for the callback, heartbeats do not. A plain
-    ``kgroup.RebalanceListener`` works too: its methods are called on the loop.
-    """
-
-    async def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
-        """Partitions this member gives up; commit their offsets here if you commit manually."""
-
-    async def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
-        """Partitions newly assigned; ``seek()`` here to choose where to start."""
-
-    async def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
-        """Partitions lost without a clean revoke: they may be someone else's, do not commit."""
-        result: Any = self.on_partitions_revoked(partitions)
-        if inspect.isawaitable(result):
-            await result
-
-
-Listener = RebalanceListener | _sync_listener.RebalanceListener
 
 
 class _Bridge(_sync_listener.RebalanceListener):
@@ -855,7 +832,3 @@ class Consumer(Generic[K, V]):
         if isinstance(error, WakeupError):
             self._worker.wakeup_delivered()
         future.set_exception(error)
-
-
-# after RebalanceListener and Consumer: the processor's listener subclasses the first
-from kgroup._aio.parallel import ParallelProcessor  # noqa: E402

@@ -23,14 +23,14 @@ import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from kgroup import listener as _sync_listener
+from kgroup._aio.listener import Listener as _Listener
+from kgroup._aio.listener import RebalanceListener
 from kgroup._clock import Clock, MonotonicClock
 from kgroup._parallel.ledger import Job, Ledger, ProcessorOptions, Settings
 from kgroup._typevars import K, V
-from kgroup.aio import Listener as _Listener
-from kgroup.aio import RebalanceListener
 from kgroup.errors import ConsumerClosedError, IllegalStateError, KGroupError
 from kgroup.health import HealthReport
 from kgroup.types import ConsumerRecord, OffsetAndMetadata, TopicPartition
@@ -38,9 +38,50 @@ from kgroup.types import ConsumerRecord, OffsetAndMetadata, TopicPartition
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from kgroup.aio import Consumer
+    from kgroup.config import ConsumerConfig
 
 __all__ = ["ParallelProcessor"]
+
+
+class Consumer(Protocol[K, V]):
+    """What the processor uses of its ``kgroup.aio.Consumer`` (a protocol: no import of ``kgroup.aio``)."""
+
+    @property
+    def config(self) -> ConsumerConfig: ...
+
+    async def subscribe(
+        self,
+        topics: Iterable[str] | None = None,
+        listener: _Listener | None = None,
+        *,
+        pattern: re.Pattern[str] | str | None = None,
+    ) -> None: ...
+
+    async def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord[K, V]]: ...
+
+    async def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None, *, timeout_ms: int | None = None
+    ) -> None: ...
+
+    def commit_async(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None
+    ) -> asyncio.Future[None]: ...
+
+    async def committed(
+        self, partitions: Iterable[TopicPartition], *, timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]: ...
+
+    def assignment(self) -> frozenset[TopicPartition]: ...
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def health(self) -> HealthReport: ...
+
+    async def close(self, timeout_ms: int = 30000) -> None: ...
 
 log = logging.getLogger("kgroup.aio.parallel")
 
