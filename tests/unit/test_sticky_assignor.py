@@ -724,15 +724,20 @@ def test_cooperative_user_data_golden_bytes():
 
 
 @pytest.mark.parametrize("assignor", BOTH, ids=repr)
-def test_sticky_100_members_1000_partitions_under_a_second(assignor):
+def test_sticky_100_members_1000_partitions_within_a_cpu_budget(assignor):
+    """A guard against an algorithmic blow-up, not a speed claim (those are in benchmarks/assignors.py).
+
+    CPU time of this process, not wall time: a loaded machine (CI's) does not fail it. About 0.3 s
+    on the development machine; an accidental quadratic step costs tens of seconds.
+    """
     topics = {f"topic{i}": 100 for i in range(10)}
     members = {f"consumer{i:03d}": sub(f"consumer{i:03d}", topics) for i in range(100)}
-    start = time.perf_counter()
+    start = time.process_time()
     plan = assignor.assign(topics, members)
     members = then(plan, members, 1)
     del members["consumer000"]
     members["consumer100"] = sub("consumer100", topics, [], 1)
     again = assignor.assign(topics, members)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0
+    elapsed = time.process_time() - start
+    assert elapsed < 5.0
     check(again, members, topics, proto(assignor))
