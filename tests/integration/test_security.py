@@ -62,7 +62,7 @@ USERS = {
 }
 WRONG_PASSWORD = "wrong-Secret-9"
 #: the consumers' default_api_timeout_ms here: every failure must come well before it
-API_TIMEOUT_MS = 15_000
+API_TIMEOUT_MS = 30_000
 SESSION_TIMEOUT_MS = 10_000
 RECORDS = 5
 DEADLINE_S = 60.0
