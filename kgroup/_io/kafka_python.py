@@ -143,6 +143,10 @@ class KafkaNetwork:
         self._authentication = AuthenticationWatch(self._manager, config.sasl_mechanism)
         self._net = self._manager._net
         self._cluster = self._manager.cluster
+        # kafka-python's metadata refreshes (the fetcher's topics) ask the broker to create the
+        # topics they name unless told otherwise; kgroup never does (``allow.auto.create.topics``
+        # false): a deleted topic that is still assigned must stay deleted (KIP-361)
+        self._cluster.config["allow_auto_create_topics"] = False
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle

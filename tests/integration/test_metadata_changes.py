@@ -13,15 +13,17 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewPartitions
 
 import kgroup
+import kgroup.testing
 from kgroup import TopicPartition
 from kgroup.testing import create_topic
 from tests.integration.groupcheck import is_model
-from tests.integration.harness import BOTH
+from tests.integration.harness import BOTH, wait_until
 
 pytestmark = BOTH
 
@@ -177,3 +179,45 @@ def test_under_the_consumer_protocol_a_topic_only_one_member_subscribes_to_is_as
     finally:
         for m in members:
             m.close(timeout_ms=5000)
+
+
+def test_a_deleted_topic_still_assigned_is_not_created_again(kafka_bootstrap, topic_factory, group_id_factory):
+    """kgroup never asks the broker to create a topic (``allow.auto.create.topics`` false, KIP-361).
+
+    Both brokers create a topic a Metadata request names when the request allows it (Apache
+    Kafka's ``auto.create.topics.enable`` is true by default). A partition of a deleted topic
+    stays assigned until the application or the group drops it, and the consumer's metadata
+    refreshes keep naming its topic: were they to allow creation, the topic would come back
+    empty under a new id (a deleted topic seen again by the group and ``kgroup.spark``).
+    """
+    topic = topic_factory(1)
+    tp = TopicPartition(topic, 0)
+    create_records = kgroup.testing.produce(kafka_bootstrap, topic, [(0, None, b"r")] * 3)
+    assert create_records == 3
+    consumer: kgroup.Consumer[bytes, bytes] = kgroup.Consumer(
+        bootstrap_servers=kafka_bootstrap, group_id=group_id_factory(), metadata_max_age_ms=500,
+        auto_offset_reset="earliest", enable_auto_commit=False, client_id="deleted-topic",
+    )
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, client_id="deleted-topic-admin")
+    got: list[kgroup.ConsumerRecord[bytes, bytes]] = []
+    try:
+        consumer.assign([tp])
+        wait_until(lambda: bool(got.extend(consumer.poll(100))) or len(got) >= 3, 60, "the topic's records")
+        admin.delete_topics([topic])
+        wait_until(lambda: topic not in admin.list_topics(), 60, "the deletion to apply")
+        cluster: Any = consumer._transport._cluster  # type: ignore[attr-defined] # kafka-python's metadata
+        refreshes: list[int] = []
+
+        def refreshed_three_times() -> bool:
+            consumer.poll(100)
+            stamp = cluster._last_successful_refresh_ms
+            if not refreshes or stamp != refreshes[-1]:
+                refreshes.append(stamp)
+            return len(refreshes) > 3  # the first one seen may predate the deletion
+
+        wait_until(refreshed_three_times, 60, "three metadata refreshes after the deletion")
+        assert topic not in admin.list_topics(), "a metadata refresh of the consumer created the deleted topic again"
+        assert topic not in cluster.topics()
+    finally:
+        consumer.close()
+        admin.close()
