@@ -471,11 +471,15 @@ class ConsumerGroupMachine(HeartbeatExchange):
         assigned = rec.named(partitions)
         revoked = self._steps.owned - assigned
         added = assigned - self._steps.owned
-        if added and self._requests.heartbeat is not None:
+        if added and (self._requests.heartbeat is not None or self._requests.claim_unconfirmed):
             # kgroup, beyond Java: no partition is taken while a heartbeat is unanswered. It told the
             # coordinator what the member owns now; if a newer target came meanwhile, the coordinator
             # released what that heartbeat did not claim, and this target's additions may already be
-            # another member's. Its answer brings the newer target, or confirms this one.
+            # another member's. Its answer brings the newer target, or confirms this one. A claim
+            # whose answer never came (lost, timed out, an error) holds the same way until a later
+            # heartbeat is answered (the simulator on the consumer protocol, seed 1651: the
+            # acknowledgement of a partly resolved target timed out, the rest resolved, and the
+            # coordinator had given it to another member)
             return
         log.info(
             "group %s member %s epoch %d: reconciling target %d: %d partitions (added %d, revoked %d)",

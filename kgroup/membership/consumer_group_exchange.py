@@ -139,8 +139,10 @@ class HeartbeatExchange(BrokerAssignedMember):
             # an answer to an earlier heartbeat no longer matters
             self._requests = attrs.evolve(self._requests, leave=rid, heartbeat=None)
         else:
-            self._requests = attrs.evolve(self._requests, heartbeat=rid)
             carried = None if fields.get("topic_partitions") is None else current.partitions
+            self._requests = attrs.evolve(
+                self._requests, heartbeat=rid, claim_unconfirmed=self._requests.claim_unconfirmed or carried is not None
+            )
             self._session = self._session.sent(rid, now, carried)
         out.append(self._heartbeat_command(rid, self._epoch, fields))
         self._heartbeat.sent(now)
@@ -226,6 +228,7 @@ class HeartbeatExchange(BrokerAssignedMember):
                 return
         action = classify(_HEARTBEAT, event.error_code)
         if action is Disposition.OK:
+            self._requests = attrs.evolve(self._requests, claim_unconfirmed=False)
             previous_target = self._rec.target.partitions
             self._on_heartbeat_success(event, now)
             self._session_renewed(previous_target)

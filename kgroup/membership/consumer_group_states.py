@@ -204,6 +204,9 @@ class Requests:
     #: (-2) before the epoch-0 join (``_send_instance_release``); the release heartbeat in flight
     release_instance: bool = False
     release: int | None = None
+    #: a heartbeat that carried the owned partitions has had no answer without error since: no
+    #: partition is taken until one comes (``ConsumerGroupMachine._maybe_reconcile``)
+    claim_unconfirmed: bool = False
 
     def issued(self) -> tuple[int, Requests]:
         """A new request id, and these requests with it taken."""

@@ -774,6 +774,34 @@ def test_no_partition_is_taken_while_a_heartbeat_is_unanswered() -> None:
     assert (step.revoked, step.assigned) == (frozenset(), tps("refunds", 0))
 
 
+def test_no_partition_is_taken_after_the_acknowledgement_went_unanswered() -> None:
+    """kgroup, beyond Java (found by the simulator on the consumer protocol, seed 1651).
+
+    As above, but the acknowledgement's answer never comes (the request times out): the
+    coordinator may have read the ack and released what it did not claim all the same. The
+    older target's other partitions wait for the answer to a later heartbeat, which brings the
+    newer target.
+    """
+    refunds = uuid.UUID(int=3)
+    member = Member(retry_backoff_ms=100)
+    member.stable_with(orders=[0])
+    hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
+    out = member.respond(hb, epoch=6, assigned=(*assignment(orders=[0]), TopicIdPartitions(refunds, (0, 1))))
+    ack = only(out, SendConsumerGroupHeartbeat)
+    assert ack.topic_partitions == assignment(orders=[0])
+    out = member.handle(RequestFailed(request_id=ack.request_id, reason="ConsumerGroupHeartbeat timed out"))
+    none_of(out, DeliverStep)
+    # the name arrives once no heartbeat is out: still nothing is taken
+    none_of(member.handle(MetadataUpdated({**NAMES, refunds: "refunds"})), DeliverStep)
+    out = member.find_coordinator(out)
+    none_of(out, DeliverStep)
+    again = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
+    assert again.topic_partitions == assignment(orders=[0])  # every field again, the same claim
+    out = member.respond(again, epoch=7, assigned=(*assignment(orders=[0]), TopicIdPartitions(refunds, (0,))))
+    step = only(out, DeliverStep).step
+    assert (step.revoked, step.assigned) == (frozenset(), tps("refunds", 0))
+
+
 def test_a_heartbeat_sent_while_partitions_are_being_taken_does_not_report_the_old_owned_set() -> None:
     """kgroup, beyond Java (found by the simulator on the consumer protocol, seed 5267).
 
