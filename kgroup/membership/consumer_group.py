@@ -471,7 +471,7 @@ class ConsumerGroupMachine(HeartbeatExchange):
         assigned = rec.named(partitions)
         revoked = self._steps.owned - assigned
         added = assigned - self._steps.owned
-        if added and (self._requests.heartbeat is not None or self._requests.claim_unconfirmed):
+        if added and (self._requests.heartbeat is not None or self._claim_unanswered()):
             # kgroup, beyond Java: no partition is taken while a heartbeat is unanswered. It told the
             # coordinator what the member owns now; if a newer target came meanwhile, the coordinator
             # released what that heartbeat did not claim, and this target's additions may already be
@@ -498,6 +498,10 @@ class ConsumerGroupMachine(HeartbeatExchange):
                 reason=f"target assignment {resolved.local_epoch} at member epoch {self._epoch}",
             )
         )
+
+    def _claim_unanswered(self) -> bool:
+        """A heartbeat that carried the owned partitions has had no answer without error since (``Requests``)."""
+        return self._requests.claim_unconfirmed
 
     def _process_assignment(self, assignment: tuple[TopicIdPartitions, ...]) -> None:
         """Java ``processAssignmentReceived``: a newer target replaces the one waiting."""

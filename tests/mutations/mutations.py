@@ -88,8 +88,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="kip848-takes-partitions-during-heartbeat",
         path="kgroup/membership/consumer_group.py",
-        original="        if added and self._requests.heartbeat is not None:",
-        replacement="        if added and self._requests.heartbeat is not None and False:",
+        original="        if added and (self._requests.heartbeat is not None or self._claim_unanswered()):",
+        replacement="        if added and (self._requests.heartbeat is not None or self._claim_unanswered()) and False:",
         caught_by="consumer",
         what="a member takes the partitions of a target while a heartbeat that may bring a newer one "
         "is unanswered (Java's client does; kgroup waits for the answer)",
