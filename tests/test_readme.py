@@ -18,7 +18,7 @@ def test_readme_quickstart_has_exactly_two_commands():
     commands = _quickstart_commands()
     assert len(commands) == 2
     assert commands[0].endswith("python examples/quickstart.py")
-    assert commands[1].endswith("python -m pytest -n 2 --dist loadgroup")
+    assert commands[1].endswith("python -m pytest -n 3 --dist loadgroup")
 
 
 def test_ci_runs_exactly_the_readme_test_command():

@@ -331,7 +331,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.user_properties.append((_KIND_PROPERTY, kind))
         if parallel and kind == "apache-kafka":
             # one worker runs every test on the session's Apache Kafka node (``--dist loadgroup``):
-            # one JVM broker per run, the other worker takes the rest
+            # one JVM broker per run, the other workers take the rest
             item.add_marker(pytest.mark.xdist_group("apache-kafka"))
 
 
