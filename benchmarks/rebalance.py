@@ -20,6 +20,8 @@ Scenarios, each in three modes (dynamic eager with ``range``, dynamic cooperativ
 ``cooperative-sticky``, static with ``group_instance_id`` and ``range``) and for each client:
 
 * ``scale-out``: 3 members own a 12-partition topic; a 4th joins.
+* ``scale-out-6p-2to3`` and ``scale-out-12p-2to3`` (not in the default ``--scenarios``): 2
+  members own a 6- (a 12-) partition topic; a 3rd joins.
 * ``rolling``: 4 members; one after the other is closed (a static member without LeaveGroup,
   as Java does), stays down ``--gap`` seconds, and is started again (same instance id when
   static); the next one goes once the group is stable again.
@@ -72,6 +74,10 @@ group is stable again: every partition owned exactly once, equal shares, no call
 * time to full ownership s: per step, from its start (joiner spawned, member told to close or
   killed) to the last ownership change that left every partition owned exactly once with
   equal shares;
+* longest unowned s: the longest single stretch any one partition had no owner (from its
+  revocation to its next assignment; the scale-outs' table, ``render_scale_outs``, with the time
+  to full ownership beside java's, also counted from the joiner's first listener callback, its
+  join answered, which leaves the process start out);
 * peak RSS MB: each member process's ``VmHWM`` (``/proc/<pid>/status``, the JVM's whole for
   java), read just before it is closed or killed; the largest member of the run.
 
@@ -87,6 +93,9 @@ reported, because the joiner's wait for the others is uniform in the heartbeat p
     python benchmarks/rebalance.py --broker apache-kafka --clients kgroup,java
     python benchmarks/rebalance.py --broker apache-kafka --clients kgroup,java --modes cooperative,consumer \
         --scenarios scale-out,leave,crash,rolling --repeat 1     # the consumer protocol beside classic
+    python benchmarks/rebalance.py --broker apache-kafka --clients kgroup,java --modes consumer \
+        --scenarios scale-out-6p-2to3,scale-out-12p-2to3,scale-out --repeat 3 \
+        --session-timeout-ms 45000 --heartbeat-interval-ms 5000   # KIP-848 at Kafka's default interval
 """
 
 from __future__ import annotations
@@ -128,7 +137,9 @@ ALL_MODES = {**MODES, CONSUMER_MODE: ("uniform", False)}
 #: clients that speak the consumer group protocol here
 CONSUMER_CLIENTS = ("kgroup", "java")
 SCENARIOS = ("scale-out", "rolling")
-ALL_SCENARIOS = (*SCENARIOS, "leave", "crash")
+#: more scale-outs, (partitions, members before the joiner): "scale-out" is 12 and 3
+SCALE_OUTS = {"scale-out": (12, 3), "scale-out-6p-2to3": (6, 2), "scale-out-12p-2to3": (12, 2)}
+ALL_SCENARIOS = (*SCENARIOS, "leave", "crash", "scale-out-6p-2to3", "scale-out-12p-2to3")
 PARTITIONS = 12
 ROLLING_TITLE = (
     "#### Rolling restart of 4 members (each down --gap s; per-restart columns: medians over the 4 restarts)"
@@ -202,8 +213,10 @@ def ownership_changes(procs: Iterable[Proc]) -> list[tuple[float, str, int, bool
     return out
 
 
-def owners_at(changes: Sequence[tuple[float, str, int, bool]], t: float) -> dict[int, set[str]]:
-    owners: dict[int, set[str]] = {p: set() for p in range(PARTITIONS)}
+def owners_at(
+    changes: Sequence[tuple[float, str, int, bool]], t: float, partitions: int = PARTITIONS
+) -> dict[int, set[str]]:
+    owners: dict[int, set[str]] = {p: set() for p in range(partitions)}
     for when, slot, part, owned in changes:
         if when > t:
             break
@@ -211,17 +224,17 @@ def owners_at(changes: Sequence[tuple[float, str, int, bool]], t: float) -> dict
     return owners
 
 
-def stable(procs: Sequence[Proc], alive: int, quiet_s: float) -> float | None:
+def stable(procs: Sequence[Proc], alive: int, quiet_s: float, partitions: int = PARTITIONS) -> float | None:
     """The time of the last ownership change if the group is stable now (see module doc), else None."""
     changes = ownership_changes(procs)
-    owners = owners_at(changes, float("inf"))
+    owners = owners_at(changes, float("inf"), partitions)
     if any(len(s) != 1 for s in owners.values()):
         return None
     counts: dict[str, int] = {}
     for s in owners.values():
         slot = next(iter(s))
         counts[slot] = counts.get(slot, 0) + 1
-    q, r = divmod(PARTITIONS, alive)
+    q, r = divmod(partitions, alive)
     if len(counts) != alive or sorted(counts.values()) != sorted([q + 1] * r + [q] * (alive - r)):
         return None
     last = max((c[0] for c in changes), default=0.0)
@@ -232,10 +245,12 @@ def stable(procs: Sequence[Proc], alive: int, quiet_s: float) -> float | None:
     return last if time.time() - last >= quiet_s else None
 
 
-def wait_stable(procs: Sequence[Proc], alive: int, quiet_s: float, deadline_s: float) -> float | None:
+def wait_stable(
+    procs: Sequence[Proc], alive: int, quiet_s: float, deadline_s: float, partitions: int = PARTITIONS
+) -> float | None:
     deadline = time.time() + deadline_s
     while time.time() < deadline:
-        t = stable(procs, alive, quiet_s)
+        t = stable(procs, alive, quiet_s, partitions)
         if t is not None:
             return t
         time.sleep(0.1)
@@ -324,27 +339,31 @@ class Metrics:
     restarts: list[dict[str, float | None]] = field(default_factory=list)
     stop_the_world_s: float = 0.0  # no partition owned at all
     full_ownership_s: list[float] = field(default_factory=list)  # per step: start -> every partition owned once
+    longest_unowned_s: float = 0.0  # the longest single stretch any partition had no owner
+    joined_to_full_s: float | None = None  # scale-out: the joiner's first callback -> full ownership
     peak_rss_mb: float | None = None  # the largest member process's VmHWM
     duration_s: float = 0.0
     stabilised: bool = True
     errors: list[str] = field(default_factory=list)
 
 
-def measure(procs: Sequence[Proc], steps: Sequence[Step]) -> Metrics:
+def measure(procs: Sequence[Proc], steps: Sequence[Step], partitions: int = PARTITIONS) -> Metrics:
     """Unowned time, moves and unmoved-partition pauses over ``steps`` (each step judged alone)."""
     changes = ownership_changes(procs)
     t0, t1 = steps[0].start, steps[-1].end
-    start, end = owners_at(changes, t0), owners_at(changes, t1)
+    start, end = owners_at(changes, t0, partitions), owners_at(changes, t1, partitions)
     m = Metrics(duration_s=t1 - t0)
-    for part in range(PARTITIONS):
-        m.unowned_ps += sum(b - a for a, b in _intervals_unowned(changes, part, t0, t1))
+    for part in range(partitions):
+        gaps = _intervals_unowned(changes, part, t0, t1)
+        m.unowned_ps += sum(b - a for a, b in gaps)
+        m.longest_unowned_s = max([m.longest_unowned_s, *(b - a for a, b in gaps)])
         if start[part] != end[part]:
             m.moved += 1
     for step in steps:
         m.stop_the_world_s += _nothing_owned(changes, step.start, step.end)
         m.full_ownership_s.append(step.end - step.start)
-        before = owners_at(changes, step.start)
-        for part in range(PARTITIONS):
+        before = owners_at(changes, step.start, partitions)
+        for part in range(partitions):
             last = set(before[part])
             changed = 0
             for when, slot, p, owned in changes:
@@ -404,10 +423,11 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
     tag = uuid.uuid4().hex[:8]
     topic = f"bench-rebalance-{tag}"
     group = f"bench-{client}-{mode}-{scenario}-{tag}"
-    create_topic(env.upstream, topic, PARTITIONS)
+    partitions, initial = SCALE_OUTS.get(scenario, (PARTITIONS, 4))
+    create_topic(env.upstream, topic, partitions)
     producer = Proc(
         "producer",
-        {"client": "producer", "bootstrap": env.upstream, "topic": topic, "partitions": PARTITIONS, "rate": args.rate},
+        {"client": "producer", "bootstrap": env.upstream, "topic": topic, "partitions": partitions, "rate": args.rate},
     )
     spawned: dict[int, float] = {}
 
@@ -437,22 +457,21 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
     steps: list[Step] = []
     restarts: list[dict[str, float | None]] = []
     try:
-        initial = 3 if scenario == "scale-out" else 4
         for i in range(initial):
             p = member(f"m{i}")
             procs.append(p)
             current[p.slot] = p
-        if wait_stable(procs, initial, args.quiet, args.deadline) is None:
+        if wait_stable(procs, initial, args.quiet, args.deadline, partitions) is None:
             errors.append("initial group did not stabilise")
         time.sleep(args.quiet)  # commits of every partition are in before the scenario starts
         end: float | None = None
         joiner: Proc | None = None
-        if scenario == "scale-out":
+        if scenario in SCALE_OUTS:
             t0 = time.time()
-            joiner = member("m3")
+            joiner = member(f"m{initial}")
             procs.append(joiner)
-            current["m3"] = joiner
-            end = wait_stable(procs, 4, args.quiet, args.deadline)
+            current[joiner.slot] = joiner
+            end = wait_stable(procs, initial + 1, args.quiet, args.deadline, partitions)
             if end is None:
                 errors.append("scale-out did not stabilise")
             steps.append(Step(t0, end if end is not None else time.time()))
@@ -503,7 +522,7 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
                     break
         for p in current.values():
             p.read_peak_rss()
-        metrics = measure(procs, steps)
+        metrics = measure(procs, steps, partitions)
         metrics.restarts = restarts
         rss = [p.peak_rss_mb for p in procs if p.peak_rss_mb is not None]
         metrics.peak_rss_mb = max(rss) if rss else None
@@ -523,6 +542,9 @@ def run_one(env: Env, client: str, mode: str, scenario: str, args: argparse.Name
                 metrics.joiner_group_wait_s = group_wait(env, joiner.cfg["client_id"], started, first)
             if started is not None and assigned is not None:
                 metrics.joiner_first_assignment_s = assigned - started
+            joined = _first(ev, "assigned")  # its join answered: on_partitions_assigned, maybe empty
+            if joined is not None and end is not None:
+                metrics.joined_to_full_s = end - joined
             if started is not None:
                 metrics.joiner_spawn_to_start_s = started - spawned[id(joiner)]
         for p in procs:
@@ -696,11 +718,66 @@ def render_pauses(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+SCALE_OUT_TITLE = (
+    "#### Scale-outs: the longest time a partition had no owner, and the time to full ownership "
+    "(medians over N runs, [min-max])"
+)
+
+
+def _full_ownership(runs: Sequence[dict[str, Any]]) -> list[float]:
+    return [float(r["full_ownership_s"][0]) for r in runs if r.get("full_ownership_s") and r["stabilised"]]
+
+
+def render_scale_outs(results: Sequence[dict[str, Any]]) -> str:
+    """Every scale-out and mode, each client: the longest unowned stretch, the time to full ownership, vs java."""
+    groups = grouped(results)
+    keys = sorted((k for k in groups if k[0] in SCALE_OUTS), key=lambda k: (list(SCALE_OUTS).index(k[0]), k[1], k[2]))
+    if not keys:
+        return ""
+    lines = [
+        SCALE_OUT_TITLE,
+        "",
+        "| scenario | partitions: members | mode | client | N | longest unowned s | time to full ownership s "
+        "| full ownership / java's (medians) | joiner's first callback -> full ownership s | the same / java's "
+        "| notes |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for scenario, mode, client in keys:
+        runs = groups[(scenario, mode, client)]
+        partitions, before = SCALE_OUTS[scenario]
+        full = _full_ownership(runs)
+        java = _full_ownership(groups.get((scenario, mode, "java"), []))
+        ratio = f"{statistics.median(full) / statistics.median(java):.2f}x" if full and java else "n/a"
+        joined = _values(runs, "joined_to_full_s")
+        java_joined = _values(groups.get((scenario, mode, "java"), []), "joined_to_full_s")
+        joined_ratio = (
+            f"{statistics.median(joined) / statistics.median(java_joined):.2f}x" if joined and java_joined else "n/a"
+        )
+        bad = sum(1 for r in runs if not r["stabilised"])
+        lines.append(
+            f"| {scenario} | {partitions}: {before} -> {before + 1} | {mode} | {client} | {len(runs)} | "
+            f"{_med(_values(runs, 'longest_unowned_s'), 2, True)} | {_med(full, 2, True)} | "
+            f"{ratio if client != 'java' else ''} | {_med(joined, 2, True)} | "
+            f"{joined_ratio if client != 'java' else ''} | {f'{bad} run(s) did not stabilise' if bad else ''} |"
+        )
+    return "\n".join(lines)
+
+
 def targets(results: Sequence[dict[str, Any]]) -> list[str]:
     """The issue 4/5 targets, met or not, with the measured figures (medians)."""
     groups = grouped(results)
     out: list[str] = []
     for (scenario, mode, client), runs in groups.items():
+        if mode == CONSUMER_MODE and client == "kgroup" and scenario in SCALE_OUTS:
+            longest = max(_values(runs, "longest_unowned_s") or [float("nan")])
+            out.append(f"kgroup consumer {scenario}: longest unowned, worst run {longest:.2f} s -> <= 1.0 s: "
+                       f"{'met' if longest <= 1.0 else 'NOT met'}")
+            full, java = _full_ownership(runs), _full_ownership(groups.get((scenario, mode, "java"), []))
+            if full and java:
+                ratio = statistics.median(full) / statistics.median(java)
+                out.append(f"kgroup consumer {scenario}: time to full ownership {statistics.median(full):.2f} s vs "
+                           f"java {statistics.median(java):.2f} s = {ratio:.2f}x -> <= 0.5x: "
+                           f"{'met' if ratio <= 0.5 else 'NOT met'}")
         if mode == "cooperative" and client == "kgroup":
             worst = max(_values(runs, "unmoved_pause_ps") or [float("nan")])
             out.append(
@@ -822,6 +899,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             {"scenario": scenario, "mode": mode, "client": client, "run": n, "metrics": m.__dict__}
                         )
         print(render(results))
+        print()
+        print(render_scale_outs(results))
         print()
         print(render_pauses(results))
         print()

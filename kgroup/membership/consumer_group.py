@@ -209,7 +209,9 @@ class ConsumerGroupMachine(HeartbeatExchange):
         self._steps = Steps()
         self._session = SessionTimer()
         # heartbeat timing and sent fields (seconds on the driver's clock)
-        self._heartbeat = HeartbeatRequestState(self._backoff)
+        self._heartbeat = HeartbeatRequestState(self._backoff, config.retry_backoff_ms / 1000)
+        #: the epoch at which an answer shrank the assignment (the member gave partitions up)
+        self._gave_up_at_epoch = -1
 
     # ---------------------------------------------------------------- read-only views
     state = View[MemberState]("_state", "The member state (Java's ``MemberState``, plus CLOSED).")
@@ -544,6 +546,7 @@ class ConsumerGroupMachine(HeartbeatExchange):
         if pending is not None and pending.kind is StepKind.RECONCILE:
             self._steps = attrs.evolve(self._steps, rejoined_while_reconciling=True)
         self._epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._heartbeat.end_prompt()
         self._transition(MemberState.JOINING)
         # the join heartbeat owns nothing: no revocation can be pending
         self._session = attrs.evolve(self._session, revoke_since=None)
@@ -825,9 +828,40 @@ class ConsumerGroupMachine(HeartbeatExchange):
         if event.member_epoch != self._epoch:
             log.info("group %s member %s: epoch %d -> %d", self._group_id, self._member_id, self._epoch,
                      event.member_epoch)
+        previous_epoch, previous_target = self._epoch, self._rec.target.partitions
         self._epoch = event.member_epoch
         if event.assignment is not None and self._state in TAKES_ASSIGNMENT:
             self._process_assignment(event.assignment)
+        self._maybe_prompt(previous_epoch, previous_target, now)
+
+    def _maybe_prompt(self, previous_epoch: int, previous_target: frozenset[tuple[UUID, int]], now: float) -> None:
+        """Heartbeat promptly for a while if partitions may still be on their way (kgroup, beyond Java).
+
+        The coordinator gives a partition of the member's target only once its previous owner
+        revoked it (``CurrentAssignmentBuilder``: UNRELEASED_PARTITIONS), which the answer does
+        not say; these answers say that partitions may still come:
+
+        * the join's (epoch 0 -> above 0): a member joining a group takes its partitions from
+          the others, who learn of it at their next heartbeat;
+        * one that moved the member to a new epoch, unless the member gave partitions up at
+          the epoch it leaves or enters (an answer shrank its assignment: a member giving
+          partitions up in a rebalance of a sticky assignor takes none in it);
+        * one that added partitions to the target: the coordinator released some, maybe not all.
+
+        Then ``HeartbeatRequestState.prompt`` (bounded, backed off: its docstring).
+        """
+        epoch, target = self._epoch, self._rec.target.partitions
+        if epoch <= 0:
+            return
+        if previous_target - target:
+            self._gave_up_at_epoch = epoch
+        joined = previous_epoch <= 0
+        moved = epoch != previous_epoch and self._gave_up_at_epoch not in (previous_epoch, epoch)
+        if joined or moved or bool(target - previous_target):
+            if not self._heartbeat.prompting(now):
+                log.debug("group %s member %s epoch %d: heartbeating promptly while partitions may be on their way",
+                          self._group_id, self._member_id, epoch)
+            self._heartbeat.prompt(now)
 
     def _on_session_timeout(self, event: SessionTimeoutDescribed, now: float, out: list[Command]) -> None:
         ms = event.session_timeout_ms

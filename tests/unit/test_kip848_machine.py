@@ -163,7 +163,16 @@ class Member:
         ack = only(self.complete(step), SendConsumerGroupHeartbeat)
         assert self.state is MemberState.STABLE
         assert self.respond(ack, epoch=5) == []
+        self.settle()
         return ack
+
+    def settle(self, interval_ms: int = INTERVAL_MS) -> None:
+        """Answer the prompt heartbeats after a join or a rebalance with nothing new until they end; the
+        application polls meanwhile. The last heartbeat was sent, and answered, at ``now``."""
+        while self.machine._heartbeat.prompting(self.now):
+            hb = only(self.until_next_deadline(), SendConsumerGroupHeartbeat)
+            assert self.respond(hb, epoch=hb.member_epoch, interval_ms=interval_ms) == []
+            self.handle(Polled())
 
 
 def only(commands: Iterable[object], kind: type) -> object:
@@ -239,19 +248,20 @@ def test_first_assignment_resolve_reconcile_acknowledge() -> None:
         step_id=step.step_id, generation=Generation(3, member.machine.member_id), commit=True,
         assigned=tps("orders", 0, 1, 2, 3), owned=tps("orders", 0, 1, 2, 3), invoke_assigned=True, reason=step.reason,
     )
-    # heartbeats go on at the interval while the poll thread runs the step
+    # heartbeats go on while the poll thread runs the step (promptly: the member just joined)
     hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
-    assert member.now == pytest.approx(INTERVAL_MS / 1000)
+    assert member.now == pytest.approx(member.config.retry_backoff_ms / 1000)
     assert hb.topic_partitions is None and hb.subscribed_topic_names is None and hb.rebalance_timeout_ms == -1
     member.respond(hb, epoch=3)
-    # the step completes: acknowledge at once, without waiting for the interval
-    member.advance(1.5)
+    # the step completes: acknowledge at once, without waiting
+    member.advance(0.1)
     ack = only(member.complete(step), SendConsumerGroupHeartbeat)
-    acked_at = member.now
     assert ack.topic_partitions == (TopicIdPartitions(ORDERS, (0, 1, 2, 3)),)
     assert member.state is MemberState.STABLE
     assert member.machine.owned == tps("orders", 0, 1, 2, 3)
     assert member.respond(ack, epoch=3) == []
+    member.settle()
+    acked_at = member.now
     # then only what changed (nothing), one interval after the last heartbeat sent
     hb = only(member.until_next_deadline(), SendConsumerGroupHeartbeat)
     assert (hb.topic_partitions, hb.subscribed_topic_names, hb.rebalance_timeout_ms, hb.instance_id) == (
@@ -331,8 +341,11 @@ def test_only_partitions_of_known_topics_are_reconciled() -> None:
     assert ack.topic_partitions == assignment(orders=[0])  # acknowledges what it reconciled
     assert member.state is MemberState.RECONCILING
     member.respond(ack, epoch=2)
-    # asks again after retry_backoff_max_ms while the name is missing
-    assert only(member.advance(member.config.retry_backoff_max_ms / 1000), RequestMetadata).topic_ids == {PAYMENTS}
+    # asks again after retry_backoff_max_ms while the name is missing (the prompt heartbeats after
+    # the join go on meanwhile: answered)
+    out = member.advance(member.config.retry_backoff_max_ms / 1000)
+    assert only(out, RequestMetadata).topic_ids == {PAYMENTS}
+    member.respond(only(out, SendConsumerGroupHeartbeat), epoch=2)
     step = only(member.handle(MetadataUpdated(NAMES)), DeliverStep).step
     assert (step.revoked, step.assigned) == (frozenset(), tps("payments", 0, 1))
     ack = only(member.complete(step), SendConsumerGroupHeartbeat)

@@ -63,6 +63,7 @@ def stable(member: Member, *partitions: int, session_ms: int | None = SESSION_MS
                 DeliverStep).step
     ack = only(member.complete(step), SendConsumerGroupHeartbeat)
     assert member.respond(ack, epoch=5, interval_ms=interval_ms) == []
+    member.settle(interval_ms)  # the prompt heartbeats after the join
     assert member.state is MemberState.STABLE and member.machine.owned == tps("orders", *partitions)
     if session_ms is not None:
         member.handle(SessionTimeoutDescribed(session_ms))
@@ -92,9 +93,10 @@ def test_the_hold_starts_a_session_timeout_after_the_send_time_of_the_last_succe
     member = Member()
     stable(member, 0, 1, interval_ms=5000)
     assert member.machine.session_timeout_ms == SESSION_MS
+    start = member.now
     hb = next_heartbeat(member)
     sent_at = member.now
-    assert sent_at == pytest.approx(5.0)
+    assert sent_at == pytest.approx(start + 5.0)
     member.advance(4.0)  # its answer takes 4 s
     assert member.respond(hb, epoch=5, interval_ms=5000) == []
     # the session counts from the send (5.0), not from the answer (9.0)
@@ -251,8 +253,9 @@ def test_with_the_coordinator_unknown_the_poll_timeout_still_loses_the_partition
     """As Java's consumer, the poll timer is checked once the coordinator is known again."""
     member = Member(max_poll_interval_ms=20_000)
     stable(member, 0, 1)
+    polled_at = member.now
     find = held_with_the_coordinator_unknown(member)
-    member.now = 25.0  # no poll since 0.0
+    member.now = polled_at + 25.0  # no poll since
     member.find_coordinator(find)
     out = member.tick()
     leave = only(out, SendConsumerGroupHeartbeat)

@@ -180,7 +180,8 @@ ACKNOWLEDGED = {"error_code": NONE, "member_id": None, "member_epoch": 2, "heart
 
 def test_the_group_thread_measures_a_join_and_a_fencing_as_java_does() -> None:
     clock = FakeClock()
-    config = ConsumerConfig(bootstrap_servers="h:1", group_id="g", group_protocol="consumer")
+    # (retry_backoff_ms past the listener's 200 ms: no prompt heartbeat is out when the step ends)
+    config = ConsumerConfig(bootstrap_servers="h:1", group_id="g", group_protocol="consumer", retry_backoff_ms=1000)
     recorder = Recorder(clock, group_protocol="consumer")
     mailbox = Mailbox()
     transport = Transport([ASSIGNED, ACKNOWLEDGED])
