@@ -89,7 +89,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="kip848-takes-partitions-during-heartbeat",
         path="kgroup/membership/consumer_group.py",
         original="        if added and (self._requests.heartbeat is not None or self._claim_unanswered()):",
-        replacement="        if added and (self._requests.heartbeat is not None or self._claim_unanswered()) and False:",
+        replacement=(
+            "        if added and (self._requests.heartbeat is not None or self._claim_unanswered()) and False:"
+        ),
         caught_by="consumer",
         what="a member takes the partitions of a target while a heartbeat that may bring a newer one "
         "is unanswered (Java's client does; kgroup waits for the answer)",
@@ -249,7 +251,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="share-leave-in-flight-spins",
         path="kgroup/membership/share_group.py",
-        original="        if self._state is _S.LEAVING and self._leave_rid is not None:\n            return max(now, watchdog)",
+        original=(
+            "        if self._state is _S.LEAVING and self._leave_rid is not None:\n"
+            "            return max(now, watchdog)"
+        ),
         replacement="        if False:\n            return max(now, watchdog)",
         caught_by="tests/unit/test_share_group_machine.py::test_a_leave_in_flight_has_no_deadline",
         what="a share member's group thread has its deadline now while its leave is in flight (it spins)",

@@ -24,7 +24,8 @@ def share_command(client: str, bootstrap: str, group: str, topic: str, *, work_m
     """The command line of one share-group member of ``client`` (see :data:`SHARE_CLIENTS`).
 
     ``work_ms``: sleep per record before its ACCEPT; ``acquire_mode``: Java's ``share.acquire.mode``
-    (kgroup's ``share_acquire_mode``; confluent-kafka 2.16 has none, ``max_poll_records`` only); ``gate``: wait for ``go`` after ``ready``;
+    (kgroup's ``share_acquire_mode``; confluent-kafka 2.16 has none, ``max_poll_records`` only);
+    ``gate``: wait for ``go`` after ``ready``;
     ``compiled``: the Java peer compiled with ``javac``, HotSpot's defaults (benchmarks).
 
     Raises:
@@ -63,7 +64,7 @@ class ShareMember(PeerProcess):
                 pending = e
             elif e["event"] == "committed" and pending is not None:
                 bad = {p for _, p, _ in e["failed"]}
-                out.extend(v for v, p in zip(pending["values"], pending["partitions"]) if p not in bad)
+                out.extend(v for v, p in zip(pending["values"], pending["partitions"], strict=True) if p not in bad)
                 pending = None
         return out
 

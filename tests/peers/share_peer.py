@@ -110,7 +110,7 @@ def loop(consumer: Any, args: argparse.Namespace, *, poll: Any, lock: Any, field
                 ack(r)
             failed = commit()
             emit("committed", polled=polled, count=len(records), failed=failed)
-        except Exception as e:  # noqa: BLE001 - reported to the parent, the member goes on
+        except Exception as e:  # reported to the parent, the member goes on
             emit("error", name=type(e).__name__, fatal=False, message=str(e)[:300])
 
 

@@ -242,3 +242,17 @@ CI_CONSUMER_SEEDS = int(os.environ.get("KGROUP_SIM_CONSUMER_SEEDS", "500"))
 @pytest.mark.timeout(900)
 def test_ci_seed_budget_on_the_consumer_protocol_finds_no_violation(capsys: pytest.CaptureFixture[str]) -> None:
     check_campaign(capsys, CI_CONSUMER_SEEDS, "--group-protocol", "consumer")
+
+
+def test_no_partition_is_taken_after_an_acknowledgement_went_unanswered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 1651: m0's join answer (all four partitions, epoch 2) came 2.7 s late, before the
+    topic's name was known: m0 reconciled nothing, acknowledged the empty set at once (a prompt
+    heartbeat) and the answer was lost. The coordinator, whose newer target gave t0-2 and t0-3
+    to m1, read the acknowledgement and released them to m1; when m0's request timed out and the
+    name arrived, m0 took the older target's four: two owners. Without the rule
+    (``ConsumerGroupMachine._claim_unanswered``) the seed fails again."""
+    result = run_seed(1651, "consumer")
+    assert result.violations == [], "\n".join(map(str, result.violations))
+    monkeypatch.setattr(ConsumerGroupMachine, "_claim_unanswered", lambda self: False)
+    without = run_seed(1651, "consumer")
+    assert {v.rule for v in without.violations} == {"two unfenced owners"}, without.violations

@@ -15,7 +15,7 @@ import pytest
 
 import kgroup
 import kgroup.aio
-from kgroup import ConfigError, OffsetAndMetadata, ProcessingError, TopicPartition
+from kgroup import ConfigError, ProcessingError, TopicPartition
 from kgroup._parallel.offsets import decode_completed
 from kgroup.aio import ParallelProcessor
 from kgroup.testing import FakeClock

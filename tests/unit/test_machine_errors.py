@@ -212,10 +212,8 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
     },
     # share groups' admin calls: Java's DescribeShareGroupsHandler and the ShareGroupOffsets
     # handlers retry a loading coordinator, unmap a moved one, and fail on the rest
-    **dict.fromkeys(
-        (Api.SHARE_GROUP_DESCRIBE, Api.DESCRIBE_SHARE_GROUP_OFFSETS, Api.ALTER_SHARE_GROUP_OFFSETS,
-         Api.DELETE_SHARE_GROUP_OFFSETS),
-        {
+    **{
+        api: {
             "NONE": D.OK,
             "COORDINATOR_LOAD_IN_PROGRESS": D.RETRY,
             "COORDINATOR_NOT_AVAILABLE": D.REDISCOVER,
@@ -223,8 +221,10 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
             **dict.fromkeys(("GROUP_ID_NOT_FOUND", "NON_EMPTY_GROUP", "GROUP_AUTHORIZATION_FAILED",
                              "TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_REQUEST",
                              "UNSUPPORTED_VERSION"), D.RAISE),
-        },
-    ),
+        }
+        for api in (Api.SHARE_GROUP_DESCRIBE, Api.DESCRIBE_SHARE_GROUP_OFFSETS, Api.ALTER_SHARE_GROUP_OFFSETS,
+                    Api.DELETE_SHARE_GROUP_OFFSETS)
+    },
 }
 
 
