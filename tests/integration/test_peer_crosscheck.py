@@ -97,7 +97,7 @@ def one_then_another(peers: list[Peer], client: str, boot: str, group: str, topi
     """Peer ``a`` joins and owns every partition, then ``b`` joins and the two split them."""
     a = Peer(client, boot, group, topic, strategy=strategy, session_timeout_ms=ST, name="a")
     peers.append(a)
-    wait_until(lambda: a.owned() == all_of(topic), 20, "a to own every partition")
+    wait_until(lambda: a.owned() == all_of(topic), 60, "a to own every partition")
     b = Peer(client, boot, group, topic, strategy=strategy, session_timeout_ms=ST, name="b")
     peers.append(b)
     wait_until(lambda: split([a, b], topic), split_s, f"a and b to split the partitions: {a} {b}")
@@ -109,7 +109,7 @@ def static_pair(peers: list[Peer], client: str, boot: str, group: str, topic: st
     a = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ia")
     b = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ib")
     peers += [a, b]
-    wait_until(lambda: split([a, b], topic), 30, f"a and b to split the partitions: {a} {b}")
+    wait_until(lambda: split([a, b], topic), 60, f"a and b to split the partitions: {a} {b}")
     return a, b
 
 
@@ -128,7 +128,7 @@ def test_eager_group_forms_splits_and_takes_over_after_a_leave(client, kafka_clu
     """broker-notes S3/S4a: on Tansu each join costs st/2 and the barrier is missing."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     boot = kafka_cluster.bootstrap_servers
-    a, b = one_then_another(peers, client, boot, group, topic, "range", split_s=20)
+    a, b = one_then_another(peers, client, boot, group, topic, "range", split_s=60)
     b.close()
     wait_until(lambda: a.owned() == all_of(topic), 20, f"a to take every partition back: {a}")
     assert a.errors() == [] or client == "confluent", a.errors()
@@ -142,7 +142,7 @@ def test_cooperative_sticky_group_moves_only_what_changes_owner(client, kafka_cl
     the KIP-429 second round cannot run there."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     boot = kafka_cluster.bootstrap_servers
-    a, b = one_then_another(peers, client, boot, group, topic, "cooperative-sticky", split_s=30)
+    a, b = one_then_another(peers, client, boot, group, topic, "cooperative-sticky", split_s=60)
     # incremental: a gave up only the partitions that moved to b, never everything at once
     revoked = [frozenset(map(tuple, e["partitions"])) for e in a.of("revoked")]
     assert revoked, "a never revoked anything"
@@ -288,7 +288,7 @@ def test_member_that_never_rejoins_is_removed_when_the_rebalance_timeout_ends_th
     mpi = 8000
     a = Peer(client, boot, group, topic, session_timeout_ms=ST, max_poll_interval_ms=mpi, name="a")
     peers.append(a)
-    wait_until(lambda: a.owned() == all_of(topic), 20, "a to own every partition")
+    wait_until(lambda: a.owned() == all_of(topic), 60, "a to own every partition")
     laggard = HeartbeatOnlyMember(boot, group, topic, rebalance_timeout_ms=5000)
     try:
         shared = lambda: len(a.owned()) == PARTITIONS // 2 and bool(laggard.errors)  # noqa: E731

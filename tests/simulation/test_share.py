@@ -31,7 +31,7 @@ SUMMARY = re.compile(r"simulation: (\d+) seeds, (\d+) simulated rebalances, (\d+
 @pytest.mark.timeout(600)
 def test_share_seed_budget_finds_no_violation(capsys: pytest.CaptureFixture[str]) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "kgroup.testing.simulation", "--share", "--seeds", str(SEEDS)],
+        [sys.executable, "-m", "kgroup.testing.simulation", "--share", "--seeds", str(SEEDS), "--workers", "1"],
         capture_output=True, text=True, timeout=600, check=False,
     )
     output = proc.stdout + proc.stderr

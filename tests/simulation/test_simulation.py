@@ -37,8 +37,10 @@ def check_campaign(capsys: pytest.CaptureFixture[str], seeds: int, *options: str
     Every run must also go through several rebalances (group epoch bumps under the consumer
     protocol) and faults: a campaign that exercised nothing would pass vacuously.
     """
+    # one process: beside pytest-xdist's other workers on CI's two cores, campaigns of a process
+    # per core ran two or three at once, slowed each other and every test beside them
     proc = subprocess.run(
-        [sys.executable, "-m", "kgroup.testing.simulation", "--seeds", str(seeds), *options],
+        [sys.executable, "-m", "kgroup.testing.simulation", "--seeds", str(seeds), "--workers", "1", *options],
         capture_output=True, text=True, timeout=900, check=False,
     )
     output = proc.stdout + proc.stderr
