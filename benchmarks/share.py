@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.peers.share import SHARE_CLIENTS, ShareMember, share_command  # noqa: E402
+from tests.peers.share import SHARE_CLIENTS, ShareMember, share_command, start_share_group_at  # noqa: E402
 
 
 def produce_chunks(bootstrap: str, topic: str, records: int, chunk: int) -> None:
@@ -76,7 +76,7 @@ def one_run(bootstrap: str, topic: str, client: str, members: int, work_ms: floa
     if produce_after is not None:
         create_topic(bootstrap, topic, 3)
     admin = GroupAdmin.connect(bootstrap, timeout_ms=30000)
-    admin.alter_share_group_offsets(group, {TopicPartition(topic, p): 0 for p in range(3)})
+    start_share_group_at(admin, group, [TopicPartition(topic, p) for p in range(3)], 0)
     procs = [ShareMember(client, share_command(client, bootstrap, group, topic, work_ms=work_ms,
                                                max_poll_records=max_poll_records, acquire_mode=acquire_mode,
                                                gate=True, compiled=True),

@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.share import produce_chunks  # noqa: E402
+from tests.peers.share import start_share_group_at  # noqa: E402
 
 
 def profile(bootstrap: str, records: int) -> None:
@@ -37,7 +38,7 @@ def profile(bootstrap: str, records: int) -> None:
     create_topic(bootstrap, topic, 3)
     produce_chunks(bootstrap, topic, records, 100)
     with GroupAdmin.connect(bootstrap, timeout_ms=30000) as admin:
-        admin.alter_share_group_offsets(topic, {TopicPartition(topic, p): 0 for p in range(3)})
+        start_share_group_at(admin, topic, [TopicPartition(topic, p) for p in range(3)], 0)
     threads: list[tuple[str, cProfile.Profile]] = []
     run = threading.Thread.run
 

@@ -31,7 +31,7 @@ import pytest
 from kgroup.admin import GroupAdmin
 from kgroup.testing.broker import produce
 from kgroup.types import TopicPartition
-from tests.peers.share import SHARE_CLIENTS, ShareMember, share_command
+from tests.peers.share import SHARE_CLIENTS, ShareMember, share_command, start_share_group_at
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
@@ -65,7 +65,7 @@ def test_kgroup_java_and_confluent_share_one_group(kafka_bootstrap: str, topic_f
     topic, group = topic_factory(3), group_id_factory()
     everything = [TopicPartition(topic, p) for p in range(3)]
     with GroupAdmin.connect(kafka_bootstrap, timeout_ms=30000) as admin:
-        assert admin.alter_share_group_offsets(group, dict.fromkeys(everything, 0)) == dict.fromkeys(everything, 0)
+        start_share_group_at(admin, group, everything, 0)
         for client in SHARE_CLIENTS:
             members.append(ShareMember(client, share_command(client, kafka_bootstrap, group, topic),
                                        log_path=tmp_path / f"{client}.log"))

@@ -9,6 +9,7 @@ confluent-kafka's ``ShareConsumer``, ``JavaPeer.java --mode share`` for Apache K
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 from tests.peers.java import java_command
@@ -71,3 +72,24 @@ class ShareMember(PeerProcess):
     def errors(self) -> list[dict[str, Any]]:
         """The ``error`` events so far."""
         return self.of("error")
+
+
+def start_share_group_at(admin: Any, group: str, partitions: list[Any], offset: int = 0,
+                         timeout_s: float = 60.0) -> None:
+    """Set ``group``'s start offset of every partition to ``offset`` (AlterShareGroupOffsets).
+
+    A topic just created may be unknown to the group coordinator for a moment: CreateTopics and
+    the Metadata answer precede the coordinator's own metadata image, and the coordinator answers
+    UNKNOWN_TOPIC_OR_PARTITION (3) per partition (a result, as in Java's
+    ``Admin.alterShareGroupOffsets``). Retried until every partition answers 0 or ``timeout_s`` passes
+    (``AssertionError`` with the last answer).
+    """
+    wanted = dict.fromkeys(partitions, offset)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = admin.alter_share_group_offsets(group, wanted)
+        if answer == dict.fromkeys(partitions, 0):
+            return
+        if set(answer.values()) - {0, 3} or time.monotonic() >= deadline:
+            raise AssertionError(f"AlterShareGroupOffsets of {group!r} answered {answer}")
+        time.sleep(0.1)
