@@ -24,6 +24,9 @@ Commands:
   of whole topics (DeleteShareGroupOffsets, KIP-932), once it is Empty.
 * ``kgroup remove-members GROUP --instance-id ID [...] [--reason TEXT] [--json]``: KIP-345
   admin removal of static members (LeaveGroup v3+).
+* ``kgroup configs GROUP [--set NAME=VALUE ...] [--delete NAME ...] [--validate-only] [--json]``:
+  the group's configs (KIP-848, KIP-932; DescribeConfigs), or set and delete some
+  (IncrementalAlterConfigs), as ``kafka-configs.sh --entity-type groups``.
 
 Every command takes ``--bootstrap-servers`` (or ``KGROUP_BOOTSTRAP_SERVERS``) and
 ``--timeout-ms`` (the whole command's deadline, default 30000). Exit codes: 0 success,
@@ -49,6 +52,7 @@ from kgroup._retry import Deadline
 from kgroup._version import __version__
 from kgroup.admin import (
     GroupAdmin,
+    GroupConfigEntry,
     GroupDeletion,
     GroupDescription,
     GroupListing,
@@ -124,6 +128,21 @@ class AdminLike(Protocol):
         self, group_id: str, topics: Iterable[str], timeout_ms: int | None = None
     ) -> dict[str, int]:
         """See :meth:`kgroup.admin.GroupAdmin.delete_share_group_offsets`."""
+        ...
+
+    def describe_group_configs(self, group_id: str, timeout_ms: int | None = None) -> dict[str, GroupConfigEntry]:
+        """See :meth:`kgroup.admin.GroupAdmin.describe_group_configs`."""
+        ...
+
+    def alter_group_configs(
+        self,
+        group_id: str,
+        set: Mapping[str, str | int] = ...,  # the operation's name, as in kafka-configs.sh
+        delete: Iterable[str] = (),
+        timeout_ms: int | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """See :meth:`kgroup.admin.GroupAdmin.alter_group_configs`."""
         ...
 
     def close(self) -> None:
@@ -820,6 +839,88 @@ def remove_members(call: _Call, group: str, instance_ids: tuple[str, ...], reaso
     if failed:
         detail = ", ".join(f"{r.group_instance_id}: {r.error_name} ({r.error_code})" for r in failed)
         raise click.ClickException(f"{len(failed)} of {len(results)} members of group {group!r} not removed: {detail}")
+
+
+def configs_json(group: str, entries: Mapping[str, GroupConfigEntry]) -> dict[str, Any]:
+    """The ``kgroup configs GROUP --json`` document (schema in ``docs/cli.md``)."""
+    return {
+        "group_id": group,
+        "configs": [
+            {"name": e.name, "value": e.value, "source": e.source, "is_default": e.is_default,
+             "read_only": e.read_only, "sensitive": e.sensitive}
+            for e in entries.values()
+        ],
+    }
+
+
+def configs_text(entries: Mapping[str, GroupConfigEntry]) -> str:
+    """The ``kgroup configs GROUP`` table: ``NAME``, ``VALUE`` (``-`` for none, sensitive ones hidden), ``SOURCE``."""
+    return _table(("NAME", "VALUE", "SOURCE"), [
+        [e.name, "(sensitive)" if e.sensitive else _dash(e.value), e.source] for e in entries.values()
+    ])
+
+
+def _parse_set(ctx: click.Context, given: Sequence[str]) -> dict[str, str]:
+    """``--set NAME=VALUE`` (repeatable; the value may hold "="), each name once."""
+    out: dict[str, str] = {}
+    for text in given:
+        name, equals, value = text.partition("=")
+        name = name.strip()
+        if not equals or not name:
+            raise click.BadParameter(f"invalid {text!r}: expected NAME=VALUE", ctx, param_hint="--set")
+        if name in out:
+            raise click.BadParameter(f"{name!r} is given twice", ctx, param_hint="--set")
+        out[name] = value
+    return out
+
+
+@main.command("configs")
+@click.argument("group")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Set a config of the group (repeatable), as kafka-configs.sh --add-config.")
+@click.option("--delete", "deletes", multiple=True, metavar="NAME",
+              help="Delete a config of the group: back to the brokers' default (repeatable).")
+@click.option("--validate-only", is_flag=True, help="Have the broker check the change, and apply nothing.")
+@_command_options
+def configs(call: _Call, group: str, sets: tuple[str, ...], deletes: tuple[str, ...], validate_only: bool) -> None:
+    """Show GROUP's configs, or set and delete some (KIP-848, KIP-932), as kafka-configs.sh --entity-type groups.
+
+    Without --set or --delete: every config of the group, its value and source
+    (DYNAMIC_GROUP_CONFIG: set on the group; DEFAULT_CONFIG: the brokers' default;
+    DescribeConfigs). With them: one IncrementalAlterConfigs (SET, DELETE); the broker checks
+    every value and applies all or none (INVALID_CONFIG: exit 1 with its message). Group
+    configs need Apache Kafka 3.8+.
+    """
+    if not group.strip():
+        raise click.BadParameter("a group id must not be empty", call.ctx, param_hint="GROUP")
+    wanted = _parse_set(call.ctx, sets)
+    deleted = list(dict.fromkeys(name.strip() for name in deletes))
+    if any(not name for name in deleted):
+        raise click.BadParameter("a config name must not be empty", call.ctx, param_hint="--delete")
+    both = sorted(set(wanted) & set(deleted))
+    if both:
+        raise click.UsageError(f"configs both set and deleted: {', '.join(both)}", call.ctx)
+    if validate_only and not (wanted or deleted):
+        raise click.UsageError("--validate-only needs --set or --delete", call.ctx)
+    if not (wanted or deleted):
+        with call.admin() as (admin, deadline):
+            entries = admin.describe_group_configs(group, _remaining_ms(deadline))
+        if call.as_json:
+            _emit_json(configs_json(group, entries))
+        else:
+            click.echo(configs_text(entries))
+        return
+    with call.admin() as (admin, deadline):
+        admin.alter_group_configs(group, set=wanted, delete=deleted, timeout_ms=_remaining_ms(deadline),
+                                  validate_only=validate_only)
+    if call.as_json:
+        _emit_json({"group_id": group, "validate_only": validate_only, "set": wanted, "deleted": deleted})
+        return
+    done = "valid, not applied (--validate-only)" if validate_only else None
+    click.echo(_table(("NAME", "RESULT"), [
+        *([name, done or f"set to {value}"] for name, value in wanted.items()),
+        *([name, done or "deleted: the brokers' default applies"] for name in deleted),
+    ]))
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -51,7 +51,10 @@ tries again after backoff (``"Unexpected error in join group response"``,
 ShareGroupHeartbeat code is fatal (Java's ``default`` case). Only the codes a row marks FATAL stop the member.
 Share groups' admin APIs (ShareGroupDescribe, Describe-, Alter- and DeleteShareGroupOffsets) have
 rows too, from Java's admin handlers: a loading coordinator is retried, a moved one found again,
-every other code fails the one call (``kgroup.admin`` raises it as an ``AdminError``).
+every other code fails the one call (``kgroup.admin`` raises it as an ``AdminError``). A group's
+configs' DescribeConfigs and IncrementalAlterConfigs have rows too (Java's ``KafkaAdminClient``
+fails the resource's future with the code's exception): a timed-out request or one the
+controller did not take is retried, every other code fails the call.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ import enum
 from collections.abc import Mapping
 
 from kgroup._error_codes import (
+    CLUSTER_AUTHORIZATION_FAILED,
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
@@ -71,6 +75,7 @@ from kgroup._error_codes import (
     ILLEGAL_GENERATION,
     INCONSISTENT_GROUP_PROTOCOL,
     INVALID_COMMIT_OFFSET_SIZE,
+    INVALID_CONFIG,
     INVALID_GROUP_ID,
     INVALID_RECORD_STATE,
     INVALID_REQUEST,
@@ -82,9 +87,11 @@ from kgroup._error_codes import (
     NETWORK_EXCEPTION,
     NON_EMPTY_GROUP,
     NONE,
+    NOT_CONTROLLER,
     NOT_COORDINATOR,
     NOT_LEADER_FOR_PARTITION,
     OFFSET_METADATA_TOO_LARGE,
+    POLICY_VIOLATION,
     REBALANCE_IN_PROGRESS,
     REQUEST_TIMED_OUT,
     SHARE_SESSION_LIMIT_REACHED,
@@ -389,6 +396,9 @@ class Api(enum.Enum):
     DESCRIBE_SHARE_GROUP_OFFSETS = "DescribeShareGroupOffsets"
     ALTER_SHARE_GROUP_OFFSETS = "AlterShareGroupOffsets"
     DELETE_SHARE_GROUP_OFFSETS = "DeleteShareGroupOffsets"
+    #: a group's configs (ConfigResource type GROUP; KIP-848, KIP-932), :class:`kgroup.admin.GroupAdmin`'s
+    DESCRIBE_CONFIGS = "DescribeConfigs"
+    INCREMENTAL_ALTER_CONFIGS = "IncrementalAlterConfigs"
 
 
 class Disposition(enum.Enum):
@@ -465,6 +475,24 @@ _SHARE_GROUP_ADMIN = {
     GROUP_AUTHORIZATION_FAILED: Disposition.RAISE,
     TOPIC_AUTHORIZATION_FAILED: Disposition.RAISE,
     UNKNOWN_TOPIC_OR_PARTITION: Disposition.RAISE,
+    INVALID_REQUEST: Disposition.RAISE,
+    UNSUPPORTED_VERSION: Disposition.RAISE,
+}
+
+#: a group's configs (Java ``KafkaAdminClient.describeConfigs``, ``incrementalAlterConfigs``):
+#: the resource's code fails its future, except a request that timed out (REQUEST_TIMED_OUT: the
+#: broker's forward to the controller got no answer) or reached a broker that is no longer the
+#: controller's (NOT_CONTROLLER): both retried, the operations being idempotent (SET, DELETE).
+#: INVALID_CONFIG: an unknown config, a value of the wrong type or out of range; INVALID_REQUEST:
+#: a cluster without group configs (before Apache Kafka 3.8: "Unknown resource type")
+_GROUP_CONFIGS = {
+    NONE: Disposition.OK,
+    REQUEST_TIMED_OUT: Disposition.RETRY,
+    NOT_CONTROLLER: Disposition.RETRY,
+    INVALID_CONFIG: Disposition.RAISE,
+    POLICY_VIOLATION: Disposition.RAISE,
+    GROUP_AUTHORIZATION_FAILED: Disposition.RAISE,
+    CLUSTER_AUTHORIZATION_FAILED: Disposition.RAISE,
     INVALID_REQUEST: Disposition.RAISE,
     UNSUPPORTED_VERSION: Disposition.RAISE,
 }
@@ -601,6 +629,9 @@ TABLE: Mapping[Api, Mapping[int, Disposition]] = {
     Api.DESCRIBE_SHARE_GROUP_OFFSETS: _SHARE_GROUP_ADMIN,
     Api.ALTER_SHARE_GROUP_OFFSETS: _SHARE_GROUP_ADMIN,
     Api.DELETE_SHARE_GROUP_OFFSETS: _SHARE_GROUP_ADMIN,
+    # a group's configs: an admin call fails, it poisons nothing
+    Api.DESCRIBE_CONFIGS: _GROUP_CONFIGS,
+    Api.INCREMENTAL_ALTER_CONFIGS: _GROUP_CONFIGS,
 }
 
 
@@ -622,6 +653,8 @@ UNLISTED: Mapping[Api, Disposition] = {
     Api.DESCRIBE_SHARE_GROUP_OFFSETS: Disposition.RAISE,
     Api.ALTER_SHARE_GROUP_OFFSETS: Disposition.RAISE,
     Api.DELETE_SHARE_GROUP_OFFSETS: Disposition.RAISE,
+    Api.DESCRIBE_CONFIGS: Disposition.RAISE,
+    Api.INCREMENTAL_ALTER_CONFIGS: Disposition.RAISE,
 }
 
 #: the message of the fatal error when the cluster does not serve the consumer protocol (Java's
@@ -636,6 +669,11 @@ CONSUMER_PROTOCOL_NOT_SUPPORTED = (
 SHARE_GROUPS_NOT_SUPPORTED = (
     "the cluster does not support share groups (KIP-932): ShareGroupHeartbeat v1 needs Apache Kafka 4.1+ "
     "with the share.version feature enabled (docs/share-groups.md)"
+)
+
+#: what a group-config error says when the cluster has no group configs
+GROUP_CONFIGS_NOT_SUPPORTED = (
+    "the cluster does not keep group configs (ConfigResource type GROUP: Apache Kafka 3.8+, KIP-848)"
 )
 
 #: what a broker error's message adds, by API and code
@@ -664,6 +702,13 @@ HINTS: Mapping[tuple[Api, int], str] = {
                               "while it is empty)"),
             (UNSUPPORTED_VERSION, "the cluster does not serve share groups' admin APIs (Apache Kafka 4.1+)"),
         )
+    },
+    (Api.DESCRIBE_CONFIGS, GROUP_AUTHORIZATION_FAILED): "the principal needs DESCRIBE_CONFIGS on the group",
+    (Api.INCREMENTAL_ALTER_CONFIGS, GROUP_AUTHORIZATION_FAILED): "the principal needs ALTER_CONFIGS on the group",
+    **{
+        (api, code): GROUP_CONFIGS_NOT_SUPPORTED
+        for api in (Api.DESCRIBE_CONFIGS, Api.INCREMENTAL_ALTER_CONFIGS)
+        for code in (INVALID_REQUEST, UNSUPPORTED_VERSION)
     },
     (Api.SHARE_GROUP_HEARTBEAT, GROUP_MAX_SIZE_REACHED): (
         "the share group has as many members as the broker allows (group.share.max.size)"

@@ -13,7 +13,11 @@ sends them, and the admin's own calls here:
 * OffsetFetch of every committed partition (``topics=null``), ConsumerGroupDescribe (KIP-848)
   and LeaveGroup removing static members (KIP-345);
 * share groups' (KIP-932) ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets
-  and DeleteShareGroupOffsets at the group's coordinator (:mod:`kgroup.protocol.share_group_admin`).
+  and DeleteShareGroupOffsets at the group's coordinator (:mod:`kgroup.protocol.share_group_admin`);
+* a group's configs (``ConfigResource.Type.GROUP``, KIP-848 and KIP-932): DescribeConfigs and
+  IncrementalAlterConfigs at the least loaded broker, not the coordinator, as Java's
+  ``KafkaAdminClient.describeConfigs`` and ``incrementalAlterConfigs`` send every resource but a
+  BROKER or BROKER_LOGGER one (:mod:`kgroup.protocol.group_configs`).
 
 Rules:
 
@@ -34,6 +38,12 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 # isort: split
 import attrs
 import kafka.errors as KErrors
+from kafka.protocol.admin import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 
 from kgroup import _error_codes as codes
 from kgroup._io import kafka_messages as wire
@@ -52,6 +62,13 @@ from kgroup.protocol.group_api import (
     OffsetCommitRequest,
     OffsetFetchRequest,
 )
+from kgroup.protocol.group_configs import (
+    GROUP_RESOURCE_TYPE,
+    ConfigChange,
+    DescribedConfig,
+    GroupConfigsAltered,
+    GroupConfigsDescribed,
+)
 from kgroup.protocol.share_group_admin import (
     DescribedShareGroup,
     ShareGroupOffsets,
@@ -60,7 +77,14 @@ from kgroup.protocol.share_group_admin import (
 )
 from kgroup.types import Generation, OffsetAndMetadata, TopicPartition
 
-__all__ = ["KafkaAdminTransport", "admin_offset_commit"]
+__all__ = [
+    "KafkaAdminTransport",
+    "admin_offset_commit",
+    "alter_group_configs_request",
+    "altered_group_configs",
+    "describe_group_configs_request",
+    "described_group_configs",
+]
 
 T = TypeVar("T")
 
@@ -112,6 +136,59 @@ def admin_offset_commit(group_id: str, offsets: Mapping[TopicPartition, OffsetAn
     """The admin's OffsetCommit: outside the group (no generation, member id ""), at v8 at most."""
     request = offset_commit_request(group_id, Generation(), None, offsets)
     return attrs.evolve(request, api_version=ADMIN_OFFSET_COMMIT_MAX)
+
+
+def describe_group_configs_request(group_id: str) -> DescribeConfigsRequest:
+    """DescribeConfigs of every config of ``group_id`` (GROUP resource, ``configuration_keys`` null), no synonyms."""
+    resource = DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=GROUP_RESOURCE_TYPE, resource_name=group_id, configuration_keys=None
+    )
+    return DescribeConfigsRequest(resources=[resource], include_synonyms=False, include_documentation=False)
+
+
+def described_group_configs(message: DescribeConfigsResponse, group_id: str) -> GroupConfigsDescribed:
+    """The answer's entry for the GROUP resource ``group_id``; none: INVALID_REQUEST, as a value."""
+    for result in message.results:
+        if result.resource_type == GROUP_RESOURCE_TYPE and result.resource_name == group_id:
+            return GroupConfigsDescribed(
+                error_code=result.error_code,
+                error_message=result.error_message,
+                configs=tuple(
+                    DescribedConfig(
+                        name=c.name, value=c.value, read_only=bool(c.read_only),
+                        config_source=int(getattr(c, "config_source", 0)), is_sensitive=bool(c.is_sensitive),
+                    )
+                    for c in result.configs or ()
+                ),
+            )
+    return GroupConfigsDescribed(
+        error_code=codes.INVALID_REQUEST, error_message=f"DescribeConfigs answered without the group {group_id!r}"
+    )
+
+
+def alter_group_configs_request(
+    group_id: str, changes: Iterable[ConfigChange], validate_only: bool
+) -> IncrementalAlterConfigsRequest:
+    """IncrementalAlterConfigs of the GROUP resource ``group_id``: each change a SET or DELETE, in order."""
+    Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = Resource.AlterableConfig
+    resource = Resource(
+        resource_type=GROUP_RESOURCE_TYPE,
+        resource_name=group_id,
+        configs=[Config(name=c.name, config_operation=c.operation, value=c.value) for c in changes],
+    )
+    return IncrementalAlterConfigsRequest(resources=[resource], validate_only=validate_only)
+
+
+def altered_group_configs(message: IncrementalAlterConfigsResponse, group_id: str) -> GroupConfigsAltered:
+    """The answer's code and message for the GROUP resource ``group_id``; none: INVALID_REQUEST, as a value."""
+    for response in message.responses:
+        if response.resource_type == GROUP_RESOURCE_TYPE and response.resource_name == group_id:
+            return GroupConfigsAltered(error_code=response.error_code, error_message=response.error_message)
+    return GroupConfigsAltered(
+        error_code=codes.INVALID_REQUEST,
+        error_message=f"IncrementalAlterConfigs answered without the group {group_id!r}",
+    )
 
 
 class KafkaAdminTransport(KafkaNetwork):
@@ -272,4 +349,40 @@ class KafkaAdminTransport(KafkaNetwork):
         return self._share_call(
             lambda: wire.delete_share_offsets_request_message(group_id, names), node_id, timeout_ms,
             wire.delete_share_offsets_response_value, ShareOffsetsDeleted(error_code=codes.UNSUPPORTED_VERSION),
+        )
+
+    # ------------------------------------------------------------------ a group's configs (KIP-848, KIP-932)
+    def describe_group_config_entries(
+        self, group_id: str, timeout_ms: int
+    ) -> concurrent.futures.Future[GroupConfigsDescribed]:
+        """DescribeConfigs (API 32, v1-4) of every config of the GROUP resource ``group_id`` at the least loaded broker.
+
+        Any broker answers for a group (Java sends every resource but a BROKER or BROKER_LOGGER
+        one to the least loaded node). A broker without DescribeConfigs yields
+        ``GroupConfigsDescribed(error_code=35)`` (UNSUPPORTED_VERSION).
+        """
+        return _unsupported_as(
+            self._bridge(
+                lambda: describe_group_configs_request(group_id), self._manager.least_loaded_node, timeout_ms,
+                lambda message: described_group_configs(message, group_id),
+            ),
+            GroupConfigsDescribed(error_code=codes.UNSUPPORTED_VERSION),
+        )
+
+    def incremental_alter_group_configs(
+        self, group_id: str, changes: Iterable[ConfigChange], validate_only: bool, timeout_ms: int
+    ) -> concurrent.futures.Future[GroupConfigsAltered]:
+        """IncrementalAlterConfigs (API 44, v0-1) of the GROUP resource ``group_id`` at the least loaded broker.
+
+        The broker forwards it to the controller, which validates and records it. A broker
+        without IncrementalAlterConfigs (Kafka before 2.3) yields ``GroupConfigsAltered(error_code=35)``.
+        """
+        wanted = tuple(changes)
+        return _unsupported_as(
+            self._bridge(
+                lambda: alter_group_configs_request(group_id, wanted, validate_only),
+                self._manager.least_loaded_node, timeout_ms,
+                lambda message: altered_group_configs(message, group_id),
+            ),
+            GroupConfigsAltered(error_code=codes.UNSUPPORTED_VERSION),
         )

@@ -64,6 +64,7 @@ from kgroup.protocol.group_api import (
     OffsetCommitRequest,
     OffsetFetchRequest,
 )
+from kgroup.protocol.group_configs import GROUP_RESOURCE_TYPE
 from kgroup.types import PartitionInfo, TopicPartition
 
 __all__ = ["KAFKA_PYTHON_VERSION", "KafkaNetwork", "KafkaPythonTransport"]
@@ -85,7 +86,7 @@ OFFSET_FETCH_ALL_MIN = 8
 #: Metadata carries topic ids from v10 (KIP-516); the consumer protocol's assignments name topics by id
 TOPIC_IDS_MIN = 10
 #: DescribeConfigs' resource type of a group's configs (``ConfigResource.Type.GROUP``, KIP-848)
-GROUP_CONFIG_RESOURCE = 32
+GROUP_CONFIG_RESOURCE = GROUP_RESOURCE_TYPE
 
 _PASS_THROUGH = (
     "bootstrap_servers", "client_id", "request_timeout_ms", "retry_backoff_ms",

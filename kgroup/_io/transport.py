@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from kgroup.protocol.consumer_group_describe import DescribedConsumerGroup
+    from kgroup.protocol.group_configs import ConfigChange, GroupConfigsAltered, GroupConfigsDescribed
     from kgroup.protocol.share_group_admin import (
         DescribedShareGroup,
         ShareGroupOffsets,
@@ -440,6 +441,25 @@ class AdminTransport(ClusterPort, Protocol):
         self, group_id: str, topics: Iterable[str], node_id: int, timeout_ms: int
     ) -> concurrent.futures.Future[ShareOffsetsDeleted]:
         """DeleteShareGroupOffsets (API 92): delete whole topics' start offsets; the request's and each topic's code."""
+        ...
+
+    def describe_group_config_entries(
+        self, group_id: str, timeout_ms: int
+    ) -> concurrent.futures.Future[GroupConfigsDescribed]:
+        """DescribeConfigs (API 32) of every config of the GROUP resource ``group_id``, at any broker.
+
+        The answer's error code and configs (UNSUPPORTED_VERSION: no DescribeConfigs).
+        """
+        ...
+
+    def incremental_alter_group_configs(
+        self, group_id: str, changes: Iterable[ConfigChange], validate_only: bool, timeout_ms: int
+    ) -> concurrent.futures.Future[GroupConfigsAltered]:
+        """IncrementalAlterConfigs (API 44) of the GROUP resource ``group_id``, at any broker: its error code.
+
+        ``changes`` are SET and DELETE operations, sent in order; ``validate_only``: the broker
+        checks them and changes nothing. UNSUPPORTED_VERSION: no IncrementalAlterConfigs.
+        """
         ...
 
     def close(self) -> None:

@@ -6,7 +6,8 @@ parts of Java's ``Admin`` (``describeConsumerGroups``, ``listConsumerGroups``,
 ``listConsumerGroupOffsets``, ``listOffsets``, ``alterConsumerGroupOffsets``,
 ``deleteConsumerGroups``, ``removeMembersFromConsumerGroup``; for share groups, KIP-932,
 ``describeShareGroups``, ``listShareGroupOffsets``, ``alterShareGroupOffsets``,
-``deleteShareGroupOffsets``). The ``kgroup`` command line
+``deleteShareGroupOffsets``; for a group's configs, KIP-848 and KIP-932, ``describeConfigs`` and
+``incrementalAlterConfigs`` of a GROUP config resource). The ``kgroup`` command line
 (``kgroup.cli``) is a thin layer over it.
 
 Rules:
@@ -32,9 +33,14 @@ Rules:
    (DescribeShareGroupOffsets, API 90) stand for committed offsets in ``lag`` and reset plans,
    and are set with AlterShareGroupOffsets (API 91) while the group is empty (docs/share-groups.md,
    "Operations"). Their error codes are classified by ``kgroup.errors.classify``.
+6. **A group's configs** (``consumer.session.timeout.ms``, ``share.record.lock.duration.ms``,
+   ...; Apache Kafka 3.8+) are described with DescribeConfigs and changed with
+   IncrementalAlterConfigs (SET, DELETE) at any broker, not the coordinator; INVALID_CONFIG
+   raises ``InvalidConfigError`` with the broker's message (docs/share-groups.md, "Group configs").
 
 The package, by job: ``_client`` (``GroupAdmin``), ``_values`` (the answers), ``_errors``,
-``_describe`` (described groups to ``GroupDescription``), ``_resets`` (offset reset planning).
+``_describe`` (described groups to ``GroupDescription``), ``_resets`` (offset reset planning),
+``_share`` (share groups' calls) and ``_configs`` (a group's configs).
 """
 
 from __future__ import annotations
@@ -45,11 +51,13 @@ from kgroup.admin._errors import (
     AdminTimeoutError,
     GroupNotEmptyError,
     GroupNotFoundError,
+    InvalidConfigError,
     UnsupportedVersionError,
 )
 from kgroup.admin._resets import INACTIVE_STATES, OffsetResetPlan, PlannedOffset, ResetTarget
 from kgroup.admin._values import (
     Coordinator,
+    GroupConfigEntry,
     GroupDeletion,
     GroupDescription,
     GroupListing,
@@ -65,11 +73,13 @@ __all__ = [
     "AdminTimeoutError",
     "Coordinator",
     "GroupAdmin",
+    "GroupConfigEntry",
     "GroupDeletion",
     "GroupDescription",
     "GroupListing",
     "GroupNotEmptyError",
     "GroupNotFoundError",
+    "InvalidConfigError",
     "MemberDescription",
     "MemberRemoval",
     "OffsetResetPlan",

@@ -20,6 +20,7 @@ from kgroup._clock import Clock, MonotonicClock
 from kgroup._error_codes import error_name
 from kgroup._io.transport import AdminTransport, OffsetFetchResult
 from kgroup._retry import Deadline, retry_until
+from kgroup.admin._configs import GroupConfigCalls
 from kgroup.admin._describe import (
     CONSUMER_PROTOCOL_TYPE,
     SHARE_PROTOCOL_TYPE,
@@ -79,7 +80,7 @@ _LISTED_PROTOCOL_TYPES: Final = frozenset({CONSUMER_PROTOCOL_TYPE, "", SHARE_PRO
 _UNKNOWN: Final = CoordinatorState(lookup=RetryTimer(float("-inf")))
 
 
-class GroupAdmin(ShareGroupCalls):
+class GroupAdmin(ShareGroupCalls, GroupConfigCalls):
     """Group administration over an ``AdminTransport`` (the rules: :mod:`kgroup.admin`).
 
     Args:

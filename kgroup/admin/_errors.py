@@ -10,7 +10,14 @@ from kgroup.errors import KGroupError
 if TYPE_CHECKING:
     from kgroup._retry import Deadline
 
-__all__ = ["AdminError", "AdminTimeoutError", "GroupNotEmptyError", "GroupNotFoundError", "UnsupportedVersionError"]
+__all__ = [
+    "AdminError",
+    "AdminTimeoutError",
+    "GroupNotEmptyError",
+    "GroupNotFoundError",
+    "InvalidConfigError",
+    "UnsupportedVersionError",
+]
 
 
 class AdminError(KGroupError):
@@ -42,7 +49,19 @@ class UnsupportedVersionError(AdminError):
     """The coordinator cannot speak the version the call needs.
 
     LeaveGroup v3+ for removal by ``group_instance_id`` (KIP-345, Kafka 2.4+); OffsetFetch v8+
-    for all committed offsets; the share-group APIs (KIP-932, Apache Kafka 4.1+).
+    for all committed offsets; the share-group APIs (KIP-932, Apache Kafka 4.1+); a group's
+    configs (ConfigResource type GROUP, Apache Kafka 3.8+: an older broker answers
+    INVALID_REQUEST, "Unknown resource type", or describes no config).
+    """
+
+
+class InvalidConfigError(AdminError):
+    """The broker refused a group config change: INVALID_CONFIG (40).
+
+    An unknown config name, a value of the wrong type, or one out of the range the brokers
+    allow (``share.record.lock.duration.ms`` between ``group.share.min.record.lock.duration.ms``
+    and ``group.share.max.record.lock.duration.ms``, ...); the message is the broker's (Java's
+    ``InvalidConfigurationException``).
     """
 
 

@@ -10,6 +10,7 @@ from kgroup.types import TopicPartition
 
 __all__ = [
     "Coordinator",
+    "GroupConfigEntry",
     "GroupDeletion",
     "GroupDescription",
     "GroupListing",
@@ -215,3 +216,31 @@ class GroupDeletion:
     def error_name(self) -> str | None:
         """The error's protocol name, or None when deleted."""
         return None if self.error_code == codes.NONE else error_name(self.error_code)
+
+
+@attrs.frozen
+class GroupConfigEntry:
+    """One config of a group, as DescribeConfigs gives it (Java ``ConfigEntry``).
+
+    Attributes:
+        name: the config's name (``consumer.session.timeout.ms``, ``share.record.lock.duration.ms``, ...).
+        value: its value as the broker writes it (``"45000"``; milliseconds for the ``*.ms``
+            configs), or None (a sensitive config, or none set).
+        source: where the value comes from, by the names of Java's ``ConfigEntry.ConfigSource``:
+            "DYNAMIC_GROUP_CONFIG" (set on the group), "DEFAULT_CONFIG" (the broker's default),
+            "STATIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", ..., or "UNKNOWN".
+        read_only: the broker does not let it be altered.
+        sensitive: a secret (its value is not sent).
+
+    """
+
+    name: str
+    value: str | None
+    source: str
+    read_only: bool = False
+    sensitive: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        """True when the group does not set it and the broker's default applies (Java ``ConfigEntry.isDefault``)."""
+        return self.source == "DEFAULT_CONFIG"

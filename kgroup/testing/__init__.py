@@ -7,9 +7,10 @@ testcontainers Apache Kafka, or the embedded Tansu broker, in that order of pref
 (:data:`kgroup.testing.apache_kafka.KAFKA_VERSION`, KRaft) run as JVM child processes from jars
 that ``python -m kgroup.testing.apache_kafka fetch`` resolves from Maven Central once, one node
 or three, whose handle can restart, kill, stop and start nodes (:mod:`kgroup.testing.apache_kafka`).
-:func:`create_topic`, :func:`produce` and :func:`alter_group_configs` are small admin helpers built on
-kafka-python. The pytest plugin ``kgroup.testing.pytest_plugin`` (registered as the ``kgroup`` pytest11 entry point)
-provides the ``kafka_broker``, ``kafka_bootstrap``, ``topic_factory``, ``group_id_factory`` and
+:func:`create_topic` and :func:`produce` are small admin helpers built on kafka-python,
+:func:`alter_group_configs` one on :class:`kgroup.admin.GroupAdmin`. The pytest plugin
+``kgroup.testing.pytest_plugin`` (registered as the ``kgroup`` pytest11 entry point) provides
+the ``kafka_broker``, ``kafka_bootstrap``, ``topic_factory``, ``group_id_factory`` and
 ``kafka_cluster`` fixtures, and the ``broker_kinds("tansu", "apache-kafka")`` mark that runs a
 test once per broker kind.
 

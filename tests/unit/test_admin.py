@@ -131,6 +131,14 @@ class ScriptedTransport:
         self.calls.append(("alter_offsets", group_id, dict(offsets), node_id))
         return self._next("alter_offsets")
 
+    def describe_group_config_entries(self, group_id, timeout_ms):
+        self.calls.append(("describe_configs", group_id))
+        return self._next("describe_configs")
+
+    def incremental_alter_group_configs(self, group_id, changes, validate_only, timeout_ms):
+        self.calls.append(("alter_configs", group_id, tuple(changes), validate_only))
+        return self._next("alter_configs")
+
     def close(self):
         self.closed = True
 

@@ -225,6 +225,18 @@ EXPECTED: dict[Api, dict[str, Disposition]] = {
         for api in (Api.SHARE_GROUP_DESCRIBE, Api.DESCRIBE_SHARE_GROUP_OFFSETS, Api.ALTER_SHARE_GROUP_OFFSETS,
                     Api.DELETE_SHARE_GROUP_OFFSETS)
     },
+    # a group's configs: Java's KafkaAdminClient fails the resource's future on its code; a timed-out
+    # forward or a moved controller is retried (SET and DELETE are idempotent)
+    **{
+        api: {
+            "NONE": D.OK,
+            "REQUEST_TIMED_OUT": D.RETRY,
+            "NOT_CONTROLLER": D.RETRY,
+            **dict.fromkeys(("INVALID_CONFIG", "POLICY_VIOLATION", "GROUP_AUTHORIZATION_FAILED",
+                             "CLUSTER_AUTHORIZATION_FAILED", "INVALID_REQUEST", "UNSUPPORTED_VERSION"), D.RAISE),
+        }
+        for api in (Api.DESCRIBE_CONFIGS, Api.INCREMENTAL_ALTER_CONFIGS)
+    },
 }
 
 
@@ -274,6 +286,8 @@ EXPECTED_UNLISTED = {
     Api.DESCRIBE_SHARE_GROUP_OFFSETS: D.RAISE,
     Api.ALTER_SHARE_GROUP_OFFSETS: D.RAISE,
     Api.DELETE_SHARE_GROUP_OFFSETS: D.RAISE,
+    Api.DESCRIBE_CONFIGS: D.RAISE,  # a group config call fails
+    Api.INCREMENTAL_ALTER_CONFIGS: D.RAISE,
 }
 
 
