@@ -15,7 +15,8 @@ does on its background thread. Rules:
    code): the commit returns them, the acknowledgement commit callback gets them on the poll
    thread.
 4. Leaders and topic ids come from Metadata; a leader error (REDISCOVER in
-   ``kgroup.errors.TABLE[Api.SHARE_FETCH]``) refreshes them.
+   ``kgroup.errors.TABLE[Api.SHARE_FETCH]``) or a request to a leader that got no answer (a lost
+   connection, a timeout: the node may be dead) refreshes them.
 5. ``close_sessions`` sends every open session its ShareAcknowledge with epoch -1 (the last
    acknowledgements); the broker releases what the member still holds.
 """
@@ -301,7 +302,12 @@ class ShareFetcher:
                             del source[tp]
                         self._fail_unsendable(acks, "its share session was closed")
                     continue
-                request = session.acknowledge(acks, self._topic_ids(), renew=renew)
+                topic_ids = self._topic_ids()
+                nameless = {tp: source.pop(tp) for tp in list(acks) if tp not in topic_ids}
+                if nameless:  # never silently left out (its outcome would read as acknowledged)
+                    self._fail_unsendable(nameless, "its topic id is unknown")
+                    acks = {tp: a for tp, a in acks.items() if tp in topic_ids}
+                request = session.acknowledge(acks, topic_ids, renew=renew)
                 if request is None:
                     continue
                 for tp in acks:
@@ -349,6 +355,7 @@ class ShareFetcher:
             for tp, acks in request.carried.items():
                 self._outcome(tp, acks, error)
             self._backoff_until[request.node] = self._clock.monotonic() + self._config.consumer.retry_backoff_ms / 1000
+            self._forget_leader(request.node)
             return
         response = request.future.result()
         if response.acquisition_lock_timeout_ms:
@@ -363,7 +370,8 @@ class ShareFetcher:
             if disposition is Disposition.FATAL:
                 self._errors.append(FatalGroupError(api, response.error_code, str(error)))
             elif disposition is Disposition.REDISCOVER:
-                self._leaders.clear()
+                for tp in list(self._leaders):
+                    self._leader_unknown(tp)
             elif disposition is Disposition.RAISE and request.fetch:
                 self._errors.append(error)
             if disposition is not Disposition.RETRY_NOW:
@@ -392,16 +400,33 @@ class ShareFetcher:
             if request.fetch:
                 self._fetched(request.node, tp, part)
             elif code and classify(api, code) is Disposition.REDISCOVER:
-                self._leaders.pop(tp, None)
+                self._leader_unknown(tp)
         for tp, acks in request.carried.items():  # a partition the answer did not list: acknowledged
             if tp not in reported:
                 self._outcome(tp, acks, None)
+
+    def _forget_leader(self, node: int) -> None:
+        """No answer from ``node`` (lost connection, timeout): its partitions' leaders are looked up again (rule 4).
+
+        The node may be gone for good (killed, fenced by the controller): the next Metadata answer
+        names the new leaders, and until the controller fences it, the same node again (Java's
+        ``ShareConsumeRequestManager`` asks for a metadata update on a failed request).
+        """
+        for tp, leader in list(self._leaders.items()):
+            if leader.leader == node:
+                self._leader_unknown(tp)
+
+    def _leader_unknown(self, tp: TopicPartition) -> None:
+        """Look ``tp``'s leader up again; its topic id stays (acknowledgements of its records still name it)."""
+        leader = self._leaders.get(tp)
+        if leader is not None and leader.leader >= 0:
+            self._leaders[tp] = attrs.evolve(leader, leader=-1)
 
     def _fetched(self, node: int, tp: TopicPartition, part: Any) -> None:
         if part.error_code:
             disposition = classify(Api.SHARE_FETCH, part.error_code)
             if disposition is Disposition.REDISCOVER:
-                self._leaders.pop(tp, None)
+                self._leader_unknown(tp)
             elif disposition in (Disposition.RAISE, Disposition.FATAL):
                 self._errors.append(broker_error(Api.SHARE_FETCH, part.error_code, part.error_message or "",
                                                  f"partition {tp.topic}-{tp.partition}"))

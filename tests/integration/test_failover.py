@@ -166,6 +166,8 @@ class Worker(Background):
         self.topic = topic
         self.consumed: list[tuple[float, int, int]] = []
         self.commits: list[float] = []
+        #: (time, partition -> offset) of every commit it started: what a failure report shows
+        self.commit_log: list[tuple[float, dict[int, int]]] = []
         self.errors: list[tuple[float, str]] = []
         self.fatal: BaseException | None = None
         super().__init__(f"worker-{name}")
@@ -181,6 +183,8 @@ class Worker(Background):
                     self.consumed.extend((now, r.partition, r.offset) for r in batch)
                     if self.consumer.assignment() and (batch or now - last_commit >= self.COMMIT_EVERY_S):
                         last_commit = now
+                        self.commit_log.append((now, {tp.partition: om.offset for tp, om in
+                                                      self.consumer._prepare_offsets(None).items()}))
                         self.consumer.commit()
                         self.commits.append(time.monotonic())
                 except self.FATAL:
@@ -398,9 +402,25 @@ class Scenario:
             for w in self.workers
         )
 
+    def commits_of(self, backwards: list[str]) -> str:
+        """What each worker committed to the partitions ``backwards`` names (each change of value once), and its
+        errors: a failure's report."""
+        named = {int(line.split()[1].rstrip(":")) for line in backwards}
+        out = []
+        for w in self.workers:
+            changes, last = [], {}
+            for t, offsets in w.commit_log:
+                for p, o in sorted(offsets.items()):
+                    if p in named and last.get(p) != o:
+                        changes.append(f"{t:.3f} p{p}={o}")
+                        last[p] = o
+            out.append(f"{w.name} committed {', '.join(changes)}; errors {w.errors}")
+        return "; ".join(out)
+
     def check(self, before: dict[int, int], fault_at: float, final: dict[int, int]) -> None:
         assert all(w.fatal is None for w in self.workers), self.describe()
-        assert self.monitor.backwards() == [], self.monitor.backwards()
+        backwards = self.monitor.backwards()
+        assert backwards == [], f"{backwards}; {self.commits_of(backwards)}"
         after = [offsets for t, offsets in self.monitor.samples if t > fault_at and offsets]
         assert after, "no committed offsets were read after the fault"
         for p, offset in before.items():  # the offsets committed before the fault survived it

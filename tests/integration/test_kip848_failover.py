@@ -131,7 +131,13 @@ def test_coordinator_killed_consumer_protocol_members_move_to_the_new_one(
             watch.stop()
             scenario.stop()
     assert max(v for v in heartbeats.values() if v is not None) <= FAILOVER_BOUND_S, heartbeats
-    scenario.check(before, killed_at, final)
+    try:
+        scenario.check(before, killed_at, final)
+    except AssertionError as exc:  # the listener callbacks say who owned what when
+        raise AssertionError(f"{exc}; killed at {killed_at:.3f}; callbacks: " + "; ".join(
+            f"{e.t_start:.3f}-{e.t_end:.3f} {e.member} {e.kind} {sorted(tp.partition for tp in e.partitions)} "
+            f"epoch {e.generation}"
+            for e in log.events)) from None
     assert owners_never_overlap(log) == [], owners_never_overlap(log)
     assert not log.of("lost"), [(e.member, sorted(tp.partition for tp in e.partitions)) for e in log.of("lost")]
     print(

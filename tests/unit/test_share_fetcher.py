@@ -148,3 +148,72 @@ def test_a_session_error_opens_a_new_session_and_the_close_is_epoch_minus_1() ->
     assert close.partitions == (sf.PartitionAcknowledgements(TOPIC_ID, 0, (sf.AcknowledgementBatch(0, 0, (1,)),)),)
     f.step(fetch=False)
     assert f.closing_done()
+
+
+class MovingLeader(Script):
+    """Node 1 leads T0 and dies (its requests fail: no answer); the next Metadata answer names node 2."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.leaders = [1, 2]
+        self.metadata_asked = 0
+        self.nodes: list[int] = []
+
+    def share_metadata(self, topics: Any, timeout_ms: int) -> concurrent.futures.Future[Any]:
+        leader = self.leaders[min(self.metadata_asked, len(self.leaders) - 1)]
+        self.metadata_asked += 1
+        return done({T0: PartitionLeader(leader, TOPIC_ID)})
+
+    def share_fetch(self, node_id: int, request: sf.ShareFetchRequest, timeout_ms: int) -> Any:
+        self.nodes.append(node_id)
+        if node_id == 1 and self.fetch_answers == []:
+            self.sent.append(request)
+            failed: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            failed.set_exception(ConnectionError("socket disconnected"))
+            return failed
+        return super().share_fetch(node_id, request, timeout_ms)
+
+    def share_acknowledge(self, node_id: int, request: sf.ShareAcknowledgeRequest, timeout_ms: int) -> Any:
+        self.nodes.append(node_id)
+        if node_id == 1:
+            self.sent.append(request)
+            failed: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            failed.set_exception(ConnectionError("socket disconnected"))
+            return failed
+        return super().share_acknowledge(node_id, request, timeout_ms)
+
+
+def test_a_leader_that_stops_answering_is_looked_up_again_and_its_records_acknowledged_as_failed() -> None:
+    script = MovingLeader()
+    script.fetch_answers = [fetched(0, 1)]
+    f = fetcher(script, mode="explicit")
+    clock = f._clock
+    f.step(fetch=True)  # metadata: node 1; the first fetch to node 1 brings offset 0
+    f.step(fetch=True)
+    (record,) = f.hand_out(2)
+    f.inflight.acknowledge(T0, record.offset, AcknowledgeType.ACCEPT)
+    f.take_acknowledgements()
+    f.step(fetch=True)  # node 1 is dead: the fetch carrying the acknowledgement gets no answer
+    f.step(fetch=False)
+    outcome = f.take_outcomes()
+    assert T0 in outcome and outcome[T0] is not None, "an acknowledgement that got no answer is not a success"
+    for _ in range(5):  # past the retry backoff: Metadata again, which names node 2
+        clock.advance(1.0)
+        f.step(fetch=True)
+    assert script.metadata_asked >= 2
+    assert script.nodes[-1] == 2, f"still fetching from the dead leader: {script.nodes}"
+
+
+def test_an_acknowledgement_without_a_topic_id_fails_rather_than_reads_as_sent() -> None:
+    script = Script()
+    script.fetch_answers = [fetched(0, 2)]
+    f = fetcher(script, mode="explicit")
+    f.step(fetch=True)
+    f.step(fetch=True)
+    (first, _second) = f.hand_out(2)[:2]
+    f.inflight.acknowledge(T0, first.offset, AcknowledgeType.ACCEPT)
+    f.take_acknowledgements()
+    f._leaders.clear()  # as if the partition's topic id were lost
+    f.step(fetch=False)
+    outcome = f.take_outcomes()
+    assert T0 in outcome and outcome[T0] is not None
