@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 #: None or the error their acknowledgement failed with (``InvalidRecordStateError``: the lock expired)
 AcknowledgementCommitCallback = Callable[[Mapping[TopicPartition, frozenset[int]], "KGroupError | None"], None]
 
+#: Kafka's code of each acknowledgement type (``acknowledge()`` looks it up, not converting)
+_CODES: dict[AcknowledgeType, int] = {kind: int(kind) for kind in AcknowledgeType}
+
 #: the membership states in which a leave has finished
 _LEFT = (MemberState.CLOSED, MemberState.UNJOINED, MemberState.FATAL)
 
@@ -59,8 +62,10 @@ class ShareConsumer(Generic[K, V]):
     Several members of a share group may read the same partition at once: the broker hands each
     ``poll()`` records it acquired for this member (``ShareConsumerRecord.delivery_count``: the
     how-many-th delivery), locked for ``acquisition_lock_timeout_ms()``; a record not acknowledged
-    in that time goes to another member. Acknowledgements ride on the next ShareFetch, or go in a
-    ShareAcknowledge (``commit_sync``, ``commit_async``, ``close``).
+    in that time goes to another member. Acknowledgements ride on the next ShareFetch: the next
+    ``poll()``'s, or a commit's (``commit_sync``, ``commit_async``: a ShareFetch with
+    ``max_wait_ms`` 0 whose records the next ``poll()`` returns); else, and at ``close()``, they
+    go in a ShareAcknowledge.
 
     Args:
         config: a ``ShareConsumerConfig``; or its keywords instead.
@@ -312,24 +317,29 @@ class ShareConsumer(Generic[K, V]):
             TypeError: a bad argument.
 
         """
-        self._check_open()
-        if isinstance(record, str):
+        if self._closed or self._fatal is not None:
+            self._check_open()
+        if type(record) is ShareConsumerRecord and not kwargs and len(args) < 2:  # the usual call: no parsing
+            kind = args[0] if args else AcknowledgeType.ACCEPT
+            key, offset = record[:2], record[2]
+        elif isinstance(record, str):
             if len(args) < 2:
                 raise TypeError("acknowledge(topic, partition, offset, type=AcknowledgeType.ACCEPT)")
-            tp, offset = TopicPartition(record, int(args[0])), int(args[1])
-            rest = args[2:]
+            key, offset = (record, int(args[0])), int(args[1])
+            kind = kwargs.pop("type", args[2] if len(args) > 2 else AcknowledgeType.ACCEPT)
         elif isinstance(record, ShareConsumerRecord):
-            tp, offset, rest = TopicPartition(record.topic, record.partition), record.offset, args
+            key, offset = (record.topic, record.partition), record.offset
+            kind = kwargs.pop("type", args[0] if args else AcknowledgeType.ACCEPT)
         else:
             raise TypeError(f"acknowledge() takes a ShareConsumerRecord or (topic, partition, offset), got {record!r}")
-        kind = kwargs.pop("type", rest[0] if rest else AcknowledgeType.ACCEPT)
         if kwargs:
             raise TypeError(f"unexpected keywords {sorted(kwargs)}")
-        if not isinstance(kind, AcknowledgeType):
+        code = _CODES.get(kind) if type(kind) is AcknowledgeType else None
+        if code is None:
             raise TypeError(f"type must be an AcknowledgeType, got {kind!r}")
         if self._fetcher is None:
             raise IllegalStateError("nothing to acknowledge: poll() returned no records")
-        self._fetcher.inflight.acknowledge(tp, offset, kind)
+        self._fetcher.inflight.acknowledge_record(key, offset, code)
 
     def set_acknowledgement_commit_callback(self, callback: AcknowledgementCommitCallback | None) -> None:
         """Call ``callback(offsets, error)`` on the poll thread once acknowledgements are answered.
@@ -341,7 +351,13 @@ class ShareConsumer(Generic[K, V]):
         self._callback = callback
 
     def commit_sync(self, timeout_ms: int | None = None) -> dict[TopicPartition, KGroupError | None]:
-        """Send the acknowledgements due now (ShareAcknowledge) and wait for their answers.
+        """Send the acknowledgements due now and wait for their answers.
+
+        To a leader whose share session is open, whose partitions they are for are still
+        assigned and from which no fetched records wait, they ride a ShareFetch with
+        ``max_wait_ms`` 0: the broker applies them and answers at once, and the records it
+        acquired with that answer are the next ``poll()``'s (no request of its own). To any
+        other leader they go in a ShareAcknowledge.
 
         Args:
             timeout_ms: how long to wait (None: ``default_api_timeout_ms``).
@@ -370,7 +386,7 @@ class ShareConsumer(Generic[K, V]):
         results: dict[TopicPartition, KGroupError | None] = {}
         while True:
             self._drain_mailbox()
-            fetcher.step(fetch=False)
+            fetcher.step(fetch=False, commit=True)
             results.update(fetcher.take_outcomes())
             fetcher.run_callbacks(self._callback)
             if not fetcher.pending() or waiting <= set(results):
@@ -388,12 +404,16 @@ class ShareConsumer(Generic[K, V]):
         return {tp: results[tp] for tp in sorted(results)}
 
     def commit_async(self) -> None:
-        """Send the acknowledgements due now without waiting; the callback reports their outcome in a later call."""
+        """Send the acknowledgements due now without waiting; the callback reports their outcome in a later call.
+
+        They travel as ``commit_sync()``'s do (a ShareFetch with ``max_wait_ms`` 0 where it can,
+        else a ShareAcknowledge); the records that fetch brings are the next ``poll()``'s.
+        """
         self._check_open()
         if self._fetcher is None:
             return
         self._fetcher.take_acknowledgements()
-        self._fetcher.step(fetch=False)
+        self._fetcher.step(fetch=False, commit=True)
         self._fetcher.run_callbacks(self._callback)
 
     # ------------------------------------------------------------------ metrics, health

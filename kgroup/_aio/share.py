@@ -293,7 +293,8 @@ class ShareConsumer(Generic[K, V]):
         """``kgroup.ShareConsumer.commit_sync`` on the worker: send the acknowledgements due, await the answers.
 
         Buffered records are released first (rule 2). Cancelling it does not withdraw the
-        ShareAcknowledge (bounded by ``timeout_ms``).
+        request carrying the acknowledgements (a ShareFetch or a ShareAcknowledge, bounded by
+        ``timeout_ms``).
 
         Returns:
             Per partition acknowledged: None or the typed error (``kgroup.ShareConsumer.commit_sync``).

@@ -7,18 +7,31 @@ does on its background thread. Rules:
 1. One request per partition leader at a time (its share session's epochs are sequential);
    answers complete on kafka-python's IO thread and only wake the poll thread (the mailbox),
    which handles them.
-2. A leader gets a ShareFetch when the member is assigned partitions it leads and no records
-   fetched from it wait to be handed out; the acknowledgements due for its partitions ride on
-   it. Acknowledgements for a leader that gets no fetch (records still buffered, partitions no
-   longer assigned, a commit) go in a ShareAcknowledge.
-3. Each answered acknowledgement is an outcome per partition (None, or the typed error of its
+2. In ``poll()`` a leader gets a ShareFetch when the member is assigned partitions it leads and
+   no records fetched from it wait to be handed out; the acknowledgements due for its
+   partitions ride on it. Acknowledgements for a leader that gets no fetch (records still
+   buffered, partitions no longer assigned) go in a ShareAcknowledge; lock renewals always do
+   (``IsRenewAck``), ahead of the leader's other acknowledgements.
+3. A commit (``commit_sync``, ``commit_async``) sends a leader's acknowledgements on a ShareFetch
+   with ``max_wait_ms`` 0 (KIP-932 lets any ShareFetch of an open session carry them) when its
+   share session is open, every partition they are for is still assigned and led by it, no
+   records fetched from it wait to be handed out, and no renewal waits for it; else in a
+   ShareAcknowledge. The broker applies them, then answers at once with what it could acquire:
+   the answer's per-partition acknowledge error codes are the commit's outcomes, and its
+   records are buffered for the next ``poll()`` (one round trip per batch, where a
+   ShareAcknowledge and then the next poll's ShareFetch took two). A top-level error of that
+   fetch is only its acknowledgements' outcome, as a ShareAcknowledge's is. Beyond Java, whose
+   ``ShareConsumeRequestManager.commitSync`` always sends a ShareAcknowledge: the outcomes are
+   the same, the next batch is acquired at the commit instead of the next ``poll()``.
+4. Each answered acknowledgement is an outcome per partition (None, or the typed error of its
    code): the commit returns them, the acknowledgement commit callback gets them on the poll
    thread.
-4. Leaders and topic ids come from Metadata; a leader error (REDISCOVER in
+5. Leaders and topic ids come from Metadata; a leader error (REDISCOVER in
    ``kgroup.errors.TABLE[Api.SHARE_FETCH]``) or a request to a leader that got no answer (a lost
    connection, a timeout: the node may be dead) refreshes them.
-5. ``close_sessions`` sends every open session its ShareAcknowledge with epoch -1 (the last
-   acknowledgements); the broker releases what the member still holds.
+6. ``close_sessions`` sends every open session its ShareAcknowledge with epoch -1 (the last
+   acknowledgements); the broker releases what the member still holds, the records fetched and
+   never handed out included (``discard_buffered`` forgets them first; a commit's fetch's too).
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import logging
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
@@ -55,13 +69,15 @@ log = logging.getLogger(__name__)
 AckOutcomes = dict[TopicPartition, KGroupError | None]
 #: the acknowledgement types that end a record's delivery (the callback reports these)
 _FINAL = frozenset({int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE), int(AcknowledgeType.REJECT)})
+#: a record's offset (its third field)
+_offset = operator.itemgetter(2)
 #: the acknowledgement commit callback, as the fetcher calls it: (offsets by partition, error or None)
 Callback = Callable[[Mapping[TopicPartition, frozenset[int]], KGroupError | None], None]
 
 
 @attrs.frozen
 class _Request:
-    """A request out to a leader, and the acknowledgements it carries (rule 3)."""
+    """A request out to a leader, and the acknowledgements it carries (rule 4)."""
 
     node: int
     future: concurrent.futures.Future[Any]
@@ -69,6 +85,8 @@ class _Request:
     carried: dict[TopicPartition, dict[int, int]]
     fetch: bool
     close: bool = False
+    #: a commit's ShareFetch (rule 3): a top-level error is its acknowledgements' outcome only
+    commit: bool = False
     #: when it left (clock seconds): the fetch latency metric
     sent_at: float = 0.0
 
@@ -181,8 +199,12 @@ class ShareFetcher:
             raise failure
 
     # ------------------------------------------------------------------ the loop body
-    def step(self, *, fetch: bool) -> None:
-        """Handle every answer that arrived, then send what is due (rules 1, 2); never blocks."""
+    def step(self, *, fetch: bool, commit: bool = False) -> None:
+        """Handle every answer that arrived, then send what is due (rules 1, 2, 3); never blocks.
+
+        ``fetch``: leaders due a fetch get one (``poll()``). ``commit`` (without ``fetch``): the
+        acknowledgements due ride a ShareFetch that waits for nothing where rule 3 allows.
+        """
         for node, request in list(self._out.items()):
             if request.future.done():
                 del self._out[node]
@@ -196,6 +218,8 @@ class ShareFetcher:
                     continue
                 self._send_fetch(node, wanted)
                 fetching.add(node)
+        elif commit:
+            fetching = self._send_commit_fetches(now)
         self._send_acknowledgements(fetching)
 
     def raise_errors(self) -> None:
@@ -208,13 +232,16 @@ class ShareFetcher:
         out: list[ShareConsumerRecord] = []
         while self._buffer and len(out) < max_records:
             tp, node, records = self._buffer[0]
-            take, rest = records[: max_records - len(out)], records[max_records - len(out):]
-            if rest:
-                self._buffer[0] = (tp, node, rest)
+            room = max_records - len(out)
+            if len(records) > room:
+                take = records[:room]
+                self._buffer[0] = (tp, node, records[room:])
             else:
+                take = records
                 self._buffer.popleft()
-            out.extend(self._deserialize(tp, take))
-        self.inflight.delivered((r.topic_partition, r.offset) for r in out)
+            given = self._deserialize(tp, take)
+            self.inflight.deliver(tp, map(_offset, given))
+            out.extend(given)
         return out
 
     def has_buffered(self) -> bool:
@@ -233,7 +260,7 @@ class ShareFetcher:
 
     # ------------------------------------------------------------------ close
     def close_sessions(self) -> None:
-        """ShareAcknowledge with epoch -1 to every open session idle now, with its last acknowledgements (rule 5)."""
+        """ShareAcknowledge with epoch -1 to every open session idle now, with its last acknowledgements (rule 6)."""
         for node, session in list(self._sessions.items()):
             if node in self._out:
                 continue
@@ -280,14 +307,34 @@ class ShareFetcher:
     ) -> dict[TopicPartition, dict[int, int]]:
         return {tp: acks for tp, acks in source.items() if self._acquired_from.get(tp) == node}
 
-    def _send_fetch(self, node: int, wanted: dict[TopicPartition, UUID]) -> None:
+    def _send_fetch(self, node: int, wanted: dict[TopicPartition, UUID], *, commit: bool = False) -> None:
         session = self._sessions.setdefault(node, ShareSession(node, self._params))
         acks = self._acks_for(node, self._acks)
-        request, carried = session.fetch(wanted, acks)
+        request, carried = session.fetch(wanted, acks, immediate=commit)
         carried_acks = {tp: self._acks.pop(tp) for tp in carried}
         future = self._transport.share_fetch(node, request, self._config.consumer.request_timeout_ms)
         self.metrics.acknowledgements(sent=_count(carried_acks))
-        self._track(_Request(node, future, session, carried_acks, fetch=True, sent_at=self._clock.monotonic()))
+        self._track(_Request(node, future, session, carried_acks, fetch=True, sent_at=self._clock.monotonic(),
+                             commit=commit))
+
+    def _send_commit_fetches(self, now: float) -> set[int]:
+        """A commit's acknowledgements on a ShareFetch with ``max_wait_ms`` 0 to each leader rule 3 allows."""
+        sent: set[int] = set()
+        if not self._acks:
+            return sent
+        wanted = self._wanted()
+        renewing = {self._acquired_from.get(tp) for tp in self._renewals}
+        for node in sorted({n for tp in self._acks if (n := self._acquired_from.get(tp)) is not None}):
+            partitions = wanted.get(node)
+            session = self._sessions.get(node)
+            if (not partitions or session is None or session.is_new or node in self._out or node in renewing
+                    or self._buffered_from(node) or self._backoff_until.get(node, 0.0) > now):
+                continue
+            if any(tp not in partitions for tp in self._acks_for(node, self._acks)):
+                continue  # a partition no longer assigned, or led elsewhere now: all go in a ShareAcknowledge
+            self._send_fetch(node, partitions, commit=True)
+            sent.add(node)
+        return sent
 
     def _send_acknowledgements(self, fetching: set[int]) -> None:
         for source, renew in ((self._renewals, True), (self._acks, False)):
@@ -372,7 +419,7 @@ class ShareFetcher:
             elif disposition is Disposition.REDISCOVER:
                 for tp in list(self._leaders):
                     self._leader_unknown(tp)
-            elif disposition is Disposition.RAISE and request.fetch:
+            elif disposition is Disposition.RAISE and request.fetch and not request.commit:
                 self._errors.append(error)
             if disposition is not Disposition.RETRY_NOW:
                 self._backoff_until[request.node] = (
@@ -463,7 +510,7 @@ class ShareFetcher:
         return out
 
     def _maybe_refresh_metadata(self) -> None:
-        """Ask for the assigned partitions' leaders and topic ids when some are unknown (rule 4); take an answer."""
+        """Ask for the assigned partitions' leaders and topic ids when some are unknown (rule 5); take an answer."""
         topics = frozenset(tp.topic for tp in self.assigned)
         missing = any(tp not in self._leaders or self._leaders[tp].leader < 0 for tp in self.assigned)
         now = self._clock.monotonic()

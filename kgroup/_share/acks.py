@@ -36,6 +36,10 @@ EXPLICIT = "explicit"
 
 #: one partition's acknowledgements: offset -> Kafka's type code
 Acks = dict[int, int]
+#: a partition as ``InFlight`` keys it: ``(topic, partition)``, a record's first two fields
+_Key = tuple[str, int]
+_ACCEPT = int(AcknowledgeType.ACCEPT)
+_RENEW = int(AcknowledgeType.RENEW)
 
 
 def batches(acks: Mapping[int, int]) -> tuple[AcknowledgementBatch, ...]:
@@ -75,6 +79,11 @@ def merge(into: dict[TopicPartition, Acks], more: Mapping[TopicPartition, Mappin
 class InFlight:
     """The records of the last ``poll()`` and their acknowledgements (the poll thread's only).
 
+    Its books are keyed by ``(topic, partition)`` tuples, the form a record's first two fields
+    already have (``record[:2]``): ``acknowledge_record`` looks a record up without building a
+    ``TopicPartition`` (which hashes and compares as that tuple). What it hands out
+    (``take``, ``take_renewals``) is keyed by ``TopicPartition``.
+
     Args:
         mode: ``"implicit"`` or ``"explicit"`` (``share_acknowledgement_mode``).
 
@@ -84,21 +93,27 @@ class InFlight:
         if mode not in (IMPLICIT, EXPLICIT):
             raise ValueError(f"mode must be {IMPLICIT!r} or {EXPLICIT!r}, got {mode!r}")
         self.mode = mode
+        self._explicit = mode == EXPLICIT
         #: offsets returned by poll() and not finally acknowledged, by partition
-        self._waiting: dict[TopicPartition, set[int]] = {}
+        self._waiting: dict[_Key, set[int]] = {}
         #: acknowledgements not yet taken for a request
-        self._acks: dict[TopicPartition, Acks] = {}
+        self._acks: dict[_Key, Acks] = {}
         #: lock renewals not yet taken (KIP-1222)
-        self._renew: dict[TopicPartition, set[int]] = {}
+        self._renew: dict[_Key, set[int]] = {}
 
     def delivered(self, records: Iterable[tuple[TopicPartition, int]]) -> None:
         """``poll()`` returned these (partition, offset) pairs."""
         for tp, offset in records:
-            self._waiting.setdefault(tp, set()).add(offset)
+            self._waiting.setdefault((tp.topic, tp.partition), set()).add(offset)
+
+    def deliver(self, tp: TopicPartition, offsets: Iterable[int]) -> None:
+        """``poll()`` returned these offsets of ``tp`` (``delivered``, one partition at once)."""
+        self._waiting.setdefault((tp.topic, tp.partition), set()).update(offsets)
 
     def add(self, tp: TopicPartition, acks: Mapping[int, int]) -> None:
         """Acknowledgements made without the application (gaps, undecodable records: rule 4)."""
-        merge(self._acks, {tp: acks})
+        if acks:
+            self._acks.setdefault((tp.topic, tp.partition), {}).update(acks)
 
     def acknowledge(self, tp: TopicPartition, offset: int, kind: AcknowledgeType) -> None:
         """The application acknowledges one record (explicit mode).
@@ -107,26 +122,41 @@ class InFlight:
             IllegalStateError: implicit mode, or the record is not in flight (rule 1).
 
         """
-        if self.mode == IMPLICIT:
+        self.acknowledge_record((tp.topic, tp.partition), offset, int(AcknowledgeType(kind)))
+
+    def acknowledge_record(self, key: tuple[str, int], offset: int, code: int) -> None:
+        """``acknowledge`` by the record's ``(topic, partition)`` and Kafka's type code (``ShareConsumer``'s path).
+
+        Raises:
+            IllegalStateError: implicit mode, or the record is not in flight (rule 1).
+
+        """
+        if not self._explicit:
             raise IllegalStateError(
                 "acknowledge() needs share_acknowledgement_mode='explicit': in implicit mode the records "
                 "poll() returned are accepted by the next poll(), commit or close()"
             )
-        waiting = self._waiting.get(tp)
+        waiting = self._waiting.get(key)
         if waiting is None or offset not in waiting:
             raise IllegalStateError(
-                f"the record {tp.topic}-{tp.partition}@{offset} cannot be acknowledged: the last poll() did not "
+                f"the record {key[0]}-{key[1]}@{offset} cannot be acknowledged: the last poll() did not "
                 "return it, or it was acknowledged already"
             )
-        kind = AcknowledgeType(kind)
-        if kind is AcknowledgeType.RENEW:
-            self._renew.setdefault(tp, set()).add(offset)
+        if code == _RENEW:
+            self._renew.setdefault(key, set()).add(offset)
             return
-        waiting.discard(offset)
+        waiting.remove(offset)
         if not waiting:
-            del self._waiting[tp]
-        self._renew.get(tp, set()).discard(offset)
-        self._acks.setdefault(tp, {})[offset] = int(kind)
+            del self._waiting[key]
+        if self._renew:
+            renew = self._renew.get(key)
+            if renew is not None:
+                renew.discard(offset)
+        acks = self._acks.get(key)
+        if acks is None:
+            self._acks[key] = {offset: code}
+        else:
+            acks[offset] = code
 
     def give_back(self, acks: Mapping[TopicPartition, Mapping[int, int]]) -> None:
         """Acknowledge records ``poll()`` returned that the application never got (in either mode).
@@ -135,15 +165,17 @@ class InFlight:
         close, which would otherwise accept them (implicit mode) or leave them in flight.
         """
         for tp, tp_acks in acks.items():
-            waiting = self._waiting.get(tp)
+            key = (tp.topic, tp.partition)
+            waiting = self._waiting.get(key)
             if waiting is not None:
                 waiting.difference_update(tp_acks)
                 if not waiting:
-                    del self._waiting[tp]
-            renew = self._renew.get(tp)
+                    del self._waiting[key]
+            renew = self._renew.get(key)
             if renew is not None:
                 renew.difference_update(tp_acks)
-        merge(self._acks, acks)
+            if tp_acks:
+                self._acks.setdefault(key, {}).update(tp_acks)
 
     def unacknowledged(self) -> int:
         """How many records the last ``poll()`` returned are still in flight."""
@@ -156,7 +188,7 @@ class InFlight:
             IllegalStateError: a record the last ``poll()`` returned is not acknowledged.
 
         """
-        if self.mode == EXPLICIT and self._waiting:
+        if self._explicit and self._waiting:
             count = self.unacknowledged()
             raise IllegalStateError(
                 f"all records must be acknowledged in explicit acknowledgement mode: {count} record(s) the last "
@@ -165,24 +197,29 @@ class InFlight:
 
     def take(self) -> dict[TopicPartition, Acks]:
         """The acknowledgements to send now; implicit mode accepts everything still in flight (rule 2)."""
-        if self.mode == IMPLICIT:
-            for tp, offsets in self._waiting.items():
-                acks = self._acks.setdefault(tp, {})
+        if not self._explicit:
+            for key, offsets in self._waiting.items():
+                acks = self._acks.setdefault(key, {})
                 for offset in offsets:
-                    acks.setdefault(offset, int(AcknowledgeType.ACCEPT))
+                    acks.setdefault(offset, _ACCEPT)
             self._waiting.clear()
         taken, self._acks = self._acks, {}
-        return taken
+        return {TopicPartition(*key): acks for key, acks in taken.items()}
 
     def take_renewals(self) -> dict[TopicPartition, Acks]:
         """The lock renewals to send now (``RENEW`` per offset still in flight)."""
-        renew = {tp: {o: int(AcknowledgeType.RENEW) for o in offsets if o in self._waiting.get(tp, ())}
-                 for tp, offsets in self._renew.items()}
-        self._renew = {}
-        return {tp: acks for tp, acks in renew.items() if acks}
+        renew, self._renew = self._renew, {}
+        out: dict[TopicPartition, Acks] = {}
+        for key, offsets in renew.items():
+            waiting = self._waiting.get(key, ())
+            acks = {o: _RENEW for o in offsets if o in waiting}
+            if acks:
+                out[TopicPartition(*key)] = acks
+        return out
 
     def forget(self, partitions: Iterable[TopicPartition]) -> None:
         """Partitions whose records can no longer be acknowledged (their session ended): drop them."""
         for tp in partitions:
-            self._waiting.pop(tp, None)
-            self._renew.pop(tp, None)
+            key = (tp.topic, tp.partition)
+            self._waiting.pop(key, None)
+            self._renew.pop(key, None)

@@ -18,6 +18,9 @@ Rules:
    with epoch -1 (``FINAL_EPOCH``), carrying the last acknowledgements. The broker releases the
    records the member still holds when its session closes.
 5. One request per session at a time: the caller waits for an answer before the next.
+6. Any ShareFetch of an open session may carry acknowledgements (KIP-932): a commit's goes with
+   ``max_wait_ms`` 0 and ``min_bytes`` 1 (``immediate``), so the broker applies them and
+   answers at once with what it could acquire.
 """
 
 from __future__ import annotations
@@ -82,9 +85,13 @@ class ShareSession:
         return self.epoch == INITIAL_EPOCH
 
     def fetch(
-        self, wanted: Mapping[TopicPartition, UUID], acks: Mapping[TopicPartition, Mapping[int, int]]
+        self, wanted: Mapping[TopicPartition, UUID], acks: Mapping[TopicPartition, Mapping[int, int]],
+        *, immediate: bool = False,
     ) -> tuple[ShareFetchRequest, frozenset[TopicPartition]]:
         """The next ShareFetch: fetch ``wanted``, acknowledge ``acks`` (rules 1, 2).
+
+        ``immediate``: ``max_wait_ms`` 0 and ``min_bytes`` 1, so the broker answers at once
+        with what it can acquire (a commit's fetch, rule 6).
 
         Returns:
             The request, and the partitions whose acknowledgements it carries (the rest of
@@ -114,7 +121,8 @@ class ShareSession:
         p = self.params
         request = ShareFetchRequest(
             group_id=p.group_id, member_id=p.member_id, share_session_epoch=self.epoch,
-            max_wait_ms=p.max_wait_ms, min_bytes=p.min_bytes, max_bytes=p.max_bytes,
+            max_wait_ms=0 if immediate else p.max_wait_ms, min_bytes=1 if immediate else p.min_bytes,
+            max_bytes=p.max_bytes,
             max_records=p.max_records, batch_size=p.max_records, share_acquire_mode=p.share_acquire_mode,
             partitions=tuple(parts), forgotten=tuple(forgotten),
         )
