@@ -235,15 +235,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="share-explicit-acks-all-accept",
         path="kgroup/_share/acks.py",
-        original="        self._acks.setdefault(tp, {})[offset] = int(kind)",
-        replacement="        self._acks.setdefault(tp, {})[offset] = int(AcknowledgeType.ACCEPT)",
+        original="            self._acks[key] = {offset: code}\n        else:\n            acks[offset] = code",
+        replacement="            self._acks[key] = {offset: _ACCEPT}\n        else:\n            acks[offset] = _ACCEPT",
         caught_by="share",
         what="explicit mode sends ACCEPT whatever the application acknowledged (released records are lost)",
     ),
     Mutation(
         name="share-implicit-acks-release",
         path="kgroup/_share/acks.py",
-        original="                    acks.setdefault(offset, int(AcknowledgeType.ACCEPT))",
+        original="                    acks.setdefault(offset, _ACCEPT)",
         replacement="                    acks.setdefault(offset, int(AcknowledgeType.RELEASE))",
         caught_by="share",
         what="implicit mode releases what the last poll() returned instead of accepting it",
