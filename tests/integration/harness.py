@@ -46,8 +46,12 @@ class Background:
         raise NotImplementedError
 
 
-def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.05) -> None:
-    """Poll ``predicate`` until true; fail the test with ``what`` after ``timeout_s``."""
+def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str | Callable[[], str],
+               interval_s: float = 0.05) -> None:
+    """Poll ``predicate`` until true; fail the test with ``what`` after ``timeout_s``.
+
+    ``what`` may be a callable, called at the failure: the state then, not when the wait began.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
@@ -55,7 +59,8 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, inter
         time.sleep(interval_s)
     if predicate():
         return
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+    described = what() if callable(what) else what
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {described}")
 
 
 @attrs.frozen

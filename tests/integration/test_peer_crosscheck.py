@@ -100,7 +100,7 @@ def one_then_another(peers: list[Peer], client: str, boot: str, group: str, topi
     wait_until(lambda: a.owned() == all_of(topic), 60, "a to own every partition")
     b = Peer(client, boot, group, topic, strategy=strategy, session_timeout_ms=ST, name="b")
     peers.append(b)
-    wait_until(lambda: split([a, b], topic), split_s, f"a and b to split the partitions: {a} {b}")
+    wait_until(lambda: split([a, b], topic), split_s, lambda: f"a and b to split the partitions: {a} {b}")
     return a, b
 
 
@@ -109,7 +109,7 @@ def static_pair(peers: list[Peer], client: str, boot: str, group: str, topic: st
     a = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ia")
     b = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ib")
     peers += [a, b]
-    wait_until(lambda: split([a, b], topic), 60, f"a and b to split the partitions: {a} {b}")
+    wait_until(lambda: split([a, b], topic), 60, lambda: f"a and b to split the partitions: {a} {b}")
     return a, b
 
 
@@ -130,7 +130,7 @@ def test_eager_group_forms_splits_and_takes_over_after_a_leave(client, kafka_clu
     boot = kafka_cluster.bootstrap_servers
     a, b = one_then_another(peers, client, boot, group, topic, "range", split_s=60)
     b.close()
-    wait_until(lambda: a.owned() == all_of(topic), 20, f"a to take every partition back: {a}")
+    wait_until(lambda: a.owned() == all_of(topic), 20, lambda: f"a to take every partition back: {a}")
     assert a.errors() == [] or client == "confluent", a.errors()
 
 
@@ -165,7 +165,7 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(client, 
     a.close()  # a static member sends no LeaveGroup
     a2 = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ia", name="ia-restarted")
     peers.append(a2)
-    wait_until(lambda: a2.owned() == before_a, 15, f"the restarted a to get its old partitions: {a2}")
+    wait_until(lambda: a2.owned() == before_a, 15, lambda: f"the restarted a to get its old partitions: {a2}")
     assert b.owned() == before_b
     assert [e["event"] for e in b.events[b_events:]] == [], f"b saw callbacks: {b.events[b_events:]}"
     if is_proxy(cluster):
@@ -197,8 +197,8 @@ def test_duplicate_instance_id_is_fenced(client, cluster, kafka_bootstrap, topic
         second = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="dup", name="second",
                       commit=True)
         peers.append(second)
-        wait_until(lambda: told_fenced(first), 20, f"the first to report it was fenced: {first}")
-        wait_until(lambda: second.owned() == all_of(topic), 20, f"the second to own every partition: {second}")
+        wait_until(lambda: told_fenced(first), 20, lambda: f"the first to report it was fenced: {first}")
+        wait_until(lambda: second.owned() == all_of(topic), 20, lambda: f"the second to own every partition: {second}")
         assert not told_fenced(second)
     finally:
         producer.close()
@@ -212,7 +212,7 @@ def test_dead_static_members_partitions_move_after_its_session_timeout(client, c
     a, b = static_pair(peers, client, cluster.bootstrap_servers, group, topic)
     b.kill()
     killed_at = time.monotonic()
-    wait_until(lambda: a.owned() == all_of(topic), ST / 1000 + 30, f"a to take b's partitions: {a}")
+    wait_until(lambda: a.owned() == all_of(topic), ST / 1000 + 30, lambda: f"a to take b's partitions: {a}")
     took = time.monotonic() - killed_at
     # Not at once, as a LeaveGroup would move them: only the session timeout removes b. The
     # timeout runs from b's last heartbeat, which on a loaded machine can be seconds before the
@@ -292,14 +292,14 @@ def test_member_that_never_rejoins_is_removed_when_the_rebalance_timeout_ends_th
     laggard = HeartbeatOnlyMember(boot, group, topic, rebalance_timeout_ms=5000)
     try:
         shared = lambda: len(a.owned()) == PARTITIONS // 2 and bool(laggard.errors)  # noqa: E731
-        wait_until(shared, 30, f"a to share with the laggard: {a}")
+        wait_until(shared, 60, lambda: f"a to share with the laggard: {a}; the laggard's errors {laggard.errors}")
         c = Peer(client, boot, group, topic, session_timeout_ms=ST, max_poll_interval_ms=mpi, name="c")
         peers.append(c)
         started = time.monotonic()
-        wait_until(lambda: split([a, c], topic), mpi / 1000 + 20, f"a and c to split the partitions: {a} {c}")
+        wait_until(lambda: split([a, c], topic), mpi / 1000 + 20, lambda: f"a and c to split the partitions: {a} {c}")
         took = time.monotonic() - started
         assert took >= mpi / 1000 - 2.0, f"the barrier completed after {took:.1f} s, before the rebalance timeout"
-        wait_until(laggard.removed.is_set, 10, f"the laggard to be removed: heartbeats {laggard.errors}")
+        wait_until(laggard.removed.is_set, 10, lambda: f"the laggard to be removed: heartbeats {laggard.errors}")
         if is_proxy(cluster):
             details = [e.detail for e in removals(cluster, group) if e.member_id.startswith("laggard")]
             assert details == ["rebalance timeout"], details
