@@ -22,9 +22,8 @@ Runs on ``broker_kinds("apache-kafka")``: Tansu keeps no group configs.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -34,6 +33,7 @@ from kgroup._error_codes import INVALID_CONFIG
 from kgroup.admin import GroupAdmin, GroupConfigEntry, InvalidConfigError
 from kgroup.cli import main
 from kgroup.testing import alter_group_configs
+from tests.integration.test_share_consumer import wait_for
 
 pytestmark = pytest.mark.broker_kinds("apache-kafka")
 
@@ -41,19 +41,6 @@ LOCK = "share.record.lock.duration.ms"
 RESET = "share.auto.offset.reset"
 SESSION = "consumer.session.timeout.ms"
 DYNAMIC = "DYNAMIC_GROUP_CONFIG"
-DEADLINE_S = 90.0
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = DEADLINE_S) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = probe()
-        if result is not None and result is not False:
-            return result
-        if time.monotonic() >= deadline:
-            pytest.fail(f"{what}: not true after {timeout_s} s")
-        time.sleep(0.1)  # a poll's interval, inside the condition loop
 
 
 @pytest.fixture
