@@ -22,7 +22,7 @@ Runs on ``broker_kinds("apache-kafka")``: Tansu keeps no group configs.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -54,6 +54,16 @@ def own(entries: dict[str, GroupConfigEntry]) -> dict[str, str | None]:
     return {name: e.value for name, e in entries.items() if e.source == DYNAMIC}
 
 
+def described_when(admin: GroupAdmin, group_id: str,
+                   ok: Callable[[dict[str, GroupConfigEntry]], bool]) -> dict[str, GroupConfigEntry]:
+    """The group's configs once ``ok`` holds for them: a change reaches the brokers through the controller's
+    metadata, so a DescribeConfigs at once may still show the old value (seen on a loaded machine)."""
+    def probe() -> dict[str, GroupConfigEntry] | None:
+        entries = admin.describe_group_configs(group_id)
+        return entries if ok(entries) else None
+    return wait_for("the change described", probe)
+
+
 def cli(bootstrap: str, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, [*args, "--bootstrap-servers", bootstrap, "--timeout-ms", "30000"])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
@@ -69,7 +79,7 @@ def test_share_group_configs_are_set_described_and_deleted(admin: GroupAdmin, gr
     print(f"\n{len(before)} configs of a fresh group, e.g. {before[LOCK]}")
 
     admin.alter_group_configs(group_id, set={LOCK: 20000, RESET: "earliest"})
-    after = admin.describe_group_configs(group_id)
+    after = described_when(admin, group_id, lambda d: own(d) == {LOCK: "20000", RESET: "earliest"})
     assert own(after) == {LOCK: "20000", RESET: "earliest"}
     assert after[LOCK] == GroupConfigEntry(LOCK, "20000", DYNAMIC) and not after[LOCK].is_default
 
@@ -77,7 +87,7 @@ def test_share_group_configs_are_set_described_and_deleted(admin: GroupAdmin, gr
     assert admin.describe_group_configs(group_id)[LOCK].value == "20000", "validate_only applies nothing"
 
     admin.alter_group_configs(group_id, delete=[RESET])
-    deleted = admin.describe_group_configs(group_id)
+    deleted = described_when(admin, group_id, lambda d: RESET not in own(d))
     assert own(deleted) == {LOCK: "20000"}
     assert deleted[RESET].is_default and deleted[RESET].value == before[RESET].value
 
@@ -120,9 +130,10 @@ def test_a_consumer_group_config_is_set_and_deleted(admin: GroupAdmin, group_id_
     wanted = "50000"  # within group.consumer.min.session.timeout.ms (45000) and ...max... (60000)
     assert default.value != wanted
     admin.alter_group_configs(group_id, set={SESSION: wanted})
-    assert admin.describe_group_configs(group_id)[SESSION] == GroupConfigEntry(SESSION, wanted, DYNAMIC)
+    wait_for("the change described", lambda: admin.describe_group_configs(group_id)[SESSION]
+             == GroupConfigEntry(SESSION, wanted, DYNAMIC))
     admin.alter_group_configs(group_id, delete=[SESSION])
-    assert admin.describe_group_configs(group_id)[SESSION] == default
+    wait_for("the delete described", lambda: admin.describe_group_configs(group_id)[SESSION] == default)
 
 
 def test_the_cli_sets_describes_and_deletes(kafka_bootstrap: str, group_id_factory: Any) -> None:
