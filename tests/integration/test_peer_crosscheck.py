@@ -92,24 +92,44 @@ def split(members: list[Peer], topic: str) -> bool:
     return union == all_of(topic) and sum(map(len, owned)) == PARTITIONS and all(owned)
 
 
-def one_then_another(peers: list[Peer], client: str, boot: str, group: str, topic: str, strategy: str,
+def one_then_another(peers: list[Peer], client: str, cluster, group: str, topic: str, strategy: str,
                      split_s: float) -> tuple[Peer, Peer]:
     """Peer ``a`` joins and owns every partition, then ``b`` joins and the two split them."""
+    boot = cluster.bootstrap_servers
     a = Peer(client, boot, group, topic, strategy=strategy, session_timeout_ms=ST, name="a")
     peers.append(a)
     wait_until(lambda: a.owned() == all_of(topic), 60, "a to own every partition")
     b = Peer(client, boot, group, topic, strategy=strategy, session_timeout_ms=ST, name="b")
     peers.append(b)
-    wait_until(lambda: split([a, b], topic), split_s, lambda: f"a and b to split the partitions: {a} {b}")
+    wait_until(lambda: split([a, b], topic), split_s,
+               lambda: f"a and b to split the partitions: {a} {b}\n{history(cluster, group, a, b)}")
     return a, b
 
 
-def static_pair(peers: list[Peer], client: str, boot: str, group: str, topic: str) -> tuple[Peer, Peer]:
+def history(cluster_or_boot: object, group: str, *members: Peer) -> str:
+    """The members' callbacks and errors (child clock, s) and, through the proxy, the model's
+    events for ``group``: what a failed wait shows."""
+    lines = []
+    for m in members:
+        with m._lock:
+            events = [e for e in m.events if e["event"] != "records"]
+        lines.append(f"{m.name} (exit {m.proc.poll()}):")
+        lines += [f"  {e['t']:.3f} {e['event']} {e.get('partitions', e.get('name', ''))}" for e in events]
+    model = getattr(cluster_or_boot, "model_events", None)
+    if model is not None:
+        lines.append("model:")
+        lines += [f"  {e.time_ms} {e.kind} {e.member_id} {e.detail}" for e in model(group)]
+    return "\n".join(lines)
+
+
+def static_pair(peers: list[Peer], client: str, cluster, group: str, topic: str) -> tuple[Peer, Peer]:
     """Static peers ``ia`` and ``ib`` join together and split the partitions."""
+    boot = cluster.bootstrap_servers
     a = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ia")
     b = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ib")
     peers += [a, b]
-    wait_until(lambda: split([a, b], topic), 60, lambda: f"a and b to split the partitions: {a} {b}")
+    wait_until(lambda: split([a, b], topic), 60,
+               lambda: f"a and b to split the partitions: {a} {b}\n{history(cluster, group, a, b)}")
     return a, b
 
 
@@ -127,8 +147,7 @@ def test_eager_group_forms_splits_and_takes_over_after_a_leave(client, kafka_clu
                                                                peers):
     """broker-notes S3/S4a: on Tansu each join costs st/2 and the barrier is missing."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
-    boot = kafka_cluster.bootstrap_servers
-    a, b = one_then_another(peers, client, boot, group, topic, "range", split_s=60)
+    a, b = one_then_another(peers, client, kafka_cluster, group, topic, "range", split_s=60)
     b.close()
     wait_until(lambda: a.owned() == all_of(topic), 20, lambda: f"a to take every partition back: {a}")
     assert a.errors() == [] or client == "confluent", a.errors()
@@ -141,8 +160,7 @@ def test_cooperative_sticky_group_moves_only_what_changes_owner(client, kafka_cl
     """broker-notes S12b/S3c: Tansu locks protocol selection and ignores a leader's rejoin, so
     the KIP-429 second round cannot run there."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
-    boot = kafka_cluster.bootstrap_servers
-    a, b = one_then_another(peers, client, boot, group, topic, "cooperative-sticky", split_s=60)
+    a, b = one_then_another(peers, client, kafka_cluster, group, topic, "cooperative-sticky", split_s=60)
     # incremental: a gave up only the partitions that moved to b, never everything at once
     revoked = [frozenset(map(tuple, e["partitions"])) for e in a.of("revoked")]
     assert revoked, "a never revoked anything"
@@ -158,7 +176,7 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(client, 
     """KIP-345; broker-notes S9a/S9g: on Tansu the restart rebalances (and at st=6000 always)."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
     boot = cluster.bootstrap_servers
-    a, b = static_pair(peers, client, boot, group, topic)
+    a, b = static_pair(peers, client, cluster, group, topic)
     before_a, before_b = a.owned(), b.owned()
     settled = generations(cluster, group) if is_proxy(cluster) else 0
     b_events = len(b.events)
@@ -209,7 +227,7 @@ def test_dead_static_members_partitions_move_after_its_session_timeout(client, c
                                                                        group_id_factory, peers):
     """KIP-345; broker-notes S9c: on Tansu a dead static member's partitions are orphaned."""
     topic, group = topic_factory(PARTITIONS), group_id_factory()
-    a, b = static_pair(peers, client, cluster.bootstrap_servers, group, topic)
+    a, b = static_pair(peers, client, cluster, group, topic)
     b.kill()
     killed_at = time.monotonic()
     wait_until(lambda: a.owned() == all_of(topic), ST / 1000 + 30, lambda: f"a to take b's partitions: {a}")
@@ -292,11 +310,13 @@ def test_member_that_never_rejoins_is_removed_when_the_rebalance_timeout_ends_th
     laggard = HeartbeatOnlyMember(boot, group, topic, rebalance_timeout_ms=5000)
     try:
         shared = lambda: len(a.owned()) == PARTITIONS // 2 and bool(laggard.errors)  # noqa: E731
-        wait_until(shared, 60, lambda: f"a to share with the laggard: {a}; the laggard's errors {laggard.errors}")
+        wait_until(shared, 60, lambda: f"a to share with the laggard: {a}; the laggard's errors {laggard.errors}\n"
+                   f"{history(cluster, group, a)}")
         c = Peer(client, boot, group, topic, session_timeout_ms=ST, max_poll_interval_ms=mpi, name="c")
         peers.append(c)
         started = time.monotonic()
-        wait_until(lambda: split([a, c], topic), mpi / 1000 + 20, lambda: f"a and c to split the partitions: {a} {c}")
+        wait_until(lambda: split([a, c], topic), mpi / 1000 + 20,
+                   lambda: f"a and c to split the partitions: {a} {c}\n{history(cluster, group, a, c)}")
         took = time.monotonic() - started
         assert took >= mpi / 1000 - 2.0, f"the barrier completed after {took:.1f} s, before the rebalance timeout"
         wait_until(laggard.removed.is_set, 10, lambda: f"the laggard to be removed: heartbeats {laggard.errors}")

@@ -61,6 +61,9 @@ def build_session(master: str = "local[2]", app_name: str = "kgroup-tests") -> A
         .config("spark.python.worker.reuse", "true")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")
+        # the Python worker's handshake with the JVM (15 s by default) outlasted a loaded
+        # machine's start of a streaming source's worker: "Python worker failed to connect back"
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
