@@ -40,13 +40,15 @@ thread and librdkafka's background threads keep the member alive until max.poll.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tests.peers.child import commands, emitter
+from tests.peers.child import commands, dump_stacks_on_signal, emitter
+from tests.peers.kafka_python import keep_finished_joins
 
 emit = emitter(time.monotonic)
 
@@ -104,6 +106,7 @@ def run_kafka_python(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
         def on_partitions_lost(self, lost: object) -> None:
             emit("lost", partitions=parts(lost))
 
+    keep_finished_joins()
     consumer = KafkaConsumer(
         bootstrap_servers=opts["bootstrap"],
         group_id=opts["group"],
@@ -223,8 +226,26 @@ def run_confluent(opts: dict[str, Any], cmds: queue.Queue[str]) -> None:
                 emit("commit_failed", name=str(exc.args[0].name() if exc.args else exc))
 
 
+def log_to_stderr() -> None:
+    """The client's own log on stderr (the parent keeps it only with ``log_path``): kafka-python's
+    coordinator at DEBUG, stamped with ``time.monotonic()`` as the events are."""
+
+    class Monotonic(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            record.mono = time.monotonic()
+            return True
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(Monotonic())
+    handler.setFormatter(logging.Formatter("%(mono).3f %(threadName)s %(name)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    logging.getLogger("kafka.coordinator").setLevel(logging.DEBUG)
+
+
 def main() -> None:
     opts = json.loads(sys.argv[1])
+    dump_stacks_on_signal()
+    log_to_stderr()
     cmds = commands()
     if opts["client"] == "kafka-python":
         run_kafka_python(opts, cmds)

@@ -15,13 +15,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from kgroup.protocol.consumer_protocol import Subscription, encode_subscription
 from tests.integration.groupcheck import ContinuousProducer
 from tests.integration.harness import BOTH, wait_until
-from tests.integration.peers import Peer
+from tests.integration.peers import Peer as _Peer
 from tests.integration.raw_client import RawClient, heartbeat_body, join_body
 
 pytestmark = BOTH
@@ -73,9 +74,26 @@ def is_proxy(cluster) -> bool:
     return not isinstance(cluster, BareBroker)
 
 
+_logs: dict[str, Path] = {}
+
+
+@pytest.fixture(autouse=True)
+def peer_logs(tmp_path: Path) -> Iterator[None]:
+    """Each peer's stderr (its client's coordinator log, stack dumps) goes to ``tmp_path``."""
+    _logs["dir"] = tmp_path
+    yield
+    _logs.clear()
+
+
+def Peer(client: str, *args: object, name: str | None = None, **kwargs: object) -> _Peer:
+    """A peer whose stderr goes to this test's ``tmp_path`` (``history`` shows its tail)."""
+    label = name or kwargs.get("instance_id") or client
+    return _Peer(client, *args, name=name, log_path=_logs["dir"] / f"{label}.log", **kwargs)
+
+
 @pytest.fixture
-def peers() -> Iterator[list[Peer]]:
-    started: list[Peer] = []
+def peers() -> Iterator[list[_Peer]]:
+    started: list[_Peer] = []
     yield started
     for peer in started:
         peer.kill()
@@ -85,15 +103,15 @@ def all_of(topic: str) -> frozenset[tuple[str, int]]:
     return frozenset((topic, p) for p in range(PARTITIONS))
 
 
-def split(members: list[Peer], topic: str) -> bool:
+def split(members: list[_Peer], topic: str) -> bool:
     """Every partition owned by exactly one member, every member owning one at least."""
     owned = [m.owned() for m in members]
     union = frozenset().union(*owned)
     return union == all_of(topic) and sum(map(len, owned)) == PARTITIONS and all(owned)
 
 
-def one_then_another(peers: list[Peer], client: str, cluster, group: str, topic: str, strategy: str,
-                     split_s: float) -> tuple[Peer, Peer]:
+def one_then_another(peers: list[_Peer], client: str, cluster, group: str, topic: str, strategy: str,
+                     split_s: float) -> tuple[_Peer, _Peer]:
     """Peer ``a`` joins and owns every partition, then ``b`` joins and the two split them."""
     boot = cluster.bootstrap_servers
     a = Peer(client, boot, group, topic, strategy=strategy, session_timeout_ms=ST, name="a")
@@ -106,7 +124,7 @@ def one_then_another(peers: list[Peer], client: str, cluster, group: str, topic:
     return a, b
 
 
-def history(cluster_or_boot: object, group: str, *members: Peer) -> str:
+def history(cluster_or_boot: object, group: str, *members: _Peer) -> str:
     """The members' callbacks and errors (child clock, s) and, through the proxy, the model's
     events for ``group``: what a failed wait shows."""
     lines = []
@@ -115,22 +133,42 @@ def history(cluster_or_boot: object, group: str, *members: Peer) -> str:
             events = [e for e in m.events if e["event"] != "records"]
         lines.append(f"{m.name} (exit {m.proc.poll()}):")
         lines += [f"  {e['t']:.3f} {e['event']} {e.get('partitions', e.get('name', ''))}" for e in events]
-    model = getattr(cluster_or_boot, "model_events", None)
-    if model is not None:
+    if is_proxy(cluster_or_boot):
         lines.append("model:")
-        lines += [f"  {e.time_ms} {e.kind} {e.member_id} {e.detail}" for e in model(group)]
+        lines += [f"  {e.time_ms} {e.kind} {e.member_id} {e.detail}" for e in cluster_or_boot.model_events(group)]
+        lines.append("proxy (the last group requests: connection, api, received, ready, answered, error):")
+        group_apis = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
+        for r in [r for r in cluster_or_boot.requests() if r.api_name in group_apis][-80:]:
+            lines.append(f"  c{r.connection_id} {r.api_name} {r.received_at:.3f} {r.ready_at} {r.answered_at} "
+                             f"{r.error_code} {r.fault or ''}")
+    for m in members:
+        lines.append(f"{m.name}'s log (tail, after a stack dump):")
+        lines += [f"  {line}" for line in m.log_tail()]
     return "\n".join(lines)
 
 
-def static_pair(peers: list[Peer], client: str, cluster, group: str, topic: str) -> tuple[Peer, Peer]:
+def static_pair(peers: list[_Peer], client: str, cluster, group: str, topic: str) -> tuple[_Peer, _Peer]:
     """Static peers ``ia`` and ``ib`` join together and split the partitions."""
     boot = cluster.bootstrap_servers
     a = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ia")
     b = Peer(client, boot, group, topic, session_timeout_ms=ST, instance_id="ib")
     peers += [a, b]
-    wait_until(lambda: split([a, b], topic), 60,
-               lambda: f"a and b to split the partitions: {a} {b}\n{history(cluster, group, a, b)}")
+    wait_until(lambda: split([a, b], topic) and quiet_for(QUIET_S, a, b), 60,
+               lambda: f"a and b to split the partitions and stay so for {QUIET_S} s: {a} {b}\n"
+               f"{history(cluster, group, a, b)}")
     return a, b
+
+
+#: how long a split must last without a callback before a test disturbs it: a kafka-python leader
+#: whose metadata changed since it assigned rejoins at once (ConsumerCoordinator's snapshot check,
+#: as Java's), typically when the topic's metadata lands just after the first assignment
+QUIET_S = 2.0
+
+
+def quiet_for(quiet_s: float, *members: _Peer) -> bool:
+    """No member has had a callback in the last ``quiet_s`` seconds."""
+    last = max((e["t_read"] for m in members for e in m.snapshot() if e["event"] != "records"), default=0.0)
+    return time.monotonic() - last >= quiet_s
 
 
 def removals(cluster, group: str) -> list[object]:
@@ -253,12 +291,21 @@ class HeartbeatOnlyMember:
         self.bootstrap, self.group, self.topic = bootstrap, group, topic
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.errors: list[int] = []
+        #: what ended the member's thread early (an exception's repr), if anything did
+        self.failure: str | None = None
         self.removed = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        try:
+            self._member()
+        except BaseException as exc:  # shown by the test's wait, which would otherwise just time out
+            self.failure = repr(exc)
+            raise
+
+    def _member(self) -> None:
         finder = RawClient(self.bootstrap, client_id="laggard")
         found = finder.request(10, 3, {"key": self.group, "key_type": 0})
         finder.close()
@@ -310,8 +357,8 @@ def test_member_that_never_rejoins_is_removed_when_the_rebalance_timeout_ends_th
     laggard = HeartbeatOnlyMember(boot, group, topic, rebalance_timeout_ms=5000)
     try:
         shared = lambda: len(a.owned()) == PARTITIONS // 2 and bool(laggard.errors)  # noqa: E731
-        wait_until(shared, 60, lambda: f"a to share with the laggard: {a}; the laggard's errors {laggard.errors}\n"
-                   f"{history(cluster, group, a)}")
+        wait_until(shared, 60, lambda: f"a to share with the laggard: {a}; the laggard's errors {laggard.errors}, "
+                   f"failure {laggard.failure}\n{history(cluster, group, a)}")
         c = Peer(client, boot, group, topic, session_timeout_ms=ST, max_poll_interval_ms=mpi, name="c")
         peers.append(c)
         started = time.monotonic()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -30,3 +32,9 @@ def commands() -> queue.Queue[str]:
 
     threading.Thread(target=read, daemon=True).start()
     return q
+
+
+def dump_stacks_on_signal() -> None:
+    """On SIGUSR1, write every thread's stack to stderr (``PeerProcess.log_tail`` asks for it when
+    a test fails: a peer stuck in its client shows where)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -35,6 +37,7 @@ class PeerProcess:
     ) -> None:
         self._lock = threading.Lock()
         self.events: list[dict[str, Any]] = []
+        self._log_path = log_path
         self._log: IO[str] | None = open(log_path, "a") if log_path is not None else None  # noqa: SIM115
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
         self.proc = subprocess.Popen(
@@ -62,6 +65,27 @@ class PeerProcess:
             with self._lock:
                 if self.on_event(event):
                     self.events.append(event)
+
+    def log_tail(self, lines: int = 120, timeout_s: float = 5.0) -> list[str]:
+        """The last ``lines`` of the child's stderr log (none without ``log_path``), after asking a
+        live child for a dump of its threads' stacks (SIGUSR1: ``tests.peers.child.dump_stacks_on_signal``)
+        and waiting up to ``timeout_s`` for it to land."""
+        if self._log_path is None:
+            return []
+        path = Path(self._log_path)
+        before = path.stat().st_size if path.exists() else 0
+        if self.alive():
+            try:
+                self.proc.send_signal(signal.SIGUSR1)
+            except OSError:
+                pass
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline and self.alive():
+                if path.exists() and "most recent call first" in path.read_text(errors="replace")[before:]:
+                    break
+                time.sleep(0.05)
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return text.splitlines()[-lines:]
 
     def snapshot(self) -> list[dict[str, Any]]:
         """The events so far (a copy)."""
