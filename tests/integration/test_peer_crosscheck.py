@@ -143,8 +143,21 @@ def history(cluster_or_boot: object, group: str, *members: _Peer) -> str:
                              f"{r.error_code} {r.fault or ''}")
     for m in members:
         lines.append(f"{m.name}'s log (tail, after a stack dump):")
-        lines += [f"  {line}" for line in m.log_tail()]
+        lines += [f"  {line}" for line in log_tail(m)]
     return "\n".join(lines)
+
+
+def log_tail(member: _Peer, lines: int = 120, timeout_s: float = 5.0) -> list[str]:
+    """The last ``lines`` of a peer's stderr log, after its threads' stacks (waited for up to
+    ``timeout_s``; a dead or stuck child's log is shown as it is)."""
+    before = len(member.log_text())
+    member.dump_stacks()
+    try:
+        wait_until(lambda: not member.alive() or "most recent call first" in member.log_text()[before:],
+                   timeout_s, f"{member.name}'s stack dump")
+    except AssertionError:
+        pass
+    return member.log_text().splitlines()[-lines:]
 
 
 def static_pair(peers: list[_Peer], client: str, cluster, group: str, topic: str) -> tuple[_Peer, _Peer]:

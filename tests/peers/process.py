@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -66,26 +65,21 @@ class PeerProcess:
                 if self.on_event(event):
                     self.events.append(event)
 
-    def log_tail(self, lines: int = 120, timeout_s: float = 5.0) -> list[str]:
-        """The last ``lines`` of the child's stderr log (none without ``log_path``), after asking a
-        live child for a dump of its threads' stacks (SIGUSR1: ``tests.peers.child.dump_stacks_on_signal``)
-        and waiting up to ``timeout_s`` for it to land."""
-        if self._log_path is None:
-            return []
-        path = Path(self._log_path)
-        before = path.stat().st_size if path.exists() else 0
+    def dump_stacks(self) -> None:
+        """Ask a live child to write every thread's stack to its stderr log (SIGUSR1, answered by
+        ``tests.peers.child.dump_stacks_on_signal``); the dump ends with "most recent call first"
+        blocks in :meth:`log_text`."""
         if self.alive():
             try:
                 self.proc.send_signal(signal.SIGUSR1)
             except OSError:
                 pass
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline and self.alive():
-                if path.exists() and "most recent call first" in path.read_text(errors="replace")[before:]:
-                    break
-                time.sleep(0.05)
-        text = path.read_text(errors="replace") if path.exists() else ""
-        return text.splitlines()[-lines:]
+
+    def log_text(self) -> str:
+        """The child's stderr log so far ("" without ``log_path``)."""
+        if self._log_path is None or not Path(self._log_path).exists():
+            return ""
+        return Path(self._log_path).read_text(errors="replace")
 
     def snapshot(self) -> list[dict[str, Any]]:
         """The events so far (a copy)."""
