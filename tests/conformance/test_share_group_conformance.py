@@ -46,6 +46,7 @@ from kgroup.testing.coordinator import (
     ShareGroupModel,
     SharePartitionData,
 )
+from tests.integration.harness import wait_until
 
 from . import conftest
 from .harness import CLOSED, Broker, KafkaConnection
@@ -445,19 +446,19 @@ class _Run:
         compute it at about the same moment.
         """
         k: dict[str, Any] = {}
+
+        def holds_them(side: str) -> bool:
+            nonlocal k
+            answer = self.heartbeat(HB(step.actor, None), side=side)[0 if side == "kafka" else 1]
+            self.log.append(f"{step}: {side} {answer}")
+            assert answer["error_code"] == 0, "\n".join(self.log)
+            if side == "kafka":
+                k = answer
+                self.epochs[step.actor] = answer["member_epoch"]
+            return answer["assignment"] == list(step.partitions)
+
         for side in ("kafka", "model"):
-            deadline = time.monotonic() + AWAIT_S
-            while True:
-                answer = self.heartbeat(HB(step.actor, None), side=side)[0 if side == "kafka" else 1]
-                self.log.append(f"{step}: {side} {answer}")
-                assert answer["error_code"] == 0, "\n".join(self.log)
-                if side == "kafka":
-                    k = answer
-                    self.epochs[step.actor] = answer["member_epoch"]
-                if answer["assignment"] == list(step.partitions):
-                    break
-                assert time.monotonic() < deadline, "\n".join(self.log)
-                time.sleep(0.2)  # a poll interval of a wait bounded by AWAIT_S
+            wait_until(lambda side=side: holds_them(side), AWAIT_S, lambda: "\n".join(self.log), interval_s=0.2)
         epoch, assigned = self.model.members(self.group)[self.member(step.actor)]
         held = sorted(assigned.get(self.topic_id, ()))
         assert (epoch, held) == (k["member_epoch"], list(step.partitions)), "\n".join(self.log)
