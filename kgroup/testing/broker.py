@@ -650,6 +650,7 @@ def create_topic(
     partitions: int,
     *,
     timeout_s: float = 30.0,
+    configs: Mapping[str, str] | None = None,
 ) -> None:
     """Create a topic and wait until metadata shows every partition with a leader.
 
@@ -661,9 +662,13 @@ def create_topic(
         name: Topic name (``[a-zA-Z0-9._-]``, at most 249 characters).
         partitions: Number of partitions, at least 1.
         timeout_s: Overall deadline in seconds for creation plus the metadata wait.
+        configs: Topic configs (name -> value, as ``kafka-topics.sh --config``), e.g.
+            ``{"errors.deadletterqueue.group.enable": "true"}`` for a share group's dead-letter
+            topic (KIP-1191); None: the broker's defaults.
 
     Raises:
-        ValueError: ``partitions`` < 1 or ``timeout_s`` not positive.
+        ValueError: ``partitions`` < 1, ``timeout_s`` not positive, or a config name or value
+            that is not a str.
         kafka.errors.TopicAlreadyExistsError: the topic exists already.
         kafka.errors.NoBrokersAvailable: the broker cannot be reached.
         kafka.errors.KafkaError: any other error returned by CreateTopics.
@@ -678,6 +683,10 @@ def create_topic(
         raise ValueError(f"partitions must be >= 1, got {partitions!r}")
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+    topic_configs = dict(configs or {})
+    for key, value in topic_configs.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise ValueError(f"topic configs are non-empty str names with str values, got {key!r}: {value!r}")
     deadline = time.monotonic() + timeout_s
     timeout_ms = max(1, int(timeout_s * 1000))
     admin = KafkaAdminClient(
@@ -687,7 +696,7 @@ def create_topic(
     )
     try:
         admin.create_topics(
-            {name: {"num_partitions": partitions, "replication_factor": -1}},
+            {name: {"num_partitions": partitions, "replication_factor": -1, "configs": topic_configs}},
             timeout_ms=timeout_ms,
         )
         reason: str | None = "not yet described"

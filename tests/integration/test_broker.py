@@ -113,6 +113,8 @@ def test_start_broker_answers_and_round_trips(own_broker: BrokerHandle, tmp_path
 def test_create_topic_rejects_bad_partitions(kafka_bootstrap: str) -> None:
     with pytest.raises(ValueError):
         create_topic(kafka_bootstrap, "never-created", 0)
+    with pytest.raises(ValueError, match="topic configs"):
+        create_topic(kafka_bootstrap, "never-created", 1, configs={"retention.ms": 1000})  # type: ignore[dict-item]
 
 
 def test_stop_kills_the_process_and_is_idempotent(no_external: None, tmp_path: Path) -> None:
