@@ -243,6 +243,17 @@ def test_archiving_at_the_delivery_count_limit_and_the_last_attempt_goes_alone()
     assert sp.dead_lettered == [(0, "delivery count limit"), (1, "delivery count limit")]
 
 
+def test_a_rejected_record_is_dead_lettered_only_where_the_group_has_a_dead_letter_topic() -> None:
+    for topic, listed in (("dlq.g", [(1, "rejected")]), ("", [])):
+        model, _ = make(dead_letter_topic=topic)
+        model.produce(T, 0, 3)
+        fetch(model, "a", 0)
+        assert ack(model, "a", 1, [(0, 0, ACCEPT), (1, 1, REJECT), (2, 2, ACCEPT)]) == codes.NONE
+        sp = model.share_partition(G, T, 0)
+        assert sp is not None and sp.start_offset == 3
+        assert sp.dead_lettered == listed  # Apache Kafka 4.4 writes the rejected one, not the accepted ones
+
+
 def test_released_records_go_to_the_next_fetch() -> None:
     model, _ = make()
     model.produce(T, 0, 5)
