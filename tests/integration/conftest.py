@@ -17,11 +17,13 @@ runs it as a strict xfail (docs/testing.md, "Tansu deviations: deselected, or st
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kgroup import ShareConsumer
 from kgroup.testing.broker import BOOTSTRAP_ENV_VAR
 
 from .groupcheck import BareCoordinator, PeerSide, Side
@@ -91,3 +93,20 @@ def sides() -> Iterator[list[Side]]:
                 side.stop()  # type: ignore[attr-defined]
             except AssertionError:
                 pass
+
+
+@pytest.fixture
+def share_consumers(kafka_bootstrap: str) -> Iterator[Callable[..., ShareConsumer[Any, Any]]]:
+    """``make(group_id, topic, **config) -> ShareConsumer`` subscribed to ``topic``; each closed after the test."""
+    made: list[ShareConsumer[Any, Any]] = []
+
+    def make(group_id: str, topic: str, **config: Any) -> ShareConsumer[Any, Any]:
+        consumer: ShareConsumer[Any, Any] = ShareConsumer(bootstrap_servers=kafka_bootstrap, group_id=group_id,
+                                                          **config)
+        consumer.subscribe([topic])
+        made.append(consumer)
+        return consumer
+
+    yield make
+    for consumer in made:
+        consumer.close(timeout_ms=10000)

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,22 +48,6 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = DEADLI
             return result
         if time.monotonic() >= deadline:
             pytest.fail(f"{what}: not true after {timeout_s} s")
-
-
-@pytest.fixture
-def share_consumers(kafka_bootstrap: str) -> Iterator[Callable[..., ShareConsumer[Any, Any]]]:
-    made: list[ShareConsumer[Any, Any]] = []
-
-    def make(group_id: str, topic: str, **config: Any) -> ShareConsumer[Any, Any]:
-        consumer: ShareConsumer[Any, Any] = ShareConsumer(bootstrap_servers=kafka_bootstrap, group_id=group_id,
-                                                          **config)
-        consumer.subscribe([topic])
-        made.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in made:
-        consumer.close(timeout_ms=10000)
 
 
 def until_fetching(*consumers: ShareConsumer[Any, Any]) -> list[ShareConsumerRecord[Any, Any]]:

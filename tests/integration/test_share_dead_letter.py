@@ -42,22 +42,6 @@ RESET = "share.auto.offset.reset"
 
 
 @pytest.fixture
-def share_consumers(kafka_bootstrap: str) -> Iterator[Any]:
-    made: list[ShareConsumer[Any, Any]] = []
-
-    def make(group_id: str, topic: str, **config: Any) -> ShareConsumer[Any, Any]:
-        consumer: ShareConsumer[Any, Any] = ShareConsumer(bootstrap_servers=kafka_bootstrap, group_id=group_id,
-                                                          **config)
-        consumer.subscribe([topic])
-        made.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in made:
-        consumer.close(timeout_ms=10000)
-
-
-@pytest.fixture
 def admin(kafka_bootstrap: str) -> Iterator[GroupAdmin]:
     with GroupAdmin.connect(kafka_bootstrap, timeout_ms=30000) as group_admin:
         yield group_admin
