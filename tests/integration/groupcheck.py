@@ -318,19 +318,36 @@ def describe(sides: Iterable[Side]) -> str:
     return "\n".join(lines)
 
 
-def moved_away(side: Side, everyone: Iterable[Side]) -> list[str]:
+def moved_away(side: Side, everyone: Iterable[Side], *, unless_membership_changed: bool = False) -> list[str]:
     """Partitions ``side`` revoked (outside close) that it owned again next instead of another
     member: a cooperative member revokes only what moves (KIP-429); an eager one revokes
-    everything, also what it gets back."""
-    following = sorted((i for s in everyone for i in intervals(s)), key=lambda i: i.start)
+    everything, also what it gets back.
+
+    ``unless_membership_changed``: a partition that comes back after another member joined or
+    left between the revocation and the return is not counted. The follow-up rebalance plans
+    again for the members it has: when the member meant to receive the partition has left (a
+    rolling restart), the assignor may give it back, as Java's ``CooperativeStickyAssignor`` does.
+    """
+    sides = list(everyone)
+    following = sorted((i for s in sides for i in intervals(s)), key=lambda i: i.start)
+    moments = []  # when another member joined (its first change) or left (its close, else its last change)
+    for other in sides:
+        changes = other.changes()
+        if other.name == side.name or not changes:
+            continue
+        closing = [c.t for c in changes if c.kind == "closing"]
+        moments += [changes[0].t, closing[0] if closing else changes[-1].t]
     bad = []
     for change in side.changes():
         if change.kind != "revoked":
             continue
         for p in sorted(change.partitions):
             nxt = next((i for i in following if i.partition == p and i.start >= change.t), None)
-            if nxt is not None and nxt.member == side.name:
-                bad.append(f"{side.name} revoked {p} at {change.t:.3f} and got it back")
+            if nxt is None or nxt.member != side.name:
+                continue
+            if unless_membership_changed and any(change.t < t <= nxt.start for t in moments):
+                continue
+            bad.append(f"{side.name} revoked {p} at {change.t:.3f} and got it back")
     return bad
 
 

@@ -160,7 +160,9 @@ def test_rolling_migration_from_range_to_cooperative_sticky_never_shares_a_parti
             for change, held in revocations(side):
                 assert change.partitions == held, (side.name, change, held)
         else:
-            assert moved_away(side, sides) == [], describe(sides)
+            # the rolling restart changes the membership all along: a revoked partition whose receiver left
+            # in the meantime may come back (groupcheck.moved_away)
+            assert moved_away(side, sides, unless_membership_changed=True) == [], describe(sides)
             cooperative_partial += sum(
                 1 for change, held in revocations(side) if change.partitions and change.partitions < held
             )
