@@ -448,15 +448,25 @@ def settled(cluster: Any, group: str, sides: Sequence[Side], partitions: int) ->
     ``split_exactly`` alone can hold for an instant in the middle of a cooperative rebalance
     (the first round's assignment arrived, the revoke it calls for has not run yet).
     """
+    return settled_description(cluster, group, sides, partitions) is not None
+
+
+def settled_description(cluster: Any, group: str, sides: Sequence[Side], partitions: int) -> Any:
+    """The DescribeGroups answer that showed the group settled (see ``settled``), else None.
+
+    Read what a settled group looked like from this answer, not from a second DescribeGroups:
+    by then the next rebalance may have begun, and Kafka describes a group that is not Stable
+    with an empty protocol name (``GroupMetadataManager.describeGroups``).
+    """
     if not split_exactly(sides, partitions):
-        return False
+        return None
     described = describe_group(cluster, group)
     if described.state != "Stable" or len(described.members) != len(sides):
-        return False
+        return None
     for side in sides:
         mine = [given for member_id, _, given in described.members if member_id.startswith(side.name + "-")]
         if len(mine) != 1:
-            return False
+            return None
         if frozenset(p for _, p in mine[0]) != side.owned():
-            return False
-    return True
+            return None
+    return described

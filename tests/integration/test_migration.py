@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from kgroup.types import RebalanceProtocol
 from tests.integration.groupcheck import (
@@ -47,14 +48,13 @@ from tests.integration.groupcheck import (
     consumed_offsets,
     consumed_outside_ownership,
     describe,
-    describe_group,
     generations,
     is_model,
     moved_away,
     overlaps,
     ownership_gaps,
     revocations,
-    settled,
+    settled_description,
 )
 from tests.integration.harness import BOTH, EventLog, Member, wait_until
 
@@ -99,8 +99,16 @@ def test_rolling_migration_from_range_to_cooperative_sticky_never_shares_a_parti
 
     def split() -> None:
         members = [current[s] for s in sorted(current)]
-        wait_until(lambda: settled(cluster, group, members, PARTITIONS), SPLIT_S, f"a split among {members}")
-        chosen.append(describe_group(cluster, group).protocol)
+        seen: list[Any] = []
+
+        def settled_now() -> bool:
+            described = settled_description(cluster, group, members, PARTITIONS)
+            if described is not None:
+                seen.append(described)
+            return described is not None
+
+        wait_until(settled_now, SPLIT_S, f"a split among {members}")
+        chosen.append(seen[-1].protocol)  # from the answer that showed it settled
 
     producer = ContinuousProducer(kafka_bootstrap, topic, PARTITIONS, interval_s=0.1).start()
     try:

@@ -236,7 +236,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="share-explicit-acks-all-accept",
         path="kgroup/_share/acks.py",
         original="            self._acks[key] = {offset: code}\n        else:\n            acks[offset] = code",
-        replacement="            self._acks[key] = {offset: _ACCEPT}\n        else:\n            acks[offset] = _ACCEPT",
+        replacement=(
+            "            self._acks[key] = {offset: _ACCEPT}\n        else:\n            acks[offset] = _ACCEPT"
+        ),
         caught_by="share",
         what="explicit mode sends ACCEPT whatever the application acknowledged (released records are lost)",
     ),

@@ -64,6 +64,11 @@ def build_session(master: str = "local[2]", app_name: str = "kgroup-tests") -> A
         # the Python worker's handshake with the JVM (15 s by default) outlasted a loaded
         # machine's start of a streaming source's worker: "Python worker failed to connect back"
         .config("spark.python.authenticate.socketTimeout", "120s")
+        # Python workers reach the JVM over a Unix domain socket, not a localhost TCP port: a
+        # Kafka client of a parallel test reconnecting to a stopped broker's port, reused for
+        # the JVM's worker socket, connected first and failed the secret check ("Python worker
+        # failed to connect back", caused by "Authentication failed") in a fresh-clone run
+        .config("spark.python.unix.domain.socket.enabled", "true")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

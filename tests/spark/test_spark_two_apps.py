@@ -63,7 +63,9 @@ def test_two_applications_split_the_partitions_and_write_every_record_once(
         )
         wait_for(lambda: ready_file.exists() or child.poll() is not None, 120, "application B to start")
         assert child.poll() is None, (tmp_path / "b.log").read_text()[-3000:]
-        wait_for(lambda: _both_members_assigned(kafka_cluster, group), 120, "the group to split between A and B")
+        wait_for(lambda: _both_members_assigned(kafka_cluster, group) or child.poll() is not None, 120,
+                 "the group to split between A and B")
+        assert child.poll() is None, (tmp_path / "b.log").read_text()[-3000:]
         phase2 = produce_spread(bootstrap, topic, 4, b"two-", 200)
         wait_for(
             lambda: len(_rows(spark, out_a)) + len(_rows(spark, out_b)) >= 400, 120, "A and B to read phase 2"
