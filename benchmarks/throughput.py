@@ -36,6 +36,19 @@ minute of a shared machine hits all of them), on the same topic, each run in a n
 table shows the median records/s with [min-max] and the ratio of kgroup's median to each
 client's median, all from this one run.
 
+CPU seconds per million records, two ways: ``process``, the user + system CPU of the client's
+whole process from start to exit (``getrusage(RUSAGE_CHILDREN)``: start, join, drain, commit
+and close; the JVM's start and JIT compilation for ``java``), the same measure for every client;
+``drain``, the process's CPU (all its threads, ``time.process_time``) from the first poll that
+returned records to the last record, for the Python clients. On a loaded machine CPU per record
+says more than records/s: waiting for a core costs time, not CPU.
+
+``kgroup-columns`` is kgroup's ``Consumer.poll_columns()`` (one ``RecordColumns`` per partition
+instead of a ``ConsumerRecord`` per record), its records touched one by one as the others do;
+``kgroup-record-decoder`` is ``poll()`` decoding with the record decoder
+(``kgroup._io.record_decoder``, aiokafka's C batch decoder) instead of the columnar one, as it
+does without numpy and pyarrow.
+
 ``--profile`` runs the kgroup child under pyinstrument (poll thread) and writes the
 text report next to this file (``profile-kgroup.txt``).
 """
@@ -58,7 +71,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CLIENTS = ("kgroup", "kafka-python", "aiokafka", "confluent", "java")
+CLIENTS = ("kgroup", "kgroup-columns", "kgroup-record-decoder", "kafka-python", "aiokafka", "confluent", "java")
 PYTHON_CLIENTS = CLIENTS[:-1]
 SESSION_TIMEOUT_MS = 6000  # Tansu joins take session_timeout_ms / 2
 HEARTBEAT_MS = 2000
@@ -81,6 +94,7 @@ class Tally:
         self.errors = 0
         self.t_first: float | None = None
         self.t_last = 0.0
+        self.cpu_first = 0.0
 
     def add(self, partition: int, offset: int, key: Any, value: Any, headers: Any) -> None:
         if offset <= self.last.get(partition, -1):
@@ -96,6 +110,7 @@ class Tally:
     def started(self, t0: float) -> None:
         if self.t_first is None:
             self.t_first = t0
+            self.cpu_first = time.process_time()  # every thread of the process (IO thread too)
 
     @property
     def done(self) -> bool:
@@ -113,6 +128,7 @@ class Tally:
             "seconds": elapsed,
             "wall_seconds": time.monotonic() - t_start,
             "rps": self.count / elapsed if elapsed > 0 else float("inf"),
+            "drain_cpu_s": time.process_time() - self.cpu_first,
             "peak_rss_mb": peak_rss_mb(),
         }
 
@@ -133,7 +149,7 @@ def peak_rss_mb() -> float:
 
 
 # ------------------------------------------------------------------------------ consumers
-def run_kgroup(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+def run_kgroup(bootstrap: str, topic: str, expected: int, group: str, name: str = "kgroup") -> dict[str, Any]:
     import kgroup
 
     t_start = time.monotonic()
@@ -159,7 +175,47 @@ def run_kgroup(bootstrap: str, topic: str, expected: int, group: str) -> dict[st
         consumer.commit()
     finally:
         consumer.close()
-    return tally.result("kgroup", t_start)
+    return tally.result(name, t_start)
+
+
+def run_kgroup_record_decoder(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    """kgroup's ``poll()`` with its record decoder instead of the columnar one (what it falls back to)."""
+    from kgroup._io import fetch_pipeline
+
+    fetch_pipeline.load_columnar_decoder = lambda: None  # this child process only
+    return run_kgroup(bootstrap, topic, expected, group, name="kgroup-record-decoder")
+
+
+def run_kgroup_columns(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    """kgroup's ``poll_columns()``: each partition's records as columns, touched record by record as the others."""
+    import kgroup
+
+    t_start = time.monotonic()
+    tally = Tally(expected)
+    consumer = kgroup.Consumer(
+        bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+        enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+        max_poll_records=MAX_POLL_RECORDS, check_crcs=True,
+    )
+    try:
+        consumer.subscribe([topic])
+        add = tally.add
+        while not tally.done:
+            t0 = time.monotonic()
+            batches = consumer.poll_columns(1000)
+            if not batches:
+                continue
+            tally.started(t0)
+            assert sum(len(c) for c in batches) <= MAX_POLL_RECORDS
+            for c in batches:
+                partition = c.topic_partition.partition
+                for offset, key, value, headers in zip(c.offsets, c.keys, c.values, c.headers, strict=True):
+                    add(partition, offset, key, value, headers)
+        tally.t_last = time.monotonic()
+        consumer.commit()
+    finally:
+        consumer.close()
+    return tally.result("kgroup-columns", t_start)
 
 
 def run_kafka_python(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
@@ -255,6 +311,8 @@ def run_confluent(bootstrap: str, topic: str, expected: int, group: str) -> dict
 
 RUNNERS: dict[str, Callable[[str, str, int, str], dict[str, Any]]] = {
     "kgroup": run_kgroup,
+    "kgroup-columns": run_kgroup_columns,
+    "kgroup-record-decoder": run_kgroup_record_decoder,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent": run_confluent,
@@ -313,7 +371,7 @@ def child(args: argparse.Namespace) -> None:
     runner = RUNNERS[args.child]
     Tally.work_ms_per_100 = args.work_ms_per_100
     group = f"bench-{args.child}-{uuid.uuid4().hex[:8]}"
-    if args.profile and args.child == "kgroup":
+    if args.profile and args.child.startswith("kgroup"):
         from pyinstrument import Profiler
 
         profiler = Profiler(interval=0.001)
@@ -342,14 +400,18 @@ def run_child(client: str, bootstrap: str, topic: str, args: argparse.Namespace)
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", client, "--bootstrap", bootstrap,
                "--topic", topic, "--records", str(args.records), "--work-ms-per-100", str(args.work_ms_per_100)]
-    if args.profile and client == "kgroup":
+    if args.profile and client == args.profile_client:
         cmd += ["--profile", "--profile-out", str(args.profile_out)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.child_timeout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             result: dict[str, Any] = json.loads(line[len("RESULT "):])
+            # user + system CPU of the whole child process, start to exit (the JVM's start, JIT included)
+            result["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
             return result
     raise RuntimeError(f"{client} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
 
@@ -366,16 +428,19 @@ def table(results: list[dict[str, Any]]) -> str:
     base = med(by_client["kgroup"], "rps") if "kgroup" in by_client else None
     lines = [
         "| client | N | records/s (median [min-max]) | kgroup / client | seconds | wall s (incl. join) "
-        "| peak RSS MB |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| CPU s / 1M records (process) | CPU s / 1M records (drain) | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for client, runs in by_client.items():
         rps = [r["rps"] for r in runs]
         spread = f" [{min(rps):,.0f}-{max(rps):,.0f}]" if len(runs) > 1 else ""
         ratio = f"{base / med(runs, 'rps'):.2f}" if base else "-"
+        per_million = statistics.median(r["cpu_s"] / r["records"] * 1e6 for r in runs)
+        drain = [r["drain_cpu_s"] / r["records"] * 1e6 for r in runs if "drain_cpu_s" in r]
+        drain_text = f"{statistics.median(drain):.2f}" if drain else "-"
         lines.append(
             f"| {client} | {len(runs)} | {med(runs, 'rps'):,.0f}{spread} | {ratio} | {med(runs, 'seconds'):.2f} "
-            f"| {med(runs, 'wall_seconds'):.1f} | {med(runs, 'peak_rss_mb'):.0f} |"
+            f"| {med(runs, 'wall_seconds'):.1f} | {per_million:.2f} | {drain_text} | {med(runs, 'peak_rss_mb'):.0f} |"
         )
     return "\n".join(lines)
 
@@ -390,6 +455,8 @@ def parse(argv: Iterable[str] | None = None) -> argparse.Namespace:
                    help="a slow consumer: every client sleeps this many ms after each 100 records (e.g. 1)")
     p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated subset of {','.join(CLIENTS)}")
     p.add_argument("--profile", action="store_true", help="run kgroup under pyinstrument")
+    p.add_argument("--profile-client", default="kgroup", choices=("kgroup", "kgroup-columns", "kgroup-record-decoder"),
+                   help="the client --profile runs under pyinstrument")
     p.add_argument("--profile-out", default=str(HERE / "profile-kgroup.txt"))
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--child-timeout", type=float, default=1800)
@@ -441,7 +508,8 @@ def main(argv: Iterable[str] | None = None) -> int:
                 if result["records"] != args.records or result["order_errors"]:
                     raise SystemExit(f"{client}: wrong delivery: {result}")
                 print(f"[{round_no + 1}/{args.repeat}] {client}: {result['rps']:,.0f} records/s "
-                      f"({result['seconds']:.2f} s, peak RSS {result['peak_rss_mb']:.0f} MB)", flush=True)
+                      f"({result['seconds']:.2f} s, {result['cpu_s']:.1f} CPU s, "
+                      f"peak RSS {result['peak_rss_mb']:.0f} MB)", flush=True)
                 result["round"] = round_no
                 results.append(result)
     print()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kgroup._driver.records import columns_size, deserialize, fetch_columns
+from kgroup._driver.records import columns_size, deserialize, fetch_columns, records_size
 from kgroup.errors import ClusterUnreachableError, IllegalStateError, RecordDeserializationError, WakeupError
 from kgroup.membership import events as ev
 from kgroup.types import TopicPartition
@@ -165,7 +165,7 @@ class PollLoop:
                 if columns:
                     self._metrics.consumed(sum(map(len, fetched)), sum(columns_size(c) for c in fetched))
                     return fetched
-                size = sum(len(r.key or b"") + len(r.value or b"") for r in fetched)
+                size = records_size(fetched)
                 if self._key_fn is not None or self._value_fn is not None:
                     fetched = self._deserialize(parts, fetched)
                     if not fetched:

@@ -23,12 +23,16 @@ The rules of Java's ``Fetcher``/``CompletedFetch`` (and of kgroup's record decod
 ``kgroup._io.record_decoder.PartitionRecords``) are kept:
 
 * the CRC-32C of each batch (attributes to the end) is checked when ``check_crcs`` is true,
-  with aiokafka's C ``crc32c`` when it is installed, else kafka-python's ``calc_crc32c``;
+  with the ``crc32c`` package's (hardware instructions), else aiokafka's C ``crc32c``, else
+  kafka-python's ``calc_crc32c``;
 * compressed batches (gzip, snappy, lz4, zstd: the batch attributes' bits 0-2) are
   decompressed with kafka-python's codecs (``kafka.codec``); a codec whose library is missing
   raises ``UnsupportedCodecError``, as kafka-python's ``DefaultRecordBatch`` does;
 * records with an offset below the fetch offset are dropped (a batch may start before it);
 * control batches (transaction markers) are skipped, their offsets still advance the position;
+* under read_committed, the batches of aborted transactions (the response's
+  ``aborted_transactions``, tracked batch by batch as Java's ``CompletedFetch`` does) are skipped
+  the same way;
 * LogAppendTime batches give every record the batch's max timestamp, as Java's
   ``DefaultRecordBatch`` does; CreateTime records get ``firstTimestamp + timestampDelta``;
 * a trailing partial batch (a Fetch response cut at ``max_bytes``) is ignored;
@@ -38,10 +42,8 @@ The rules of Java's ``Fetcher``/``CompletedFetch`` (and of kgroup's record decod
   after those records were handed out ("errors in line", Java's ``FetchCollector``).
 
 Not handled (``decode_record_set`` returns None, and the caller decodes the response with
-``kgroup._io.record_decoder.PartitionRecords`` instead): a response with any legacy message set (magic 0 or
-1, brokers before 0.11), and, under read_committed, a response whose aborted-transaction list is
-not empty and that holds a transactional data batch (Java's ``CompletedFetch`` tracks aborted
-producer ids batch by batch there; such responses are rare and the record decoder does it).
+``kgroup._io.record_decoder.PartitionRecords`` instead): a response with any legacy message set
+(magic 0 or 1, written by brokers before 0.11; Kafka 4.0 removed them, KIP-724).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from __future__ import annotations
 import importlib
 import struct
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -59,24 +62,32 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 # isort: split
 import kafka.codec as kcodec
 from kafka.errors import CorruptRecordError, UnsupportedCodecError
+from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import decode_varint
 
-__all__ = ["HEADERS_TYPE", "DecodedBatch", "DecodedRecordSet", "decode_record_set"]
+from kgroup.types import ConsumerRecord
+
+__all__ = ["HEADERS_TYPE", "AbortedTransactions", "DecodedBatch", "DecodedRecordSet", "decode_record_set",
+           "split_batches"]
 
 
 def _load_crc32c() -> Callable[[Any], int]:
-    """The CRC-32C of aiokafka's C extension when importable, else kafka-python's ``calc_crc32c``."""
-    try:
-        crc: Callable[[Any], int] = importlib.import_module("aiokafka.record._crecords").crc32c_cython
-        return crc
-    except (ImportError, AttributeError):
-        from kafka.record.util import calc_crc32c
+    """The fastest CRC-32C importable: the ``crc32c`` package's (kgroup's dependency; SSE 4.2 or ARMv8
+    instructions where the CPU has them), else aiokafka's C extension's, else kafka-python's ``calc_crc32c``."""
+    for module, name in (("crc32c", "crc32c"), ("aiokafka.record._crecords", "crc32c_cython")):
+        try:
+            crc: Callable[[Any], int] = getattr(importlib.import_module(module), name)
+            return crc
+        except (ImportError, AttributeError):
+            continue
+    from kafka.record.util import calc_crc32c
 
-        fallback: Callable[[Any], int] = calc_crc32c
-        return fallback
+    fallback: Callable[[Any], int] = calc_crc32c
+    return fallback
 
 
 _crc32c = _load_crc32c()
+_new_tuple = tuple.__new__
 
 #: the v2 batch header (Java ``DefaultRecordBatch``): baseOffset, batchLength, partitionLeaderEpoch,
 #: magic, crc, attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch,
@@ -120,7 +131,8 @@ class DecodedBatch(NamedTuple):
         next_offset: ``baseOffset + lastOffsetDelta + 1``: the offset after the batch, also when
             compaction removed its last records (Java ``RecordBatch.nextOffset``).
         size_in_bytes: its size in the response, log overhead included.
-        control: True for a control batch (transaction markers, never handed out).
+        control: True for a batch whose records are never handed out: a control batch
+            (transaction markers) or, under read_committed, an aborted transaction's batch.
 
     """
 
@@ -152,8 +164,8 @@ class DecodedRecordSet:
 
     """
 
-    __slots__ = ("batches", "error", "error_leader_epoch", "headers", "keys", "offsets", "timestamp_types",
-                 "timestamps", "values")
+    __slots__ = ("_header_offsets", "_header_pairs", "_row_epochs", "batches", "error", "error_leader_epoch",
+                 "headers", "keys", "offsets", "timestamp_types", "timestamps", "values")
 
     def __init__(self, offsets: np.ndarray, timestamps: np.ndarray, timestamp_types: np.ndarray, keys: pa.Array,
                  values: pa.Array, headers: pa.Array, batches: Sequence[DecodedBatch], error: Exception | None,
@@ -167,9 +179,55 @@ class DecodedRecordSet:
         self.batches = tuple(batches)
         self.error = error
         self.error_leader_epoch = error_leader_epoch
+        self._row_epochs: list[int | None] | None = None
+        self._header_offsets: list[int] | None = None
+        self._header_pairs: list[tuple[str, bytes | None]] | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    def records(self, topic: str, partition: int, start: int, stop: int) -> list[ConsumerRecord]:
+        """Rows ``[start, stop)`` as ``ConsumerRecord`` s, built in bulk (what ``poll()`` hands out).
+
+        Each column is converted to Python objects at once (numpy ``tolist``, Arrow
+        ``to_pylist``) and the records are made by ``map`` over their ``zip``: no Python code
+        runs per record. Fields as the record decoder makes them
+        (``kgroup._io.record_decoder.PartitionRecords``): keys and values ``bytes`` or None,
+        headers a tuple of ``(key, value)`` pairs (``()`` without), the batch's leader epoch or
+        None when it is -1.
+        """
+        n = stop - start
+        if n <= 0:
+            return []
+        return list(map(_new_tuple, repeat(ConsumerRecord, n), zip(
+            repeat(topic, n), repeat(partition, n), self.offsets[start:stop].tolist(),
+            self.keys.slice(start, n).to_pylist(), self.values.slice(start, n).to_pylist(),
+            self._header_tuples(start, stop), self.timestamps[start:stop].tolist(),
+            self.timestamp_types[start:stop].tolist(), self._epochs()[start:stop])))
+
+    def _epochs(self) -> list[int | None]:
+        """Each row's leader epoch (None for -1), made once."""
+        epochs = self._row_epochs
+        if epochs is None:
+            epochs = self._row_epochs = []
+            for batch in self.batches:
+                if batch.rows:
+                    epochs += [batch.leader_epoch if batch.leader_epoch >= 0 else None] * batch.rows
+        return epochs
+
+    def _header_tuples(self, start: int, stop: int) -> Any:
+        """The headers of rows ``[start, stop)`` as tuples of ``(key, value)`` pairs."""
+        offsets = self._header_offsets
+        if offsets is None:
+            offsets = self._header_offsets = self.headers.offsets.to_numpy().tolist()
+        first, last = offsets[start], offsets[stop]
+        if first == last:
+            return repeat((), stop - start)  # no headers (the common case)
+        pairs = self._header_pairs
+        if pairs is None:
+            items = self.headers.values
+            pairs = self._header_pairs = list(zip(items.field("key").to_pylist(), items.field("value").to_pylist()))
+        return [tuple(pairs[a:b]) if a != b else () for a, b in zip(offsets[start:stop], offsets[start + 1:stop + 1])]
 
     @property
     def next_offset(self) -> int | None:
@@ -188,13 +246,82 @@ class DecodedRecordSet:
         return [b.leader_epoch for b in self.batches]
 
 
+class AbortedTransactions:
+    """Under read_committed, which batches belong to an aborted transaction (Java ``CompletedFetch``).
+
+    One per partition response: its state runs on from batch to batch, also across the windows of
+    a response decoded window by window (:func:`split_batches`).
+
+    Batch by batch, in order (kafka-python's ``Fetcher.PartitionRecords`` and kgroup's record
+    decoder do the same): a batch with a producer id first makes every aborted transaction of
+    the response starting at or before its last offset current (its producer id aborted); an
+    abort marker (a control batch whose first record is an ABORT) ends its producer's aborted
+    transaction; a transactional data batch of an aborted producer is skipped whole.
+    """
+
+    __slots__ = ("_aborted", "_pending")
+
+    def __init__(self, aborted_transactions: Sequence[Any]) -> None:
+        self._pending = sorted(aborted_transactions, key=lambda txn: txn.first_offset, reverse=True)
+        self._aborted: set[int] = set()
+
+    def skips(self, view: Any, start: int, end: int, header: tuple[Any, ...]) -> bool:
+        """True when the batch ``view[start:end]`` (its header decoded: ``header``) is skipped."""
+        base_offset, attributes, last_delta, producer_id = header[0], header[5], header[6], header[9]
+        pending = self._pending
+        while pending and pending[-1].first_offset <= base_offset + last_delta:
+            self._aborted.add(pending.pop().producer_id)
+        if attributes & _CONTROL_MASK:
+            if _is_abort_marker(view, start, end):
+                self._aborted.discard(producer_id)
+            return False
+        return bool(attributes & _TRANSACTIONAL_MASK) and producer_id in self._aborted
+
+
+def _is_abort_marker(view: Any, start: int, end: int) -> bool:
+    """The control batch ``view[start:end]``'s first record is an ABORT marker (kafka-python's ``ControlRecord``)."""
+    record = next(DefaultRecordBatch(bytes(view[start:end])), None)
+    return bool(record is not None and record.abort)
+
+
 class _Corrupt(Exception):
     """A record of a batch does not parse (internal: turned into ``CorruptRecordError``)."""
 
 
+def split_batches(data: bytes | bytearray | memoryview, window_bytes: int) -> list[memoryview] | None:
+    """``data`` (one partition's Fetch response records) cut between batches into windows of about ``window_bytes``.
+
+    Each window holds whole batches, at least one, and at most ``window_bytes`` unless its one
+    batch is larger; whatever follows the last whole batch (a partial batch, or bytes that do not
+    parse as one) ends the last window, so decoding the windows one after the other
+    (:func:`decode_record_set`, one :class:`AbortedTransactions` for all of them) gives the
+    records, errors and offsets of decoding ``data`` whole. None when a batch is not a v2 batch
+    (``decode_record_set`` leaves those to the record decoder).
+    """
+    view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
+    size = len(view)
+    windows: list[memoryview] = []
+    start = pos = 0
+    while size - pos >= _LOG_OVERHEAD:
+        (length,) = struct.unpack_from(">i", view, pos + 8)
+        end = pos + _LOG_OVERHEAD + length
+        if end > size or end - pos < _MIN_BATCH:
+            break  # a partial batch, or a corrupt length: the last window's end
+        if view[pos + _MAGIC_OFFSET] != 2:
+            return None
+        if end - start > window_bytes and pos > start:
+            windows.append(view[start:pos])
+            start = pos
+        pos = end
+    if start < size:
+        windows.append(view[start:])
+    return windows
+
+
 def decode_record_set(data: bytes | bytearray | memoryview, fetch_offset: int, *, check_crcs: bool = True,
                       read_committed: bool = False, aborted_transactions: Sequence[Any] = (),
-                      topic_partition: object = None) -> DecodedRecordSet | None:
+                      topic_partition: object = None,
+                      transactions: AbortedTransactions | None = None) -> DecodedRecordSet | None:
     """Decode one partition's Fetch response records (v2 record batches) into columns.
 
     Args:
@@ -205,10 +332,12 @@ def decode_record_set(data: bytes | bytearray | memoryview, fetch_offset: int, *
         read_committed: the Fetch's isolation level is read_committed.
         aborted_transactions: the partition's ``aborted_transactions`` of the response.
         topic_partition: the partition, named in error messages only.
+        transactions: under read_committed, the :class:`AbortedTransactions` of the response's
+            earlier windows (:func:`split_batches`), instead of one made from ``aborted_transactions``.
 
     Returns:
         The columns, or None when the response is not handled here (the module docstring: a
-        legacy message set; read_committed with aborted transactions and transactional data).
+        legacy message set).
         Errors are not raised but returned in :attr:`DecodedRecordSet.error`, after the records
         of the batches before the failed one.
 
@@ -233,12 +362,7 @@ def decode_record_set(data: bytes | bytearray | memoryview, fetch_offset: int, *
         if end - pos < _HEADER_SIZE:
             error = CorruptRecordError(f"Record batch at offset {pos} is shorter than its header ({end - pos} bytes)")
             break
-        header = _HEADER.unpack_from(view, pos)
-        attributes = header[5]
-        if (read_committed and aborted_transactions and attributes & _TRANSACTIONAL_MASK
-                and not attributes & _CONTROL_MASK and header[9] >= 0):
-            return None  # aborted transactions to track batch by batch: the record decoder's
-        headers.append((pos, end, header))
+        headers.append((pos, end, _HEADER.unpack_from(view, pos)))
         pos = end
     # pass 2, per batch: CRC, decompression
     bodies: list[bytes | None] = []  # each data batch's records decompressed, None if not compressed
@@ -247,6 +371,9 @@ def decode_record_set(data: bytes | bytearray | memoryview, fetch_offset: int, *
     decoded: list[tuple[tuple[Any, ...], int, int]] = []  # (header, records, size) of data batches
     batches: list[DecodedBatch] = []
     error_epoch: int | None = None
+    aborts = transactions
+    if aborts is None and read_committed and aborted_transactions:
+        aborts = AbortedTransactions(aborted_transactions)
     for start, end, header in headers:
         base_offset, _, epoch, _, crc, attributes, last_delta = header[:7]
         if check_crcs and _crc32c(memoryview(view)[start + _ATTRIBUTES_OFFSET:end]) != crc:
@@ -254,6 +381,17 @@ def decode_record_set(data: bytes | bytearray | memoryview, fetch_offset: int, *
                 f"Record batch for partition {topic_partition} at offset {base_offset} failed crc check")
             break
         next_offset = base_offset + last_delta + 1
+        if aborts is not None and header[9] >= 0:
+            try:
+                skip = aborts.skips(view, start, end, header)
+            except Exception as exc:  # a control record that does not parse
+                error = CorruptRecordError(f"Record batch for partition {topic_partition} at offset {base_offset}: "
+                                           f"invalid control record: {exc!r}")
+                error_epoch = epoch
+                break
+            if skip:  # an aborted transaction's batch: skipped whole, as a control batch is
+                batches.append(DecodedBatch(0, epoch, next_offset, end - start, True))
+                continue
         if attributes & _CONTROL_MASK:
             batches.append(DecodedBatch(0, epoch, next_offset, end - start, True))
             continue

@@ -18,10 +18,9 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup._io.record_decoder import take_by_batch
-from kgroup.columns import RecordColumns
-from kgroup.types import ConsumerRecord, TopicPartition
+from kgroup.types import ConsumerRecord
 
-__all__ = ["ColumnSlice", "ColumnarRecords", "exhausted", "load_columnar_decoder"]
+__all__ = ["ColumnSlice", "ColumnSlices", "ColumnarRecords", "exhausted", "load_columnar_decoder"]
 
 
 class ColumnSlice:
@@ -38,16 +37,28 @@ class ColumnSlice:
         return self.stop - self.start
 
     def records(self, tp: KTopicPartition) -> list[ConsumerRecord]:
-        """The rows as ``ConsumerRecord`` s (``fetch()`` meeting a response decoded for ``fetch_columns``)."""
-        columns = RecordColumns.of_decoded(TopicPartition(tp.topic, tp.partition), self.decoded, self.start,
-                                           self.stop)
-        epochs: list[int | None] = []
-        for batch in self.decoded.batches:
-            epochs += [batch.leader_epoch if batch.leader_epoch >= 0 else None] * batch.rows
-        return [ConsumerRecord(tp.topic, tp.partition, offset, key, value, headers, timestamp, ts_type, epoch)
-                for offset, key, value, headers, timestamp, ts_type, epoch in zip(
-                    columns.offsets, columns.keys, columns.values, columns.headers, columns.timestamps,
-                    columns.timestamp_types, epochs[self.start:self.stop], strict=True)]
+        """The rows as ``ConsumerRecord`` s, built in bulk (``DecodedRecordSet.records``: what ``fetch()`` hands out)."""
+        records: list[ConsumerRecord] = self.decoded.records(tp.topic, tp.partition, self.start, self.stop)
+        return records
+
+
+class ColumnSlices:
+    """What a ``take`` across windows hands out: its ``ColumnSlice`` s, in order (``fetch()`` only)."""
+
+    __slots__ = ("slices",)
+
+    def __init__(self, slices: list[ColumnSlice]) -> None:
+        self.slices = slices
+
+    def __len__(self) -> int:
+        return sum(map(len, self.slices))
+
+    def records(self, tp: KTopicPartition) -> list[ConsumerRecord]:
+        """The rows of every slice as ``ConsumerRecord`` s, in order."""
+        out: list[ConsumerRecord] = []
+        for part in self.slices:
+            out += part.records(tp)
+        return out
 
 
 class ColumnarRecords:
@@ -61,11 +72,20 @@ class ColumnarRecords:
     reached; after the last batch ``next_fetch_offset`` is that batch's end (Java
     ``RecordBatch.nextOffset``); a batch that failed to decode raises on every later ``take``.
     ``take`` returns a :class:`ColumnSlice` of the rows instead of a list of records.
+
+    Windows: with ``windows`` (the response's later windows, :func:`kgroup._io.columnar.split_batches`)
+    and ``decode_window`` (decodes one, the response's aborted-transaction state running on),
+    ``decoded`` is the first window's columns and each later window is decoded when its first batch
+    is reached, so only one window's columns are held at a time. A ``take`` across windows returns
+    their slices as one :class:`ColumnSlices`. The rows, positions and errors are those of the
+    whole response decoded at once.
     """
 
     def __init__(self, decoded: Any, fetch_offset: int, tp: KTopicPartition, size_in_bytes: int,
-                 on_drain: Any) -> None:
+                 on_drain: Any, windows: list[Any] | None = None, decode_window: Any = None) -> None:
         self.decoded = decoded
+        self._windows = list(windows or ())
+        self._decode_window = decode_window
         self.topic_partition = tp
         self.fetch_offset = fetch_offset
         self.next_fetch_offset = fetch_offset
@@ -94,17 +114,45 @@ class ColumnarRecords:
     def exhausted(self) -> bool:
         """Every row handed out, no error pending and no batch left to reach."""
         return (self._row >= self._batch_end and self._next_inline_exception is None
-                and self._batch >= len(self.decoded.batches) and self.decoded.error is None)
+                and self._batch >= len(self.decoded.batches) and self.decoded.error is None and not self._windows)
 
-    def take(self, n: int | None = None) -> ColumnSlice:
+    def take(self, n: int | None = None) -> ColumnSlice | ColumnSlices:
         if self._next_inline_exception is not None:
             exc, self._next_inline_exception = self._next_inline_exception, None
             raise exc
         start = self._row
         if self._drained:
             return ColumnSlice(self.decoded, start, start)
-        taken = take_by_batch(self, sys.maxsize if n is None else n, self._take_rows, self._reach_next_batch)
-        return ColumnSlice(self.decoded, start, start + taken)
+        limit = sys.maxsize if n is None else n
+        taken = take_by_batch(self, limit, self._take_rows, self._reach_next_batch)
+        if not self._at_window_end() or taken >= limit:
+            return ColumnSlice(self.decoded, start, start + taken)
+        slices = [ColumnSlice(self.decoded, start, start + taken)] if taken else []
+        while taken < limit and self._at_window_end():  # on into the next window, as one take
+            self._next_window()
+            try:
+                step = take_by_batch(self, limit - taken, self._take_rows, self._reach_next_batch)
+            except Exception as exc:
+                if not taken:
+                    raise
+                self._next_inline_exception = exc  # raised by the next take (errors in line)
+                break
+            if step:
+                slices.append(ColumnSlice(self.decoded, 0, step))
+                taken += step
+        if len(slices) == 1:
+            return slices[0]
+        return ColumnSlices(slices) if slices else ColumnSlice(self.decoded, self._row, self._row)
+
+    def _at_window_end(self) -> bool:
+        """Every batch of this window reached and handed out, no error in it, and a window after it."""
+        return bool(self._windows) and not self._drained and self._next_inline_exception is None and (
+            self._row >= self._batch_end and self._batch >= len(self.decoded.batches) and self.decoded.error is None)
+
+    def _next_window(self) -> None:
+        """Decode the next window; its rows are handed out from here (``next_fetch_offset`` runs on)."""
+        self.decoded = self._decode_window(self._windows.pop(0))
+        self._row = self._batch_end = self._batch = 0
 
     def _take_rows(self, limit: int) -> int:
         """Up to ``limit`` rows of the batches reached: how many (0: all handed out)."""
@@ -127,6 +175,8 @@ class ColumnarRecords:
                     self.leader_epoch = decoded.error_leader_epoch
                 self._failure = decoded.error
                 raise decoded.error
+            if self._windows:
+                return False  # this window's end: the next take decodes the next window
             if self._reached_any:
                 self.next_fetch_offset = decoded.batches[-1].next_offset
             self.drain()

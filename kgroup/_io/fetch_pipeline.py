@@ -5,10 +5,10 @@ itself (Java's ``Fetcher``/``FetchCollector`` are the reference) instead of kafk
 ``Fetcher``, whose rule "send the next fetch only when every buffered response was handed out"
 leaves the poll loop waiting a whole round trip after each response. What it keeps from
 kafka-python: the network client (``KafkaConnectionManager.send`` on the IO thread), the
-``FetchRequest``/``FetchResponse`` message classes, ``MemoryRecords`` and its record batches
-(decoded by :class:`kgroup._io.record_decoder.PartitionRecords`, aiokafka's C decoder when
-installed), and the ``SubscriptionState`` with kafka-python's offset reset (ListOffsets,
-``auto_offset_reset``) and KIP-320 position validation (OffsetForLeaderEpoch).
+``FetchRequest``/``FetchResponse`` message classes (read by :mod:`kgroup._io.receive`: each
+response once, into one buffer), ``MemoryRecords`` (its first batch checked), and the
+``SubscriptionState`` with kafka-python's offset reset (ListOffsets, ``auto_offset_reset``) and
+KIP-320 position validation (OffsetForLeaderEpoch).
 
 Scheduling (poll thread; the IO thread only queues responses and wakes it):
 
@@ -42,9 +42,9 @@ KAFKA_STORAGE_ERROR refresh metadata (and apply a KIP-951 leader hint); FENCED_L
 UNKNOWN_LEADER_EPOCH and a diverging epoch (Fetch v12) mark the position for KIP-320
 validation; OFFSET_OUT_OF_RANGE resets the position by ``auto_offset_reset`` or raises with
 ``"none"``; TOPIC_AUTHORIZATION_FAILED and unexpected codes raise. Errors are raised in line:
-records handed out before them first. Records are decoded by ``PartitionRecords``
-(CRC check with ``check_crcs``, compression, read_committed aborted transactions and control
-batches skipped). One difference: a response without records leaves the position's leader
+records handed out before them first. Records are decoded (below, "Decoding") with the CRC
+check of ``check_crcs``, compression, and control batches and, under read_committed, aborted
+transactions skipped. One difference: a response without records leaves the position's leader
 epoch as it was (Java's ``FetchCollector``), where kafka-python sets it to -1.
 
 Follower fetching (KIP-392; Java's ``AbstractFetch.selectReadReplica`` and
@@ -61,14 +61,20 @@ leader's newest records yet). ``fetches_by_node`` counts the Fetches and record 
 
 Fetch sessions (KIP-227) are not used: every Fetch is a full one (session id 0, epoch -1).
 
-Bulk readers (the Spark source's executors) take the same hand-out as columns with
-``fetch_columns``: one :class:`RecordColumns` per partition instead of one list of records, by the
-same code (``_take``/``_hand_out``), so every rule above holds for both. Once ``fetch_columns`` was
-called, each response is decoded, when its first records are handed out, by the columnar decoder
-(:mod:`kgroup._io.columnar`: numpy and Arrow columns, no Python object per record), stepped
-through batch by batch exactly as the record decoder steps (:mod:`kgroup._io.columnar_records`); the responses
-that decoder leaves (legacy message sets, read_committed with aborted transactions) keep the
-record decoder.
+Decoding. Each response is decoded, when its first records are handed out, by the columnar
+decoder (:mod:`kgroup._io.columnar`: CRC, decompression, control batches and aborted
+transactions skipped, numpy and Arrow columns, no Python code per record), stepped through
+batch by batch exactly as the record decoder steps (:mod:`kgroup._io.columnar_records`).
+``fetch`` (``poll()``) decodes each response a window of whole batches at a time (about
+``DECODE_WINDOW_BYTES``, the next window when the first batch of it is reached, so only one
+window's columns are held) and builds its ``ConsumerRecord`` s from those columns in bulk; bulk readers
+(``poll_columns()``, the Spark source's executors) take the same hand-out as columns with
+``fetch_columns``: one :class:`RecordColumns` per partition instead of one list of records, by
+the same code (``_take``/``_hand_out``), so every rule above holds for both. The record decoder
+(:class:`kgroup._io.record_decoder.PartitionRecords`) decodes what the columnar decoder does
+not: every response when numpy or pyarrow is not installed, and legacy message sets (magic 0
+and 1, from brokers before 0.11), and a response the columnar decoder failed on itself (logged
+as a warning).
 """
 
 from __future__ import annotations
@@ -92,7 +98,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 
 from kgroup._clock import MonotonicClock
 from kgroup._io import record_decoder
-from kgroup._io.columnar_records import ColumnarRecords, ColumnSlice, exhausted, load_columnar_decoder
+from kgroup._io.columnar_records import ColumnarRecords, ColumnSlice, ColumnSlices, exhausted, load_columnar_decoder
 from kgroup._io.record_decoder import PartitionRecords, fetch_error, kafka_tp
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig
@@ -105,6 +111,9 @@ log = logging.getLogger(__name__)
 _FetchTopic = FetchRequest.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
 
+#: bytes of record batches ``fetch()`` decodes at a time (whole batches; a larger batch is one window):
+#: large enough for the columnar decoder's arrays to pay, small enough to hold one window's columns
+DECODE_WINDOW_BYTES = 256 * 1024
 #: newest Fetch version sent (as kafka-python's Fetcher: topic ids, v13+, are not used)
 FETCH_MAX_VERSION = 12
 #: responses of a node that may still hold records when the next Fetch goes to it
@@ -220,8 +229,9 @@ class PipelinedFetcher:
         self._sent_to: collections.Counter[int] = collections.Counter()
         self._bytes_from: collections.Counter[int] = collections.Counter()
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
-        # fetch_columns' decoder (decode_record_set) once it was called; False without numpy/pyarrow
-        self._columnar: Any = None
+        # the columnar decoder (decode_record_set) of both hand-outs; False without numpy/pyarrow
+        self._columnar: Any = load_columnar_decoder() or False
+        self._windowed = False  # the hand-out under way is fetch()'s: decode by windows
         self._hooked: list[Any] = []
         # IO thread -> poll thread
         self._arrivals: collections.deque[tuple[int, int, dict[KTopicPartition, int], int, Any, Any]] = (
@@ -347,7 +357,8 @@ class PipelinedFetcher:
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
-        taken = [(ktp, part.records(ktp) if isinstance(part, ColumnSlice) else part)
+        self._windowed = True
+        taken = [(ktp, part.records(ktp) if isinstance(part, (ColumnSlice, ColumnSlices)) else part)
                  for ktp, part in self._take(max_records, timeout_ms)]
         if len(taken) == 1:
             return taken[0][1]
@@ -362,23 +373,24 @@ class PipelinedFetcher:
         The same records, in the same order, with the same positions, waits, rules and errors as
         ``fetch(max_records, timeout_ms)`` (it is the same hand-out): up to ``max_records``
         records in all, at most one ``RecordColumns`` per partition, partitions in hand-out order.
-        Responses handed out from here on are decoded by the columnar decoder
+        Responses are decoded by the columnar decoder
         (:func:`kgroup._io.columnar.decode_record_set`, when numpy and pyarrow are installed):
         decoded columns without a Python object per record; the responses it leaves to the record
-        decoder come as record columns (:class:`RecordColumns`).
+        decoder (module docstring) come as record columns (:class:`RecordColumns`).
 
         Raises:
             OffsetOutOfRangeError: out of range with ``auto_offset_reset="none"``.
             FetchError: any other fetch failure (CRC, authorization, truncation, ...).
 
         """
-        if self._columnar is None:
-            self._columnar = load_columnar_decoder() or False
+        self._windowed = False
         out: list[RecordColumns] = []
         for ktp, part in self._take(max_records, timeout_ms):
             tp = TopicPartition(ktp.topic, ktp.partition)
             if isinstance(part, ColumnSlice):
                 out.append(RecordColumns.of_decoded(tp, part.decoded, part.start, part.stop))
+            elif isinstance(part, ColumnSlices):  # a response fetch() began decoding by windows
+                out.append(RecordColumns(tp, part.records(ktp)))
             else:
                 out.append(RecordColumns(tp, part))
         return out
@@ -775,25 +787,42 @@ class PipelinedFetcher:
         """Give ``held``'s response to the columnar decoder, if nothing of it was handed out yet.
 
         The record decoder (``PartitionRecords``) keeps the responses the columnar
-        decoder does not handle (``decode_record_set`` returns None: legacy message sets,
-        read_committed with aborted transactions) and, logged, any it fails on itself.
+        decoder does not handle (``decode_record_set`` returns None: legacy message sets)
+        and, logged, any it fails on itself.
         """
         raw, held.raw = held.raw, None
         part = held.records
         if (raw is None or not isinstance(part, PartitionRecords) or part.records_read
                 or part._last_batch is not None or part._next_inline_exception is not None):
             return
+        read_committed = self._isolation == IsolationLevel.READ_COMMITTED
+        windows: list[Any] = []
+        decode_window: Any = None
         try:
-            decoded = self._columnar(raw, held.fetch_offset, check_crcs=self._config.check_crcs,
-                                     read_committed=self._isolation == IsolationLevel.READ_COMMITTED,
-                                     aborted_transactions=held.aborted or (), topic_partition=held.tp)
+            if self._windowed:  # fetch(): a window at a time (module docstring, "Decoding")
+                from kgroup._io.columnar import AbortedTransactions, split_batches
+
+                windows = split_batches(raw, DECODE_WINDOW_BYTES) or [raw]
+                transactions = AbortedTransactions(held.aborted) if read_committed and held.aborted else None
+
+                def decode_window(window: Any, offset: int = held.fetch_offset, tp: Any = held.tp) -> Any:
+                    return self._columnar(window, offset, check_crcs=self._config.check_crcs,
+                                          read_committed=read_committed, transactions=transactions,
+                                          topic_partition=tp)
+
+                decoded = decode_window(windows.pop(0))
+            else:
+                decoded = self._columnar(raw, held.fetch_offset, check_crcs=self._config.check_crcs,
+                                         read_committed=read_committed, aborted_transactions=held.aborted or (),
+                                         topic_partition=held.tp)
         except Exception:  # not the data's errors (those come in line): the decoder's own failure
             log.warning("the columnar decoder failed on %s at offset %d; the record decoder takes the response",
                         held.tp, held.fetch_offset, exc_info=True)
             return
         if decoded is None:
             return
-        held.records = ColumnarRecords(decoded, held.fetch_offset, held.tp, len(raw), self._on_drain)
+        held.records = ColumnarRecords(decoded, held.fetch_offset, held.tp, len(raw), self._on_drain,
+                                       windows=windows, decode_window=decode_window)
 
     # ------------------------------------------------------------------ handing out
     def _hand_out(self, max_records: int) -> list[tuple[KTopicPartition, Any]]:

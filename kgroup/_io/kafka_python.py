@@ -42,7 +42,7 @@ from kafka.protocol.consumer import ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
 
 from kgroup import _error_codes as codes
-from kgroup._io import log_limit
+from kgroup._io import log_limit, receive
 from kgroup._io.kafka_messages import request_message, response_values
 from kgroup._io.kafka_security import AuthenticationWatch, hide_secrets, token_provider
 from kgroup._io.transport import (
@@ -141,6 +141,7 @@ class KafkaNetwork:
         log_limit.install()  # an unreachable cluster logs a line every few seconds, not a dozen a second
         self._client = KafkaNetClient(**kp_config)
         self._manager = self._client._manager
+        receive.install(self._manager)  # each response read once, into one buffer (kgroup's connections only)
         self._authentication = AuthenticationWatch(self._manager, config.sasl_mechanism)
         self._net = self._manager._net
         self._cluster = self._manager.cluster

@@ -205,13 +205,53 @@ def test_read_committed_without_aborted_transactions_is_decoded():
     assert got.offsets.tolist() == [0, 1, 3, 4]
 
 
-def test_read_committed_with_aborted_transactions_is_left_to_the_record_decoder():
+def test_read_committed_skips_the_batches_of_aborted_transactions():
     data = simple(0, 2, transactional=True, producer_id=7) + control_batch(2, 7, abort=True) + simple(3, 2)
-    assert decode(data, read_committed=True, aborted_transactions=[Aborted()]) is None
-    # read_uncommitted hands out aborted records (Java's rule), so it is decoded
-    assert_same(data, aborted=[Aborted()])
+    got = assert_same(data, read_committed=True, aborted=[Aborted()])
+    assert got.offsets.tolist() == [3, 4]
+    assert [(b.rows, b.control) for b in got.batches] == [(0, True), (0, True), (2, False)]
+    # read_uncommitted hands out aborted records (Java's rule)
+    assert_same(data, aborted=[Aborted()]).offsets.tolist() == [0, 1, 3, 4]
     # no transactional data batch: nothing to skip
     assert_same(simple(0, 2) + simple(2, 2), read_committed=True, aborted=[Aborted()])
+
+
+class Txn:
+    def __init__(self, producer_id: int, first_offset: int) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+
+
+#: one batch of a transactional log: (producer id, None: a data batch / True: an abort / False: a commit marker,
+#: records, transactional)
+txn_batch_st = st.tuples(st.integers(0, 2), st.sampled_from([None, None, True, False]), st.integers(1, 4),
+                         st.booleans(), st.sampled_from([0, 3]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=st.lists(txn_batch_st, min_size=1, max_size=10), fetch_skip=st.integers(0, 20),
+       listed=st.lists(st.integers(0, 9), max_size=3), read_committed=st.booleans())
+def test_transactional_logs_decode_like_the_record_decoder(log, fetch_skip, listed, read_committed):
+    """Aborted transactions, commit and abort markers, producers interleaved: the record decoder's records."""
+    data = b""
+    base = 0
+    aborted: list[Txn] = []
+    open_since: dict[int, int] = {}
+    for producer, marker, n, transactional, codec in log:
+        if marker is not None:
+            if marker and producer in open_since:
+                aborted.append(Txn(producer, open_since[producer]))
+            open_since.pop(producer, None)
+            data += control_batch(base, producer, abort=marker)
+            base += 1
+            continue
+        if transactional:
+            open_since.setdefault(producer, base)
+        data += simple(base, n, transactional=transactional, producer_id=producer if transactional else -1,
+                       codec=codec, headers=[("p", b"%d" % producer)] if n % 2 else None)
+        base += n
+    extra = [Txn(i % 3, base * i // 10) for i in listed]  # the broker may list more than this log shows
+    assert_same(data, min(fetch_skip, base), read_committed=read_committed, aborted=aborted + extra)
 
 
 def test_legacy_message_sets_are_left_to_the_record_decoder():
@@ -343,3 +383,40 @@ def test_kafka_python_s_crc_when_aiokafka_is_not_installed(monkeypatch):
     monkeypatch.setattr(columnar, "_crc32c", calc_crc32c)
     got = assert_same(simple(0, 3) + corrupt(simple(3, 3), -2))
     assert got.offsets.tolist() == [0, 1, 2] and "crc" in str(got.error)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=st.lists(txn_batch_st, min_size=1, max_size=10), window=st.integers(1, 400), cut=st.integers(0, 60),
+       bad=st.integers(-1, 4))
+def test_windows_decoded_one_after_the_other_give_the_whole_response(log, window, cut, bad):
+    """``split_batches``: windows of whole batches, decoded in turn with one ``AbortedTransactions``."""
+    data = b""
+    base = 0
+    aborted: list[Txn] = []
+    for producer, marker, n, transactional, codec in log:
+        if marker is not None:
+            aborted += [Txn(producer, max(0, base - 3))] if marker else []
+            data += control_batch(base, producer, abort=marker)
+            base += 1
+            continue
+        data += simple(base, n, transactional=transactional, producer_id=producer if transactional else -1,
+                       codec=codec, headers=[("h", b"x")] if n % 2 else None)
+        base += n
+    if bad >= 0:
+        data = corrupt(data, min(len(data) - 1, 25 + bad * 40))
+    data += simple(base, 3)[:cut]
+    whole = decode(data, read_committed=True, aborted_transactions=aborted)
+    windows = columnar.split_batches(data, window)
+    assert b"".join(bytes(w) for w in windows) == data
+    state = columnar.AbortedTransactions(aborted) if aborted else None
+    parts = []
+    for w in windows:
+        parts.append(decode(w, read_committed=True, transactions=state))
+        if parts[-1].error is not None:
+            break
+    assert np.concatenate([p.offsets for p in parts]).tolist() == whole.offsets.tolist()
+    assert [v for p in parts for v in p.values.to_pylist()] == whole.values.to_pylist()
+    assert [h for p in parts for h in p.headers.to_pylist()] == whole.headers.to_pylist()
+    assert [b for p in parts for b in p.batches] == list(whole.batches)
+    assert type(parts[-1].error) is type(whole.error)
+    assert str(parts[-1].error) == str(whole.error)

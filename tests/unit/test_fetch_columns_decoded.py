@@ -46,7 +46,7 @@ def _epochs(fetcher: Any) -> Any:
     return [(p.offset, p.leader_epoch) if p is not None else None for p in positions]
 
 
-def _outcomes(columnar: bool, decoder: Any, steps: list[Any], **config: Any) -> list[Any]:
+def _outcomes(columnar: bool | str, decoder: Any, steps: list[Any], **config: Any) -> list[Any]:
     """``tests/unit/test_fetch_pipeline.py``'s ``_outcomes``, with the positions' leader epochs."""
     return _pipeline_outcomes(columnar, decoder, steps, _epochs, **config)
 
@@ -58,6 +58,7 @@ def differential(steps: list[Any], reference: Any = None, **config: Any) -> list
     assert any(isinstance(o, list) and o for o in expected), "the case hands out records"
     got = _outcomes(True, record_decoder.load_batch_decoder(), steps, **config)
     assert got == expected
+    assert _outcomes("poll", record_decoder.load_batch_decoder(), steps, **config) == expected
     return got
 
 
@@ -109,12 +110,23 @@ def test_fetch_columns_with_the_columnar_decoder_hands_out_exactly_what_fetch_do
     assert sum(decoded_rows) > 0
 
 
-def test_responses_the_columnar_decoder_leaves_come_as_record_columns(decoded_rows: list[int]) -> None:
+def test_read_committed_with_aborted_transactions_is_decoded_as_columns(decoded_rows: list[int]) -> None:
     data = (simple(0, 2, transactional=True, producer_id=7) + control_batch(2, 7, abort=True)
             + simple(3, 2, transactional=True, producer_id=8) + control_batch(5, 8, abort=False))
     differential([("fetch", 5), ("answer", 0, {P0: data, P1: data}, [SimpleNamespace(producer_id=7, first_offset=0)])]
                  + [("fetch", 3)] * 4, isolation_level="read_committed")
-    assert decoded_rows == []
+    assert sum(decoded_rows) == 4  # offsets 3 and 4 of each partition, the aborted 0 and 1 skipped
+
+
+def test_responses_the_columnar_decoder_leaves_come_as_record_columns(decoded_rows: list[int]) -> None:
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    builder = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    for offset in range(3):
+        builder.append(offset, timestamp=1_700_000_000_000, key=b"k", value=b"v%d" % offset)
+    legacy = bytes(builder.build())
+    differential([("fetch", 5), ("answer", 0, {P0: legacy, P1: simple(0, 2)}, None)] + [("fetch", 2)] * 3)
+    assert sum(decoded_rows) == 2  # P1's; P0's legacy message set went to the record decoder
 
 
 def test_decoded_columns_keep_the_documented_attributes() -> None:
@@ -177,6 +189,7 @@ def test_random_hand_outs_agree(sizes: list[int], controls: list[bool], codec: i
     expected = _outcomes(False, reference, plan, check_crcs=check_crcs)
     got = _outcomes(True, reference, plan, check_crcs=check_crcs)
     assert got == expected
+    assert _outcomes("poll", reference, plan, check_crcs=check_crcs) == expected
 
 
 def test_errors_in_line_after_decoded_columns() -> None:

@@ -375,13 +375,18 @@ def _positions(fetcher: Any) -> Any:
     return fetcher.position(P0), fetcher.position(P1)
 
 
-def _outcomes(columnar: bool, decoder: Any, steps: list[Any], positions: Any = _positions, **config: Any) -> list[Any]:
+def _outcomes(columnar: bool | str, decoder: Any, steps: list[Any], positions: Any = _positions,
+              **config: Any) -> list[Any]:
     """Run ``steps`` on a new fetcher: ``("fetch", n)``, ``("answer", i, parts, aborted)``, ``("seek", tp, o)``.
 
-    Each fetch's rows (or the error it raised) and every position after it (``positions(fetcher)``), in order.
+    ``columnar``: False, ``fetch`` with the record decoder ``decoder`` alone; True, ``fetch_columns``;
+    ``"poll"``, ``fetch`` from the columnar decoder (``poll()``'s path). Each fetch's rows (or the
+    error it raised) and every position after it (``positions(fetcher)``), in order.
     """
     fetcher, manager, _ = make(**config)
     fetcher._decoder = decoder
+    if columnar is False:
+        fetcher._columnar = False
     start(fetcher, P0, P1)
     seen: list[Any] = []
     for step in steps:
@@ -392,7 +397,7 @@ def _outcomes(columnar: bool, decoder: Any, steps: list[Any], positions: Any = _
             fetcher.seek(step[1], step[2])
             continue
         try:
-            if columnar:
+            if columnar is True:
                 columns = fetcher.fetch_columns(step[1], 0)
                 assert len({c.topic_partition for c in columns}) == len(columns), "one per partition"
                 seen.append(_column_rows(columns))
@@ -448,6 +453,7 @@ def test_fetch_columns_hands_out_exactly_what_fetch_does(config: dict[str, Any],
     expected = _outcomes(False, chosen, steps, **config)
     assert any(isinstance(o, list) and o for o in expected), "the case hands out records"
     assert _outcomes(True, chosen, steps, **config) == expected
+    assert _outcomes("poll", chosen, steps, **config) == expected  # poll()'s records from the columnar decoder
 
 
 def test_fetch_columns_of_a_fetcher_without_it_groups_fetch_by_partition() -> None:
