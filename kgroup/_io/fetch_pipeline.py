@@ -61,20 +61,24 @@ leader's newest records yet). ``fetches_by_node`` counts the Fetches and record 
 
 Fetch sessions (KIP-227) are not used: every Fetch is a full one (session id 0, epoch -1).
 
-Decoding. Each response is decoded, when its first records are handed out, by the columnar
+Decoding. ``fetch`` (``poll()``) decodes with the record decoder
+(:class:`kgroup._io.record_decoder.PartitionRecords`, aiokafka's C decoder when installed) until
+a bulk reader first calls ``fetch_columns`` (``poll_columns()``, the Spark source's executors).
+From then on each response is decoded, when its first records are handed out, by the columnar
 decoder (:mod:`kgroup._io.columnar`: CRC, decompression, control batches and aborted
 transactions skipped, numpy and Arrow columns, no Python code per record), stepped through
-batch by batch exactly as the record decoder steps (:mod:`kgroup._io.columnar_records`).
-``fetch`` (``poll()``) decodes each response a window of whole batches at a time (about
+batch by batch exactly as the record decoder steps (:mod:`kgroup._io.columnar_records`), for
+both hand-outs: ``fetch`` then decodes each response a window of whole batches at a time (about
 ``DECODE_WINDOW_BYTES``, the next window when the first batch of it is reached, so only one
-window's columns are held) and builds its ``ConsumerRecord`` s from those columns in bulk; bulk readers
-(``poll_columns()``, the Spark source's executors) take the same hand-out as columns with
-``fetch_columns``: one :class:`RecordColumns` per partition instead of one list of records, by
-the same code (``_take``/``_hand_out``), so every rule above holds for both. The record decoder
-(:class:`kgroup._io.record_decoder.PartitionRecords`) decodes what the columnar decoder does
-not: every response when numpy or pyarrow is not installed, and legacy message sets (magic 0
-and 1, from brokers before 0.11), and a response the columnar decoder failed on itself (logged
-as a warning).
+window's columns are held) and builds its ``ConsumerRecord`` s from those columns in bulk;
+``fetch_columns`` takes the same hand-out as one :class:`RecordColumns` per partition instead of
+one list of records, by the same code (``_take``/``_hand_out``), so every rule above holds for
+both. ``poll()`` alone stays on the record decoder because, measured (``benchmarks/results.md``,
+"poll() from the columnar decoder"), building records from columns costs it the same CPU per
+record at 100 B and its process about four times the memory (numpy and pyarrow loaded, columns
+held). The record decoder also takes what the columnar decoder does not: every response when
+numpy or pyarrow is not installed, legacy message sets (magic 0 and 1, from brokers before
+0.11), and a response the columnar decoder failed on itself (logged as a warning).
 """
 
 from __future__ import annotations
@@ -229,8 +233,9 @@ class PipelinedFetcher:
         self._sent_to: collections.Counter[int] = collections.Counter()
         self._bytes_from: collections.Counter[int] = collections.Counter()
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
-        # the columnar decoder (decode_record_set) of both hand-outs; False without numpy/pyarrow
-        self._columnar: Any = load_columnar_decoder() or False
+        # the columnar decoder (decode_record_set) of both hand-outs once fetch_columns was called
+        # (None: not yet; False: numpy/pyarrow missing); poll() alone keeps the record decoder
+        self._columnar: Any = None
         self._windowed = False  # the hand-out under way is fetch()'s: decode by windows
         self._hooked: list[Any] = []
         # IO thread -> poll thread
@@ -373,8 +378,9 @@ class PipelinedFetcher:
         The same records, in the same order, with the same positions, waits, rules and errors as
         ``fetch(max_records, timeout_ms)`` (it is the same hand-out): up to ``max_records``
         records in all, at most one ``RecordColumns`` per partition, partitions in hand-out order.
-        Responses are decoded by the columnar decoder
-        (:func:`kgroup._io.columnar.decode_record_set`, when numpy and pyarrow are installed):
+        Responses handed out from here on (by this call and by ``fetch``) are decoded by the
+        columnar decoder (:func:`kgroup._io.columnar.decode_record_set`, when numpy and pyarrow
+        are installed):
         decoded columns without a Python object per record; the responses it leaves to the record
         decoder (module docstring) come as record columns (:class:`RecordColumns`).
 
@@ -384,6 +390,8 @@ class PipelinedFetcher:
 
         """
         self._windowed = False
+        if self._columnar is None:
+            self._columnar = load_columnar_decoder() or False
         out: list[RecordColumns] = []
         for ktp, part in self._take(max_records, timeout_ms):
             tp = TopicPartition(ktp.topic, ktp.partition)

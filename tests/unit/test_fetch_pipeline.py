@@ -20,6 +20,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 import kgroup
 from kgroup import _error_codes as codes
 from kgroup._io import fetch_pipeline
+from kgroup._io.columnar_records import load_columnar_decoder
 from kgroup._io.fetch_pipeline import NO_WAIT_MS, PipelinedFetcher
 from kgroup._io.kafka_python import _PASS_THROUGH
 from kgroup.config import ConsumerConfig
@@ -387,6 +388,8 @@ def _outcomes(columnar: bool | str, decoder: Any, steps: list[Any], positions: A
     fetcher._decoder = decoder
     if columnar is False:
         fetcher._columnar = False
+    elif columnar == "poll":  # what a consumer's fetcher holds once poll_columns() was called
+        fetcher._columnar = load_columnar_decoder() or False
     start(fetcher, P0, P1)
     seen: list[Any] = []
     for step in steps:
@@ -583,3 +586,33 @@ def test_the_preferred_read_replica_is_forgotten_with_the_partition() -> None:
     fetcher.assign(frozenset({P1}))
     fetcher.assign(frozenset({P0, P1}))
     assert fetcher.preferred_read_replica(P0) is None
+
+
+def test_poll_alone_keeps_the_record_decoder_and_poll_columns_turns_the_columnar_one_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fetch`` (``poll()``) decodes with the record decoder until ``fetch_columns`` is first called.
+
+    Measured, the columns cost ``poll()`` the same CPU per record and about four times the memory
+    (``benchmarks/results.md``); a bulk reader's fetcher decodes both hand-outs by columns.
+    """
+    from kgroup._io import columnar
+
+    taken: list[int] = []
+    decode = columnar.decode_record_set
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        taken.append(1)
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(columnar, "decode_record_set", counting)
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1)
+    assert fetcher.fetch(3, 0) == []
+    answer(manager, 0, {P0: batch(0, 10)})
+    assert offsets(fetcher.fetch(3, 0)) == [(0, 0), (0, 1), (0, 2)]
+    assert taken == [] and fetcher._columnar is None  # numpy and pyarrow not even loaded
+    fetcher.fetch_columns(3, 0)  # the rest of that response: already with the record decoder
+    answer(manager, 1, {P1: batch(0, 4)})
+    got = fetcher.fetch(10, 0)
+    assert [(r.partition, r.offset) for r in got][-4:] == [(1, 0), (1, 1), (1, 2), (1, 3)]
+    assert taken, "after fetch_columns the columnar decoder takes the responses of fetch too"
