@@ -72,8 +72,11 @@ __all__ = ["HEADERS_TYPE", "AbortedTransactions", "DecodedBatch", "DecodedRecord
 
 
 def _load_crc32c() -> Callable[[Any], int]:
-    """The fastest CRC-32C importable: the ``crc32c`` package's (kgroup's dependency; SSE 4.2 or ARMv8
-    instructions where the CPU has them), else aiokafka's C extension's, else kafka-python's ``calc_crc32c``."""
+    """The fastest CRC-32C importable.
+
+    The ``crc32c`` package's (kgroup's dependency; SSE 4.2 or ARMv8 instructions where the CPU
+    has them), else aiokafka's C extension's, else kafka-python's ``calc_crc32c``.
+    """
     for module, name in (("crc32c", "crc32c"), ("aiokafka.record._crecords", "crc32c_cython")):
         try:
             crc: Callable[[Any], int] = getattr(importlib.import_module(module), name)
@@ -199,7 +202,7 @@ class DecodedRecordSet:
         n = stop - start
         if n <= 0:
             return []
-        return list(map(_new_tuple, repeat(ConsumerRecord, n), zip(
+        return list(map(_new_tuple, repeat(ConsumerRecord, n), zip(  # noqa: B905 (columns of one length)
             repeat(topic, n), repeat(partition, n), self.offsets[start:stop].tolist(),
             self.keys.slice(start, n).to_pylist(), self.values.slice(start, n).to_pylist(),
             self._header_tuples(start, stop), self.timestamps[start:stop].tolist(),
@@ -226,8 +229,10 @@ class DecodedRecordSet:
         pairs = self._header_pairs
         if pairs is None:
             items = self.headers.values
-            pairs = self._header_pairs = list(zip(items.field("key").to_pylist(), items.field("value").to_pylist()))
-        return [tuple(pairs[a:b]) if a != b else () for a, b in zip(offsets[start:stop], offsets[start + 1:stop + 1])]
+            keys, values = items.field("key").to_pylist(), items.field("value").to_pylist()
+            pairs = self._header_pairs = list(zip(keys, values, strict=True))
+        bounds = zip(offsets[start:stop], offsets[start + 1:stop + 1], strict=True)
+        return [tuple(pairs[a:b]) if a != b else () for a, b in bounds]
 
     @property
     def next_offset(self) -> int | None:

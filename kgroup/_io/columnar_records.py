@@ -37,7 +37,7 @@ class ColumnSlice:
         return self.stop - self.start
 
     def records(self, tp: KTopicPartition) -> list[ConsumerRecord]:
-        """The rows as ``ConsumerRecord`` s, built in bulk (``DecodedRecordSet.records``: what ``fetch()`` hands out)."""
+        """The rows as ``ConsumerRecord`` s, built in bulk (``DecodedRecordSet.records``, ``fetch()``'s)."""
         records: list[ConsumerRecord] = self.decoded.records(tp.topic, tp.partition, self.start, self.stop)
         return records
 

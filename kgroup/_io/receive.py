@@ -263,9 +263,9 @@ class FrameParser(KafkaProtocol):  # type: ignore[misc]
         correlation_id = header.correlation_id
         response_type = header.get_response_class()
         if response_type is None:
-            log.error("Unable to find ResponseType for api=%d version=%d", header.request_api_key, header.request_api_version)
-            raise KErrors.KafkaProtocolError(
-                "Unable to find response type for api %d v%d" % (header.request_api_key, header.request_api_version))
+            api, version = header.request_api_key, header.request_api_version
+            log.error("Unable to find ResponseType for api=%d version=%d", api, version)
+            raise KErrors.KafkaProtocolError(f"Unable to find response type for api {api} v{version}")
         view = memoryview(frame)
         try:
             reader = _HeaderReader(view)
@@ -277,7 +277,7 @@ class FrameParser(KafkaProtocol):  # type: ignore[misc]
             log.warning("Kafka 0.8.2 quirk -- FindCoordinatorResponse Correlation ID does not match request.")
         elif correlation_id != received:
             raise KErrors.CorrelationIdError(
-                "Correlation IDs do not match: sent %d, recv %d" % (correlation_id, received))
+                f"Correlation IDs do not match: sent {correlation_id}, recv {received}")
         pos = reader.tell()
         try:
             decode = fetch_decoder(header.request_api_version) if response_type[None] is FetchResponse else None

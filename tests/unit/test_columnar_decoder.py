@@ -211,7 +211,7 @@ def test_read_committed_skips_the_batches_of_aborted_transactions():
     assert got.offsets.tolist() == [3, 4]
     assert [(b.rows, b.control) for b in got.batches] == [(0, True), (0, True), (2, False)]
     # read_uncommitted hands out aborted records (Java's rule)
-    assert_same(data, aborted=[Aborted()]).offsets.tolist() == [0, 1, 3, 4]
+    assert assert_same(data, aborted=[Aborted()]).offsets.tolist() == [0, 1, 3, 4]
     # no transactional data batch: nothing to skip
     assert_same(simple(0, 2) + simple(2, 2), read_committed=True, aborted=[Aborted()])
 
