@@ -79,9 +79,17 @@ class _FrameReader:
         Returns the bytes received and the error that ends the connection (None: it goes on):
         ``KafkaConnectionError`` on a disconnect or a socket error, ``InvalidReceiveError`` for
         a size prefix below 0 or above ``receive_message_max_bytes`` (kafka-python's parser's).
+
+        A disconnect right after whole responses in the same read is reported by the next read,
+        not this one: the responses are handed over first and whoever awaits them runs before
+        the connection is torn down. A broker answers a failed SASL authentication and closes
+        the connection at once (``connection.failed.authentication.delay.ms`` after); torn down
+        first, the connection failed with "socket disconnected" and was retried until its
+        timeout instead of failing with the broker's authentication error.
         """
         total = 0
         scratch = self._scratch
+        complete = len(frames)
         while True:
             try:
                 if self._view is not None and self._size - self._filled >= SCRATCH_BYTES:
@@ -99,9 +107,13 @@ class _FrameReader:
             except KErrors.KafkaProtocolError as exc:
                 return total, exc
             except BaseException as exc:
+                if len(frames) > complete:
+                    return total, None  # the next read meets the error again (docstring)
                 log.exception("Error receiving network data, closing socket")
                 return total, KErrors.KafkaConnectionError(exc)
             if not n:
+                if len(frames) > complete:
+                    return total, None  # the next read meets the disconnect again (docstring)
                 log.error("socket disconnected")
                 return total, KErrors.KafkaConnectionError("socket disconnected")
             total += n

@@ -102,6 +102,29 @@ def test_a_disconnect_ends_the_read_with_a_connection_error() -> None:
     assert isinstance(err, KErrors.KafkaConnectionError) and not frames
 
 
+@pytest.mark.parametrize("end", ["eof", "reset"])
+def test_responses_before_a_disconnect_are_handed_over_before_the_error(end: str) -> None:
+    # a broker refusing SASL credentials sends its answer and closes: the answer must reach
+    # the connection's SASL step before the disconnect tears the connection down
+    class AnswerThenClose(ChunkedSocket):
+        def recv_into(self, buffer: Any) -> int:
+            if self._pos >= len(self._stream):
+                self.calls += 1
+                if end == "reset":
+                    raise ConnectionResetError(104, "Connection reset by peer")
+                return 0
+            return super().recv_into(buffer)
+
+    sock = AnswerThenClose(framed([b"answer-1", b"answer-2"]), [])
+    reader = receive._FrameReader(100)
+    first = receive.Frames()
+    n, err = reader.read(sock, first)
+    assert (n, err, [bytes(f) for f in first]) == (24, None, [b"answer-1", b"answer-2"])
+    second = receive.Frames()
+    n, err = reader.read(sock, second)
+    assert isinstance(err, KErrors.KafkaConnectionError) and not second and n == 0
+
+
 def _fetch_response(version: int, partitions: list[tuple[int, bytes | None, list[tuple[int, int]]]]) -> Any:
     Topic = FetchResponse.FetchableTopicResponse
     Partition = Topic.PartitionData
