@@ -95,7 +95,8 @@ def columnar_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(p0=st.lists(batch_st, min_size=1, max_size=8), p1=st.lists(batch_st, min_size=1, max_size=4),
-       steps=st.lists(step_st, min_size=1, max_size=10), read_committed=st.sampled_from([True, True, False]), cut=st.integers(0, 40),
+       steps=st.lists(step_st, min_size=1, max_size=10), read_committed=st.sampled_from([True, True, False]),
+       cut=st.integers(0, 40),
        bad=st.sampled_from([-1, -1, -1, -1, 0, 1, 3]), c_decoder=st.booleans(),
        window=st.sampled_from([1, 100, 300, 1000, fetch_pipeline.DECODE_WINDOW_BYTES]))
 def test_poll_from_the_columnar_decoder_yields_what_the_record_decoder_yields(

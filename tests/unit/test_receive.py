@@ -88,7 +88,7 @@ def test_a_large_response_is_received_straight_into_its_buffer() -> None:
 @pytest.mark.parametrize("size", [-1, 10**7 + 1])
 def test_a_bad_size_prefix_is_kafka_pythons_invalid_receive_error(size: int) -> None:
     sock = ChunkedSocket(struct.pack(">i", size) + b"abc", [])
-    n, err = receive._FrameReader(10**7).read(sock, receive.Frames())
+    _, err = receive._FrameReader(10**7).read(sock, receive.Frames())
     assert isinstance(err, KErrors.InvalidReceiveError)
 
 
@@ -98,7 +98,7 @@ def test_a_disconnect_ends_the_read_with_a_connection_error() -> None:
             return 0
 
     frames = receive.Frames()
-    n, err = receive._FrameReader(100).read(Closed(), frames)
+    _, err = receive._FrameReader(100).read(Closed(), frames)
     assert isinstance(err, KErrors.KafkaConnectionError) and not frames
 
 
@@ -208,5 +208,6 @@ def test_a_response_out_of_order_is_kafka_pythons_correlation_error() -> None:
 def test_nothing_of_kafka_python_itself_changes() -> None:
     """The frame reading is per instance (``install``): kafka-python's classes read as they always did."""
     assert KafkaTCPTransport._read_from_sock is not receive.FrameTCPTransport._read_from_sock
-    assert KafkaTCPTransport._read_from_sock.__module__ == KafkaSSLTransport._read_from_sock.__module__ == "kafka.net.transport"
+    assert (KafkaTCPTransport._read_from_sock.__module__ == KafkaSSLTransport._read_from_sock.__module__
+            == "kafka.net.transport")
     assert KafkaProtocol.receive_bytes.__module__ == "kafka.protocol.parser"
