@@ -236,6 +236,9 @@ class LeavingAPI:
             if thread is not None:
                 self._runtime.stop(thread, _GROUP_STOP_S)
             if self._transport is not None and self._transport_arg is None:
+                if self._parts is not None:  # KIP-227: free the brokers' fetch-session slots
+                    remaining_ms = int(max(0.0, deadline - self._clock.monotonic()) * 1000)
+                    self._parts.fetcher.close_sessions(remaining_ms)
                 self._transport.close()
             log.info("group %s: consumer closed", self._config.group_id)
         raise_close_failures(self._config, self._errors[errors_before:])

@@ -59,7 +59,24 @@ after a Fetch that failed (a disconnect), and after OFFSET_OUT_OF_RANGE from the
 is then retried on the leader before the position is reset (a follower may not have the
 leader's newest records yet). ``fetches_by_node`` counts the Fetches and record bytes per node.
 
-Fetch sessions (KIP-227) are not used: every Fetch is a full one (session id 0, epoch -1).
+Fetch sessions (KIP-227; Java's ``FetchSessionHandler``, which kafka-python's mirrors and kgroup
+uses): each node's Fetches share one session. The first Fetch to a node is a full one (session
+id 0, epoch 0: "create a session"); once the broker answers with a session id, the next Fetches
+carry the next epoch and only the partitions added to the node's set or whose fetch position,
+epoch or size changed, plus the partitions to forget (no longer fetched from the node: revoked,
+paused, holding records, moved to another replica); the broker fetches the unchanged ones at
+the positions it keeps, and its response lists only partitions with something to say (records,
+a high watermark moved, an error). So a member with a thousand partitions sends and decodes only
+what changed. A response the session rejects (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
+an incremental response naming partitions outside the session, a full response of a session
+without all of them) is dropped and the next Fetch is a full one; so is the next after a failed
+Fetch. A broker that creates no session (its response's session id 0, as before Fetch v7 or
+with the broker's session cache full) gets a full Fetch every time, and such a response is used
+whatever partitions it lists (Java would drop a full response that leaves partitions out; Kafka's
+brokers never do, the embedded Tansu may, and it creates no sessions). ``close_sessions``
+(called at ``close()``) ends each node's session with epoch -1 (Java ``AbstractFetch.close``),
+freeing its slot in the broker's cache (``max.incremental.fetch.session.cache.slots``).
+``fetch_sessions()`` counts full and incremental Fetches per node (read by tests and benchmarks).
 
 Decoding. ``fetch`` (``poll()``) decodes with the record decoder
 (:class:`kgroup._io.record_decoder.PartitionRecords`, aiokafka's C decoder when installed) until
@@ -93,7 +110,7 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 
 # isort: split
 import kafka.errors as KErrors
-from kafka.consumer.fetcher import Fetcher
+from kafka.consumer.fetcher import Fetcher, FetchMetadata, FetchRequestData, FetchSessionHandler
 from kafka.consumer.subscription_state import SubscriptionState
 from kafka.protocol.consumer import FetchRequest, IsolationLevel, OffsetResetStrategy
 from kafka.record import MemoryRecords
@@ -143,6 +160,48 @@ _REPLICA_ERRORS = (
     KErrors.OffsetNotAvailableError,
     KErrors.UnknownTopicOrPartitionError,
 )
+
+
+#: KIP-227 fetch sessions on (module docstring); False sends every Fetch full and sessionless
+#: (epoch -1), as before them: for comparisons only (``benchmarks/throughput.py --no-fetch-sessions``)
+FETCH_SESSIONS = True
+
+
+class _FetchSession(FetchSessionHandler):  # type: ignore[misc]
+    """kafka-python's KIP-227 session state of one node, counting its full and incremental Fetches."""
+
+    next_metadata: Any
+
+    def __init__(self, node_id: int) -> None:
+        super().__init__(node_id)
+        self.full = 0
+        self.incremental = 0
+
+    def build_next(self, next_partitions: dict[KTopicPartition, Any]) -> Any:
+        if not FETCH_SESSIONS:
+            self.full += 1
+            return FetchRequestData(next_partitions, None, FetchMetadata.LEGACY)
+        if self.next_metadata.is_full:
+            self.full += 1
+        else:
+            self.incremental += 1
+        return super().build_next(next_partitions)
+
+    def handle_response(self, response: Any) -> bool:
+        """Whether ``response`` may be used; moves the session on (kafka-python's rules).
+
+        Except: a full response that created no session (session id 0) is used whatever
+        partitions it lists, and the next Fetch is full again (module docstring).
+        """
+        if not FETCH_SESSIONS or response.API_VERSION < 7:
+            return True
+        if (response.error_code == 0 and self.next_metadata.is_full
+                and getattr(response, "session_id", FetchMetadata.INVALID_SESSION_ID)
+                == FetchMetadata.INVALID_SESSION_ID):
+            self.next_metadata = FetchMetadata.INITIAL
+            return True
+        used: bool = super().handle_response(response)
+        return used
 
 
 class _Held:
@@ -231,6 +290,7 @@ class PipelinedFetcher:
         self._preferred: dict[KTopicPartition, tuple[int, float]] = {}
         # Fetch requests sent and record bytes received, per node (read by tests: ``fetches_by_node``)
         self._sent_to: collections.Counter[int] = collections.Counter()
+        self._sessions: dict[int, _FetchSession] = {}  # KIP-227, per node
         self._bytes_from: collections.Counter[int] = collections.Counter()
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
         # the columnar decoder (decode_record_set) of both hand-outs once fetch_columns was called
@@ -348,6 +408,44 @@ class PipelinedFetcher:
         Shows which replica served the fetches (KIP-392 follower fetching).
         """
         return {node: (self._sent_to[node], self._bytes_from[node]) for node in sorted(self._sent_to)}
+
+    def fetch_sessions(self) -> dict[int, tuple[int, int]]:
+        """Per node: ``(full Fetches, incremental Fetches)`` sent so far (KIP-227; read by tests)."""
+        return {node: (s.full, s.incremental) for node, s in sorted(self._sessions.items())}
+
+    def close_sessions(self, timeout_ms: int) -> None:
+        """End each node's open fetch session: a Fetch with epoch -1 and no partitions.
+
+        Java ``AbstractFetch.close``. Waits at most ``timeout_ms`` for the answers. Best effort:
+        a broker evicts a session it does not hear from; nothing here raises.
+        """
+        pending: list[threading.Event] = []
+        for node, session in list(self._sessions.items()):
+            metadata = session.next_metadata
+            if metadata.session_id == FetchMetadata.INVALID_SESSION_ID:
+                continue  # no session on that node
+            # a Fetch in flight to the node is answered first: the broker serves a connection in order
+            request = FetchRequest(
+                max_wait_ms=0, min_bytes=1, max_bytes=self._config.fetch_max_bytes,
+                isolation_level=self._isolation, session_id=metadata.session_id,
+                session_epoch=FetchMetadata.FINAL_EPOCH, topics=[], forgotten_topics_data=[],
+                rack_id=self._rack, min_version=7, max_version=FETCH_MAX_VERSION,
+            )
+            answered = threading.Event()
+            pending.append(answered)
+
+            def go(request: Any = request, node: int = node, answered: threading.Event = answered) -> None:
+                future = self._manager.send(request, node_id=node)
+                future.add_both(lambda _: answered.set())
+
+            try:
+                self._manager.call_soon(go).add_errback(lambda _, answered=answered: answered.set())
+            except Exception:  # the network thread is closed
+                answered.set()
+        self._sessions.clear()
+        deadline = self._clock.monotonic() + timeout_ms / 1000
+        for answered in pending:
+            answered.wait(max(0.0, deadline - self._clock.monotonic()))
 
     def preferred_read_replica(self, tp: TopicPartition) -> int | None:
         """The node ``tp`` is fetched from instead of its leader (KIP-392), or None: the leader."""
@@ -564,18 +662,19 @@ class PipelinedFetcher:
         return out
 
     def _send(self, node: int, partitions: dict[KTopicPartition, Any], wait_ms: int) -> None:
-        by_topic: dict[str, list[Any]] = collections.defaultdict(list)
-        for ktp, part in partitions.items():
-            by_topic[ktp.topic].append(part)
+        session = self._sessions.get(node)
+        if session is None:
+            session = self._sessions[node] = _FetchSession(node)
+        data = session.build_next(partitions)
         request = FetchRequest(
             max_wait_ms=wait_ms,
             min_bytes=self._config.fetch_min_bytes,
             max_bytes=self._config.fetch_max_bytes,
             isolation_level=self._isolation,
-            session_id=0,
-            session_epoch=-1,
-            topics=[_FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[],
+            session_id=data.id,
+            session_epoch=data.epoch,
+            topics=data.to_send,
+            forgotten_topics_data=data.to_forget,
             rack_id=self._rack,
             min_version=self._min_version,
             max_version=FETCH_MAX_VERSION,
@@ -622,13 +721,18 @@ class PipelinedFetcher:
             self._in_flight_nodes.discard(node)
             self._in_flight_tps.difference_update(offsets)
             self._dirty = True
+            session = self._sessions.get(node)
             if exc is not None:
                 log.debug("Fetch to node %s failed: %s", node, exc)
+                if session is not None:
+                    session.handle_error(exc)  # the next Fetch is a full one
                 self._backoff(node)
                 for ktp in offsets:
                     self._clear_preferred(ktp, f"the Fetch to node {node} failed")  # Java handleFetchFailure
                 continue
             top_error = getattr(response, "error_code", 0)
+            if session is not None and not session.handle_response(response) and not top_error:
+                continue  # a response the session rejects: dropped, the next Fetch is a full one
             if top_error:
                 log.info("node %s refused a Fetch: %s", node, KErrors.for_code(top_error).__name__)
                 self._backoff(node)

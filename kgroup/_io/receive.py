@@ -154,6 +154,8 @@ class _FrameReading:
 
     async def _read_from_sock(self: Any) -> None:
         while self._read and not self._closed:
+            if self._sock is None or self._sock.fileno() == -1:
+                return None  # closed under us (the connection's close runs on this thread too)
             await self._net.wait_read(self._sock)
             protocol = self._protocol
             reader = self._reader

@@ -232,6 +232,13 @@ class RecordFetcher(Protocol):
         """True when nothing fetched so far can reach a later, unrelated read: no Fetch in flight."""
         ...
 
+    def close_sessions(self, timeout_ms: int) -> None:
+        """End what the fetcher holds open on the brokers (KIP-227 fetch sessions).
+
+        Waits at most ``timeout_ms``; best effort, never raises. Called by ``close()``.
+        """
+        ...
+
     def missing_topics(self) -> frozenset[str]:
         """Topics of assigned partitions that cluster metadata no longer knows (deleted).
 

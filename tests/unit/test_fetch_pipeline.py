@@ -132,7 +132,7 @@ def answer(manager: FakeManager, index: int, parts: dict[TopicPartition, Any], a
         partitions.append(SimpleNamespace(partition_index=tp.partition, error_code=error, high_watermark=1000,
                                           records=records, aborted_transactions=aborted, diverging_epoch=None,
                                           current_leader=None, preferred_read_replica=preferred))
-    response = SimpleNamespace(API_VERSION=12, error_code=codes.NONE,
+    response = SimpleNamespace(API_VERSION=12, error_code=codes.NONE, session_id=0,
                                responses=[SimpleNamespace(topic=T, partitions=partitions)])
     future.success(response)
 
@@ -616,3 +616,166 @@ def test_poll_alone_keeps_the_record_decoder_and_poll_columns_turns_the_columnar
     got = fetcher.fetch(10, 0)
     assert [(r.partition, r.offset) for r in got][-4:] == [(1, 0), (1, 1), (1, 2), (1, 3)]
     assert taken, "after fetch_columns the columnar decoder takes the responses of fetch too"
+
+
+# ------------------------------------------------------------------ KIP-227 fetch sessions
+
+
+def session_answer(manager: FakeManager, index: int, session_id: int, parts: dict[TopicPartition, bytes],
+                   error: int = codes.NONE) -> None:
+    """Answer the ``index``-th Fetch as a broker with fetch sessions: ``session_id`` and only ``parts``
+    (an incremental response leaves out the partitions with nothing new)."""
+    _, _, future = manager.sent[index]
+    partitions = [SimpleNamespace(partition_index=tp.partition, error_code=codes.NONE, high_watermark=1000,
+                                  records=records, aborted_transactions=None, diverging_epoch=None,
+                                  current_leader=None, preferred_read_replica=-1)
+                  for tp, records in parts.items()]
+    future.success(SimpleNamespace(API_VERSION=12, error_code=error, session_id=session_id,
+                                   responses=[SimpleNamespace(topic=T, partitions=partitions)] if partitions else []))
+
+
+def forgotten(request: Any) -> set[TopicPartition]:
+    return {TopicPartition(t.topic, p) for t in request.forgotten_topics_data for p in t.partitions}
+
+
+def test_fetches_after_the_first_send_only_what_changed_in_the_session() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1, P2)
+    fetcher.fetch(100, 0)
+    first = manager.sent[0][1]
+    assert (first.session_id, first.session_epoch) == (0, 0)  # full: "create a session"
+    assert fetched(first) == {P0: 0, P1: 0, P2: 0}
+    session_answer(manager, 0, 77, {P0: batch(0, 5), P1: b"", P2: b""})
+    assert offsets(fetcher.fetch(100, 0)) == [(0, i) for i in range(5)]
+    # P0 holds nothing now and moved to 5; P1 and P2 are unchanged: implied, not listed
+    fetcher.fetch(100, 0)
+    second = manager.sent[1][1]
+    assert (second.session_id, second.session_epoch) == (77, 1)
+    assert fetched(second) == {P0: 5} and forgotten(second) == set()
+    # the broker sends records of an implied partition: used, at the session's offset
+    session_answer(manager, 1, 77, {P2: batch(0, 3)})
+    assert offsets(fetcher.fetch(100, 0)) == [(2, 0), (2, 1), (2, 2)]
+    fetcher.fetch(100, 0)
+    third = manager.sent[2][1]
+    assert (third.session_id, third.session_epoch) == (77, 2)
+    assert fetched(third) == {P2: 3}
+    assert fetcher.fetch_sessions() == {NODE: (1, 2)}
+
+
+def test_a_partition_holding_records_or_revoked_is_forgotten_by_the_session() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1, P2)
+    fetcher.fetch(2, 0)
+    session_answer(manager, 0, 9, {P0: batch(0, 10), P1: b"", P2: b""})
+    fetcher.fetch(2, 0)  # P0 is handed out: the next Fetch leaves it out of the session
+    second = manager.sent[1][1]
+    assert (second.session_id, second.session_epoch) == (9, 1)
+    assert fetched(second) == {} and forgotten(second) == {P0}
+    session_answer(manager, 1, 9, {})
+    fetcher.assign(frozenset({P0, P1}))  # P2 revoked
+    for _ in range(5):
+        fetcher.fetch(2, 0)
+    third = manager.sent[2][1]
+    assert fetched(third) == {P0: 10} and forgotten(third) == {P2}
+
+
+@pytest.mark.parametrize("error", [codes.FETCH_SESSION_ID_NOT_FOUND, codes.INVALID_FETCH_SESSION_EPOCH])
+def test_a_session_the_broker_no_longer_has_starts_again_with_a_full_fetch(
+        error: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, manager, _ = make(retry_backoff_ms=100)
+    now = [1000.0]
+    monkeypatch.setattr(fetcher, "_clock", SimpleNamespace(monotonic=lambda: now[0]))
+    start(fetcher, P0, P1)
+    fetcher.fetch(100, 0)
+    session_answer(manager, 0, 5, {P0: b"", P1: b""})
+    fetcher.fetch(100, 0)
+    assert manager.sent[1][1].session_epoch == 1
+    session_answer(manager, 1, 0, {}, error=error)
+    fetcher.fetch(100, 0)
+    now[0] += 0.2  # past retry_backoff_ms
+    fetcher.fetch(100, 0)
+    again = manager.sent[2][1]
+    assert again.session_epoch == 0 and fetched(again) == {P0: 0, P1: 0}
+    if error == codes.FETCH_SESSION_ID_NOT_FOUND:
+        assert again.session_id == 0  # a new session
+    else:
+        assert again.session_id == 5  # the same one, re-created (kafka-python's and Java's rule)
+
+
+def test_an_incremental_response_naming_a_partition_outside_the_session_is_dropped() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0)
+    fetcher.fetch(100, 0)
+    session_answer(manager, 0, 5, {P0: b""})
+    fetcher.fetch(100, 0)
+    session_answer(manager, 1, 5, {P1: batch(0, 3)})  # P1 is not in the session
+    assert fetcher.fetch(100, 0) == []
+    assert fetcher.position(P0) == 0
+    again = manager.sent[2][1]
+    assert (again.session_id, again.session_epoch) == (5, 0) and fetched(again) == {P0: 0}
+
+
+def test_a_failed_fetch_makes_the_next_one_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, manager, _ = make(retry_backoff_ms=100)
+    now = [1000.0]
+    monkeypatch.setattr(fetcher, "_clock", SimpleNamespace(monotonic=lambda: now[0]))
+    start(fetcher, P0, P1)
+    fetcher.fetch(100, 0)
+    session_answer(manager, 0, 5, {P0: b"", P1: b""})
+    fetcher.fetch(100, 0)
+    manager.sent[1][2].failure(ConnectionError("reset by peer"))
+    fetcher.fetch(100, 0)
+    now[0] += 0.2
+    fetcher.fetch(100, 0)
+    again = manager.sent[2][1]
+    assert again.session_epoch == 0 and fetched(again) == {P0: 0, P1: 0}
+
+
+def test_a_broker_without_sessions_gets_full_fetches_and_its_partial_answers_are_used() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1)
+    fetcher.fetch(100, 0)
+    session_answer(manager, 0, 0, {P1: batch(0, 2)})  # no session, and P0 left out (Tansu)
+    assert offsets(fetcher.fetch(100, 0)) == [(1, 0), (1, 1)]
+    fetcher.fetch(100, 0)
+    again = manager.sent[1][1]
+    assert (again.session_id, again.session_epoch) == (0, 0) and fetched(again) == {P0: 0, P1: 2}
+    assert fetcher.fetch_sessions() == {NODE: (2, 0)}
+
+
+def test_close_sessions_ends_each_open_session_with_epoch_minus_one() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0)
+    fetcher.fetch(100, 0)
+    session_answer(manager, 0, 42, {P0: b""})
+    fetcher.fetch(100, 0)  # the incremental Fetch 1 is in flight
+    assert len(manager.sent) == 2
+    fetcher.close_sessions(0)
+    assert len(manager.sent) == 3
+    closing = manager.sent[2][1]
+    assert (closing.session_id, closing.session_epoch) == (42, -1)
+    assert closing.topics == [] and closing.forgotten_topics_data == []
+    assert fetcher.fetch_sessions() == {}
+    fetcher.close_sessions(0)
+    assert len(manager.sent) == 3  # nothing left to close
+
+
+def test_close_sessions_sends_nothing_to_a_node_without_a_session() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0)
+    fetcher.fetch(100, 0)
+    session_answer(manager, 0, 0, {P0: b""})
+    fetcher.fetch(100, 0)
+    sent = len(manager.sent)
+    fetcher.close_sessions(0)
+    assert len(manager.sent) == sent
+
+
+def test_without_fetch_sessions_every_fetch_is_full_and_sessionless(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fetch_pipeline, "FETCH_SESSIONS", False)
+    fetcher, manager, _ = make()
+    start(fetcher, P0)
+    fetcher.fetch(100, 0)
+    session_answer(manager, 0, 0, {P0: b""})
+    fetcher.fetch(100, 0)
+    assert [(r.session_id, r.session_epoch) for _, r, _ in manager.sent] == [(0, -1), (0, -1)]

@@ -520,6 +520,9 @@ class SimFetcher:
         """Never: the simulator does not pool transports."""
         return False
 
+    def close_sessions(self, timeout_ms: int) -> None:
+        """No fetch sessions in the simulated cluster (its fetches are not Fetch requests)."""
+
     def missing_topics(self) -> frozenset[str]:
         topics = self._cluster.topics
         return frozenset(tp.topic for tp in self._assigned if tp.topic not in topics)
