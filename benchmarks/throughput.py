@@ -45,9 +45,10 @@ says more than records/s: waiting for a core costs time, not CPU.
 
 ``kgroup-columns`` is kgroup's ``Consumer.poll_columns()`` (one ``RecordColumns`` per partition
 instead of a ``ConsumerRecord`` per record), its records touched one by one as the others do;
-``kgroup-record-decoder`` is ``poll()`` decoding with the record decoder
-(``kgroup._io.record_decoder``, aiokafka's C batch decoder) instead of the columnar one, as it
-does without numpy and pyarrow.
+``kgroup-no-sessions`` is ``poll()`` with KIP-227 fetch sessions off (every Fetch a full one,
+listing every partition, as before them): beside ``kgroup`` at ``--partitions 1000`` it shows
+what the sessions save. ``--partitions 1000`` is the many-partitions variant: the same records
+spread over 1,000 partitions.
 
 ``--profile`` runs the kgroup child under pyinstrument (poll thread) and writes the
 text report next to this file (``profile-kgroup.txt``).
@@ -71,7 +72,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CLIENTS = ("kgroup", "kgroup-columns", "kgroup-record-decoder", "kafka-python", "aiokafka", "confluent", "java")
+CLIENTS = ("kgroup", "kgroup-columns", "kgroup-no-sessions", "kafka-python", "aiokafka", "confluent", "java")
 PYTHON_CLIENTS = CLIENTS[:-1]
 SESSION_TIMEOUT_MS = 6000  # Tansu joins take session_timeout_ms / 2
 HEARTBEAT_MS = 2000
@@ -178,12 +179,12 @@ def run_kgroup(bootstrap: str, topic: str, expected: int, group: str, name: str 
     return tally.result(name, t_start)
 
 
-def run_kgroup_record_decoder(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
-    """kgroup's ``poll()`` with its record decoder instead of the columnar one (what it falls back to)."""
+def run_kgroup_no_sessions(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    """kgroup's ``poll()`` with every Fetch a full one (no KIP-227 fetch session)."""
     from kgroup._io import fetch_pipeline
 
-    fetch_pipeline.load_columnar_decoder = lambda: None  # this child process only
-    return run_kgroup(bootstrap, topic, expected, group, name="kgroup-record-decoder")
+    fetch_pipeline.FETCH_SESSIONS = False  # this child process only
+    return run_kgroup(bootstrap, topic, expected, group, name="kgroup-no-sessions")
 
 
 def run_kgroup_columns(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
@@ -312,7 +313,7 @@ def run_confluent(bootstrap: str, topic: str, expected: int, group: str) -> dict
 RUNNERS: dict[str, Callable[[str, str, int, str], dict[str, Any]]] = {
     "kgroup": run_kgroup,
     "kgroup-columns": run_kgroup_columns,
-    "kgroup-record-decoder": run_kgroup_record_decoder,
+    "kgroup-no-sessions": run_kgroup_no_sessions,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent": run_confluent,
@@ -455,7 +456,7 @@ def parse(argv: Iterable[str] | None = None) -> argparse.Namespace:
                    help="a slow consumer: every client sleeps this many ms after each 100 records (e.g. 1)")
     p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated subset of {','.join(CLIENTS)}")
     p.add_argument("--profile", action="store_true", help="run kgroup under pyinstrument")
-    p.add_argument("--profile-client", default="kgroup", choices=("kgroup", "kgroup-columns", "kgroup-record-decoder"),
+    p.add_argument("--profile-client", default="kgroup", choices=("kgroup", "kgroup-columns", "kgroup-no-sessions"),
                    help="the client --profile runs under pyinstrument")
     p.add_argument("--profile-out", default=str(HERE / "profile-kgroup.txt"))
     p.add_argument("--json", help="also write the results as JSON to this file")
