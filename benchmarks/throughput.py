@@ -150,16 +150,21 @@ def peak_rss_mb() -> float:
 
 
 # ------------------------------------------------------------------------------ consumers
-def run_kgroup(bootstrap: str, topic: str, expected: int, group: str, name: str = "kgroup") -> dict[str, Any]:
+def _kgroup_consumer(bootstrap: str, group: str) -> Any:
+    """The kgroup consumer of every kgroup client: the settings the other clients get too."""
     import kgroup
 
-    t_start = time.monotonic()
-    tally = Tally(expected)
-    consumer = kgroup.Consumer(
+    return kgroup.Consumer(
         bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
         enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
         max_poll_records=MAX_POLL_RECORDS, check_crcs=True,
     )
+
+
+def run_kgroup(bootstrap: str, topic: str, expected: int, group: str, name: str = "kgroup") -> dict[str, Any]:
+    t_start = time.monotonic()
+    tally = Tally(expected)
+    consumer = _kgroup_consumer(bootstrap, group)
     try:
         consumer.subscribe([topic])
         add = tally.add
@@ -189,15 +194,9 @@ def run_kgroup_no_sessions(bootstrap: str, topic: str, expected: int, group: str
 
 def run_kgroup_columns(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
     """kgroup's ``poll_columns()``: each partition's records as columns, touched record by record as the others."""
-    import kgroup
-
     t_start = time.monotonic()
     tally = Tally(expected)
-    consumer = kgroup.Consumer(
-        bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-        enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
-        max_poll_records=MAX_POLL_RECORDS, check_crcs=True,
-    )
+    consumer = _kgroup_consumer(bootstrap, group)
     try:
         consumer.subscribe([topic])
         add = tally.add

@@ -679,9 +679,13 @@ def test_a_partition_holding_records_or_revoked_is_forgotten_by_the_session() ->
     assert fetched(third) == {P0: 10} and forgotten(third) == {P2}
 
 
-@pytest.mark.parametrize("error", [codes.FETCH_SESSION_ID_NOT_FOUND, codes.INVALID_FETCH_SESSION_EPOCH])
-def test_a_session_the_broker_no_longer_has_starts_again_with_a_full_fetch(
-        error: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("end", "session_id"), [
+    (codes.FETCH_SESSION_ID_NOT_FOUND, 0),  # the broker lost it: a new session
+    (codes.INVALID_FETCH_SESSION_EPOCH, 5),  # out of step: the same one, re-created (kafka-python's and Java's rule)
+    ("failed", 5),  # the Fetch failed (a disconnect): the same one, re-created
+])
+def test_after_a_session_error_or_a_failed_fetch_the_next_fetch_is_full(
+        end: int | str, session_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
     fetcher, manager, _ = make(retry_backoff_ms=100)
     now = [1000.0]
     monkeypatch.setattr(fetcher, "_clock", SimpleNamespace(monotonic=lambda: now[0]))
@@ -690,16 +694,16 @@ def test_a_session_the_broker_no_longer_has_starts_again_with_a_full_fetch(
     session_answer(manager, 0, 5, {P0: b"", P1: b""})
     fetcher.fetch(100, 0)
     assert manager.sent[1][1].session_epoch == 1
-    session_answer(manager, 1, 0, {}, error=error)
+    if end == "failed":
+        manager.sent[1][2].failure(ConnectionError("reset by peer"))
+    else:
+        session_answer(manager, 1, 0, {}, error=int(end))
     fetcher.fetch(100, 0)
     now[0] += 0.2  # past retry_backoff_ms
     fetcher.fetch(100, 0)
     again = manager.sent[2][1]
-    assert again.session_epoch == 0 and fetched(again) == {P0: 0, P1: 0}
-    if error == codes.FETCH_SESSION_ID_NOT_FOUND:
-        assert again.session_id == 0  # a new session
-    else:
-        assert again.session_id == 5  # the same one, re-created (kafka-python's and Java's rule)
+    assert (again.session_id, again.session_epoch) == (session_id, 0)
+    assert fetched(again) == {P0: 0, P1: 0}
 
 
 def test_an_incremental_response_naming_a_partition_outside_the_session_is_dropped() -> None:
@@ -713,22 +717,6 @@ def test_an_incremental_response_naming_a_partition_outside_the_session_is_dropp
     assert fetcher.position(P0) == 0
     again = manager.sent[2][1]
     assert (again.session_id, again.session_epoch) == (5, 0) and fetched(again) == {P0: 0}
-
-
-def test_a_failed_fetch_makes_the_next_one_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    fetcher, manager, _ = make(retry_backoff_ms=100)
-    now = [1000.0]
-    monkeypatch.setattr(fetcher, "_clock", SimpleNamespace(monotonic=lambda: now[0]))
-    start(fetcher, P0, P1)
-    fetcher.fetch(100, 0)
-    session_answer(manager, 0, 5, {P0: b"", P1: b""})
-    fetcher.fetch(100, 0)
-    manager.sent[1][2].failure(ConnectionError("reset by peer"))
-    fetcher.fetch(100, 0)
-    now[0] += 0.2
-    fetcher.fetch(100, 0)
-    again = manager.sent[2][1]
-    assert again.session_epoch == 0 and fetched(again) == {P0: 0, P1: 0}
 
 
 def test_a_broker_without_sessions_gets_full_fetches_and_its_partial_answers_are_used() -> None:
