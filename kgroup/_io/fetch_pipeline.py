@@ -167,6 +167,10 @@ _REPLICA_ERRORS = (
 FETCH_SESSIONS = True
 
 
+#: a partition's fetch state in a Fetch: (current leader epoch, fetch offset, last fetched epoch)
+_PartitionKey = tuple[int, int, int]
+
+
 class _FetchSession(FetchSessionHandler):  # type: ignore[misc]
     """kafka-python's KIP-227 session state of one node, counting its full and incremental Fetches."""
 
@@ -177,15 +181,36 @@ class _FetchSession(FetchSessionHandler):  # type: ignore[misc]
         self.full = 0
         self.incremental = 0
 
-    def build_next(self, next_partitions: dict[KTopicPartition, Any]) -> Any:
+    def build_next(self, wanted: dict[KTopicPartition, _PartitionKey], make: Any) -> Any:
+        """The next Fetch's partitions (kafka-python's ``FetchRequestData``).
+
+        ``wanted``: ``(current leader epoch, fetch offset, last fetched epoch)`` per partition.
+        A full Fetch carries every one, an incremental one those added or changed since the
+        last, and the ones to forget; ``make(tp, key)`` builds the request's partition entry,
+        only for those sent.
+
+        kafka-python's ``build_next`` by the same rules, comparing tuples instead of its
+        request objects (whose equality costs microseconds each: a member of a thousand
+        partitions compared them on every Fetch).
+        """
         if not FETCH_SESSIONS:
             self.full += 1
-            return FetchRequestData(next_partitions, None, FetchMetadata.LEGACY)
+            return FetchRequestData({tp: make(tp, key) for tp, key in wanted.items()}, None, FetchMetadata.LEGACY)
         if self.next_metadata.is_full:
             self.full += 1
-        else:
-            self.incremental += 1
-        return super().build_next(next_partitions)
+            self.session_partitions = dict(wanted)
+            return FetchRequestData({tp: make(tp, key) for tp, key in wanted.items()}, None, self.next_metadata)
+        self.incremental += 1
+        session = self.session_partitions
+        to_send = {}
+        for tp, key in wanted.items():
+            if session.get(tp) != key:
+                session[tp] = key
+                to_send[tp] = make(tp, key)
+        removed = [tp for tp in session if tp not in wanted] if len(session) > len(wanted) else []
+        for tp in removed:
+            del session[tp]
+        return FetchRequestData(to_send, removed, self.next_metadata)
 
     def handle_response(self, response: Any) -> bool:
         """Whether ``response`` may be used; moves the session on (kafka-python's rules).
@@ -304,6 +329,10 @@ class PipelinedFetcher:
         )
         self._woken = threading.Event()
         self._dirty = True
+        # when kafka-python's reset and validation steps run next (``_prepare``)
+        self._positions_dirty = True
+        self._positions_refreshed: Any = None
+        self._positions_due = 0.0
 
     # ------------------------------------------------------------------ RecordFetcher
     def idle(self) -> bool:
@@ -529,8 +558,22 @@ class PipelinedFetcher:
 
     # ------------------------------------------------------------------ offsets: resets, KIP-320
     def _prepare(self) -> None:
-        """Take in responses, then start the position look-ups and validations they call for."""
+        """Take in responses, then start the position look-ups and validations they call for.
+
+        kafka-python's reset and KIP-320 validation steps walk every assigned partition; they
+        run when something may have changed what they find (a response, an assignment, seek,
+        reset, pause or resume, a finished look-up or validation, new metadata) and at least
+        every ``retry_backoff_ms`` (their own retries), not on every ``fetch``: a member of a
+        thousand partitions spent most of its ``poll()`` in them.
+        """
         self._ingest()
+        now = self._clock.monotonic()
+        refreshed = self._cluster._last_successful_refresh_ms
+        if not self._positions_dirty and refreshed == self._positions_refreshed and now < self._positions_due:
+            return
+        self._positions_dirty = False  # before the steps: an event meanwhile sets it again
+        self._positions_refreshed = refreshed
+        self._positions_due = now + self._config.retry_backoff_ms / 1000
         self._hook(self._offsets.reset_offsets_if_needed())
         # KIP-320: positions whose leader epoch moved are validated with OffsetForLeaderEpoch
         # before fetching resumes (a truncation raises from here)
@@ -551,10 +594,12 @@ class PipelinedFetcher:
 
     def _io_event(self, _: Any = None) -> None:
         self._dirty = True
+        self._positions_dirty = True
         self._woken.set()
 
     def _changed(self) -> None:
         self._dirty = True
+        self._positions_dirty = True
         self._quiet.clear()
 
     # ------------------------------------------------------------------ sending
@@ -569,13 +614,23 @@ class PipelinedFetcher:
         cluster = self._cluster
         manager = self._manager
         now = self._clock.monotonic()
-        by_node: dict[int, dict[KTopicPartition, Any]] = {}
-        skipped: set[int] = set()
+        holding = self._holding()
+        # nodes that take no Fetch now; each of them sets _dirty when that changes (a response
+        # arrives, records are handed out or dropped)
+        blocked = self._in_flight_nodes | self._quiet
+        blocked.update(node for node, held in holding.items() if len(held) > MAX_HELD_RESPONSES_PER_NODE)
+        if blocked and self._all_blocked(blocked):
+            return  # nothing to send anywhere: skip the walk over every partition
+        by_node: dict[int, dict[KTopicPartition, _PartitionKey]] = {}
+        skipped: set[int] = set(blocked)
         ends = self._ends
+        held_tps = self._held
+        in_flight_tps = self._in_flight_tps
+        assignment = sub.assignment
         for ktp in sub.fetchable_partitions():
-            if ktp in self._held or ktp in self._in_flight_tps:
+            if ktp in held_tps or ktp in in_flight_tps:
                 continue
-            if ends and ktp in ends and sub.assignment[ktp].position.offset >= ends[ktp]:
+            if ends and ktp in ends and assignment[ktp].position.offset >= ends[ktp]:
                 continue  # fetch_until: the range is read
             node = cluster.leader_for_partition(ktp)
             if node is None or node == -1:
@@ -587,32 +642,27 @@ class PipelinedFetcher:
                 node = self._read_replica(ktp, node, now)
             if node in skipped:
                 continue
-            if node not in by_node:
-                if node in self._in_flight_nodes or node in self._quiet:
-                    skipped.add(node)  # its response, or handing out its records, sets _dirty
-                    continue
-                if (self._backoff_until.get(node, 0.0) > now or manager.connection_delay(node) > 0
-                        or self._client.throttle_delay(node) > 0):
-                    skipped.add(node)
-                    self._dirty = True  # a wait in time: look again at the next fetch()
-                    continue
-            position = sub.assignment[ktp].position
-            epoch = cluster.leader_epoch_for_partition(ktp)
-            by_node.setdefault(node, {})[ktp] = _FetchPartition(
-                partition=ktp.partition,
-                current_leader_epoch=-1 if epoch is None else epoch,
-                fetch_offset=position.offset,
-                last_fetched_epoch=position.leader_epoch,
-                partition_max_bytes=self._config.max_partition_fetch_bytes,
-            )
-        if not by_node:
-            return
-        holding = self._holding()
-        for node, partitions in by_node.items():
-            held = holding.get(node, set())
-            if len(held) > MAX_HELD_RESPONSES_PER_NODE:
+            if node not in by_node and (self._backoff_until.get(node, 0.0) > now or manager.connection_delay(node) > 0
+                                        or self._client.throttle_delay(node) > 0):
+                skipped.add(node)
+                self._dirty = True  # a wait in time: look again at the next fetch()
                 continue
-            self._send(node, partitions, NO_WAIT_MS if held else self._config.fetch_max_wait_ms)
+            position = assignment[ktp].position
+            epoch = cluster.leader_epoch_for_partition(ktp)
+            by_node.setdefault(node, {})[ktp] = (
+                -1 if epoch is None else epoch, position.offset, position.leader_epoch)
+        for node, partitions in by_node.items():
+            self._send(node, partitions, NO_WAIT_MS if node in holding else self._config.fetch_max_wait_ms)
+
+    def _all_blocked(self, blocked: set[int]) -> bool:
+        """Every node a partition may be fetched from (the brokers, preferred replicas) is in ``blocked``."""
+        nodes = {broker.node_id for broker in self._cluster.brokers()}
+        nodes.update(node for node, _ in self._preferred.values())
+        return bool(nodes) and nodes <= blocked
+
+    def _make_partition(self, ktp: KTopicPartition, key: _PartitionKey) -> Any:
+        return _FetchPartition(partition=ktp.partition, current_leader_epoch=key[0], fetch_offset=key[1],
+                               last_fetched_epoch=key[2], partition_max_bytes=self._config.max_partition_fetch_bytes)
 
     def _read_replica(self, ktp: KTopicPartition, leader: int, now: float) -> int:
         """The node to fetch ``ktp`` from: its preferred read replica, else ``leader`` (Java ``selectReadReplica``).
@@ -661,11 +711,11 @@ class PipelinedFetcher:
                 out.setdefault(held.node, set()).add(held.response_id)
         return out
 
-    def _send(self, node: int, partitions: dict[KTopicPartition, Any], wait_ms: int) -> None:
+    def _send(self, node: int, partitions: dict[KTopicPartition, _PartitionKey], wait_ms: int) -> None:
         session = self._sessions.get(node)
         if session is None:
             session = self._sessions[node] = _FetchSession(node)
-        data = session.build_next(partitions)
+        data = session.build_next(partitions, self._make_partition)
         request = FetchRequest(
             max_wait_ms=wait_ms,
             min_bytes=self._config.fetch_min_bytes,
@@ -679,7 +729,7 @@ class PipelinedFetcher:
             min_version=self._min_version,
             max_version=FETCH_MAX_VERSION,
         )
-        offsets = {ktp: part.fetch_offset for ktp, part in partitions.items()}
+        offsets = {ktp: key[1] for ktp, key in partitions.items()}
         response_id = self._next_response_id
         self._next_response_id += 1
         arrivals = self._arrivals
@@ -780,6 +830,7 @@ class PipelinedFetcher:
         Returns True when ``held`` keeps records (or an error to raise in line), False when
         nothing of it is left to hand out.
         """
+        self._positions_dirty = True  # an error of the response may call for a reset or a validation
         try:
             return self._parse_or_raise(held)
         except Exception as exc:

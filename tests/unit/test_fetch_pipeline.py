@@ -95,6 +95,9 @@ class FakeCluster:
     def is_replica_node(self, tp: Any, node: int) -> object | None:
         return object() if node in self.replicas else None
 
+    def brokers(self) -> list[Any]:
+        return [SimpleNamespace(node_id=node) for node in sorted(self.replicas)]
+
 
 def make(**overrides: Any) -> tuple[PipelinedFetcher, FakeManager, FakeCluster]:
     config = ConsumerConfig(bootstrap_servers="fake:9092", group_id="g", **overrides)
@@ -767,3 +770,53 @@ def test_without_fetch_sessions_every_fetch_is_full_and_sessionless(monkeypatch:
     session_answer(manager, 0, 0, {P0: b""})
     fetcher.fetch(100, 0)
     assert [(r.session_id, r.session_epoch) for _, r, _ in manager.sent] == [(0, -1), (0, -1)]
+
+
+# ------------------------------------------------------------------ per-poll work at many partitions
+
+
+def test_the_reset_and_validation_steps_run_on_changes_and_every_retry_backoff_ms_not_every_fetch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, manager, _ = make(retry_backoff_ms=100)
+    now = [1000.0]
+    monkeypatch.setattr(fetcher, "_clock", SimpleNamespace(monotonic=lambda: now[0]))
+    walks: list[float] = []
+    validate = fetcher._offsets.maybe_validate_positions
+    monkeypatch.setattr(fetcher._offsets, "maybe_validate_positions", lambda: (walks.append(now[0]), validate()))
+    start(fetcher, P0, P1)
+    fetcher.fetch(1, 0)
+    answer(manager, 0, {P0: batch(0, 50)})
+    walks.clear()
+    for _ in range(20):  # handing out one response: nothing changes the positions' checks
+        assert len(fetcher.fetch(1, 0)) == 1
+    assert len(walks) == 1, walks  # once, for the response's arrival
+    now[0] += 0.2  # retry_backoff_ms later: once more (kafka-python's own retries)
+    fetcher.fetch(1, 0)
+    fetcher.fetch(1, 0)
+    assert len(walks) == 2
+    fetcher.seek(P1, 7)  # a change: at the next fetch
+    fetcher.fetch(1, 0)
+    assert len(walks) == 3
+
+
+def test_no_walk_over_the_partitions_while_every_node_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, manager, cluster = make()
+    cluster.replicas = {NODE}
+    start(fetcher, P0, P1, P2)
+    fetcher.fetch(1, 0)
+    answer(manager, 0, {P0: batch(0, 50)})
+    fetcher.fetch(1, 0)  # Fetch 1 (P1, P2) goes out while P0 is handed out
+    assert len(manager.sent) == 2
+    walked: list[int] = []
+    fetchable = fetcher._subscription.fetchable_partitions
+    monkeypatch.setattr(fetcher._subscription, "fetchable_partitions",
+                        lambda: (walked.append(1), fetchable())[1])
+    for _ in range(10):  # every hand-out drops nothing and the only node has a Fetch in flight
+        fetcher.fetch(1, 0)
+        fetcher._dirty = True
+    assert walked == [] and len(manager.sent) == 2
+    answer(manager, 1, {})  # nothing for P1 and P2: the node is quiet until P0 is handed out (rule 3)
+    fetcher.fetch(1, 0)
+    assert walked == []
+    fetcher.fetch(100, 0)  # P0 runs dry: the node is free, the partitions are walked, a Fetch goes out
+    assert walked and len(manager.sent) == 3
