@@ -186,9 +186,9 @@ def run_kgroup(bootstrap: str, topic: str, expected: int, group: str, name: str 
 
 def run_kgroup_no_sessions(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
     """kgroup's ``poll()`` with every Fetch a full one (no KIP-227 fetch session)."""
-    from kgroup._io import fetch_pipeline
+    from kgroup._io import fetch_sessions
 
-    fetch_pipeline.FETCH_SESSIONS = False  # this child process only
+    fetch_sessions.FETCH_SESSIONS = False  # this child process only
     return run_kgroup(bootstrap, topic, expected, group, name="kgroup-no-sessions")
 
 

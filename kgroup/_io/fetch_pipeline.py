@@ -59,24 +59,10 @@ after a Fetch that failed (a disconnect), and after OFFSET_OUT_OF_RANGE from the
 is then retried on the leader before the position is reset (a follower may not have the
 leader's newest records yet). ``fetches_by_node`` counts the Fetches and record bytes per node.
 
-Fetch sessions (KIP-227; Java's ``FetchSessionHandler``, which kafka-python's mirrors and kgroup
-uses): each node's Fetches share one session. The first Fetch to a node is a full one (session
-id 0, epoch 0: "create a session"); once the broker answers with a session id, the next Fetches
-carry the next epoch and only the partitions added to the node's set or whose fetch position,
-epoch or size changed, plus the partitions to forget (no longer fetched from the node: revoked,
-paused, holding records, moved to another replica); the broker fetches the unchanged ones at
-the positions it keeps, and its response lists only partitions with something to say (records,
-a high watermark moved, an error). So a member with a thousand partitions sends and decodes only
-what changed. A response the session rejects (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
-an incremental response naming partitions outside the session, a full response of a session
-without all of them) is dropped and the next Fetch is a full one; so is the next after a failed
-Fetch. A broker that creates no session (its response's session id 0, as before Fetch v7 or
-with the broker's session cache full) gets a full Fetch every time, and such a response is used
-whatever partitions it lists (Java would drop a full response that leaves partitions out; Kafka's
-brokers never do, the embedded Tansu may, and it creates no sessions). ``close_sessions``
-(called at ``close()``) ends each node's session with epoch -1 (Java ``AbstractFetch.close``),
-freeing its slot in the broker's cache (``max.incremental.fetch.session.cache.slots``).
-``fetch_sessions()`` counts full and incremental Fetches per node (read by tests and benchmarks).
+Fetch sessions (KIP-227): each node's Fetches share one session (:mod:`kgroup._io.fetch_sessions`):
+after a full first Fetch, a Fetch lists only the partitions added or changed and the ones to
+forget (revoked, paused, holding records, moved to another replica). ``close_sessions`` (called
+at ``close()``) ends them; ``fetch_sessions()`` counts full and incremental Fetches per node.
 
 Decoding. ``fetch`` (``poll()``) decodes with the record decoder
 (:class:`kgroup._io.record_decoder.PartitionRecords`, aiokafka's C decoder when installed) until
@@ -110,7 +96,7 @@ from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without 
 
 # isort: split
 import kafka.errors as KErrors
-from kafka.consumer.fetcher import Fetcher, FetchMetadata, FetchRequestData, FetchSessionHandler
+from kafka.consumer.fetcher import Fetcher, FetchMetadata
 from kafka.consumer.subscription_state import SubscriptionState
 from kafka.protocol.consumer import FetchRequest, IsolationLevel, OffsetResetStrategy
 from kafka.record import MemoryRecords
@@ -120,6 +106,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 from kgroup._clock import MonotonicClock
 from kgroup._io import record_decoder
 from kgroup._io.columnar_records import ColumnarRecords, ColumnSlice, ColumnSlices, exhausted, load_columnar_decoder
+from kgroup._io.fetch_sessions import FetchSession, PartitionKey
 from kgroup._io.record_decoder import PartitionRecords, fetch_error, kafka_tp
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig
@@ -160,73 +147,6 @@ _REPLICA_ERRORS = (
     KErrors.OffsetNotAvailableError,
     KErrors.UnknownTopicOrPartitionError,
 )
-
-
-#: KIP-227 fetch sessions on (module docstring); False sends every Fetch full and sessionless
-#: (epoch -1), as before them: for comparisons only (``benchmarks/throughput.py --no-fetch-sessions``)
-FETCH_SESSIONS = True
-
-
-#: a partition's fetch state in a Fetch: (current leader epoch, fetch offset, last fetched epoch)
-_PartitionKey = tuple[int, int, int]
-
-
-class _FetchSession(FetchSessionHandler):  # type: ignore[misc]
-    """kafka-python's KIP-227 session state of one node, counting its full and incremental Fetches."""
-
-    next_metadata: Any
-
-    def __init__(self, node_id: int) -> None:
-        super().__init__(node_id)
-        self.full = 0
-        self.incremental = 0
-
-    def build_next(self, wanted: dict[KTopicPartition, _PartitionKey], make: Any) -> Any:
-        """The next Fetch's partitions (kafka-python's ``FetchRequestData``).
-
-        ``wanted``: ``(current leader epoch, fetch offset, last fetched epoch)`` per partition.
-        A full Fetch carries every one, an incremental one those added or changed since the
-        last, and the ones to forget; ``make(tp, key)`` builds the request's partition entry,
-        only for those sent.
-
-        kafka-python's ``build_next`` by the same rules, comparing tuples instead of its
-        request objects (whose equality costs microseconds each: a member of a thousand
-        partitions compared them on every Fetch).
-        """
-        if not FETCH_SESSIONS:
-            self.full += 1
-            return FetchRequestData({tp: make(tp, key) for tp, key in wanted.items()}, None, FetchMetadata.LEGACY)
-        if self.next_metadata.is_full:
-            self.full += 1
-            self.session_partitions = dict(wanted)
-            return FetchRequestData({tp: make(tp, key) for tp, key in wanted.items()}, None, self.next_metadata)
-        self.incremental += 1
-        session = self.session_partitions
-        to_send = {}
-        for tp, key in wanted.items():
-            if session.get(tp) != key:
-                session[tp] = key
-                to_send[tp] = make(tp, key)
-        removed = [tp for tp in session if tp not in wanted] if len(session) > len(wanted) else []
-        for tp in removed:
-            del session[tp]
-        return FetchRequestData(to_send, removed, self.next_metadata)
-
-    def handle_response(self, response: Any) -> bool:
-        """Whether ``response`` may be used; moves the session on (kafka-python's rules).
-
-        Except: a full response that created no session (session id 0) is used whatever
-        partitions it lists, and the next Fetch is full again (module docstring).
-        """
-        if not FETCH_SESSIONS or response.API_VERSION < 7:
-            return True
-        if (response.error_code == 0 and self.next_metadata.is_full
-                and getattr(response, "session_id", FetchMetadata.INVALID_SESSION_ID)
-                == FetchMetadata.INVALID_SESSION_ID):
-            self.next_metadata = FetchMetadata.INITIAL
-            return True
-        used: bool = super().handle_response(response)
-        return used
 
 
 class _Held:
@@ -315,7 +235,7 @@ class PipelinedFetcher:
         self._preferred: dict[KTopicPartition, tuple[int, float]] = {}
         # Fetch requests sent and record bytes received, per node (read by tests: ``fetches_by_node``)
         self._sent_to: collections.Counter[int] = collections.Counter()
-        self._sessions: dict[int, _FetchSession] = {}  # KIP-227, per node
+        self._sessions: dict[int, FetchSession] = {}  # KIP-227, per node
         self._bytes_from: collections.Counter[int] = collections.Counter()
         self._inline: tuple[KTopicPartition, int, Exception] | None = None
         # the columnar decoder (decode_record_set) of both hand-outs once fetch_columns was called
@@ -621,7 +541,7 @@ class PipelinedFetcher:
         blocked.update(node for node, held in holding.items() if len(held) > MAX_HELD_RESPONSES_PER_NODE)
         if blocked and self._all_blocked(blocked):
             return  # nothing to send anywhere: skip the walk over every partition
-        by_node: dict[int, dict[KTopicPartition, _PartitionKey]] = {}
+        by_node: dict[int, dict[KTopicPartition, PartitionKey]] = {}
         skipped: set[int] = set(blocked)
         ends = self._ends
         held_tps = self._held
@@ -660,7 +580,7 @@ class PipelinedFetcher:
         nodes.update(node for node, _ in self._preferred.values())
         return bool(nodes) and nodes <= blocked
 
-    def _make_partition(self, ktp: KTopicPartition, key: _PartitionKey) -> Any:
+    def _make_partition(self, ktp: KTopicPartition, key: PartitionKey) -> Any:
         return _FetchPartition(partition=ktp.partition, current_leader_epoch=key[0], fetch_offset=key[1],
                                last_fetched_epoch=key[2], partition_max_bytes=self._config.max_partition_fetch_bytes)
 
@@ -711,10 +631,10 @@ class PipelinedFetcher:
                 out.setdefault(held.node, set()).add(held.response_id)
         return out
 
-    def _send(self, node: int, partitions: dict[KTopicPartition, _PartitionKey], wait_ms: int) -> None:
+    def _send(self, node: int, partitions: dict[KTopicPartition, PartitionKey], wait_ms: int) -> None:
         session = self._sessions.get(node)
         if session is None:
-            session = self._sessions[node] = _FetchSession(node)
+            session = self._sessions[node] = FetchSession(node)
         data = session.build_next(partitions, self._make_partition)
         request = FetchRequest(
             max_wait_ms=wait_ms,

@@ -19,7 +19,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 
 import kgroup
 from kgroup import _error_codes as codes
-from kgroup._io import fetch_pipeline
+from kgroup._io import fetch_pipeline, fetch_sessions
 from kgroup._io.columnar_records import load_columnar_decoder
 from kgroup._io.fetch_pipeline import NO_WAIT_MS, PipelinedFetcher
 from kgroup._io.kafka_python import _PASS_THROUGH
@@ -763,7 +763,7 @@ def test_close_sessions_sends_nothing_to_a_node_without_a_session() -> None:
 
 
 def test_without_fetch_sessions_every_fetch_is_full_and_sessionless(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fetch_pipeline, "FETCH_SESSIONS", False)
+    monkeypatch.setattr(fetch_sessions, "FETCH_SESSIONS", False)
     fetcher, manager, _ = make()
     start(fetcher, P0)
     fetcher.fetch(100, 0)
