@@ -413,7 +413,9 @@ class ConsumerConfig:
     Fetching (passed to kafka-python's Fetcher):
         max_poll_records (500), fetch_min_bytes (1), fetch_max_wait_ms (500),
         fetch_max_bytes (52428800), max_partition_fetch_bytes (1048576), check_crcs (True),
-        isolation_level ("read_uncommitted").
+        isolation_level ("read_uncommitted"). ``fetch_max_bytes`` bounds what a node's fetched
+        responses hold at once: each Fetch asks for half of it, and a node holds at most two
+        (``docs/protocol.md``, step 7, "Fetch"); Java asks each Fetch for all of it.
 
     Network: bootstrap_servers (``"host:port,host:port"`` or a list of ``host:port``),
         client_id ("kgroup"), request_timeout_ms (30000),

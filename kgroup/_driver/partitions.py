@@ -67,6 +67,8 @@ class PartitionState:
 
     def fetchable(self) -> bool:
         """True when some owned partition is unpaused and has a position."""
+        if not self.paused and not self.needs_position:  # the common case: no set built per poll()
+            return bool(self.assignment)
         return bool(self.assignment - self.paused - self.needs_position)
 
     # ------------------------------------------------------------------ held records

@@ -27,12 +27,17 @@ Scheduling (poll thread; the IO thread only queues responses and wakes it):
    (no busy loop of empty fetches).
 
 Memory bound: per node at most two responses with records (the one being handed out and the
-next one, in flight or arrived), each of at most ``fetch_max_bytes``, and at most one response
-per partition, of at most ``max_partition_fetch_bytes``; a single record batch larger than
-these limits is returned whole (KIP-74) and counts once. Paused partitions keep their one
-response aside (Java keeps paused partitions' completed fetches too). So the buffered bytes are
-at most ``min(2 * fetch_max_bytes * nodes, partitions * max_partition_fetch_bytes)`` plus
-oversized batches, when the broker honours the limits.
+next one, in flight or arrived), each asked for at most half of ``fetch_max_bytes``
+(:func:`request_max_bytes`: the two together fit in it), and at most one response per
+partition, of at most ``max_partition_fetch_bytes``; a single record batch larger than these
+limits is returned whole (KIP-74) and counts once. Paused partitions keep their one response
+aside (Java keeps paused partitions' completed fetches too). So the buffered bytes are at most
+``min(fetch_max_bytes * nodes, partitions * max_partition_fetch_bytes)`` plus oversized
+batches, when the broker honours the limits: past ``fetch_max_bytes /
+max_partition_fetch_bytes`` partitions (50 with Java's defaults) they no longer grow with the
+partitions, and they never grow with the record size. (Java's consumer asks each node for
+``fetch.max.bytes`` and buffers a response per node beside the one being handed out, so its
+buffer grows to twice that per node.)
 
 Semantics kept from kafka-python's ``Fetcher._parse_fetched_data``: a
 response is used only if its partition is still fetchable and its position still equals the
@@ -112,7 +117,7 @@ from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig
 from kgroup.types import ConsumerRecord, TopicPartition
 
-__all__ = ["PipelinedFetcher", "RecordColumns", "fetch_columns"]
+__all__ = ["PipelinedFetcher", "RecordColumns", "fetch_columns", "request_max_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +134,18 @@ MAX_HELD_RESPONSES_PER_NODE = 1
 #: ``max_wait_ms`` of a Fetch sent while the node still holds records (rule 3): 1, not 0, as the
 #: embedded Tansu broker (docs/testing.md) answers a 0 ms Fetch without any records
 NO_WAIT_MS = 1
+
+
+
+def request_max_bytes(fetch_max_bytes: int) -> int:
+    """The ``max_bytes`` of every Fetch: half of ``fetch_max_bytes`` (at least 1), in bytes.
+
+    A node holds at most two responses with records (module docstring, rule 2), so they fit in
+    ``fetch_max_bytes`` together. The broker still returns a first batch larger than this whole
+    (KIP-74), so progress never depends on it.
+    """
+    return max(1, fetch_max_bytes // 2)
+
 
 _LEADER_ERRORS = (
     KErrors.NotLeaderForPartitionError,
@@ -253,6 +270,7 @@ class PipelinedFetcher:
         self._positions_dirty = True
         self._positions_refreshed: Any = None
         self._positions_due = 0.0
+        self._assigned_topics: frozenset[str] = frozenset()  # the topics of ``assign``'s partitions
 
     # ------------------------------------------------------------------ RecordFetcher
     def idle(self) -> bool:
@@ -269,6 +287,7 @@ class PipelinedFetcher:
         for ktp in [ktp for ktp in self._preferred if not self._subscription.is_assigned(ktp)]:
             del self._preferred[ktp]
         topics = {tp.topic for tp in partitions}
+        self._assigned_topics = frozenset(topics)
         if not topics <= self._topics:
             self._topics |= topics
             self._cluster.set_topics(sorted(self._topics))
@@ -344,7 +363,7 @@ class PipelinedFetcher:
         if self._cluster._last_successful_refresh_ms <= 0:
             return frozenset()  # no metadata yet: nothing is known missing
         known = self._cluster.topics()
-        return frozenset(tp.topic for tp in self._subscription.assigned_partitions() if tp.topic not in known)
+        return frozenset(topic for topic in self._assigned_topics if topic not in known)
 
     def buffered(self) -> list[tuple[TopicPartition, int]]:
         """Fetched responses not fully handed out: ``(partition, record bytes)`` each (read by tests)."""
@@ -534,13 +553,15 @@ class PipelinedFetcher:
         cluster = self._cluster
         manager = self._manager
         now = self._clock.monotonic()
-        holding = self._holding()
         # nodes that take no Fetch now; each of them sets _dirty when that changes (a response
         # arrives, records are handed out or dropped)
         blocked = self._in_flight_nodes | self._quiet
+        if blocked and self._all_blocked(blocked):
+            return  # nothing to send anywhere (the common case): skip the walks over the partitions
+        holding = self._holding()
         blocked.update(node for node, held in holding.items() if len(held) > MAX_HELD_RESPONSES_PER_NODE)
         if blocked and self._all_blocked(blocked):
-            return  # nothing to send anywhere: skip the walk over every partition
+            return
         by_node: dict[int, dict[KTopicPartition, PartitionKey]] = {}
         skipped: set[int] = set(blocked)
         ends = self._ends
@@ -625,9 +646,9 @@ class PipelinedFetcher:
     def _holding(self) -> dict[int, set[int]]:
         """Per node, the responses that still hold records of unpaused partitions."""
         out: dict[int, set[int]] = {}
-        is_paused = self._subscription.is_paused
+        assignment = self._subscription.assignment
         for ktp, held in self._held.items():
-            if held.error is None and not is_paused(ktp):
+            if held.error is None and not ((state := assignment.get(ktp)) is not None and state.paused):
                 out.setdefault(held.node, set()).add(held.response_id)
         return out
 
@@ -639,7 +660,7 @@ class PipelinedFetcher:
         request = FetchRequest(
             max_wait_ms=wait_ms,
             min_bytes=self._config.fetch_min_bytes,
-            max_bytes=self._config.fetch_max_bytes,
+            max_bytes=request_max_bytes(self._config.fetch_max_bytes),
             isolation_level=self._isolation,
             session_id=data.id,
             session_epoch=data.epoch,

@@ -202,6 +202,20 @@ def test_a_node_holds_at_most_two_responses() -> None:
     assert fetched(manager.sent[2][1]) == {P0: 5, P2: 0}
 
 
+@pytest.mark.parametrize("fetch_max_bytes", [1, 3, 1_000_000, 52_428_800])
+def test_each_fetch_asks_for_half_of_fetch_max_bytes_so_a_nodes_two_responses_fit_in_it(
+        fetch_max_bytes: int) -> None:
+    fetcher, manager, _ = make(fetch_max_bytes=fetch_max_bytes)
+    start(fetcher, P0, P1)
+    fetcher.fetch(1, 0)
+    answer(manager, 0, {P0: batch(0, 5)})
+    fetcher.fetch(1, 0)  # P0's response held: P1's Fetch goes out beside it
+    assert len(manager.sent) == 2
+    expected = max(1, fetch_max_bytes // 2)
+    assert [request.max_bytes for _, request, _ in manager.sent] == [expected, expected]
+    assert 2 * expected <= max(fetch_max_bytes, 2)
+
+
 def test_responses_for_moved_positions_and_revoked_partitions_are_dropped() -> None:
     fetcher, manager, _ = make()
     start(fetcher, P0, P1)
