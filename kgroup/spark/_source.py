@@ -132,6 +132,8 @@ _STALL_CHECK_S = 5.0
 #: seconds an executor's read waits when the fetcher has nothing in flight (its partition's leader
 #: not known yet, a position being looked up) instead of asking again at once
 _IDLE_WAIT_S = 0.005
+#: ms of each ``poll`` while the driver waits for the group's first assignment
+_JOIN_POLL_MS = 50
 
 
 class RangePartition(InputPartition):
@@ -430,7 +432,26 @@ class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         consumer.subscribe(self._options.topics, _Membership(self))
         self._consumer = consumer
         log.info("kgroup.spark: group %s: subscribed to %s", self._config.group_id, list(self._options.topics))
+        self._await_first_assignment(consumer)
         return consumer
+
+    def _await_first_assignment(self, consumer: Consumer) -> None:
+        """Poll until the group's first assignment, at most ``default.api.timeout.ms`` (60000).
+
+        So the query's first batch plans the partitions the group gave the application, as
+        Spark's own Kafka source knows its partitions before its first batch: planned before the
+        assignment, a new query's first batch would be an empty one (Spark runs batch 0 whatever
+        its end offset), and its records would wait for the next trigger. A group that has not
+        assigned anything by then (a coordinator not reachable yet) is waited for trigger by
+        trigger instead, as before.
+        """
+        deadline = Deadline.after_ms(_CLOCK, self._config.default_api_timeout_ms)
+        while not self._joined and not deadline.expired():
+            consumer.poll(min(_JOIN_POLL_MS, max(1, deadline.remaining_ms())))
+        if not self._joined:
+            log.warning("kgroup.spark: group %s: no assignment within %d ms (default.api.timeout.ms); "
+                        "the batches plan nothing until it comes", self._config.group_id,
+                        self._config.default_api_timeout_ms)
 
     def _assigned(self, partitions: frozenset[TopicPartition]) -> None:
         assert self._consumer is not None

@@ -174,6 +174,39 @@ def test_streaming_read_runs_three_micro_batches_with_exact_counts(
     assert query.exception() is None
 
 
+def test_a_new_querys_first_batch_reads_the_groups_first_assignment(
+    spark, kafka_cluster, topic_factory, group_id_factory, tmp_path
+):
+    """The query starts after the group's first assignment: batch 0 is not an empty one.
+
+    A trigger-once query runs exactly one batch; planned before the group assigned anything it
+    would end having read nothing.
+    """
+    topic = topic_factory(3)
+    group = group_id_factory()
+    expected = produce_exact(
+        kafka_cluster.bootstrap_servers, topic, [(i % 3, b"k%d" % i, b"v%d" % i, []) for i in range(12)]
+    )
+    batches: list[tuple[int, set[tuple]]] = []
+
+    def per_batch(batch, batch_id: int) -> None:
+        batches.append((batch_id, rows_of(batch.collect())))
+
+    query = (
+        stream(spark, kafka_cluster, topic, group)
+        .writeStream.foreachBatch(per_batch)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(once=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(180), "the trigger-once query did not end within 180 s"
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert batches == [(0, expected)]
+
+
 def test_restart_from_the_checkpoint_loses_and_repeats_nothing(
     spark, kafka_cluster, topic_factory, group_id_factory, tmp_path
 ):
