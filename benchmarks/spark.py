@@ -22,7 +22,9 @@ so every record is read and checked (count and bytes must match what was produce
 source prunes columns. Rows per second = records / wall time from the action's start (for a
 stream: ``start()``, so planning and the group join are included) to its last row (batch: the
 aggregate's answer; stream: the ``foreachBatch`` call that completed the count); the ratio is
-the kgroup median over Spark's median, from the same run.
+the kgroup median over Spark's median, from the same run. ``kgroup-packed`` is the kgroup source
+with ``maxPartitions`` 2 (``local[2]``'s cores): the 12 partition ranges of each read or
+micro-batch packed into 2 tasks that read theirs one after another (docs/spark.md, "Options").
 
     python benchmarks/spark.py                                  # 1,000,000 records of 100 B
     python benchmarks/spark.py --records 200000 --size 1000 --repeat 3
@@ -152,12 +154,26 @@ def build_session(coordinate: str, master: str = "local[2]", app_name: str = "kg
     return spark
 
 
+#: the formats compared: Spark's source, the kgroup source, and the kgroup source packing its ranges into
+#: as many tasks as the session has cores (``maxPartitions``: ``local[2]`` -> 2)
+FORMATS = ("kafka", "kgroup", "kgroup-packed")
+PACKED_TASKS = 2
+
+
+def spark_format(fmt: str) -> str:
+    """The Spark format name of a compared format."""
+    return "kafka" if fmt == "kafka" else "kgroup"
+
+
 def source_options(fmt: str, bootstrap: str, topic: str, group: str) -> dict[str, str]:
-    """The options that make the two formats read the same thing: ``topic`` from earliest."""
+    """The options that make the formats read the same thing: ``topic`` from earliest."""
     if fmt == "kafka":
         return {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest"}
-    return {"bootstrap.servers": bootstrap, "subscribe": topic, "group.id": group, "startingOffsets": "earliest",
-            "session.timeout.ms": "10000", "heartbeat.interval.ms": "1000"}
+    options = {"bootstrap.servers": bootstrap, "subscribe": topic, "group.id": group, "startingOffsets": "earliest",
+               "session.timeout.ms": "10000", "heartbeat.interval.ms": "1000"}
+    if fmt == "kgroup-packed":
+        options["maxPartitions"] = str(PACKED_TASKS)
+    return options
 
 
 # ------------------------------------------------------------------------------ runs
@@ -170,7 +186,7 @@ AGGREGATE = ("count(*) AS n", "coalesce(sum(length(value)), 0) AS value_bytes",
 def run_batch(spark: Any, fmt: str, bootstrap: str, topic: str) -> dict[str, Any]:
     group = f"bench-spark-{uuid.uuid4().hex[:8]}"
     t0 = time.monotonic()
-    df = spark.read.format(fmt).options(**source_options(fmt, bootstrap, topic, group)).load()
+    df = spark.read.format(spark_format(fmt)).options(**source_options(fmt, bootstrap, topic, group)).load()
     row = df.selectExpr(*AGGREGATE).collect()[0]
     seconds = time.monotonic() - t0
     return {"rows": row["n"], "value_bytes": row["value_bytes"], "key_bytes": row["key_bytes"], "seconds": seconds}
@@ -192,7 +208,7 @@ def run_stream(spark: Any, fmt: str, bootstrap: str, topic: str, records: int, a
             totals["t_done"] = time.monotonic()
 
     t0 = time.monotonic()
-    stream = spark.readStream.format(fmt).options(**source_options(fmt, bootstrap, topic, group)).load()
+    stream = spark.readStream.format(spark_format(fmt)).options(**source_options(fmt, bootstrap, topic, group)).load()
     writer = stream.writeStream.foreachBatch(per_batch).option(
         "checkpointLocation", str(workdir / f"checkpoint-{fmt}-{uuid.uuid4().hex[:8]}"))
     if available_now:
@@ -218,17 +234,17 @@ def render(results: Sequence[dict[str, Any]]) -> str:
     for mode in MODES:
         medians: dict[str, float] = {}
         rows: dict[str, list[dict[str, Any]]] = {}
-        for fmt in ("kafka", "kgroup"):
+        for fmt in FORMATS:
             rows[fmt] = [r for r in results if r["mode"] == mode and r["format"] == fmt]
             if rows[fmt]:
                 medians[fmt] = statistics.median(r["rps"] for r in rows[fmt])
-        for fmt in ("kafka", "kgroup"):
+        for fmt in FORMATS:
             runs = rows[fmt]
             if not runs:
                 continue
             rps = [r["rps"] for r in runs]
-            ratio = f"{medians['kgroup'] / medians['kafka']:.2f}" if fmt == "kgroup" and "kafka" in medians else ""
-            label = "Spark's kafka" if fmt == "kafka" else "kgroup"
+            ratio = f"{medians[fmt] / medians['kafka']:.2f}" if fmt != "kafka" and "kafka" in medians else ""
+            label = {"kafka": "Spark's kafka", "kgroup-packed": f"kgroup, maxPartitions={PACKED_TASKS}"}.get(fmt, fmt)
             lines.append(f"| {mode} | {label} | {len(runs)} | {statistics.median(rps):,.0f} "
                          f"[{min(rps):,.0f}-{max(rps):,.0f}] | {statistics.median(r['seconds'] for r in runs):.2f} "
                          f"| {ratio} |")
@@ -242,13 +258,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--repeat", type=int, default=3, help="rounds; each runs every mode of both formats")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--formats", default="kafka,kgroup")
+    parser.add_argument("--formats", default="kafka,kgroup,kgroup-packed", help=f"of {', '.join(FORMATS)}")
     parser.add_argument("--broker", choices=("apache-kafka", "default"), default="apache-kafka")
     parser.add_argument("--spark-kafka-version", help="the connector's version (default: PySpark's, see above)")
     parser.add_argument("--json", help="also write the raw results here")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     formats = [f for f in args.formats.split(",") if f]
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        parser.error(f"unknown formats {unknown}; known: {', '.join(FORMATS)}")
 
     import pyspark
 

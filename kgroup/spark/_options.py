@@ -41,6 +41,7 @@ _SOURCE_OPTIONS = {
     "minoffsetspertrigger": "minOffsetsPerTrigger",
     "maxtriggerdelay": "maxTriggerDelay",
     "minpartitions": "minPartitions",
+    "maxpartitions": "maxPartitions",
     "startingoffsets": "startingOffsets",
     "endingoffsets": "endingOffsets",
     "failondataloss": "failOnDataLoss",
@@ -130,6 +131,8 @@ class SourceOptions:
         min_offsets_per_trigger: the fewest offsets a micro-batch waits for, or None.
         max_trigger_delay_ms: the longest a micro-batch waits for ``min_offsets_per_trigger`` (ms).
         min_partitions: the fewest Spark input partitions a batch is split into, or None.
+        max_partitions: the most Spark input partitions (tasks) a batch's ranges are packed into,
+            or None (one per range, as Spark's own Kafka source).
         fail_on_data_loss: fail (True) or log and go on (False) when records to read are gone.
 
     """
@@ -145,6 +148,7 @@ class SourceOptions:
     max_trigger_delay_ms: int = _DEFAULT_MAX_TRIGGER_DELAY_MS
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
+    max_partitions: int | None = None
 
     @property
     def group_id(self) -> str:
@@ -327,7 +331,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             raise SourceOptionError(
                 raw_key,
                 "unknown option of the kgroup source; known: subscribe, assign, startingOffsets, endingOffsets, "
-                "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions, failOnDataLoss, "
+                "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions, maxPartitions, "
+                "failOnDataLoss, "
                 "fetchTimeoutMs and Kafka consumer properties (bootstrap.servers, group.id, group.instance.id, "
                 "session.timeout.ms, ...)",
             )
@@ -357,6 +362,9 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         )
     max_delay = _option(source, "maxTriggerDelay", _parse_duration_ms, _DEFAULT_MAX_TRIGGER_DELAY_MS)
     min_partitions = _option(source, "minPartitions", _positive_int, None)
+    max_partitions = _option(source, "maxPartitions", _positive_int, None)
+    if min_partitions is not None and max_partitions is not None and min_partitions > max_partitions:
+        raise SourceOptionError("minPartitions", f"{min_partitions} is higher than maxPartitions ({max_partitions})")
     starting = _option(source, "startingOffsets", _parse_offsets, None)
     ending = _option(source, "endingOffsets", _parse_offsets, None)
     if ending == "earliest":
@@ -384,6 +392,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         max_trigger_delay_ms=max_delay,
         min_partitions=min_partitions,
         fail_on_data_loss=fail_on_data_loss,
+        max_partitions=max_partitions,
     )
     parsed.consumer_config()  # every Kafka property is checked now, at load()
     return parsed

@@ -25,7 +25,7 @@ and nothing unprocessed is skipped (docs/spark.md, "Which offsets win").
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -37,6 +37,7 @@ __all__ = [
     "OffsetRange",
     "StreamOffset",
     "cap_lags",
+    "pack_ranges",
     "plan_batch_ranges",
     "plan_end",
     "plan_ranges",
@@ -351,3 +352,30 @@ def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> l
                 out.append(OffsetRange(r.topic, r.partition, begin, stop))
             begin = stop
     return out
+
+
+def pack_ranges(ranges: Sequence[OffsetRange], max_partitions: int | None) -> list[tuple[OffsetRange, ...]]:
+    """Group ``ranges`` into at most ``max_partitions`` tasks of near-equal size (the ``maxPartitions`` option).
+
+    With ``max_partitions`` None or no fewer than the ranges, each range is its own task (Spark's
+    Kafka source: one input partition per range). Otherwise the ranges, largest first, go one by
+    one to the task with the fewest offsets so far (the lowest-numbered on a tie: the greedy
+    longest-processing-time rule), and each task reads its ranges in (topic, partition, start)
+    order. Every range is in exactly one task; packed, the result depends on the ranges alone, not
+    on their order.
+
+    Raises:
+        ValueError: ``max_partitions`` < 1.
+
+    """
+    if max_partitions is not None and max_partitions < 1:
+        raise ValueError(f"max_partitions must be >= 1, got {max_partitions}")
+    if max_partitions is None or len(ranges) <= max_partitions:
+        return [(r,) for r in ranges]
+    tasks: list[list[OffsetRange]] = [[] for _ in range(max_partitions)]
+    loads = [0] * max_partitions
+    for r in sorted(ranges, key=lambda r: (-r.size, r.topic, r.partition, r.start)):
+        lightest = min(range(max_partitions), key=lambda i: (loads[i], i))
+        tasks[lightest].append(r)
+        loads[lightest] += r.size
+    return [tuple(sorted(task, key=lambda r: (r.topic, r.partition, r.start))) for task in tasks if task]

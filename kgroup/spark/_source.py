@@ -92,6 +92,7 @@ from kgroup.spark._options import (
 from kgroup.spark._planner import (
     OffsetRange,
     StreamOffset,
+    pack_ranges,
     plan_batch_ranges,
     plan_end,
     plan_ranges,
@@ -101,7 +102,8 @@ from kgroup.spark._planner import (
 from kgroup.spark._pool import POOL
 from kgroup.types import TopicPartition
 
-__all__ = ["SCHEMA", "KGroupBatchReader", "KGroupDataSource", "KGroupStreamReader", "RangePartition", "read_range"]
+__all__ = ["SCHEMA", "KGroupBatchReader", "KGroupDataSource", "KGroupStreamReader", "RangePartition",
+           "input_partitions", "read_range", "read_ranges"]
 
 log = logging.getLogger(__name__)
 
@@ -137,12 +139,28 @@ _JOIN_POLL_MS = 50
 
 
 class RangePartition(InputPartition):
-    """One Spark input partition: records ``[start, end)`` of one Kafka partition (picklable)."""
+    """One Spark input partition (one task): ranges ``[start, end)`` of Kafka partitions (picklable).
 
-    def __init__(self, rng: OffsetRange, options: SourceOptions) -> None:
-        super().__init__(rng)
-        self.range = rng
+    One range, unless ``maxPartitions`` packed several into the task; they are read one after
+    another (:func:`read_ranges`).
+    """
+
+    def __init__(self, ranges: tuple[OffsetRange, ...], options: SourceOptions) -> None:
+        super().__init__(ranges)
+        self.ranges = ranges
         self.options = options
+
+
+def input_partitions(ranges: Sequence[OffsetRange], options: SourceOptions) -> list[RangePartition]:
+    """The tasks of a batch: ``ranges`` split for ``minPartitions``, then packed for ``maxPartitions``."""
+    split = split_ranges(ranges, options.min_partitions)
+    return [RangePartition(task, options) for task in pack_ranges(split, options.max_partitions)]
+
+
+def read_ranges(options: SourceOptions, ranges: Sequence[OffsetRange]) -> Iterator[pa.RecordBatch]:
+    """One task's ranges, one after another (:func:`read_range` each; the worker's transport reused)."""
+    for rng in ranges:
+        yield from read_range(options, rng)
 
 
 def _executor_config(options: SourceOptions) -> ConsumerConfig:
@@ -771,14 +789,14 @@ class KGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return end.to_json()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One input partition per non-empty range of the batch ``(start, end]`` (split for ``minPartitions``)."""
+        """The tasks of the batch ``(start, end]``: its non-empty ranges, split and packed (``input_partitions``)."""
         ranges = plan_ranges(StreamOffset.from_json(start), StreamOffset.from_json(end))
-        return [RangePartition(r, self._options) for r in split_ranges(ranges, self._options.min_partitions)]
+        return input_partitions(ranges, self._options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Executor: the range's records (see :func:`read_range`)."""
+        """Executor: the task's records, range by range (see :func:`read_range`)."""
         assert isinstance(partition, RangePartition)
-        return read_range(partition.options, partition.range)
+        return read_ranges(partition.options, partition.ranges)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark finished every batch up to ``end``: commit it to the group (owned partitions)."""
@@ -814,7 +832,7 @@ class KGroupBatchReader(DataSourceReader):
         self._options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        """One input partition per non-empty partition range (split for ``minPartitions``)."""
+        """A task per non-empty partition range (split for ``minPartitions``, packed for ``maxPartitions``)."""
         config = _executor_config(self._options)
         transport = KafkaPythonTransport(config)
         timeout = config.request_timeout_ms
@@ -842,12 +860,12 @@ class KGroupBatchReader(DataSourceReader):
             if option in ("startingOffsets", "endingOffsets"):
                 raise SourceOptionError(option, rest) from None
             raise KGroupError(f"kgroup.spark: {exc}") from None
-        return [RangePartition(r, self._options) for r in split_ranges(ranges, self._options.min_partitions)]
+        return input_partitions(ranges, self._options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Executor: the range's records (see :func:`read_range`)."""
+        """Executor: the task's records, range by range (see :func:`read_range`)."""
         assert isinstance(partition, RangePartition)
-        return read_range(partition.options, partition.range)
+        return read_ranges(partition.options, partition.ranges)
 
 
 class KGroupDataSource(DataSource):

@@ -8,6 +8,7 @@ end-to-end behaviour of each option is in test_spark_source_options.py.
 from __future__ import annotations
 
 import json
+from operator import attrgetter
 
 import pytest
 
@@ -15,6 +16,7 @@ from kgroup.spark._options import EARLIEST, LATEST, PartitionOffsets, SourceOpti
 from kgroup.spark._planner import (
     OffsetRange,
     StreamOffset,
+    pack_ranges,
     plan_batch_ranges,
     plan_end,
     plan_ranges,
@@ -153,6 +155,46 @@ def test_min_partitions_covers_exactly_the_same_offsets(n):
         assert abs(len(split) - n) <= len(ranges)  # "approximately minPartitions"
     else:
         assert len(split) == min(max(n, len(ranges)), sum(r.size for r in ranges))
+
+
+# ---------------------------------------------------------------------- maxPartitions
+def test_max_partitions_is_parsed_and_not_below_min_partitions():
+    assert parse_options(BASE).max_partitions is None  # Spark's Kafka source: a task per range
+    assert parse_options({**BASE, "maxPartitions": "2"}).max_partitions == 2
+    assert parse_options({**BASE, "minPartitions": "2", "maxPartitions": "2"}).min_partitions == 2
+    for bad in ("0", "-1", "x"):
+        with pytest.raises(SourceOptionError) as raised:
+            parse_options({**BASE, "maxPartitions": bad})
+        assert raised.value.field == "maxPartitions"
+    with pytest.raises(SourceOptionError, match="higher than maxPartitions") as raised:
+        parse_options({**BASE, "minPartitions": "3", "maxPartitions": "2"})
+    assert raised.value.field == "minPartitions"
+
+
+def test_max_partitions_packs_the_largest_range_first_onto_the_lightest_task():
+    ranges = [OffsetRange("t", p, 0, size) for p, size in enumerate([10, 70, 40, 30, 50])]
+    assert pack_ranges(ranges, None) == [(r,) for r in ranges]
+    assert pack_ranges(ranges, 5) == [(r,) for r in ranges]
+    # 70 -> task 0, 50 -> 1, 40 -> 1 (90), 30 -> 0 (100), 10 -> 1 (100); each task in partition order
+    assert pack_ranges(ranges, 2) == [(ranges[1], ranges[3]), (ranges[0], ranges[2], ranges[4])]
+    assert pack_ranges(ranges, 1) == [tuple(ranges)]
+    with pytest.raises(ValueError, match="max_partitions"):
+        pack_ranges(ranges, 0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 12, 13])
+def test_max_partitions_keeps_every_range_once_in_at_most_n_near_equal_tasks(n):
+    ranges = [OffsetRange("t" if p % 2 else "u", p, p, p + 1 + (p * 37) % 101) for p in range(12)]
+    tasks = pack_ranges(ranges, n)
+    assert len(tasks) == min(n, len(ranges))
+    key = attrgetter("topic", "partition", "start")
+    assert sorted((r for task in tasks for r in task), key=key) == sorted(ranges, key=key)
+    loads = [sum(r.size for r in task) for task in tasks]
+    assert max(loads) - min(loads) <= max(r.size for r in ranges)  # greedy LPT: within one range
+    if n < len(ranges):  # packed: a function of the ranges, not of their order
+        assert pack_ranges(list(reversed(ranges)), n) == tasks
+    else:  # a task per range, in the planned order
+        assert tasks == [(r,) for r in ranges]
 
 
 # ---------------------------------------------------------------------- data loss planning

@@ -137,6 +137,17 @@ def test_batch_read_returns_exactly_what_was_produced(spark, kafka_cluster, topi
         .collect()
     )
     assert rows_of(one) == {row for row in expected if row[0] == 1}
+    # maxPartitions: the three partitions' ranges in two tasks, the same rows
+    packed = (
+        spark.read.format("kgroup")
+        .option("bootstrap.servers", kafka_cluster.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("group.id", group_id_factory())
+        .option("maxPartitions", "2")
+        .load()
+    )
+    assert packed.rdd.getNumPartitions() == 2
+    assert rows_of(packed.collect()) == expected
 
 
 def test_streaming_read_runs_three_micro_batches_with_exact_counts(
