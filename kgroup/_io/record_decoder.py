@@ -38,6 +38,8 @@ BatchDecoder = tuple[Any, frozenset[int]]
 RecordFields = tuple[Any, ...]
 
 _new_tuple = tuple.__new__
+#: ``PartitionRecords.record_iterator`` until drained (kafka-python: None once drained)
+_NOT_DRAINED = object()
 
 
 def kafka_tp(tp: TopicPartition) -> KTopicPartition:
@@ -112,6 +114,12 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
     def __init__(self, decoder: BatchDecoder, fetch_offset: int, tp: Any, records: Any,
                  **kwargs: Any) -> None:
         super().__init__(fetch_offset, tp, records, **kwargs)
+        # kafka-python's record iterator (a generator holding this object and the response's
+        # bytes) is never used here: only "not None until drained" is. Left in place, it makes a
+        # reference cycle that keeps the whole response buffer alive until a full collection of
+        # CPython's cyclic garbage collector, for every response not drained through ``take``
+        # (one the columnar decoder took over, one dropped after a seek or a revocation).
+        self.record_iterator = _NOT_DRAINED
         self._fast_batch, self._fast_codecs = decoder
         self._batches = records
         self._decoded: list[RecordFields] = []

@@ -221,3 +221,32 @@ def test_the_c_decoder_is_used_when_installed():
     if C_DECODER[0] is not None:
         assert type(C_DECODER[0]).__name__ == "type" and "_crecords" in C_DECODER[0].__module__
         assert 0 in C_DECODER[1]
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+@pytest.mark.parametrize("taken", [0, 2])
+def test_a_response_not_drained_is_freed_without_the_cyclic_collector(decoder, taken):
+    """Dropped before it is drained (the columnar decoder took it over, a seek, a revocation), a
+    partition's records and the response buffer they view go at once, not at a full collection."""
+    import gc
+    import weakref
+
+    class Buffer(bytearray):  # weak-referenceable, like the response buffers of the receive path
+        pass
+
+    response = Buffer(batch(0, 5))
+    buffer_ref = weakref.ref(response)
+    part = records(decoder, memoryview(response))
+    if taken:
+        assert [r.offset for r in part.take(taken)] == [0, 1]
+    assert part  # not drained
+    part_ref = weakref.ref(part)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del part, response
+        assert part_ref() is None
+        assert buffer_ref() is None
+    finally:
+        if enabled:
+            gc.enable()
