@@ -45,6 +45,9 @@ says more than records/s: waiting for a core costs time, not CPU.
 
 ``kgroup-columns`` is kgroup's ``Consumer.poll_columns()`` (one ``RecordColumns`` per partition
 instead of a ``ConsumerRecord`` per record), its records touched one by one as the others do;
+``kgroup-columns-bulk`` is ``poll_columns()`` as a columnar reader uses it (``max_poll_records``
+10,000, each partition's ``to_arrow()`` batch checked and summed in Arrow's compute kernels, no
+Python code per record: the same checks, per column);
 ``kgroup-no-sessions`` is ``poll()`` with KIP-227 fetch sessions off (every Fetch a full one,
 listing every partition, as before them): beside ``kgroup`` at ``--partitions 1000`` it shows
 what the sessions save. ``--partitions 1000`` is the many-partitions variant: the same records
@@ -72,11 +75,14 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CLIENTS = ("kgroup", "kgroup-columns", "kgroup-no-sessions", "kafka-python", "aiokafka", "confluent", "java")
+CLIENTS = ("kgroup", "kgroup-columns", "kgroup-columns-bulk", "kgroup-no-sessions", "kafka-python", "aiokafka",
+           "confluent", "java")
 PYTHON_CLIENTS = CLIENTS[:-1]
 SESSION_TIMEOUT_MS = 6000  # Tansu joins take session_timeout_ms / 2
 HEARTBEAT_MS = 2000
 MAX_POLL_RECORDS = 500
+#: ``max_poll_records`` of the bulk columnar client (``kgroup-columns-bulk``)
+BULK_POLL_RECORDS = 10000
 
 
 # ------------------------------------------------------------------------------ checking
@@ -218,6 +224,53 @@ def run_kgroup_columns(bootstrap: str, topic: str, expected: int, group: str) ->
     return tally.result("kgroup-columns", t_start)
 
 
+def run_kgroup_columns_bulk(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
+    """kgroup's ``poll_columns()`` read as a columnar reader reads it: each partition's Arrow batch at once.
+
+    ``max_poll_records`` 10,000; per ``RecordColumns`` its ``to_arrow()`` batch, whose every
+    column is touched in Arrow's compute kernels, no Python code per record: the offsets checked
+    ascending and above the partition's last, the key and value bytes summed, the headers counted.
+    """
+    import pyarrow.compute as pc
+
+    import kgroup
+
+    t_start = time.monotonic()
+    tally = Tally(expected)
+    consumer = kgroup.Consumer(
+        bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+        enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+        max_poll_records=BULK_POLL_RECORDS, check_crcs=True,
+    )
+    try:
+        consumer.subscribe([topic])
+        last = tally.last
+        while not tally.done:
+            t0 = time.monotonic()
+            batches = consumer.poll_columns(1000)
+            if not batches:
+                continue
+            tally.started(t0)
+            for c in batches:
+                partition = c.topic_partition.partition
+                rb = c.to_arrow()
+                offsets = rb.column("offset")
+                first, final = offsets[0].as_py(), offsets[-1].as_py()
+                if first <= last.get(partition, -1) or (
+                        len(offsets) > 1 and not pc.all(pc.greater(offsets[1:], offsets[:-1])).as_py()):
+                    tally.errors += 1
+                last[partition] = final
+                for name in ("key", "value"):
+                    tally.value_bytes += pc.sum(pc.binary_length(rb.column(name))).as_py() or 0
+                tally.headers_seen += pc.sum(pc.list_value_length(rb.column("headers"))).as_py() or 0
+                tally.count += len(rb)
+        tally.t_last = time.monotonic()
+        consumer.commit()
+    finally:
+        consumer.close()
+    return tally.result("kgroup-columns-bulk", t_start)
+
+
 def run_kafka_python(bootstrap: str, topic: str, expected: int, group: str) -> dict[str, Any]:
     from kafka import KafkaConsumer
 
@@ -312,6 +365,7 @@ def run_confluent(bootstrap: str, topic: str, expected: int, group: str) -> dict
 RUNNERS: dict[str, Callable[[str, str, int, str], dict[str, Any]]] = {
     "kgroup": run_kgroup,
     "kgroup-columns": run_kgroup_columns,
+    "kgroup-columns-bulk": run_kgroup_columns_bulk,
     "kgroup-no-sessions": run_kgroup_no_sessions,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
@@ -455,7 +509,7 @@ def parse(argv: Iterable[str] | None = None) -> argparse.Namespace:
                    help="a slow consumer: every client sleeps this many ms after each 100 records (e.g. 1)")
     p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated subset of {','.join(CLIENTS)}")
     p.add_argument("--profile", action="store_true", help="run kgroup under pyinstrument")
-    p.add_argument("--profile-client", default="kgroup", choices=("kgroup", "kgroup-columns", "kgroup-no-sessions"),
+    p.add_argument("--profile-client", default="kgroup", choices=[c for c in CLIENTS if c.startswith("kgroup")],
                    help="the client --profile runs under pyinstrument")
     p.add_argument("--profile-out", default=str(HERE / "profile-kgroup.txt"))
     p.add_argument("--json", help="also write the results as JSON to this file")
