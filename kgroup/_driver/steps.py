@@ -8,7 +8,8 @@ order Java's ``ConsumerCoordinator`` does (``onJoinPrepare``, ``onJoinComplete``
    dropped (their positions go back);
 2. lost partitions: ``on_partitions_lost``;
 3. revoked partitions: the auto-commit (if enabled), then ``on_partitions_revoked``; a revoke
-   whose generation was reset meanwhile is a loss instead;
+   whose generation was reset meanwhile is a loss instead, of every partition owned (Java's
+   ``onJoinPrepare`` without a generation);
 4. the new assignment: ``on_partitions_assigned``;
 5. ``StepCompleted`` goes back to the group thread, whatever a callback raised.
 
@@ -114,6 +115,8 @@ class ListenerSteps:
         for item in items:
             if isinstance(item, RebalanceStep):
                 taken |= item.lost | item.revoked
+                if item.revoked and not host._generation_still(item):
+                    taken |= host._assignment  # every owned partition is lost (``_apply``)
                 if item.invoke_assigned:
                     taken |= host._assignment - item.owned
         if kept and taken:
@@ -163,22 +166,28 @@ class ListenerSteps:
 
     def _apply(self, host: StepHost, step: RebalanceStep) -> None:
         group_id = self._config.group_id
-        if step.lost:
-            log.info("group %s: partitions lost (%s): %s", group_id, step.reason, sorted(map(str, step.lost)))
-            host._set_assignment(host._assignment - step.lost)
-            host._invoke("on_partitions_lost", step.lost)
+        # partitions already given up (below: with a revoke whose generation was reset) are not lost twice
+        lost = step.lost & host._assignment
+        if lost:
+            log.info("group %s: partitions lost (%s): %s", group_id, step.reason, sorted(map(str, lost)))
+            host._set_assignment(host._assignment - lost)
+            host._invoke("on_partitions_lost", lost)
         if step.revoked and not host._generation_still(step):
             # The step was made while the generation was valid, but the group thread reset it
             # before this thread ran the step (e.g. the poll watchdog fired while a rebalance
             # waited for this poll). Java decides revoke-or-lose when onJoinPrepare runs, not
-            # when the rebalance was noticed: the partitions can no longer be committed, so
-            # they are lost, not revoked (ConsumerCoordinator.onJoinPrepare/onLeavePrepare).
+            # when the rebalance was noticed: without a generation nothing can be committed, and
+            # every partition the member owns, not only those the step revokes, is lost at once
+            # (ConsumerCoordinator.onJoinPrepare: onPartitionsLost of the whole assignment), so
+            # none of them is used past this poll while another member may own it already. The
+            # group thread's own step for the rest then finds them given up.
+            lost = host._assignment | step.revoked
             log.info(
                 "group %s: partitions lost (generation %d was reset before the revoke ran): %s",
-                group_id, step.generation.generation_id, sorted(map(str, step.revoked)),
+                group_id, step.generation.generation_id, sorted(map(str, lost)),
             )
-            host._set_assignment(host._assignment - step.revoked)
-            host._invoke("on_partitions_lost", step.revoked)
+            host._set_assignment(frozenset())
+            host._invoke("on_partitions_lost", lost)
         elif step.revoked:
             log.info("group %s: acquiesce: revoking %d partitions (%s)", group_id, len(step.revoked), step.reason)
             if self._config.enable_auto_commit:

@@ -128,6 +128,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         what="records fetched for partitions whose revocation started are still handed out",
     ),
     Mutation(
+        name="reset-revoke-loses-only-the-revoked",
+        path="kgroup/_driver/steps.py",
+        original="            lost = host._assignment | step.revoked",
+        replacement="            lost = step.revoked",
+        caught_by=(
+            "tests/unit/test_listener_steps.py::"
+            "test_a_revoke_after_the_generation_was_reset_loses_every_owned_partition_once"
+        ),
+        what="after the poll watchdog reset the generation during a cooperative revoke, the partitions the "
+        "revoke did not name stay owned past that poll() while another member may own them",
+    ),
+    Mutation(
         name="dropped-records-not-rewound",
         path="kgroup/_driver/partitions.py",
         original=(
@@ -160,12 +172,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="commit-inside-lost-still-owned",
         path="kgroup/_driver/steps.py",
         original=(
-            "            host._set_assignment(host._assignment - step.lost)\n"
-            '            host._invoke("on_partitions_lost", step.lost)'
+            "            host._set_assignment(host._assignment - lost)\n"
+            '            host._invoke("on_partitions_lost", lost)'
         ),
         replacement=(
-            '            host._invoke("on_partitions_lost", step.lost)\n'
-            "            host._set_assignment(host._assignment - step.lost)"
+            '            host._invoke("on_partitions_lost", lost)\n'
+            "            host._set_assignment(host._assignment - lost)"
         ),
         caught_by=(
             "tests/simulation/test_explicit_commits.py::"
