@@ -13,6 +13,11 @@ are normalised and must be equal:
   number of partitions per member is compared; the scripts with several members use ``range``,
   whose plan depends only on the sorted member ids, and are compared exactly.
 * OffsetCommit: every partition's error code. OffsetFetch: offsets and error codes.
+* Inside a ``Wait`` (a coordinator timer under test, the beating members heartbeating) each side
+  keeps its own member epochs, and a beat may find the two apart for at most
+  ``TIMER_TOLERANCE_MS``: the model starts a timer at the request's send, Kafka when it takes the
+  request in, later on a loaded machine (the classic suite's timing tolerance). By the end of the
+  ``Wait`` they must agree again; the steps after it compare exactly.
 
 ``expect`` pins each script's intent on the normalised answer (a subset), for both sides.
 The differences kept are listed in docs/kip848.md, "The coordinator model".
@@ -40,6 +45,8 @@ from .harness import CLOSED, Broker, KafkaConnection
 
 SESSION_MS = 2000
 INTERVAL_MS = 1000
+#: how long a beat inside a ``Wait`` may find Kafka and the model apart (ms; module docstring)
+TIMER_TOLERANCE_MS = 500
 OVERRIDES: Mapping[str, Any] = {
     **conftest.BROKER_OVERRIDES,
     "group.consumer.min.session.timeout.ms": 1000,
@@ -270,6 +277,8 @@ class _Run:
         )
         self.log: list[str] = []
         self.epochs: dict[str, int] = {}
+        #: the model's own member epochs while a ``Wait`` lets the two sides be apart (else ``epochs``)
+        self.model_epochs: dict[str, int] = {}
 
     def member(self, actor: str) -> str:
         return self.ids.setdefault(actor, f"{actor}-{uuid.uuid4()}")
@@ -292,10 +301,11 @@ class _Run:
         member_id = self.member(step.as_member or step.actor)
         owned = () if step.join else step.owned
         epoch = self.epochs[step.actor] if step.epoch is None else step.epoch
+        model_epoch = self.model_epochs.get(step.actor, epoch) if step.epoch is None else step.epoch
         request = ConsumerGroupHeartbeatRequest(
             group_id=step.group or self.group,
             member_id=member_id,
-            member_epoch=epoch,
+            member_epoch=model_epoch,
             instance_id=step.instance,
             rebalance_timeout_ms=step.rebalance_timeout_ms if step.join else -1,
             subscribed_topic_names=(conftest.TOPIC_NAME,) if step.join else None,
@@ -384,10 +394,22 @@ class _Run:
 
     def wait(self, step: Wait) -> None:
         until = time.monotonic() + step.ms / 1000
+        apart_since: float | None = None
         while time.monotonic() < until:
             for actor, owned in step.beating:
-                self.step(HB(actor, None, owned=owned))
+                k, m = self.heartbeat(HB(actor, None, owned=owned))
+                self.log.append(f"{step} beat {actor}: kafka {k} model {m}")
+                for epochs, answer in ((self.epochs, k), (self.model_epochs, m)):
+                    if answer["error_code"] == 0 and answer["member_epoch"] > 0:
+                        epochs[actor] = answer["member_epoch"]
+                if k == m:
+                    apart_since = None
+                    continue
+                apart_since = time.monotonic() if apart_since is None else apart_since
+                assert (time.monotonic() - apart_since) * 1000 <= TIMER_TOLERANCE_MS, "\n".join(self.log)
             time.sleep(min(INTERVAL_MS / 2000, max(0.0, until - time.monotonic())))  # a poll interval of the wait
+        assert apart_since is None, "Kafka and the model still apart at the end of the wait:\n" + "\n".join(self.log)
+        self.model_epochs.clear()
         self.clock.advance(max(0.0, (time.monotonic() - self.started) - self.clock.monotonic()))
         self.model.tick()
 
