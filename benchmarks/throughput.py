@@ -69,7 +69,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,15 +156,26 @@ def peak_rss_mb() -> float:
 
 
 # ------------------------------------------------------------------------------ consumers
-def _kgroup_consumer(bootstrap: str, group: str) -> Any:
+def _kgroup_consumer(bootstrap: str, group: str, max_poll_records: int = MAX_POLL_RECORDS) -> Any:
     """The kgroup consumer of every kgroup client: the settings the other clients get too."""
     import kgroup
 
     return kgroup.Consumer(
         bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
         enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
-        max_poll_records=MAX_POLL_RECORDS, check_crcs=True,
+        max_poll_records=max_poll_records, check_crcs=True,
     )
+
+
+def _answers(tally: Tally, fetch: Callable[[int], Any]) -> Iterator[Any]:
+    """Each non-empty answer of ``fetch(1000)`` until ``tally`` is done; the first starts its clock."""
+    while not tally.done:
+        t0 = time.monotonic()
+        got = fetch(1000)
+        if got:
+            tally.started(t0)
+            yield got
+    tally.t_last = time.monotonic()
 
 
 def run_kgroup(bootstrap: str, topic: str, expected: int, group: str, name: str = "kgroup") -> dict[str, Any]:
@@ -174,16 +185,10 @@ def run_kgroup(bootstrap: str, topic: str, expected: int, group: str, name: str 
     try:
         consumer.subscribe([topic])
         add = tally.add
-        while not tally.done:
-            t0 = time.monotonic()
-            records = consumer.poll(1000)
-            if not records:
-                continue
-            tally.started(t0)
+        for records in _answers(tally, consumer.poll):
             assert len(records) <= MAX_POLL_RECORDS
             for r in records:
                 add(r.partition, r.offset, r.key, r.value, r.headers)
-        tally.t_last = time.monotonic()
         consumer.commit()
     finally:
         consumer.close()
@@ -206,18 +211,12 @@ def run_kgroup_columns(bootstrap: str, topic: str, expected: int, group: str) ->
     try:
         consumer.subscribe([topic])
         add = tally.add
-        while not tally.done:
-            t0 = time.monotonic()
-            batches = consumer.poll_columns(1000)
-            if not batches:
-                continue
-            tally.started(t0)
+        for batches in _answers(tally, consumer.poll_columns):
             assert sum(len(c) for c in batches) <= MAX_POLL_RECORDS
             for c in batches:
                 partition = c.topic_partition.partition
                 for offset, key, value, headers in zip(c.offsets, c.keys, c.values, c.headers, strict=True):
                     add(partition, offset, key, value, headers)
-        tally.t_last = time.monotonic()
         consumer.commit()
     finally:
         consumer.close()
@@ -233,24 +232,13 @@ def run_kgroup_columns_bulk(bootstrap: str, topic: str, expected: int, group: st
     """
     import pyarrow.compute as pc
 
-    import kgroup
-
     t_start = time.monotonic()
     tally = Tally(expected)
-    consumer = kgroup.Consumer(
-        bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-        enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
-        max_poll_records=BULK_POLL_RECORDS, check_crcs=True,
-    )
+    consumer = _kgroup_consumer(bootstrap, group, BULK_POLL_RECORDS)
     try:
         consumer.subscribe([topic])
         last = tally.last
-        while not tally.done:
-            t0 = time.monotonic()
-            batches = consumer.poll_columns(1000)
-            if not batches:
-                continue
-            tally.started(t0)
+        for batches in _answers(tally, consumer.poll_columns):
             for c in batches:
                 partition = c.topic_partition.partition
                 rb = c.to_arrow()
@@ -264,7 +252,6 @@ def run_kgroup_columns_bulk(bootstrap: str, topic: str, expected: int, group: st
                     tally.value_bytes += pc.sum(pc.binary_length(rb.column(name))).as_py() or 0
                 tally.headers_seen += pc.sum(pc.list_value_length(rb.column("headers"))).as_py() or 0
                 tally.count += len(rb)
-        tally.t_last = time.monotonic()
         consumer.commit()
     finally:
         consumer.close()
