@@ -33,11 +33,8 @@ partition, of at most ``max_partition_fetch_bytes``; a single record batch large
 limits is returned whole (KIP-74) and counts once. Paused partitions keep their one response
 aside (Java keeps paused partitions' completed fetches too). So the buffered bytes are at most
 ``min(fetch_max_bytes * nodes, partitions * max_partition_fetch_bytes)`` plus oversized
-batches, when the broker honours the limits: past ``fetch_max_bytes /
-max_partition_fetch_bytes`` partitions (50 with Java's defaults) they no longer grow with the
-partitions, and they never grow with the record size. (Java's consumer asks each node for
-``fetch.max.bytes`` and buffers a response per node beside the one being handed out, so its
-buffer grows to twice that per node.)
+batches, when the broker honours the limits: flat past 50 partitions with Java's defaults, and
+never growing with the record size (Java asks each Fetch for all of ``fetch.max.bytes``).
 
 Semantics kept from kafka-python's ``Fetcher._parse_fetched_data``: a
 response is used only if its partition is still fetchable and its position still equals the
@@ -138,11 +135,9 @@ NO_WAIT_MS = 1
 
 
 def request_max_bytes(fetch_max_bytes: int) -> int:
-    """The ``max_bytes`` of every Fetch: half of ``fetch_max_bytes`` (at least 1), in bytes.
+    """Every Fetch's ``max_bytes``: half of ``fetch_max_bytes`` (>= 1), so a node's two responses fit in it.
 
-    A node holds at most two responses with records (module docstring, rule 2), so they fit in
-    ``fetch_max_bytes`` together. The broker still returns a first batch larger than this whole
-    (KIP-74), so progress never depends on it.
+    A larger first batch still comes whole (KIP-74): progress never depends on it.
     """
     return max(1, fetch_max_bytes // 2)
 
