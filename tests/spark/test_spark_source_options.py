@@ -252,6 +252,11 @@ def test_min_offsets_per_trigger_waits_for_enough_records(
         spark.conf.unset(NO_DATA_PROGRESS_INTERVAL)
     try:
         wait_for(lambda: _group_assigned(kafka_cluster, group), TIMEOUT_S, "the group's assignment")
+        # the first trigger is never delayed (Spark's lastTriggerMillis = 0) and runs what is there:
+        # produce only once a trigger after the assignment has passed (each asks ListOffsets)
+        assigned_at = len(_driver_list_offsets(kafka_cluster))
+        wait_for(lambda: len(_driver_list_offsets(kafka_cluster)) >= assigned_at + 2, TIMEOUT_S,
+                 "a trigger after the assignment")
         few = produce(bootstrap, topic, 2, "few", 5)
         # 5 < minOffsetsPerTrigger: triggers pass without a batch (maxTriggerDelay: 15 minutes). Each
         # trigger asks the log end offsets (ListOffsets), so the proxy counts them
