@@ -218,6 +218,18 @@ def _driver_list_offsets(cluster) -> list:
     return [r for r in cluster.requests("ListOffsets") if r.client_id == "kgroup-spark"]
 
 
+def _await_a_trigger_after_the_assignment(cluster) -> None:
+    """Wait until a trigger ran after the group's assignment (each trigger asks ListOffsets).
+
+    The first trigger is never delayed by minOffsetsPerTrigger (Spark's lastTriggerMillis = 0) and
+    runs whatever is there; the reader waits for the assignment when the query starts, so that
+    trigger comes right after it: records meant for later batches are produced once it passed.
+    """
+    assigned_at = len(_driver_list_offsets(cluster))
+    wait_for(lambda: len(_driver_list_offsets(cluster)) >= assigned_at + 2, TIMEOUT_S,
+             "a trigger after the assignment")
+
+
 NO_DATA_PROGRESS_INTERVAL = "spark.sql.streaming.noDataProgressEventInterval"
 
 
@@ -252,11 +264,7 @@ def test_min_offsets_per_trigger_waits_for_enough_records(
         spark.conf.unset(NO_DATA_PROGRESS_INTERVAL)
     try:
         wait_for(lambda: _group_assigned(kafka_cluster, group), TIMEOUT_S, "the group's assignment")
-        # the first trigger is never delayed (Spark's lastTriggerMillis = 0) and runs what is there:
-        # produce only once a trigger after the assignment has passed (each asks ListOffsets)
-        assigned_at = len(_driver_list_offsets(kafka_cluster))
-        wait_for(lambda: len(_driver_list_offsets(kafka_cluster)) >= assigned_at + 2, TIMEOUT_S,
-                 "a trigger after the assignment")
+        _await_a_trigger_after_the_assignment(kafka_cluster)
         few = produce(bootstrap, topic, 2, "few", 5)
         # 5 < minOffsetsPerTrigger: triggers pass without a batch (maxTriggerDelay: 15 minutes). Each
         # trigger asks the log end offsets (ListOffsets), so the proxy counts them
@@ -283,6 +291,7 @@ def test_max_trigger_delay_runs_a_small_batch_after_the_delay(
     )
     try:
         wait_for(lambda: _group_assigned(kafka_cluster, group), TIMEOUT_S, "the group's assignment")
+        _await_a_trigger_after_the_assignment(kafka_cluster)
         few = produce(kafka_cluster.bootstrap_servers, topic, 1, "few", 5)
         wait_for(lambda: sink.batches, TIMEOUT_S, "the 5 records once maxTriggerDelay passed")
     finally:
