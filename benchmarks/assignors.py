@@ -1,4 +1,4 @@
-"""Assignor benchmark (issue 4): kgroup's four assignors against kafka-python 3.0.12's.
+"""Assignor benchmark: kgroup's four assignors against kafka-python 3.0.12's.
 
 Every kgroup assignor and its kafka-python counterpart get the SAME logical input (topic
 partition counts, member ids, subscriptions, previous ownership and its generation), each in
@@ -695,7 +695,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
 
 
 def targets(result: Mapping[str, Any]) -> list[str]:
-    """The issue-4 targets, met or not, with the measured figures."""
+    """The speed targets, met or not, with the measured figures."""
     out: list[str] = []
     big = [
         r

@@ -1,4 +1,4 @@
-"""Rebalances on the real broker (issues 4 and 5): kgroup against kafka-python, confluent-kafka
+"""Rebalances on the real broker: kgroup against kafka-python, confluent-kafka
 and Apache Kafka's own Java ``KafkaConsumer``.
 
 The broker is ``kgroup.testing.start_broker()`` (``--broker``: the environment's choice, the
@@ -764,7 +764,7 @@ def render_scale_outs(results: Sequence[dict[str, Any]]) -> str:
 
 
 def targets(results: Sequence[dict[str, Any]]) -> list[str]:
-    """The issue 4/5 targets, met or not, with the measured figures (medians)."""
+    """The speed targets, met or not, with the measured figures (medians)."""
     groups = grouped(results)
     out: list[str] = []
     for (scenario, mode, client), runs in groups.items():

@@ -48,7 +48,10 @@ class PartitionState:
         #: assigned partitions whose position must come from OffsetFetch (or the reset policy)
         self.needs_position: set[TopicPartition] = set()
         #: first offset of the records fetched by this poll() and not yet returned, per partition
-        self._held: dict[TopicPartition, int] = {}
+        #: (``_held_map``: built from ``_held_records`` when first asked for)
+        self._held_map: dict[TopicPartition, int] = {}
+        #: records held by ``hold`` and not yet walked into ``_held_map`` (None: none)
+        self._held_records: list[ConsumerRecord] | None = None
 
     @property
     def fetcher(self) -> RecordFetcher:
@@ -61,8 +64,9 @@ class PartitionState:
         self.assignment = partitions
         self.needs_position = (self.needs_position & partitions) | set(added)
         self.paused &= partitions
-        for tp in [tp for tp in self._held if tp not in partitions]:
-            del self._held[tp]
+        held = self._held
+        for tp in [tp for tp in held if tp not in partitions]:
+            del held[tp]
         self._fetcher.assign(partitions)
 
     def fetchable(self) -> bool:
@@ -72,17 +76,35 @@ class PartitionState:
         return bool(self.assignment - self.paused - self.needs_position)
 
     # ------------------------------------------------------------------ held records
-    def hold(self, records: list[ConsumerRecord]) -> None:
-        """``records`` were fetched and will be returned by this ``poll()`` unless dropped."""
-        held = self._held
+    @property
+    def _held(self) -> dict[TopicPartition, int]:
+        """First held offset per partition (the records ``hold`` was given are walked on first use)."""
+        if self._held_records is not None:
+            self._walk_held()
+        return self._held_map
+
+    def _walk_held(self) -> None:
+        records, self._held_records = self._held_records or [], None
+        held = self._held_map
         topic: str | None = None
         partition = -1
         for record in records:  # a fetch returns each partition's records in one run
             if record.partition != partition or record.topic != topic:
                 topic, partition = record.topic, record.partition
-                tp = TopicPartition(topic, partition)
-                if tp not in held:
-                    held[tp] = record.offset
+                held.setdefault(TopicPartition(topic, partition), record.offset)
+
+    def hold(self, records: list[ConsumerRecord]) -> None:
+        """``records`` were fetched and will be returned by this ``poll()`` unless dropped.
+
+        Nothing is done per record here: the first held offset of each partition is found only
+        if something asks for it before ``release`` (a position, a commit or a seek made by a
+        listener while the records are held, a drop), so a ``poll()`` that returns its records
+        untouched walks none of them.
+        """
+        if records:
+            if self._held_records is not None:
+                self._walk_held()  # records an earlier fetch of this poll() held come first
+            self._held_records = records
 
     def hold_columns(self, fetched: list[FetchedColumns]) -> None:
         """``hold`` for the columnar hand-out: each partition's columns will be returned unless dropped."""
@@ -109,7 +131,8 @@ class PartitionState:
 
     def release(self) -> None:
         """The held records were returned to the application (or dropped)."""
-        self._held.clear()
+        self._held_records = None
+        self._held_map.clear()
 
     def drop(self, records: list[ConsumerRecord], taken: set[TopicPartition]) -> list[ConsumerRecord]:
         """Acquiesce: remove records of ``taken`` partitions; their positions go back."""

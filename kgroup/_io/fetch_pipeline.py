@@ -61,10 +61,9 @@ after a Fetch that failed (a disconnect), and after OFFSET_OUT_OF_RANGE from the
 is then retried on the leader before the position is reset (a follower may not have the
 leader's newest records yet). ``fetches_by_node`` counts the Fetches and record bytes per node.
 
-Fetch sessions (KIP-227): each node's Fetches share one session (:mod:`kgroup._io.fetch_sessions`):
-after a full first Fetch, a Fetch lists only the partitions added or changed and the ones to
-forget (revoked, paused, holding records, moved to another replica). ``close_sessions`` (called
-at ``close()``) ends them; ``fetch_sessions()`` counts full and incremental Fetches per node.
+Fetch sessions (KIP-227; :mod:`kgroup._io.fetch_sessions`): after a full first Fetch, a node's
+Fetch lists only the partitions added or changed and the ones to forget (revoked, paused,
+holding records, moved to another replica); ``close_sessions`` (at ``close()``) ends them.
 
 Decoding. ``fetch`` (``poll()``) decodes with the record decoder
 (:class:`kgroup._io.record_decoder.PartitionRecords`, aiokafka's C decoder when installed) until
@@ -222,7 +221,7 @@ class PipelinedFetcher:
         self._subscription = SubscriptionState(strategy)
         # kafka-python's Fetcher runs the offset resets and KIP-320 validations only; it never fetches
         self._offsets = Fetcher(client, self._subscription, **kp_config)
-        self._decoder = record_decoder.load_batch_decoder()
+        self._decoder: Any = None  # record_decoder.load_batch_decoder(), at the first response
         self._client = client
         self._manager = client._manager
         self._cluster = cluster
@@ -805,6 +804,7 @@ class PipelinedFetcher:
                 self._note_preferred(tp, getattr(data, "preferred_read_replica", -1))
                 if size == 0:
                     return False
+                self._decoder = self._decoder or record_decoder.load_batch_decoder()
                 held.records = PartitionRecords(
                     self._decoder, fetch_offset, tp, records,
                     check_crcs=self._config.check_crcs,

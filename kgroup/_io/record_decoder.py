@@ -13,6 +13,7 @@ consumer exceptions).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Callable
@@ -51,8 +52,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+@functools.cache
 def load_batch_decoder() -> BatchDecoder:
-    """The C ``DefaultRecordBatch`` of aiokafka and the codecs it decompresses, or (None, {})."""
+    """The C ``DefaultRecordBatch`` of aiokafka and the codecs it decompresses, or (None, {}).
+
+    Imported at the first call (the first fetched response), not with this module: importing
+    aiokafka's record extension imports the whole aiokafka package (tens of ms), which a
+    member's join, before any response to decode, need not wait for.
+    """
     try:
         module = importlib.import_module("aiokafka.record._crecords.default_records")
         codec = importlib.import_module("aiokafka.codec")
@@ -227,6 +234,3 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
             records = [r for r in records if r[2] >= self.fetch_offset]
         return records
 
-
-# import aiokafka's C decoder (if installed) with this module, not when the first consumer starts
-load_batch_decoder()
