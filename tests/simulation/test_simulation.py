@@ -187,6 +187,16 @@ def test_a_close_that_gives_up_at_its_timeout_excuses_the_redelivery() -> None:
     assert any("close gave up at its timeout" in line for line in result.trace)
 
 
+def test_a_member_that_hangs_while_stopping_never_commits_what_it_did_not_process() -> None:
+    """Seed 42700: m1 is told to stop while inside poll(), and hangs there; the poll() returns
+    t1-3's 92-94, which never reach the application. A hung process never gets to close(): its
+    commit would have taken t1-3 to 95 with 92-94 unprocessed (the model let it, and the check
+    reported a lost record). The watchdog and the session move its partitions instead."""
+    result = run_seed(42700)
+    assert result.violations == []
+    assert any("hung: never gets to close()" in line for line in result.trace)
+
+
 @pytest.mark.parametrize(("seed", "disable"), [(20051, "hold"), (20337, "lost")])
 def test_a_member_whose_session_ran_out_hands_nothing_out(
     seed: int, disable: str, monkeypatch: pytest.MonkeyPatch

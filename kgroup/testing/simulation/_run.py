@@ -588,6 +588,12 @@ class _Incarnation:
             self._bounded(f"poll({timeout})", started, timeout, self.step_time)
             if records:
                 self._process(records)
+        if self.hung:
+            # it hung inside the poll() its stop found it in: it never gets to close(), whose
+            # commit would take the positions past what it returned but never processed
+            self.trace("hung: never gets to close()")
+            clock.sleep(self.slow_until - sim.scheduler.now)
+            return
         self._close()
 
     def _process(self, records: list[ConsumerRecord]) -> None:
