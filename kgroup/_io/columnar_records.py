@@ -194,10 +194,7 @@ class ColumnarRecords:
 
 def exhausted(part: Any) -> bool:
     """Nothing left in ``part`` to hand out or reach, and no error pending."""
-    if isinstance(part, ColumnarRecords):
-        return part.exhausted()
-    return bool(part._next_index >= len(part._decoded) and part._next_inline_exception is None
-                and not part._batches.has_next())
+    return bool(part.exhausted())
 
 
 def load_columnar_decoder() -> Any:

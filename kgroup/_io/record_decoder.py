@@ -2,9 +2,11 @@
 
 :class:`PartitionRecords` is one partition's fetched data, decoded a whole batch at a time
 straight into kgroup ``ConsumerRecord``s, instead of one generator step, one kafka-python record
-and one kafka-python ``ConsumerRecord`` per record. Batches are decoded and CRC-checked in C by
-aiokafka's record extension when it is installed (:func:`load_batch_decoder`), else by
-kafka-python's own (pure Python) ``DefaultRecordBatch``. :mod:`kgroup._io.fetch_pipeline` hands
+and one kafka-python ``ConsumerRecord`` per record. Records are decoded (:func:`load_batch_decoder`)
+by kgroup's own C extension, :mod:`kgroup._io._crecords`, when it was built at install time: it
+parses a batch's records straight into the ``ConsumerRecord`` s handed out, as ``take`` asks for
+them, with no Python object for a record until then; else by aiokafka's C record extension when it
+is installed; else by kafka-python's own (pure Python) ``DefaultRecordBatch``. :mod:`kgroup._io.fetch_pipeline` hands
 its records out; :mod:`kgroup._io.columnar` decodes the same bytes into columns instead.
 
 :func:`fetch_error` is the kgroup error for an error kafka-python raised while fetching (Java's
@@ -18,6 +20,7 @@ import importlib
 import sys
 from collections.abc import Callable
 from itertools import repeat
+from types import ModuleType
 from typing import Any
 
 from kgroup._io import quiet_kafka  # noqa: F401  (first: kafka-python, without its import-time warning)
@@ -31,10 +34,19 @@ from kafka.structs import TopicPartition as KTopicPartition
 from kgroup.errors import FetchError, OffsetOutOfRangeError
 from kgroup.types import ConsumerRecord, TopicPartition
 
-__all__ = ["BatchDecoder", "PartitionRecords", "fetch_error", "kafka_tp", "load_batch_decoder", "take_by_batch"]
+__all__ = [
+    "BatchDecoder", "PartitionRecords", "fetch_error", "kafka_tp", "load_aiokafka_decoder", "load_batch_decoder",
+    "take_by_batch",
+]
 
-#: aiokafka's C ``DefaultRecordBatch`` (None: not installed) and the codecs it decompresses
+#: the record decoder and the codecs it decompresses: kgroup's C module :mod:`kgroup._io._crecords`
+#: (every codec: kafka-python decompresses), aiokafka's C ``DefaultRecordBatch``, or None
+#: (kafka-python's own ``DefaultRecordBatch``)
 BatchDecoder = tuple[Any, frozenset[int]]
+#: compression codes of the record batch attributes: none, gzip, snappy, lz4, zstd
+_EVERY_CODEC = frozenset(range(5))
+#: kgroup._io._crecords.decode's min_offset that skips no record (a signed 64-bit minimum)
+_NO_MINIMUM = -(1 << 63)
 #: a decoded record: the fields of a ``ConsumerRecord`` in its order, as a plain tuple
 RecordFields = tuple[Any, ...]
 
@@ -54,6 +66,21 @@ def _describe(exc: BaseException) -> str:
 
 @functools.cache
 def load_batch_decoder() -> BatchDecoder:
+    """The fastest record decoder importable (:data:`BatchDecoder`).
+
+    kgroup's C module (:mod:`kgroup._io._crecords`, compiled when kgroup is installed where a C
+    compiler is found; ``KGROUP_NO_EXTENSIONS=1`` at install time leaves it out), else
+    aiokafka's (:func:`load_aiokafka_decoder`), else (None, {}): kafka-python's.
+    """
+    try:
+        module = importlib.import_module("kgroup._io._crecords")
+    except ImportError:
+        return load_aiokafka_decoder()
+    return module, _EVERY_CODEC
+
+
+@functools.cache
+def load_aiokafka_decoder() -> BatchDecoder:
     """The C ``DefaultRecordBatch`` of aiokafka and the codecs it decompresses, or (None, {}).
 
     Imported at the first call (the first fetched response), not with this module: importing
@@ -133,6 +160,8 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
         self._next_index = 0
         self._last_batch: Any = None
         self._failure: Exception | None = None
+        #: kgroup's C decoder: where the batch reached is read (:meth:`_take_decoded`), else None
+        self._cursor: list[Any] | None = None
 
     def take(self, n: int | None = None) -> list[ConsumerRecord]:
         self._maybe_raise_next_inline_exception()
@@ -141,6 +170,8 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
             return out
 
         def take_rows(limit: int) -> int:  # up to limit records of the decoded batch
+            if self._cursor is not None:
+                return self._take_decoded(out, limit)
             decoded, start = self._decoded, self._next_index
             end = min(len(decoded), start + limit)
             if end <= start:
@@ -154,6 +185,11 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
 
         take_by_batch(self, sys.maxsize if n is None else n, take_rows, self._decode_next_batch)
         return out
+
+    def exhausted(self) -> bool:
+        """Nothing left to hand out or reach, and no error pending (not yet drained)."""
+        return (self._cursor is None and self._next_index >= len(self._decoded)
+                and self._next_inline_exception is None and not self._batches.has_next())
 
     def _decode_next_batch(self) -> bool:
         """Decode the next batch into ``_decoded``; False (and drained) after the last one."""
@@ -170,6 +206,7 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
         self._last_batch = batch
         self._decoded = []
         self._next_index = 0
+        self._cursor = None
         try:
             self._decoded = self._decode(batch)
         except Exception as exc:
@@ -177,6 +214,29 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
             raise
         self.bytes_read += batch.size_in_bytes
         return True
+
+    def _take_decoded(self, out: list[ConsumerRecord], limit: int) -> int:
+        """Up to ``limit`` records of the batch reached, decoded by kgroup's C decoder into ``out``."""
+        if self._failure is not None:
+            raise self._failure
+        cursor = self._cursor
+        assert cursor is not None
+        buffer, pos, count, args = cursor
+        try:
+            got, cursor[1], left = self._fast_batch.decode(ConsumerRecord, buffer, pos, count, limit, *args)
+        except ValueError as exc:
+            self._failure = KErrors.CorruptRecordError(
+                f"Found invalid record structure in partition {self.topic_partition}: {exc!r}")
+            raise self._failure from exc
+        cursor[2] = left
+        if not left:
+            self._cursor = None
+        if not got:
+            return 0
+        out += got
+        self.records_read += len(got)
+        self.next_fetch_offset = got[-1][2] + 1
+        return len(got)
 
     def _corrupt(self, batch: Any) -> Exception:
         error: Exception = KErrors.CorruptRecordError(
@@ -205,6 +265,8 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
                     legacy.append((topic, partition, r.offset, r.key, r.value, (), r.timestamp, r.timestamp_type, None))
             return legacy
         fast = self._fast_batch
+        if isinstance(fast, ModuleType):  # kgroup._io._crecords
+            return self._open(batch)
         source: Any = batch
         if fast is not None:
             source = fast(batch._buffer)  # the batch's bytes (kafka-python keeps a private copy)
@@ -233,4 +295,38 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
         if batch.base_offset < self.fetch_offset:  # a batch that starts before the fetch offset
             records = [r for r in records if r[2] >= self.fetch_offset]
         return records
+
+    def _open(self, batch: Any) -> list[RecordFields]:
+        """:meth:`_decode` for kgroup's C decoder: the batch's rules here, its records at ``take``.
+
+        The CRC, the transactional rules and decompression (kafka-python's codecs) come first, as
+        in :meth:`_decode`; the records are then parsed by :func:`kgroup._io._crecords.decode`
+        only when :meth:`take` hands them out (``_cursor``), straight into ``ConsumerRecord`` s.
+        Returns no decoded tuples (always ``[]``).
+        """
+        if self.check_crcs and not batch.validate_crc():
+            raise self._corrupt(batch)
+        self.leader_epoch = batch.leader_epoch
+        if self.isolation_level == IsolationLevel.READ_COMMITTED and batch.has_producer_id():
+            self._consume_aborted_transactions_up_to(batch.last_offset)
+            producer_id = batch.producer_id
+            if self._contains_abort_marker(batch):
+                self.aborted_producer_ids.discard(producer_id)
+            elif self._is_batch_aborted(batch):
+                self.next_fetch_offset = batch.next_offset
+                return []
+        if batch.is_control_batch:  # transaction markers are never handed out
+            self.next_fetch_offset = batch.next_offset
+            return []
+        tp = self.topic_partition
+        epoch = batch.leader_epoch if batch.leader_epoch >= 0 else None
+        timestamp_type = batch.timestamp_type
+        iter(batch)  # decompresses the records (kafka-python's codecs); _buffer is then theirs
+        self._cursor = [batch._buffer, batch._pos, batch.records_count, (
+            tp.topic, tp.partition, batch.base_offset, batch.first_timestamp,
+            batch.max_timestamp if timestamp_type == 1 else None, timestamp_type, epoch,
+            # only a batch that starts before the fetch offset has records to skip (as _decode)
+            self.fetch_offset if batch.base_offset < self.fetch_offset else _NO_MINIMUM,
+        )]
+        return []
 

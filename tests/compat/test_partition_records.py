@@ -1,8 +1,9 @@
-"""The adapter's batch decoder (issue 7): ``record_decoder.PartitionRecords`` against kafka-python.
+"""The adapter's batch decoder: ``record_decoder.PartitionRecords`` against kafka-python.
 
 Record batches are built with kafka-python's own builders, so the bytes are what a broker sends.
-Every test runs with both decoders: aiokafka's C record extension and kafka-python's pure-Python
-``DefaultRecordBatch`` (the fallback when aiokafka is not installed).
+Every test runs with each decoder: kgroup's own C extension (``kgroup._io._crecords``, built at
+install time), aiokafka's C record extension and kafka-python's pure-Python ``DefaultRecordBatch``
+(the fallback when neither is there).
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from kgroup._io import record_decoder
 from kgroup.types import ConsumerRecord
 
 TP = KTopicPartition("orders", 3)
-C_DECODER = record_decoder.load_batch_decoder()
+C_DECODER = record_decoder.load_aiokafka_decoder()
+KGROUP_DECODER = record_decoder.load_batch_decoder()
 DECODERS = [
     pytest.param((None, frozenset()), id="kafka-python"),
     pytest.param(C_DECODER, id="aiokafka-c",
                  marks=pytest.mark.skipif(C_DECODER[0] is None, reason="aiokafka's C extension not installed")),
+    pytest.param(KGROUP_DECODER, id="kgroup-c"),
 ]
 GZIP = 1
 ATTR_OFFSET = 21  # attributes (int16); the CRC at 17 covers everything from here
@@ -216,8 +219,12 @@ def test_an_empty_fetch_drains_at_once(decoder):
     assert not part and part.next_fetch_offset == 42
 
 
-def test_the_c_decoder_is_used_when_installed():
-    assert record_decoder.load_batch_decoder()[0] is C_DECODER[0]
+def test_the_c_decoders_are_used_when_installed():
+    """kgroup's C decoder is built by the install (a compiler is there wherever the tests run), and
+    chosen first; aiokafka's is the one after it."""
+    from kgroup._io import _crecords
+
+    assert record_decoder.load_batch_decoder() == (_crecords, frozenset({0, 1, 2, 3, 4}))
     if C_DECODER[0] is not None:
         assert type(C_DECODER[0]).__name__ == "type" and "_crecords" in C_DECODER[0].__module__
         assert 0 in C_DECODER[1]
