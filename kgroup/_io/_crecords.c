@@ -85,21 +85,19 @@ read_bytes(const char *p, const char *end, PyObject **obj, int want)
 }
 
 static PyObject *
-read_headers(const char **pp, const char *end, int64_t count, PyObject *empty)
+read_headers(const char **pp, const char *end, int64_t count, PyObject *empty, int want)
 {
     const char *p = *pp;
     PyObject *headers, *key = NULL, *value = NULL, *pair;
     int64_t i, klen;
-    if (count == 0) {
-        Py_INCREF(empty);
-        return empty;
-    }
     if (count > end - p) { /* a header takes at least two bytes */
         PyErr_Format(PyExc_ValueError, "invalid header count %lld", (long long)count);
         return NULL;
     }
-    headers = PyTuple_New((Py_ssize_t)count);
-    if (headers == NULL)
+    if (count == 0 || !want) { /* !want: walked below, nothing built; empty returned */
+        headers = empty;
+        Py_INCREF(empty);
+    } else if ((headers = PyTuple_New((Py_ssize_t)count)) == NULL)
         return NULL;
     for (i = 0; i < count; i++) {
         p = read_varint(p, end, &klen);
@@ -112,6 +110,12 @@ read_headers(const char **pp, const char *end, int64_t count, PyObject *empty)
         if (klen > end - p) {
             PyErr_SetString(PyExc_ValueError, "record truncated (header key)");
             goto fail;
+        }
+        if (!want) {
+            p = read_bytes(p + klen, end, NULL, 0);
+            if (p == NULL)
+                goto fail;
+            continue;
         }
         key = PyUnicode_DecodeUTF8(p, (Py_ssize_t)klen, "strict");
         if (key == NULL)
@@ -230,27 +234,9 @@ decode(PyObject *self, PyObject *args)
             PyErr_Format(PyExc_ValueError, "found invalid number of record headers %lld", (long long)nheaders);
             goto record_fail;
         }
-        if (want) {
-            headers = read_headers(&p, rec_end, nheaders, empty);
-            if (headers == NULL)
-                goto record_fail;
-        } else {
-            /* skipped record: walk its headers without building them */
-            int64_t i, hlen;
-            for (i = 0; i < nheaders; i++) {
-                p = read_varint(p, rec_end, &hlen);
-                if (p == NULL)
-                    goto record_fail;
-                if (hlen < 0 || hlen > rec_end - p) {
-                    PyErr_SetString(PyExc_ValueError, "invalid header key size");
-                    goto record_fail;
-                }
-                p += hlen;
-                p = read_bytes(p, rec_end, NULL, 0);
-                if (p == NULL)
-                    goto record_fail;
-            }
-        }
+        headers = read_headers(&p, rec_end, nheaders, empty, want);
+        if (headers == NULL)
+            goto record_fail;
         if (p != rec_end) {
             PyErr_Format(PyExc_ValueError,
                          "invalid record size: expected to read %lld bytes in record payload, but instead read %lld",
@@ -296,6 +282,8 @@ decode(PyObject *self, PyObject *args)
                 goto done;
             }
             Py_DECREF(record);
+        } else {
+            Py_CLEAR(headers); /* a skipped record's: the empty tuple */
         }
         continue;
 record_fail:

@@ -274,17 +274,7 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
             raise self._corrupt(batch)
         if fast is not None and batch.compression_type not in self._fast_codecs:
             source = batch  # a codec only kafka-python's libraries decompress
-        self.leader_epoch = batch.leader_epoch
-        if self.isolation_level == IsolationLevel.READ_COMMITTED and batch.has_producer_id():
-            self._consume_aborted_transactions_up_to(batch.last_offset)
-            producer_id = batch.producer_id
-            if self._contains_abort_marker(batch):
-                self.aborted_producer_ids.discard(producer_id)
-            elif self._is_batch_aborted(batch):
-                self.next_fetch_offset = batch.next_offset
-                return []
-        if batch.is_control_batch:  # transaction markers are never handed out
-            self.next_fetch_offset = batch.next_offset
+        if not self._hands_out(batch):
             return []
         epoch = batch.leader_epoch if batch.leader_epoch >= 0 else None
         records: list[RecordFields] = [
@@ -296,6 +286,26 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
             records = [r for r in records if r[2] >= self.fetch_offset]
         return records
 
+    def _hands_out(self, batch: Any) -> bool:
+        """Apply the batch's leader epoch and transactional rules (after its CRC check).
+
+        False for an aborted transaction's batch under read_committed and for a control batch,
+        which are skipped (the next fetch offset moved past them).
+        """
+        self.leader_epoch = batch.leader_epoch
+        if self.isolation_level == IsolationLevel.READ_COMMITTED and batch.has_producer_id():
+            self._consume_aborted_transactions_up_to(batch.last_offset)
+            producer_id = batch.producer_id
+            if self._contains_abort_marker(batch):
+                self.aborted_producer_ids.discard(producer_id)
+            elif self._is_batch_aborted(batch):
+                self.next_fetch_offset = batch.next_offset
+                return False
+        if batch.is_control_batch:  # transaction markers are never handed out
+            self.next_fetch_offset = batch.next_offset
+            return False
+        return True
+
     def _open(self, batch: Any) -> list[RecordFields]:
         """:meth:`_decode` for kgroup's C decoder: the batch's rules here, its records at ``take``.
 
@@ -306,17 +316,7 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
         """
         if self.check_crcs and not batch.validate_crc():
             raise self._corrupt(batch)
-        self.leader_epoch = batch.leader_epoch
-        if self.isolation_level == IsolationLevel.READ_COMMITTED and batch.has_producer_id():
-            self._consume_aborted_transactions_up_to(batch.last_offset)
-            producer_id = batch.producer_id
-            if self._contains_abort_marker(batch):
-                self.aborted_producer_ids.discard(producer_id)
-            elif self._is_batch_aborted(batch):
-                self.next_fetch_offset = batch.next_offset
-                return []
-        if batch.is_control_batch:  # transaction markers are never handed out
-            self.next_fetch_offset = batch.next_offset
+        if not self._hands_out(batch):
             return []
         tp = self.topic_partition
         epoch = batch.leader_epoch if batch.leader_epoch >= 0 else None
