@@ -384,6 +384,9 @@ class ParallelProcessor(Generic[K, V]):
             except KGroupError as exc:
                 log.warning("reading the committed metadata of %s failed (%r): no record skipped", partitions, exc)
         self._ledger.assigned(partitions, committed)
+        # paused at once if the buffer is full: the poll() this callback runs in would hand out
+        # their records past the bound (the back-pressure before it knew only the old partitions)
+        self._ledger.apply_backpressure(self._consumer)
 
     async def _user(self, name: str, partitions: frozenset[TopicPartition]) -> None:
         user = self._user_listener

@@ -94,6 +94,12 @@ class _SessionTimeout:
 #: override of the broker's ``group.consumer.session.timeout.ms``; DescribeConfigs answers with
 #: the broker's value for a group without its own)
 SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
+#: a ``Polled`` posted within this long (s) of the last one, with no other event posted between
+#: them, is dropped: the machine learns nothing from it but a watchdog reset this much later
+#: (``max_poll_interval_ms``, KIP-62), and waking this thread at every ``poll()`` (thousands a
+#: second) kept the network thread from the GIL: CPython hands it over only after a switch
+#: interval with no other thread taking it, and each wake-up took it
+POLLED_COALESCE_S = 0.05
 
 
 #: the group requests ``Consumer.metrics()`` times, by the name the recorder knows them by
@@ -155,6 +161,8 @@ class GroupThread:
         else:
             self._machine = GroupMachine(config, rng=rng)
         self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._post_lock = threading.Lock()
+        self._polled_posted_at: float | None = None  # the last event posted was a Polled, at this time
         self._thread = threading.Thread(target=self._run, name=f"kgroup-{config.group_id}", daemon=True)
         self._snapshot: MemberSnapshot = self._machine.snapshot()
         self._assignors: Mapping[str, Assignor] = {a.name: a for a in config.assignors}
@@ -200,8 +208,18 @@ class GroupThread:
         self._thread.start()
 
     def post(self, event: object) -> None:
-        """Queue an event for the machine (any thread)."""
-        self._inbox.put(event)
+        """Queue an event for the machine (any thread); a ``Polled`` may be coalesced (``POLLED_COALESCE_S``)."""
+        polled = isinstance(event, ev.Polled)
+        now = self._clock.monotonic() if polled else 0.0
+        with self._post_lock:
+            if polled:
+                last = self._polled_posted_at
+                if last is not None and now - last < POLLED_COALESCE_S:
+                    return
+                self._polled_posted_at = now
+            else:
+                self._polled_posted_at = None
+            self._inbox.put(event)
 
     def stop(self, timeout_s: float) -> None:
         """Stop the loop and join the thread (any thread but this one)."""

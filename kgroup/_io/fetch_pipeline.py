@@ -24,7 +24,9 @@ Scheduling (poll thread; the IO thread only queues responses and wakes it):
    out long-polls for ``fetch_max_wait_ms``/``fetch_min_bytes``. So caught-up partitions never
    hold the others for ``fetch_max_wait_ms``. After such a no-wait Fetch came back without
    records, the node is not asked again until some buffered records were handed out or dropped
-   (no busy loop of empty fetches).
+   (no busy loop of empty fetches). While an assigned, unpaused partition waits for its position
+   (a look-up or a KIP-320 validation), a long poll lasts at most ``retry_backoff_ms``: that
+   partition's first Fetch would wait behind it (up to ``fetch_max_wait_ms`` at a member's start).
 
 Memory bound: per node at most two responses with records (the one being handed out and the
 next one, in flight or arrived), each asked for at most half of ``fetch_max_bytes``
@@ -50,16 +52,14 @@ transactions skipped. One difference: a response without records leaves the posi
 epoch as it was (Java's ``FetchCollector``), where kafka-python sets it to -1.
 
 Follower fetching (KIP-392; Java's ``AbstractFetch.selectReadReplica`` and
-``FetchCollector`` are the reference): every Fetch carries ``client_rack`` as its rack id. When
-the leader names a ``preferred_read_replica`` (a broker with ``replica.selector.class``, e.g.
-``RackAwareReplicaSelector``, and a replica in the client's rack), the partition is fetched from
-that replica until ``metadata_max_age_ms`` has passed (naming the same replica again does not
-extend it), while the metadata lists the replica as an online replica of the partition. The
-leader serves the partition again after NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE,
-KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, OFFSET_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION,
-after a Fetch that failed (a disconnect), and after OFFSET_OUT_OF_RANGE from the replica, which
-is then retried on the leader before the position is reset (a follower may not have the
-leader's newest records yet). ``fetches_by_node`` counts the Fetches and record bytes per node.
+``FetchCollector`` are the reference): every Fetch carries ``client_rack`` as its rack id, and a
+partition whose leader names a ``preferred_read_replica`` is fetched from that replica for a
+while (:mod:`kgroup._io.read_replicas`). The leader serves the partition again after
+NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH,
+OFFSET_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION, after a Fetch that failed (a disconnect),
+and after OFFSET_OUT_OF_RANGE from the replica, which is then retried on the leader before the
+position is reset (a follower may not have the leader's newest records yet).
+``fetches_by_node`` counts the Fetches and record bytes per node.
 
 Fetch sessions (KIP-227; :mod:`kgroup._io.fetch_sessions`): after a full first Fetch, a node's
 Fetch lists only the partitions added or changed and the ones to forget (revoked, paused,
@@ -90,6 +90,7 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
+import math
 import threading
 from typing import Any
 
@@ -108,6 +109,7 @@ from kgroup._clock import MonotonicClock
 from kgroup._io import record_decoder
 from kgroup._io.columnar_records import ColumnarRecords, ColumnSlice, ColumnSlices, exhausted, load_columnar_decoder
 from kgroup._io.fetch_sessions import FetchSession, PartitionKey
+from kgroup._io.read_replicas import ReadReplicas
 from kgroup._io.record_decoder import PartitionRecords, fetch_error, kafka_tp
 from kgroup.columns import RecordColumns
 from kgroup.config import ConsumerConfig
@@ -163,7 +165,8 @@ _REPLICA_ERRORS = (
 class _Held:
     """One partition's fetched response: raw (parked while paused), parsed records, or an error."""
 
-    __slots__ = ("aborted", "data", "error", "fetch_offset", "node", "raw", "records", "response_id", "tp", "version")
+    __slots__ = ("aborted", "counted", "data", "error", "fetch_offset", "node", "raw", "records", "response_id", "tp",
+                 "version")
 
     def __init__(self, tp: KTopicPartition, node: int, response_id: int, fetch_offset: int, data: Any,
                  version: int) -> None:
@@ -178,6 +181,7 @@ class _Held:
         # the response's record bytes and aborted transactions, until the columnar decoder took them
         self.raw: bytes | None = None
         self.aborted: Any = None
+        self.counted = False  # in the pipeline's ``_holds``
 
     def size(self) -> int:
         if isinstance(self.records, ColumnarRecords):
@@ -233,6 +237,9 @@ class PipelinedFetcher:
         self._idle = True
         # poll thread
         self._held: dict[KTopicPartition, _Held] = {}
+        # per node, per response id: how many partitions of ``_held`` without an error and not
+        # paused hold its records (rules 2 and 3), kept as ``_held`` changes
+        self._holds: dict[int, collections.Counter[int]] = {}
         self._order: collections.deque[KTopicPartition] = collections.deque()
         self._in_flight_nodes: set[int] = set()
         self._in_flight_tps: set[KTopicPartition] = set()
@@ -243,7 +250,7 @@ class PipelinedFetcher:
         # KIP-392: client_rack as the Fetch's rack id; each partition's preferred read replica
         # (node, monotonic expiry) as the leader named it (Java ``SubscriptionState.preferredReadReplica``)
         self._rack = config.client_rack or ""
-        self._preferred: dict[KTopicPartition, tuple[int, float]] = {}
+        self._preferred = ReadReplicas(cluster, config.metadata_max_age_ms)
         # Fetch requests sent and record bytes received, per node (read by tests: ``fetches_by_node``)
         self._sent_to: collections.Counter[int] = collections.Counter()
         self._sessions: dict[int, FetchSession] = {}  # KIP-227, per node
@@ -276,10 +283,10 @@ class PipelinedFetcher:
         self._subscription.assign_from_user([kafka_tp(tp) for tp in sorted(partitions)])
         for ktp in [ktp for ktp in self._held if not self._subscription.is_assigned(ktp)]:
             self._drop(ktp)
+        self._recount()
         for ktp in [ktp for ktp in self._ends if not self._subscription.is_assigned(ktp)]:
             del self._ends[ktp]
-        for ktp in [ktp for ktp in self._preferred if not self._subscription.is_assigned(ktp)]:
-            del self._preferred[ktp]
+        self._preferred.retain(self._subscription.is_assigned)
         topics = {tp.topic for tp in partitions}
         self._assigned_topics = frozenset(topics)
         if not topics <= self._topics:
@@ -319,12 +326,18 @@ class PipelinedFetcher:
 
     def pause(self, tp: TopicPartition) -> None:
         """Stop fetching ``tp`` (its buffered response is kept)."""
-        self._subscription.pause(kafka_tp(tp))
+        ktp = kafka_tp(tp)
+        self._subscription.pause(ktp)
+        if (held := self._held.get(ktp)) is not None:
+            self._uncount(held)
         self._changed()
 
     def resume(self, tp: TopicPartition) -> None:
         """Fetch ``tp`` again."""
-        self._subscription.resume(kafka_tp(tp))
+        ktp = kafka_tp(tp)
+        self._subscription.resume(ktp)
+        if (held := self._held.get(ktp)) is not None:
+            self._count(held)
         self._changed()
 
     def wakeup(self) -> None:
@@ -411,8 +424,7 @@ class PipelinedFetcher:
 
     def preferred_read_replica(self, tp: TopicPartition) -> int | None:
         """The node ``tp`` is fetched from instead of its leader (KIP-392), or None: the leader."""
-        entry = self._preferred.get(kafka_tp(tp))
-        return None if entry is None or self._clock.monotonic() > entry[1] else entry[0]
+        return self._preferred.current(kafka_tp(tp), self._clock.monotonic())
 
     def fetch(self, max_records: int, timeout_ms: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` records, waiting at most ``timeout_ms`` (ms) for a fetch response.
@@ -494,9 +506,10 @@ class PipelinedFetcher:
         """Take in responses, then start the position look-ups and validations they call for.
 
         kafka-python's reset and KIP-320 validation steps walk every assigned partition; they
-        run when something may have changed what they find (a response, an assignment, seek,
-        reset, pause or resume, a finished look-up or validation, new metadata) and at least
-        every ``retry_backoff_ms`` (their own retries), not on every ``fetch``: a member of a
+        run when something may have changed what they find (a partition's error or diverging
+        epoch in a response, an assignment, seek, reset, pause or resume, a finished look-up or
+        validation, new metadata) and, while a position awaits a look-up or a validation, every
+        ``retry_backoff_ms`` (their own retries); not on every ``fetch``: a member of a
         thousand partitions spent most of its ``poll()`` in them.
         """
         self._ingest()
@@ -512,6 +525,9 @@ class PipelinedFetcher:
         # before fetching resumes (a truncation raises from here)
         self._offsets.maybe_validate_positions()
         self._hook(self._offsets.validate_offsets_if_needed())
+        if not any(state.awaiting_reset or state.awaiting_validation
+                   for state in self._subscription.assignment.values()):
+            self._positions_due = math.inf  # nothing for kafka-python to retry: only an event runs the steps
 
     def _resetting(self) -> bool:
         task = self._offsets._reset_task
@@ -528,6 +544,11 @@ class PipelinedFetcher:
     def _io_event(self, _: Any = None) -> None:
         self._dirty = True
         self._positions_dirty = True
+        self._woken.set()
+
+    def _arrived(self) -> None:
+        """A Fetch response came (IO thread): what it calls for in positions ``_parse`` marks."""
+        self._dirty = True
         self._woken.set()
 
     def _changed(self) -> None:
@@ -574,7 +595,7 @@ class PipelinedFetcher:
                 self._dirty = True  # look again at the next fetch(): no event says when metadata came
                 continue
             if self._preferred:
-                node = self._read_replica(ktp, node, now)
+                node = self._preferred.select(ktp, node, now)
             if node in skipped:
                 continue
             if node not in by_node and (self._backoff_until.get(node, 0.0) > now or manager.connection_delay(node) > 0
@@ -586,65 +607,55 @@ class PipelinedFetcher:
             epoch = cluster.leader_epoch_for_partition(ktp)
             by_node.setdefault(node, {})[ktp] = (
                 -1 if epoch is None else epoch, position.offset, position.leader_epoch)
+        long_poll = self._config.fetch_max_wait_ms
+        if by_node.keys() - holding.keys() and self._positions_pending():
+            long_poll = min(long_poll, self._config.retry_backoff_ms)
         for node, partitions in by_node.items():
-            self._send(node, partitions, NO_WAIT_MS if node in holding else self._config.fetch_max_wait_ms)
+            self._send(node, partitions, NO_WAIT_MS if node in holding else long_poll)
+
+    def _positions_pending(self) -> bool:
+        """An assigned, unpaused partition waits for its position (a reset, a validation)."""
+        return any(not state.paused and (not state.has_valid_position or state.awaiting_validation)
+                   for state in self._subscription.assignment.values())
 
     def _all_blocked(self, blocked: set[int]) -> bool:
         """Every node a partition may be fetched from (the brokers, preferred replicas) is in ``blocked``."""
         nodes = {broker.node_id for broker in self._cluster.brokers()}
-        nodes.update(node for node, _ in self._preferred.values())
+        nodes.update(self._preferred.nodes())
         return bool(nodes) and nodes <= blocked
 
     def _make_partition(self, ktp: KTopicPartition, key: PartitionKey) -> Any:
         return _FetchPartition(partition=ktp.partition, current_leader_epoch=key[0], fetch_offset=key[1],
                                last_fetched_epoch=key[2], partition_max_bytes=self._config.max_partition_fetch_bytes)
 
-    def _read_replica(self, ktp: KTopicPartition, leader: int, now: float) -> int:
-        """The node to fetch ``ktp`` from: its preferred read replica, else ``leader`` (Java ``selectReadReplica``).
+    def _holding(self) -> dict[int, collections.Counter[int]]:
+        """Per node, the responses that still hold records of unpaused partitions (their ids as keys)."""
+        return self._holds
 
-        The preferred replica is used while it has not expired (``metadata_max_age_ms`` after the
-        leader named it) and the metadata lists it as an online replica of ``ktp``; one that is
-        not is forgotten and the metadata refreshed.
-        """
-        entry = self._preferred.get(ktp)
-        if entry is None:
-            return leader
-        node, expires = entry
-        if now > expires:
-            del self._preferred[ktp]
-            log.debug("the preferred read replica %s of %s expired: fetching from the leader %s", node, ktp, leader)
-            return leader
-        if not self._online_replica(ktp, node):
-            del self._preferred[ktp]
-            log.debug("the preferred read replica %s of %s is not an online replica: fetching from the leader %s",
-                      node, ktp, leader)
-            self._cluster.request_update()
-            return leader
-        return node
+    def _count(self, held: _Held) -> None:
+        """Count ``held`` in ``_holds`` if it holds records of an unpaused partition."""
+        if held.counted or held.error is not None or self._subscription.is_paused(held.tp):
+            return
+        held.counted = True
+        self._holds.setdefault(held.node, collections.Counter())[held.response_id] += 1
 
-    def _online_replica(self, ktp: KTopicPartition, node: int) -> bool:
-        """The metadata knows ``node`` and lists it as a replica of ``ktp``, not an offline one."""
-        if not self._cluster.is_replica_node(ktp, node):
-            return False
-        partitions = getattr(self._cluster, "_partitions", {}).get(ktp.topic, {})
-        return node not in (getattr(partitions.get(ktp.partition), "offline_replicas", None) or ())
+    def _uncount(self, held: _Held) -> None:
+        if not held.counted:
+            return
+        held.counted = False
+        counts = self._holds[held.node]
+        counts[held.response_id] -= 1
+        if counts[held.response_id] <= 0:
+            del counts[held.response_id]
+            if not counts:
+                del self._holds[held.node]
 
-    def _clear_preferred(self, ktp: KTopicPartition, why: str) -> int | None:
-        """Forget ``ktp``'s preferred read replica (the leader serves its next Fetch); the one forgotten."""
-        entry = self._preferred.pop(ktp, None)
-        if entry is None:
-            return None
-        log.debug("%s: fetching %s from its leader again instead of the preferred read replica %s", why, ktp, entry[0])
-        return entry[0]
-
-    def _holding(self) -> dict[int, set[int]]:
-        """Per node, the responses that still hold records of unpaused partitions."""
-        out: dict[int, set[int]] = {}
-        assignment = self._subscription.assignment
-        for ktp, held in self._held.items():
-            if held.error is None and not ((state := assignment.get(ktp)) is not None and state.paused):
-                out.setdefault(held.node, set()).add(held.response_id)
-        return out
+    def _recount(self) -> None:
+        """``_holds`` from ``_held`` again (a new assignment)."""
+        self._holds.clear()
+        for held in self._held.values():
+            held.counted = False
+            self._count(held)
 
     def _send(self, node: int, partitions: dict[KTopicPartition, PartitionKey], wait_ms: int) -> None:
         session = self._sessions.get(node)
@@ -668,7 +679,7 @@ class PipelinedFetcher:
         response_id = self._next_response_id
         self._next_response_id += 1
         arrivals = self._arrivals
-        wake = self._io_event
+        wake = self._arrived
         done: list[bool] = []
 
         def arrived(response: Any, exc: Any) -> None:  # IO thread (or here, when sending failed)
@@ -713,7 +724,7 @@ class PipelinedFetcher:
                     session.handle_error(exc)  # the next Fetch is a full one
                 self._backoff(node)
                 for ktp in offsets:
-                    self._clear_preferred(ktp, f"the Fetch to node {node} failed")  # Java handleFetchFailure
+                    self._preferred.clear(ktp, f"the Fetch to node {node} failed")  # Java handleFetchFailure
                 continue
             top_error = getattr(response, "error_code", 0)
             if session is not None and not session.handle_response(response) and not top_error:
@@ -749,11 +760,13 @@ class PipelinedFetcher:
     def _keep(self, held: _Held) -> None:
         self._held[held.tp] = held
         self._order.append(held.tp)
+        self._count(held)
 
     def _drop(self, ktp: KTopicPartition) -> None:
         held = self._held.pop(ktp, None)
         if held is None:
             return
+        self._uncount(held)
         if held.records is not None:
             held.records.drain()
         self._dirty = True
@@ -765,11 +778,11 @@ class PipelinedFetcher:
         Returns True when ``held`` keeps records (or an error to raise in line), False when
         nothing of it is left to hand out.
         """
-        self._positions_dirty = True  # an error of the response may call for a reset or a validation
         try:
             return self._parse_or_raise(held)
         except Exception as exc:
             held.error = exc
+            self._uncount(held)
             return True
 
     def _parse_or_raise(self, held: _Held) -> bool:
@@ -791,6 +804,7 @@ class PipelinedFetcher:
                              tp, diverging.epoch, diverging.end_offset)
                     sub.request_position_validation(tp)
                     cluster.request_update()
+                    self._positions_dirty = True
                     return False
                 records = MemoryRecords(data.records)
                 size = records.size_in_bytes()
@@ -801,7 +815,7 @@ class PipelinedFetcher:
                     )
                 if data.high_watermark >= 0:
                     state.highwater = data.high_watermark
-                self._note_preferred(tp, getattr(data, "preferred_read_replica", -1))
+                self._preferred.note(tp, getattr(data, "preferred_read_replica", -1), self._clock.monotonic())
                 if size == 0:
                     return False
                 self._decoder = self._decoder or record_decoder.load_batch_decoder()
@@ -816,7 +830,7 @@ class PipelinedFetcher:
                 held.data = None
                 return True
             if error_type in _REPLICA_ERRORS:
-                self._clear_preferred(tp, error_type.__name__)  # Java FetchCollector.handleInitializeErrors
+                self._preferred.clear(tp, error_type.__name__)  # Java FetchCollector.handleInitializeErrors
             if error_type in _LEADER_ERRORS:
                 log.debug("Error fetching partition %s: %s", tp, error_type.__name__)
                 self._leader_hint(tp, data)
@@ -830,7 +844,7 @@ class PipelinedFetcher:
                 log.debug("Error fetching partition %s: %s", tp, error_type.__name__)
                 cluster.request_update()
             elif error_type is KErrors.OffsetOutOfRangeError:
-                if self._clear_preferred(tp, "out of range on a follower") is not None:
+                if self._preferred.clear(tp, "out of range on a follower") is not None:
                     return False  # the leader decides whether the offset is out of range (KIP-392)
                 position = sub.assignment[tp].position
                 if position is None or position.offset != fetch_offset:
@@ -853,21 +867,7 @@ class PipelinedFetcher:
         finally:
             if error_type is not KErrors.NoError:
                 sub.move_partition_to_end(tp)  # healthier partitions first in the next Fetch
-
-    def _note_preferred(self, tp: KTopicPartition, node: int | None) -> None:
-        """Fetch from ``node`` (a response's ``preferred_read_replica``) for ``metadata_max_age_ms``.
-
-        Java ``SubscriptionState.updatePreferredReadReplica``: -1 (none named) changes nothing,
-        and naming the same replica again does not extend its expiry.
-        """
-        if node is None or node < 0:
-            return
-        entry = self._preferred.get(tp)
-        if entry is not None and entry[0] == node:
-            return
-        expires = self._clock.monotonic() + self._config.metadata_max_age_ms / 1000
-        self._preferred[tp] = (node, expires)
-        log.debug("fetching %s from its preferred read replica %s (KIP-392)", tp, node)
+                self._positions_dirty = True  # a reset or a validation requested above runs at once
 
     def _leader_hint(self, tp: KTopicPartition, data: Any) -> None:
         """A KIP-951 ``current_leader`` hint of a Fetch v12+ response."""

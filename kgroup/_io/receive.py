@@ -9,7 +9,12 @@ connections of kgroup's own network client only (:func:`install`, per connection
 * the transport reads each response's 4-byte size prefix (Kafka's request/response framing,
   the Kafka protocol guide's "Common Request and Response Structure"), allocates one buffer of
   that size and receives the rest straight into it with ``recv_into`` (small responses come
-  through a 64 KiB scratch buffer, several per call); TLS sockets too (``ssl.SSLSocket.recv_into``);
+  through a 64 KiB scratch buffer, several per call); TLS sockets too (``ssl.SSLSocket.recv_into``).
+  On a plain socket, kgroup's C module :mod:`kgroup._io._crecv` (built at install where a C
+  compiler is found) receives instead: it loops over ``recv`` while bytes keep coming, with the
+  GIL released once for the loop, where each ``recv_into`` takes the GIL back after its system
+  call, which waits up to the switch interval (``sys.getswitchinterval()``, 5 ms) while the poll
+  thread runs Python code: responses of megabytes then came at a few socket buffers per 5 ms;
 * the parser decodes the response from that buffer without copying it, and a Fetch response's
   ``records`` are ``memoryview`` s into it, handed as they are to the record decoders
   (:mod:`kgroup._io.columnar`, :mod:`kgroup._io.record_decoder`).
@@ -24,6 +29,7 @@ process reads as kafka-python does.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import ssl
@@ -50,6 +56,19 @@ log = logging.getLogger(__name__)
 SCRATCH_BYTES = 64 * 1024
 _CLOCK = MonotonicClock()
 _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+#: how long (ms) :func:`kgroup._io._crecv.recv_frame` waits for more of a response once bytes came
+RECV_WAIT_MS = 1
+
+
+def _load_recv_frame() -> Any:
+    """``kgroup._io._crecv.recv_frame``, or None where it was not built (``socket.recv_into`` then)."""
+    try:
+        return getattr(importlib.import_module("kgroup._io._crecv"), "recv_frame", None)
+    except ImportError:
+        return None
+
+
+_RECV_FRAME = _load_recv_frame()
 
 
 class Frames(list):  # type: ignore[type-arg]
@@ -61,10 +80,11 @@ class Frames(list):  # type: ignore[type-arg]
 class _FrameReader:
     """Splits a connection's bytes into whole responses, each received into a buffer of its own size."""
 
-    __slots__ = ("_filled", "_frame", "_head", "_head_n", "_max_size", "_scratch", "_size", "_view")
+    __slots__ = ("_filled", "_frame", "_head", "_head_n", "_max_size", "_recv_frame", "_scratch", "_size", "_view")
 
-    def __init__(self, max_size: int) -> None:
+    def __init__(self, max_size: int, recv_frame: Any = None) -> None:
         self._max_size = max_size
+        self._recv_frame = recv_frame  # kgroup._io._crecv.recv_frame for a plain socket, else None
         self._scratch = memoryview(bytearray(SCRATCH_BYTES))
         self._head = bytearray(4)
         self._head_n = 0
@@ -90,10 +110,14 @@ class _FrameReader:
         total = 0
         scratch = self._scratch
         complete = len(frames)
+        recv_frame = self._recv_frame
         while True:
             try:
                 if self._view is not None and self._size - self._filled >= SCRATCH_BYTES:
-                    n = sock.recv_into(self._view[self._filled:])  # straight into the response's buffer
+                    if recv_frame is not None:  # straight into the response's buffer, without the GIL
+                        n = recv_frame(sock.fileno(), self._frame, self._filled, RECV_WAIT_MS)
+                    else:
+                        n = sock.recv_into(self._view[self._filled:])  # straight into the response's buffer
                     if n:
                         self._filled += n
                         if self._filled == self._size:
@@ -164,7 +188,8 @@ class _FrameReading:
                 if type(parser) is KafkaProtocol:
                     parser.__class__ = FrameParser  # this connection's parser only
                 max_size = getattr(parser, "_max_frame_size", 100000000)
-                reader = self._reader = _FrameReader(max_size)
+                plain = self._sock is not None and not isinstance(self._sock, ssl.SSLSocket)
+                reader = self._reader = _FrameReader(max_size, _RECV_FRAME if plain else None)
             frames = Frames()
             if self._sock is None:
                 return None

@@ -20,3 +20,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if first:
         rest = [item for item in items if item not in first]
         items[:] = first + rest
+
+
+@pytest.fixture
+def every_poll_posts_polled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schedule of a seed recorded when every ``poll()`` posted a ``Polled`` event.
+
+    A seed replays one interleaving of the real client with the coordinator model. Coalescing
+    ``Polled`` (``kgroup._driver.group_thread.POLLED_COALESCE_S``) moves the group thread's steps,
+    so a seed that reproduced a defect may take another path. The interleaving a test below
+    was written for is still one a member meets (polls further apart than the window post
+    every time); the campaigns run with the coalescing.
+    """
+    from kgroup._driver import group_thread
+
+    monkeypatch.setattr(group_thread, "POLLED_COALESCE_S", 0.0)

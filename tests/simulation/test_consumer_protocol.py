@@ -244,6 +244,7 @@ def test_ci_seed_budget_on_the_consumer_protocol_finds_no_violation(capsys: pyte
     check_campaign(capsys, CI_CONSUMER_SEEDS, "--group-protocol", "consumer")
 
 
+@pytest.mark.usefixtures("every_poll_posts_polled")
 def test_no_partition_is_taken_after_an_acknowledgement_went_unanswered(monkeypatch: pytest.MonkeyPatch) -> None:
     """Seed 1651: m0's join answer (all four partitions, epoch 2) came 2.7 s late, before the
     topic's name was known: m0 reconciled nothing, acknowledged the empty set at once (a prompt

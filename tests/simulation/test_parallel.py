@@ -171,6 +171,10 @@ DEFECTS: dict[str, tuple[object, str, Callable[..., Any], str]] = {
 }
 
 
+#: seeds each defect must be caught within (the first that catches it ends the test)
+DEFECT_SEEDS = 60
+
+
 @pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
 @pytest.mark.parametrize("defect", sorted(DEFECTS))
 def test_each_check_catches_its_defect(
@@ -178,9 +182,30 @@ def test_each_check_catches_its_defect(
 ) -> None:
     owner, name, replacement, rule = DEFECTS[defect]
     monkeypatch.setattr(owner, name, replacement)
-    for seed in range(30):
+    for seed in range(DEFECT_SEEDS):
         violations = run_parallel_seed(seed, group_protocol).violations
         if violations:
             assert rule in violations[0].rule, violations[:3]
             return
-    pytest.fail(f"{defect} was not caught in 30 seeds")
+    pytest.fail(f"{defect} was not caught in {DEFECT_SEEDS} seeds")
+
+
+def test_partitions_assigned_while_the_buffer_is_full_are_paused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 38 (consumer protocol): m2's buffer was full, so the back-pressure before its
+    ``poll()`` had paused every partition it owned; inside that ``poll()`` the rebalance callback
+    assigned t1-1, unpaused, and the same ``poll()`` handed out its records: 97 buffered where 69
+    is the bound. The processor now applies the back-pressure in ``on_partitions_assigned``;
+    without it the seed fails again."""
+    assert run_parallel_seed(38, "consumer").violations == []
+    assigned = parallel_module.ParallelProcessor._assigned
+
+    def assigned_unpaused(self: Any, partitions: Any) -> None:
+        monkeypatch.setattr(self, "_backpressure", lambda: None)
+        try:
+            assigned(self, partitions)
+        finally:
+            monkeypatch.delattr(self, "_backpressure")
+
+    monkeypatch.setattr(parallel_module.ParallelProcessor, "_assigned", assigned_unpaused)
+    violations = run_parallel_seed(38, "consumer").violations
+    assert [v.rule for v in violations[:1]] == ["buffer over its bound"], violations[:3]

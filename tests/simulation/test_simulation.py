@@ -197,6 +197,7 @@ def test_a_member_that_hangs_while_stopping_never_commits_what_it_did_not_proces
     assert any("hung: never gets to close()" in line for line in result.trace)
 
 
+@pytest.mark.usefixtures("every_poll_posts_polled")
 @pytest.mark.parametrize(("seed", "disable"), [(20051, "hold"), (20337, "lost")])
 def test_a_member_whose_session_ran_out_hands_nothing_out(
     seed: int, disable: str, monkeypatch: pytest.MonkeyPatch
@@ -328,6 +329,7 @@ def test_a_topic_created_after_the_group_formed_is_assigned(monkeypatch: pytest.
     assert any("liveness: t2-" in v for v in violations), violations
 
 
+@pytest.mark.usefixtures("every_poll_posts_polled")
 def test_a_zombie_told_it_is_out_explains_the_redelivery_of_what_it_had_taken(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -121,10 +121,11 @@ def fetched(request: Any) -> dict[TopicPartition, int]:
 
 
 def answer(manager: FakeManager, index: int, parts: dict[TopicPartition, Any], aborted: Any = None,
-           preferred: int = -1) -> None:
+           preferred: int = -1, diverging: Any = None) -> None:
     """Answer the ``index``-th Fetch: ``{tp: bytes}`` (records) or ``{tp: error code}``.
 
-    ``preferred``: every partition's ``preferred_read_replica`` (KIP-392; -1: none).
+    ``preferred``: every partition's ``preferred_read_replica`` (KIP-392; -1: none);
+    ``diverging``: every partition's ``diverging_epoch`` (Fetch v12; None: none).
     """
     _, request, future = manager.sent[index]
     partitions = []
@@ -133,7 +134,7 @@ def answer(manager: FakeManager, index: int, parts: dict[TopicPartition, Any], a
         error = value if isinstance(value, int) else codes.NONE
         records = value if isinstance(value, bytes) else b""
         partitions.append(SimpleNamespace(partition_index=tp.partition, error_code=error, high_watermark=1000,
-                                          records=records, aborted_transactions=aborted, diverging_epoch=None,
+                                          records=records, aborted_transactions=aborted, diverging_epoch=diverging,
                                           current_leader=None, preferred_read_replica=preferred))
     response = SimpleNamespace(API_VERSION=12, error_code=codes.NONE, session_id=0,
                                responses=[SimpleNamespace(topic=T, partitions=partitions)])
@@ -245,6 +246,55 @@ def test_paused_partitions_keep_their_records_and_are_not_fetched() -> None:
     assert [tp for tp, _ in fetcher.buffered()] == [P0]
     fetcher.resume(P0)
     assert offsets(fetcher.fetch(20, 0)) == [(0, i) for i in range(4)]
+
+
+def test_a_long_poll_is_short_while_a_partition_waits_for_its_position() -> None:
+    fetcher, manager, _ = make(retry_backoff_ms=100, fetch_max_wait_ms=500)
+    fetcher.assign(frozenset({P0, P1}))
+    fetcher.seek(P0, 0)  # P1's position is still being looked up
+    fetcher.fetch(1, 0)
+    assert fetched(manager.sent[0][1]) == {P0: 0}
+    assert manager.sent[0][1].max_wait_ms == 100, "P1's first Fetch waits behind this one: at most retry_backoff_ms"
+    answer(manager, 0, {})
+    fetcher.seek(P1, 0)
+    fetcher.fetch(1, 0)
+    assert fetched(manager.sent[1][1]) == {P0: 0, P1: 0}
+    assert manager.sent[1][1].max_wait_ms == 500, "every position known: the broker may long-poll"
+    fetcher.pause(P1)
+    fetcher.request_reset(P1, "earliest")  # a paused partition is not fetched either way: no short polls for it
+    answer(manager, 1, {})
+    fetcher.fetch(1, 0)
+    assert fetched(manager.sent[2][1]) == {P0: 0} and manager.sent[2][1].max_wait_ms == 500
+
+
+def test_a_paused_partition_holds_nothing_back_and_holds_again_once_resumed() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1)
+    fetcher.fetch(1, 0)
+    answer(manager, 0, {P0: batch(0, 4)})
+    assert offsets(fetcher.fetch(1, 0)) == [(0, 0)]
+    assert fetched(manager.sent[1][1]) == {P1: 0} and manager.sent[1][1].max_wait_ms == NO_WAIT_MS  # rule 3
+    fetcher.pause(P0)  # its records are kept aside: they hold nothing back (rules 2 and 3)
+    answer(manager, 1, {})
+    assert fetcher.fetch(1, 0) == []
+    assert len(manager.sent) == 3 and fetched(manager.sent[2][1]) == {P1: 0}
+    assert manager.sent[2][1].max_wait_ms == 500, "no records held: the broker may long-poll"
+    fetcher.resume(P0)  # its records are to be handed out again: the node holds records
+    answer(manager, 2, {})
+    assert offsets(fetcher.fetch(1, 0)) == [(0, 1)]
+    assert len(manager.sent) == 4 and manager.sent[3][1].max_wait_ms == NO_WAIT_MS
+
+
+def test_a_response_parked_for_a_paused_partition_holds_nothing_back() -> None:
+    fetcher, manager, _ = make()
+    start(fetcher, P0, P1)
+    fetcher.fetch(1, 0)
+    fetcher.pause(P0)  # while its Fetch is in flight: its records are parked raw when they come
+    answer(manager, 0, {P0: batch(0, 4)})
+    assert fetcher.fetch(1, 0) == []
+    assert [tp for tp, _ in fetcher.buffered()] == [P0]
+    assert len(manager.sent) == 2 and fetched(manager.sent[1][1]) == {P1: 0}
+    assert manager.sent[1][1].max_wait_ms == 500, "no records to hand out: the broker may long-poll"
 
 
 def test_leader_errors_refresh_metadata_and_out_of_range_resets() -> None:
@@ -789,7 +839,7 @@ def test_without_fetch_sessions_every_fetch_is_full_and_sessionless(monkeypatch:
 # ------------------------------------------------------------------ per-poll work at many partitions
 
 
-def test_the_reset_and_validation_steps_run_on_changes_and_every_retry_backoff_ms_not_every_fetch(
+def test_the_reset_and_validation_steps_run_on_changes_and_while_awaited_not_every_fetch(
         monkeypatch: pytest.MonkeyPatch) -> None:
     fetcher, manager, _ = make(retry_backoff_ms=100)
     now = [1000.0]
@@ -797,20 +847,65 @@ def test_the_reset_and_validation_steps_run_on_changes_and_every_retry_backoff_m
     walks: list[float] = []
     validate = fetcher._offsets.maybe_validate_positions
     monkeypatch.setattr(fetcher._offsets, "maybe_validate_positions", lambda: (walks.append(now[0]), validate()))
+    tasks: list[Future] = []  # kafka-python's look-ups and validations, left running until the test ends them
+
+    def call_soon(fn: Any, *args: Any) -> Future:
+        result = fn(*args)
+        if not hasattr(result, "close"):
+            return Future().success(None)  # a Fetch sent
+        manager.started.append(result.__qualname__)
+        result.close()
+        tasks.append(Future())
+        return tasks[-1]
+
     start(fetcher, P0, P1)
+    monkeypatch.setattr(manager, "call_soon", call_soon)
     fetcher.fetch(1, 0)
     answer(manager, 0, {P0: batch(0, 50)})
     walks.clear()
-    for _ in range(20):  # handing out one response: nothing changes the positions' checks
+    for _ in range(20):  # taking in and handing out records: nothing changes the positions' checks
         assert len(fetcher.fetch(1, 0)) == 1
-    assert len(walks) == 1, walks  # once, for the response's arrival
-    now[0] += 0.2  # retry_backoff_ms later: once more (kafka-python's own retries)
+    now[0] += 0.2  # nothing awaits a look-up or a validation: no retry to run
+    fetcher.fetch(1, 0)
+    assert walks == []
+    fetcher.seek(P1, 7, leader_epoch=3)  # a change: at the next fetch
+    fetcher.fetch(1, 0)
+    fetcher.fetch(1, 0)
+    assert len(walks) == 1
+    fetcher._cluster._last_successful_refresh_ms += 1  # new metadata (leader epochs): at the next fetch
     fetcher.fetch(1, 0)
     fetcher.fetch(1, 0)
     assert len(walks) == 2
-    fetcher.seek(P1, 7)  # a change: at the next fetch
+    assert P1 in fetched(manager.sent[-1][1])
+    answer(manager, len(manager.sent) - 1, {P1: codes.FENCED_LEADER_EPOCH})  # an error: at the next fetch
     fetcher.fetch(1, 0)
     assert len(walks) == 3
+    assert fetcher._subscription.assignment[KTopicPartition(T, 1)].awaiting_validation
+    assert "Fetcher._validate_offsets_async" in " ".join(manager.started), manager.started
+    fetcher.fetch(1, 0)  # the validation is under way: nothing new
+    assert len(walks) == 3
+    tasks[-1].success(None)  # it ended: an event
+    fetcher.fetch(1, 0)
+    fetcher.fetch(1, 0)
+    assert len(walks) == 4
+    now[0] += 0.2  # a validation still awaited: retry_backoff_ms later once more (kafka-python's own retries)
+    fetcher.fetch(1, 0)
+    fetcher.fetch(1, 0)
+    assert len(walks) == 5
+
+
+def test_a_diverging_epoch_starts_the_validation_at_the_next_fetch(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, manager, _ = make(retry_backoff_ms=100)
+    now = [1000.0]
+    monkeypatch.setattr(fetcher, "_clock", SimpleNamespace(monotonic=lambda: now[0]))
+    fetcher.assign(frozenset({P0}))
+    fetcher.seek(P0, 5, leader_epoch=2)
+    fetcher.fetch(1, 0)
+    manager.started.clear()
+    answer(manager, 0, {P0: batch(5, 3)}, diverging=SimpleNamespace(epoch=2, end_offset=4))
+    assert fetcher.fetch(1, 0) == []  # the records after the divergence are not handed out
+    assert fetcher._subscription.assignment[KTopicPartition(T, 0)].awaiting_validation
+    assert "Fetcher._validate_offsets_async" in " ".join(manager.started), manager.started
 
 
 def test_no_walk_over_the_partitions_while_every_node_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
