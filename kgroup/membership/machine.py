@@ -758,6 +758,9 @@ class GroupMachine:
         disposition = classify(Api.JOIN_GROUP, event.error_code)
         name = error_name(event.error_code)
         if disposition is Disposition.OK:
+            if self._missed_generation(sent, event):
+                self._give_up_missed(sent, event, out)
+                return
             self._join_retry = self._join_retry.succeeded()
             # Java: a subscription changed while the join was in flight needs another round
             self._rejoin_needed = self._subscription != self._joined_subscription
@@ -805,6 +808,42 @@ class GroupMachine:
                 out.append(Notify(broker_error(Api.JOIN_GROUP, event.error_code, self._context())))
         else:
             self._fatal_response(Api.JOIN_GROUP, event.error_code, out)
+
+    def _missed_generation(self, sent: InFlight, event: ev.JoinGroupResponded) -> bool:
+        """Whether a cooperative member holding partitions joins past a generation formed without it.
+
+        A static member that did not rejoin in time stays in the group when the join phase ends
+        (Kafka removes only dynamic members then, ``GroupMetadataManager.completeClassicGroupJoin``);
+        the leader assigns it from its previous JoinGroup's subscription, whose owned partitions
+        are older than the ones it holds now, so that generation may have given them to others
+        without a revocation. A JoinGroup sent in generation ``g`` and answered with ``g + 2`` or
+        later proves that such a generation passed.
+        """
+        return (
+            self._config.protocol is RebalanceProtocol.COOPERATIVE
+            and bool(self._owned)
+            and sent.generation_id > NO_GENERATION
+            and event.generation_id > sent.generation_id + 1
+        )
+
+    def _give_up_missed(self, sent: InFlight, event: ev.JoinGroupResponded, out: list[Command]) -> None:
+        """Lose the owned partitions (no commit: the offsets may be another member's now), then rejoin.
+
+        The answered generation is not adopted: its round counted the stale claims, and a member
+        that stays out of its SyncGroup cannot be given anything in it. The next JoinGroup, with
+        no owned partitions, changes the member's subscription, so the coordinator starts another
+        round (Java's client keeps the partitions into the new generation and revokes them after
+        its SyncGroup, committing offsets another member has moved past meanwhile).
+        """
+        reason = (
+            f"JoinGroup sent in generation {sent.generation_id} was answered with generation "
+            f"{event.generation_id}: a generation formed without this member"
+        )
+        log.warning("group %s member %r: %s; its partitions are lost", self._config.group_id, event.member_id, reason)
+        self._generation = Generation(NO_GENERATION, event.member_id, None)
+        self._state = MemberState.UNJOINED
+        self._request_rejoin(reason)
+        self._deliver_lost_if_needed(reason, out)
 
     def _start_assignment(self, event: ev.JoinGroupResponded, out: list[Command], now: float) -> None:
         try:

@@ -44,11 +44,18 @@ import pytest
 
 import kgroup
 from kgroup import TopicPartition
-from kgroup.protocol.consumer_protocol import decode_assignment
+from kgroup.protocol.consumer_protocol import (
+    Assignment,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from kgroup.protocol.group_api import DescribeGroupsRequest
 
 from .harness import BOTH, Background, EventLog, RecordingListener, all_partitions, stopped_after_the_test, wait_until
-from .raw_client import RawClient
+from .raw_client import MEMBER_ID_REQUIRED, RawClient
 
 pytestmark = BOTH
 
@@ -693,3 +700,98 @@ def test_static_poll_watchdog_keeps_partitions_and_rejoins_with_the_same_instanc
         assert len(replaced) == 1 and "inst-a" in replaced[0].detail, new
         assert cluster.requests("LeaveGroup") == []
     assert not a.errors and not b.errors, (a.errors, b.errors)
+
+
+@where("broker-notes S4a/S7a: no join barrier; a member that never rejoins is never left out of a generation")
+def test_a_static_member_that_does_not_rejoin_in_time_stays_with_its_old_subscription(
+    cluster: Any, where: str, topic_factory: Any, group_id_factory: Any
+) -> None:
+    """Kafka ends a join phase at the rebalance timeout and removes only the *dynamic* members
+    that did not rejoin (``GroupMetadataManager.completeClassicGroupJoin``): a static member stays,
+    and the new generation's leader assigns it from its previous JoinGroup's subscription. Its
+    late JoinGroup, sent in its old generation, is answered two generations on. This is what
+    kgroup's cooperative member acts on (docs/protocol.md, "A static member that missed a
+    generation"); the simulator's coordinator model must do the same.
+
+    Raw members (a real client rejoins at the first REBALANCE_IN_PROGRESS): static ``a`` forms
+    generation 1 alone and owns every partition, then stops rejoining; dynamic ``b`` joins."""
+    topic, group = topic_factory(PARTITIONS), group_id_factory()
+    boot = cluster.bootstrap_servers
+    everything = tuple(TopicPartition(topic, p) for p in range(PARTITIONS))
+    clients: list[RawClient] = []
+
+    def body(member_id: str, instance: str | None, subscription: Subscription) -> dict[str, Any]:
+        return {
+            "group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 3000,
+            "member_id": member_id, "group_instance_id": instance, "protocol_type": "consumer",
+            "protocols": [{"name": "cooperative-sticky", "metadata": encode_subscription(subscription)}],
+            "reason": None,
+        }
+
+    def sync(client: RawClient, joined: dict[str, Any], instance: str | None,
+             plan: dict[str, tuple[TopicPartition, ...]]) -> dict[str, Any]:
+        assignments = [{"member_id": m, "assignment": encode_assignment(Assignment(partitions=ps))}
+                       for m, ps in plan.items()]
+        return client.request(14, 5, {
+            "group_id": group, "generation_id": joined["generation_id"], "member_id": joined["member_id"],
+            "group_instance_id": instance, "protocol_type": "consumer",
+            "protocol_name": joined["protocol_name"], "assignments": assignments,
+        }, timeout_s=60)
+
+    def heartbeat(client: RawClient, joined: dict[str, Any], instance: str | None) -> int:
+        return client.request(12, 4, {
+            "group_id": group, "generation_id": joined["generation_id"], "member_id": joined["member_id"],
+            "group_instance_id": instance,
+        })["error_code"]
+
+    first = Subscription(topics=(topic,))
+    answers: list[dict[str, Any]] = []
+
+    def a_joined() -> bool:
+        """FindCoordinator, then a's first JoinGroup, until the coordinator is loaded (a fresh broker
+        creates the offsets topic first: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)."""
+        finder = RawClient(boot, client_id="finder")
+        found = finder.request(10, 3, {"key": group, "key_type": 0})
+        finder.close()
+        answers.append(found)
+        if found["error_code"]:
+            return False
+        client = RawClient((found["host"], found["port"]), client_id="a")
+        clients.append(client)
+        answers.append(client.request(11, 9, body("", "inst-a", first), timeout_s=60))
+        return answers[-1]["error_code"] not in (14, 15, 16)
+
+    try:
+        wait_until(a_joined, FORM_S, lambda: f"the coordinator to answer a's JoinGroup: {answers[-1]}", interval_s=0.2)
+        a_client, a1 = clients[-1], answers[-1]
+        b_client = RawClient(a_client.sock.getpeername()[:2], client_id="b")
+        clients.append(b_client)
+        assert a1["error_code"] == 0 and a1["leader"] == a1["member_id"], a1
+        assert sync(a_client, a1, "inst-a", {a1["member_id"]: everything})["error_code"] == 0
+        # b joins: the group rebalances, and a only heartbeats (REBALANCE_IN_PROGRESS meanwhile)
+        b1 = b_client.request(11, 9, body("", None, first), timeout_s=60)
+        if b1["error_code"] == MEMBER_ID_REQUIRED:
+            b1 = b_client.request(11, 9, body(b1["member_id"], None, first), timeout_s=60)
+        assert b1["error_code"] == 0, b1
+        # the join phase ended at the rebalance timeout without a, and kept it, with the
+        # subscription of its first JoinGroup (no owned partitions); b leads
+        assert b1["generation_id"] == a1["generation_id"] + 1, (a1, b1)
+        assert b1["leader"] == b1["member_id"], b1
+        members = {m["member_id"]: m for m in b1["members"]}
+        assert set(members) == {a1["member_id"], b1["member_id"]}, b1
+        assert members[a1["member_id"]]["group_instance_id"] == "inst-a"
+        assert decode_subscription(members[a1["member_id"]]["metadata"]).owned_partitions == ()
+        assert sync(b_client, b1, None, {b1["member_id"]: everything, a1["member_id"]: ()})["error_code"] == 0
+        # a's generation is over but a is still a member: ILLEGAL_GENERATION, not UNKNOWN_MEMBER_ID
+        assert heartbeat(a_client, a1, "inst-a") == 22
+        # a joins late, claiming what it owned in generation 1; the answer is generation 3
+        late = Subscription(topics=(topic,), owned_partitions=everything, generation_id=a1["generation_id"])
+        a_client.send(11, 9, body(a1["member_id"], "inst-a", late))
+        assert heartbeat(b_client, b1, None) == 27  # a's JoinGroup started a rebalance
+        b2 = b_client.request(11, 9, body(b1["member_id"], None, first), timeout_s=60)
+        a2 = a_client.recv(60)[1]
+        assert a2["error_code"] == 0 and a2["member_id"] == a1["member_id"], a2
+        assert a2["generation_id"] == a1["generation_id"] + 2 == b2["generation_id"], (a1, a2, b2)
+    finally:
+        for client in clients:
+            client.close()

@@ -21,6 +21,7 @@ from kgroup._driver.commits import OffsetsClient, Retriable
 from kgroup._driver.leader_watch import LeaderWatch
 from kgroup._driver.partitions import PartitionState
 from kgroup.errors import RetriableCommitFailedError
+from kgroup.membership.machine import GroupMachine
 from kgroup.testing.simulation import _run as sim_run
 from kgroup.testing.simulation import campaign, run_seed, scenario_for
 
@@ -343,3 +344,18 @@ def test_a_zombie_told_it_is_out_explains_the_redelivery_of_what_it_had_taken(
     monkeypatch.setattr(sim_run.Simulation, "_pending_losses", lambda self: None)
     violations = [str(v) for v in run_seed(8023, version=2).violations]
     assert any("unexplained duplicate: t0-2@209" in v for v in violations), violations
+
+
+def test_a_static_member_that_missed_a_generation_loses_what_it_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 59921 (outside CI's budget): m1, a static member alone in generation 4 with t0-0 and
+    t0-1, loses its heartbeats in a black hole while m0 joins; the join phase ends without it and
+    Kafka keeps static members then, so generation 5 assigns it from its older subscription (no
+    owned partitions) and gives t0-0 to m0. m1's own JoinGroup, sent in generation 4, is answered
+    with generation 6: it loses both partitions at once and joins again. Keeping them into
+    generation 6 (as Java's client does) makes m0 and m1 both unfenced owners of t0-0."""
+    result = run_seed(59921)
+    assert result.violations == []
+    assert any("m1#2: lost ['t0-0', 't0-1']" in line for line in result.trace)
+    monkeypatch.setattr(GroupMachine, "_missed_generation", lambda self, sent, event: False)
+    violations = [str(v) for v in run_seed(59921).violations]
+    assert any("two unfenced owners: t0-0 owned by m0#2 and m1#2" in v for v in violations), violations

@@ -181,6 +181,40 @@ def test_unknown_member_id_loses_owned_partitions_and_rejoins_with_an_empty_id()
     assert join.member_id == ""
 
 
+def test_a_join_answered_past_the_next_generation_loses_the_owned_partitions_and_joins_again():
+    # A static member that did not rejoin in time stays in the group (Kafka removes only dynamic
+    # members when the join phase ends) and the leader assigned it from its older subscription:
+    # generation 2 formed without it and may have handed its partitions to others. Its JoinGroup
+    # sent in generation 1 is answered with generation 3: the partitions are lost, not revoked
+    # (their offsets may be someone else's now), and generation 3 is not adopted.
+    t, m = _stable()
+    _rejoin_signalled(t, m)
+    deliver = only(t.handle(m, t.join_response(generation_id=3, leader="someone-else"), now=4.0), DeliverStep)
+    assert deliver.step.lost == OWNED
+    assert deliver.step.revoked == frozenset()
+    assert m.owned == frozenset()
+    assert m.generation.generation_id == -1
+    assert m.generation.member_id == MEMBER_ID
+    join = only(t.handle(m, t.step_completed(), now=4.1), SendJoinGroup)
+    assert join.member_id == MEMBER_ID
+    sub = decode_subscription(join.protocols[0][1])
+    assert sub.owned_partitions == ()
+    assert sub.generation_id == -1
+    # the round after it is an ordinary one: everything assigned arrives as added
+    step = _sync(t, m, {tp("a", 1)}, now=4.5, generation_id=4).step
+    assert step.assigned == {tp("a", 1)}
+    assert step.lost == frozenset()
+    assert step.revoked == frozenset()
+
+
+def test_a_join_answered_with_the_next_generation_keeps_the_owned_partitions():
+    t, m = _stable()
+    _rejoin_signalled(t, m)
+    assert only(t.handle(m, t.join_response(generation_id=2, leader="someone-else"), now=4.0), SendSyncGroup)
+    assert m.owned == OWNED
+    assert m.generation.generation_id == 2
+
+
 def test_leader_hands_the_assignor_every_members_owned_partitions_and_generation():
     t, m = _stable()
     join = _rejoin_signalled(t, m)
