@@ -48,7 +48,6 @@ Not handled (``decode_record_set`` returns None, and the caller decodes the resp
 
 from __future__ import annotations
 
-import importlib
 import struct
 from collections.abc import Callable, Sequence
 from itertools import repeat
@@ -65,31 +64,13 @@ from kafka.errors import CorruptRecordError, UnsupportedCodecError
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import decode_varint
 
+from kgroup._io.crc import crc32c as _crc32c
 from kgroup.types import ConsumerRecord
 
 __all__ = ["HEADERS_TYPE", "AbortedTransactions", "DecodedBatch", "DecodedRecordSet", "decode_record_set",
            "split_batches"]
 
 
-def _load_crc32c() -> Callable[[Any], int]:
-    """The fastest CRC-32C importable.
-
-    The ``crc32c`` package's (kgroup's dependency; SSE 4.2 or ARMv8 instructions where the CPU
-    has them), else aiokafka's C extension's, else kafka-python's ``calc_crc32c``.
-    """
-    for module, name in (("crc32c", "crc32c"), ("aiokafka.record._crecords", "crc32c_cython")):
-        try:
-            crc: Callable[[Any], int] = getattr(importlib.import_module(module), name)
-            return crc
-        except (ImportError, AttributeError):
-            continue
-    from kafka.record.util import calc_crc32c
-
-    fallback: Callable[[Any], int] = calc_crc32c
-    return fallback
-
-
-_crc32c = _load_crc32c()
 _new_tuple = tuple.__new__
 
 #: the v2 batch header (Java ``DefaultRecordBatch``): baseOffset, batchLength, partitionLeaderEpoch,

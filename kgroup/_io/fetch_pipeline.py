@@ -573,7 +573,7 @@ class PipelinedFetcher:
         blocked = self._in_flight_nodes | self._quiet
         if blocked and self._all_blocked(blocked):
             return  # nothing to send anywhere (the common case): skip the walks over the partitions
-        holding = self._holding()
+        holding = self._holds
         blocked.update(node for node, held in holding.items() if len(held) > MAX_HELD_RESPONSES_PER_NODE)
         if blocked and self._all_blocked(blocked):
             return
@@ -628,13 +628,10 @@ class PipelinedFetcher:
         return _FetchPartition(partition=ktp.partition, current_leader_epoch=key[0], fetch_offset=key[1],
                                last_fetched_epoch=key[2], partition_max_bytes=self._config.max_partition_fetch_bytes)
 
-    def _holding(self) -> dict[int, collections.Counter[int]]:
-        """Per node, the responses that still hold records of unpaused partitions (their ids as keys)."""
-        return self._holds
-
     def _count(self, held: _Held) -> None:
         """Count ``held`` in ``_holds`` if it holds records of an unpaused partition."""
-        if held.counted or held.error is not None or self._subscription.is_paused(held.tp):
+        state = self._subscription.assignment.get(held.tp)  # without kafka-python's lock, as _parse_or_raise
+        if held.counted or held.error is not None or (state is not None and state.paused):
             return
         held.counted = True
         self._holds.setdefault(held.node, collections.Counter())[held.response_id] += 1
@@ -735,6 +732,7 @@ class PipelinedFetcher:
                 continue
             got_records = False
             version = response.API_VERSION
+            assignment = sub.assignment
             for topic_data in response.responses:
                 for data in topic_data.partitions:
                     ktp = KTopicPartition(topic_data.topic, data.partition_index)
@@ -743,7 +741,8 @@ class PipelinedFetcher:
                         continue
                     self._bytes_from[node] += len(data.records or b"")
                     held = _Held(ktp, node, response_id, fetch_offset, data, version)
-                    if sub.is_paused(ktp):
+                    state = assignment.get(ktp)  # without the lock, as ``_parse_or_raise``
+                    if state is not None and state.paused:
                         # parked raw until resumed (kafka-python and Java keep paused partitions' data)
                         if data.error_code or data.records:
                             self._keep(held)
@@ -751,7 +750,7 @@ class PipelinedFetcher:
                     if self._parse(held):
                         self._keep(held)
                         got_records = got_records or held.records is not None
-            if wait_ms == NO_WAIT_MS and not got_records and node in self._holding():
+            if wait_ms == NO_WAIT_MS and not got_records and node in self._holds:
                 self._quiet.add(node)  # rule 3: not asked again until records are handed out
 
     def _backoff(self, node: int) -> None:
@@ -791,10 +790,10 @@ class PipelinedFetcher:
         cluster = self._cluster
         error_type = KErrors.for_code(data.error_code)
         try:
-            if not sub.is_fetchable(tp):
+            state = sub.assignment.get(tp)  # without kafka-python's lock: only this thread adds or removes
+            if state is None or not state.is_fetchable():
                 return False  # revoked, paused or being validated meanwhile
             if error_type is KErrors.NoError:
-                state = sub.assignment[tp]
                 position = state.position
                 if position is None or position.offset != fetch_offset:
                     return False  # the position moved (seek, reset) while the fetch was in flight
@@ -815,7 +814,8 @@ class PipelinedFetcher:
                     )
                 if data.high_watermark >= 0:
                     state.highwater = data.high_watermark
-                self._preferred.note(tp, getattr(data, "preferred_read_replica", -1), self._clock.monotonic())
+                if (replica := getattr(data, "preferred_read_replica", -1)) is not None and replica >= 0:
+                    self._preferred.note(tp, replica, self._clock.monotonic())
                 if size == 0:
                     return False
                 self._decoder = self._decoder or record_decoder.load_batch_decoder()

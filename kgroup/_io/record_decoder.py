@@ -31,6 +31,7 @@ from kafka.consumer.fetcher import Fetcher
 from kafka.protocol.consumer import IsolationLevel
 from kafka.structs import TopicPartition as KTopicPartition
 
+from kgroup._io.crc import crc_matches
 from kgroup.errors import FetchError, OffsetOutOfRangeError
 from kgroup.types import ConsumerRecord, TopicPartition
 
@@ -314,7 +315,7 @@ class PartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
         only when :meth:`take` hands them out (``_cursor``), straight into ``ConsumerRecord`` s.
         Returns no decoded tuples (always ``[]``).
         """
-        if self.check_crcs and not batch.validate_crc():
+        if self.check_crcs and not crc_matches(batch):
             raise self._corrupt(batch)
         if not self._hands_out(batch):
             return []
