@@ -138,7 +138,10 @@ def test_a_single_node_serves_a_kgroup_consumer(single_node: BrokerHandle) -> No
     assert handle.pid is not None
     assert handle.pids == {1: handle.pid}
     assert handle.log_path is not None
-    assert "Kafka Server started" in handle.log_path.read_text(encoding="utf-8", errors="replace")
+    log_path = handle.log_path
+    # the broker answers before its log says it started: wait for the line
+    _wait_for("the log to say the server started",
+              lambda: "Kafka Server started" in log_path.read_text(encoding="utf-8", errors="replace") or None)
     assert "NOP" not in handle.log_path.read_text(encoding="utf-8", errors="replace")  # SLF4J bound
     assert handle.bootstrap_servers in handle.describe()
     assert _listed_nodes(handle, 1) == {1}
@@ -176,8 +179,9 @@ def test_restart_keeps_records_and_committed_offsets(single_node: BrokerHandle) 
     assert handle.pid is not None
     assert handle.pid != pid_before
     assert handle.bootstrap_servers == bootstrap_before  # same ports
-    log = handle.log_paths[1].read_text(encoding="utf-8", errors="replace")
-    assert log.count("Kafka Server started") >= 2  # one log across the restart
+    log_path = handle.log_paths[1]
+    _wait_for("the log to say the server started twice (one log across the restart)",
+              lambda: log_path.read_text(encoding="utf-8", errors="replace").count("Kafka Server started") >= 2 or None)
     # Records are on disk: all 20 are there to read from offset 0.
     assert sorted(_read_from_start(handle.bootstrap_servers, topic, 2, 20)) == sorted(
         b"before-%d" % i for i in range(20)
